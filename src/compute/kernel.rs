@@ -1,0 +1,142 @@
+//! The interop kernel (`kernels/sinewave.hip`) and the on-disk cache of its compiled form.
+//!
+//! CUDA (NVRTC → PTX) and HIP (hiprtc → code object) compile the same source at run time. The
+//! first start on a machine compiles and stores the result; later starts load it. The cache key
+//! covers everything that changes the output: the source text, the compiler and its options, the
+//! device (architecture) and the driver version. A damaged or unreadable cache entry is a miss,
+//! never an error.
+//!
+//! Where: `$VKHIP_KERNEL_CACHE` if set (`off` disables the cache), else
+//! `$XDG_CACHE_HOME/vkhip/kernels`, else `~/.cache/vkhip/kernels`.
+
+use std::path::{Path, PathBuf};
+
+/// The kernel source, embedded at build time so the binary runs from anywhere.
+pub const SINEWAVE_SOURCE: &str = include_str!("../../kernels/sinewave.hip");
+/// The kernel's entry point (`extern "C"`, so the name is not mangled).
+pub const SINEWAVE_ENTRY: &str = "sinewave";
+
+/// Whether a compiled kernel came from the cache or was compiled in this run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheOutcome {
+    Hit,
+    Compiled,
+    /// Compiled; the cache is disabled or could not be written.
+    Uncached,
+}
+
+/// Compiled-kernel cache in a directory (or disabled).
+#[derive(Clone, Debug)]
+pub struct KernelCache {
+    dir: Option<PathBuf>,
+}
+
+impl KernelCache {
+    /// The cache at the location the environment names (see the module docs).
+    pub fn from_env() -> Self {
+        let dir = match std::env::var_os("VKHIP_KERNEL_CACHE") {
+            Some(v) if v == "off" || v.is_empty() => None,
+            Some(v) => Some(PathBuf::from(v)),
+            None => std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+                .map(|base| base.join("vkhip").join("kernels")),
+        };
+        KernelCache { dir }
+    }
+
+    /// A cache in `dir` (tests), or none.
+    pub fn at(dir: Option<PathBuf>) -> Self {
+        KernelCache { dir }
+    }
+
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
+    /// The file name for a key made of `parts` (source, compiler, options, device, driver...).
+    pub fn entry_name(parts: &[&str]) -> String {
+        // Two independent FNV-1a 64 hashes: 128 bits, stable across Rust versions and platforms.
+        let mut a: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut b: u64 = 0x8422_2325_cbf2_9ce4;
+        for part in parts {
+            for &byte in part.as_bytes().iter().chain(std::iter::once(&0xffu8)) {
+                a = (a ^ byte as u64).wrapping_mul(0x0000_0100_0000_01b3);
+                b = (b ^ (byte as u64).rotate_left(3)).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        format!("sinewave-{a:016x}{b:016x}.bin")
+    }
+
+    /// Load the entry for `parts`, or compile it with `compile` and store the result.
+    pub fn get_or_compile<E>(
+        &self,
+        parts: &[&str],
+        compile: impl FnOnce() -> Result<Vec<u8>, E>,
+    ) -> Result<(Vec<u8>, CacheOutcome), E> {
+        let Some(dir) = &self.dir else {
+            return compile().map(|b| (b, CacheOutcome::Uncached));
+        };
+        let path = dir.join(Self::entry_name(parts));
+        match std::fs::read(&path) {
+            Ok(bytes) if !bytes.is_empty() => {
+                log::debug!("kernel cache hit: {}", path.display());
+                return Ok((bytes, CacheOutcome::Hit));
+            }
+            _ => {}
+        }
+        let bytes = compile()?;
+        let outcome = match store_atomically(dir, &path, &bytes) {
+            Ok(()) => {
+                log::debug!("kernel cache stored: {}", path.display());
+                CacheOutcome::Compiled
+            }
+            Err(e) => {
+                log::warn!("kernel cache: could not write {}: {e}", path.display());
+                CacheOutcome::Uncached
+            }
+        };
+        Ok((bytes, outcome))
+    }
+}
+
+fn store_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_lookup_hits_and_skips_compile() {
+        let dir = std::env::temp_dir().join(format!("vkhip-kcache-{}", std::process::id()));
+        let cache = KernelCache::at(Some(dir.clone()));
+        let parts = ["src", "nvrtc 13.0", "sm_90", "driver 580"];
+        let (a, o1) = cache.get_or_compile(&parts, || Ok::<_, ()>(b"ptx".to_vec())).unwrap();
+        assert_eq!((a.as_slice(), o1), (&b"ptx"[..], CacheOutcome::Compiled));
+        let (b, o2) = cache
+            .get_or_compile(&parts, || -> Result<Vec<u8>, ()> { panic!("must not recompile") })
+            .unwrap();
+        assert_eq!((b.as_slice(), o2), (&b"ptx"[..], CacheOutcome::Hit));
+        // Any change of a key part is a different entry.
+        let other = ["src", "nvrtc 13.0", "sm_90", "driver 581"];
+        assert_ne!(KernelCache::entry_name(&parts), KernelCache::entry_name(&other));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn disabled_cache_always_compiles() {
+        let cache = KernelCache::at(None);
+        let (_, o) = cache.get_or_compile(&["x"], || Ok::<_, ()>(vec![1])).unwrap();
+        assert_eq!(o, CacheOutcome::Uncached);
+    }
+
+    #[test]
+    fn key_parts_are_not_ambiguous() {
+        assert_ne!(KernelCache::entry_name(&["ab", "c"]), KernelCache::entry_name(&["a", "bc"]));
+    }
+}

@@ -1,0 +1,174 @@
+//! The compute side: one small trait, four implementations.
+//!
+//! | backend  | writes the slot with                    | memory                      | GPU-side sync |
+//! |----------|-----------------------------------------|-----------------------------|---------------|
+//! | `cpu`    | the CPU reference, through a mapping    | host-visible Vulkan memory  | no            |
+//! | `vulkan` | a compute shader on the render device   | the slot buffers themselves | yes (native)  |
+//! | `cuda`   | `kernels/sinewave.hip` via NVRTC        | imported OPAQUE_FD          | yes (imported)|
+//! | `hip`    | `kernels/sinewave.hip` via hiprtc       | imported OPAQUE_FD          | not on Linux  |
+//!
+//! A backend is created after the Vulkan side exists: it receives what it needs to reach the slots
+//! ([`InteropMemory`] fds for the interop APIs, mappings for `cpu`, the buffers for `vulkan`) and,
+//! where it waits and signals on the GPU, the semaphores ([`InteropSemaphores`]). Which of its two
+//! entry points is called, and when, is decided in one place only: [`crate::sync`].
+
+pub mod cpu;
+pub mod cuda;
+pub mod fd;
+#[cfg(feature = "hip")]
+pub mod hip;
+pub mod kernel;
+pub mod vulkan;
+
+use crate::sim::WaveParams;
+use fd::ImportFd;
+
+/// `--backend`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum BackendKind {
+    /// An interop backend whose device matches the Vulkan device (cuda, then hip), else vulkan.
+    Auto,
+    /// The host writes each slot through a persistent mapping (the CPU reference itself).
+    Cpu,
+    /// A compute shader on the render device: no interop, the baseline.
+    Vulkan,
+    /// NVIDIA: CUDA driver API + NVRTC, loaded at run time.
+    Cuda,
+    /// AMD: HIP + hiprtc (build with `--features hip`).
+    Hip,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Auto => "auto",
+            BackendKind::Cpu => "cpu",
+            BackendKind::Vulkan => "vulkan",
+            BackendKind::Cuda => "cuda",
+            BackendKind::Hip => "hip",
+        }
+    }
+
+    /// Whether the backend reaches the slots through exported (OPAQUE_FD) memory.
+    pub fn imports_memory(self) -> bool {
+        matches!(self, BackendKind::Cuda | BackendKind::Hip)
+    }
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A device an interop API can see (for `vkhip info` and for matching against Vulkan devices).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ComputeDeviceInfo {
+    /// "cuda" or "hip".
+    pub api: &'static str,
+    /// The API's device ordinal.
+    pub ordinal: i32,
+    pub name: String,
+    /// The UUID to compare with `VkPhysicalDeviceIDProperties::deviceUUID`.
+    pub uuid: [u8; 16],
+    /// Free text for `info`: architecture, memory, driver version, how the UUID was obtained.
+    pub detail: String,
+}
+
+/// Errors from a compute backend. `Unavailable` is an environment gap (the CLI exits 2).
+#[derive(Debug, thiserror::Error)]
+pub enum ComputeError {
+    /// The backend cannot run here at all (no library, no device, not built in).
+    #[error("backend {backend} is not available: {reason}")]
+    Unavailable { backend: &'static str, reason: String },
+    /// The backend cannot do what was asked (e.g. a sync mode it does not implement).
+    #[error("backend {backend}: {reason}")]
+    Unsupported { backend: &'static str, reason: String },
+    /// A call into the compute API failed.
+    #[error("{api} call {call} failed: {message}")]
+    Api { api: &'static str, call: &'static str, message: String },
+    /// The run-time compiler rejected the kernel.
+    #[error("{api}: compiling kernels/sinewave.hip failed: {log}")]
+    Compile { api: &'static str, log: String },
+    /// A Vulkan call made by a backend (the vulkan backend, or host-side sync) failed.
+    #[error("vulkan: {0}")]
+    Vulkan(String),
+}
+
+/// GPU-side synchronisation for one frame, for backends that wait and signal on their own queue
+/// or stream. Values follow [`crate::sync`]: frame f is `f + 1` on both timelines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuSync {
+    /// Timeline semaphores: wait `rendered ≥ wait_rendered` (None for the first K frames), run,
+    /// then signal `computed = signal_computed`.
+    Timeline { wait_rendered: Option<u64>, signal_computed: u64 },
+    /// The reference samples' scheme: binary semaphore pair `slot`; wait its `rendered` (unless it
+    /// has not been signalled yet), run, signal its `computed`.
+    Binary { slot: usize, wait_rendered: bool },
+}
+
+/// Which GPU-side schemes a backend implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuSyncSupport {
+    pub timeline: bool,
+    pub binary: bool,
+}
+
+/// One slot's exported memory, on its way to an interop API.
+#[derive(Debug)]
+pub struct InteropMemory {
+    pub fd: ImportFd,
+    /// Import size: `VkMemoryRequirements::size` of the allocation (not the buffer size).
+    pub allocation_size: u64,
+    /// The bytes to map: the buffer's range, starting at offset 0 of the allocation.
+    pub buffer_size: u64,
+    /// The allocation is dedicated to the buffer (set the DEDICATED flag on import).
+    pub dedicated: bool,
+}
+
+/// A pair of exported semaphores, on their way to an interop API.
+#[derive(Debug)]
+pub struct InteropSemaphorePair {
+    /// Signalled by the compute side when a slot holds its frame.
+    pub computed: ImportFd,
+    /// Signalled by Vulkan when the draw that read a slot has finished.
+    pub rendered: ImportFd,
+}
+
+/// Exported semaphores for GPU-side sync (`--sync external` and `--sync binary`).
+#[derive(Debug, Default)]
+pub struct InteropSemaphores {
+    /// Timeline semaphores (OPAQUE_FD), for `external`.
+    pub timeline: Option<InteropSemaphorePair>,
+    /// One binary pair per slot, for the reference samples' scheme.
+    pub binary: Vec<InteropSemaphorePair>,
+}
+
+/// The compute side of the renderer. Every call comes from one thread at a time (the render thread,
+/// or the bridge thread in `bridged` mode); [`crate::sync`] decides which call and when.
+pub trait ComputeBackend: Send {
+    /// `cpu`, `vulkan`, `cuda`, `hip`.
+    fn kind(&self) -> BackendKind;
+
+    /// Human-readable device, for the frame report.
+    fn device_name(&self) -> String;
+
+    /// Which GPU-side schemes [`ComputeBackend::enqueue_gpu_synced`] accepts.
+    fn gpu_sync_support(&self) -> GpuSyncSupport;
+
+    /// GPU-side path: enqueue wait → kernel (write `slot` for `params`) → signal, and return at
+    /// once. The host does not wait for anything the compute API signals.
+    fn enqueue_gpu_synced(
+        &mut self,
+        slot: usize,
+        params: &WaveParams,
+        sync: GpuSync,
+    ) -> Result<(), ComputeError>;
+
+    /// Host-synchronous path (`bridged`, `blocking`): write `slot` for `params` and return when the
+    /// values are complete and visible to Vulkan. The wait uses the API's own event or fence.
+    fn write_slot_and_wait(&mut self, slot: usize, params: &WaveParams) -> Result<(), ComputeError>;
+
+    /// Wait until everything this backend has enqueued has finished (teardown, mode switches).
+    fn finish(&mut self) -> Result<(), ComputeError>;
+}

@@ -1,0 +1,12 @@
+//! vkhip: a Vulkan renderer whose height field is written by a pluggable compute backend
+//! (CPU, Vulkan compute, CUDA, HIP) through exported memory and semaphores.
+//!
+//! Where to look first (export → import → map → wait → kernel → signal):
+//! - [`vk::external`]: export of slot memory and semaphores as OPAQUE_FD.
+//! - [`compute`]: the backend interface; `compute::cuda` and `compute::hip` import the fds and map them.
+//! - [`sync`]: the frame-sync protocol, end to end (who waits on what, in every `--sync` mode).
+//! - [`sim`]: the sine-wave parameters and the CPU reference every test compares against.
+#![warn(unsafe_op_in_unsafe_fn)]
+
+pub mod sim;
+pub mod compute;

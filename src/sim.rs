@@ -1,0 +1,215 @@
+//! The simulation: a sine-wave height field on a W×H grid, and the CPU reference that every
+//! backend (and every test) is compared against.
+//!
+//! Layout shared by every writer and the renderer: one `f32` per grid point, row-major,
+//! `index = y * width + x`, no padding, no header. Slot buffers are exactly `width * height * 4`
+//! bytes of payload (the allocation may be larger).
+//!
+//! The height at grid point (x, y) for a frame with phase `p`:
+//!
+//! ```text
+//! u = 2·x/(W−1) − 1,  v = 2·y/(H−1) − 1                   (both in [−1, 1])
+//! h = AMPLITUDE · sin(FREQUENCY·u + p) · cos(FREQUENCY·v + p)
+//! ```
+//!
+//! The phase is reduced on the host in f64 (`phase_for_time`), so every backend receives the same
+//! f32 argument whatever the run length, and arguments stay within a few multiples of π where
+//! every GPU's `sin` is accurate.
+
+use std::fmt;
+
+/// Peak height of the wave (world units; the grid spans [−1, 1] in x and z).
+pub const AMPLITUDE: f32 = 0.25;
+/// Angular frequency of the wave across the grid, in radians per unit of u or v.
+pub const FREQUENCY: f32 = 6.0;
+/// Phase speed in radians per second of simulation time.
+pub const SPEED: f64 = 1.5;
+
+/// Largest side accepted for the grid (the renderer's limits may lower it further).
+pub const MAX_SIDE: u32 = 16384;
+
+/// Grid dimensions (both sides ≥ 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grid {
+    pub width: u32,
+    pub height: u32,
+}
+
+impl Grid {
+    /// Number of grid points.
+    pub fn len(&self) -> usize {
+        self.width as usize * self.height as usize
+    }
+
+    /// A grid always has at least 4 points; provided for clippy's `len_without_is_empty`.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Payload size of one slot in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.len() as u64 * std::mem::size_of::<f32>() as u64
+    }
+}
+
+impl fmt::Display for Grid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}", self.width, self.height)
+    }
+}
+
+/// Error from parsing a `WxH` grid string.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum GridError {
+    #[error("grid '{0}' is not of the form WxH (e.g. 512x512)")]
+    Syntax(String),
+    #[error("grid '{0}': each side must be at least 2")]
+    TooSmall(String),
+    #[error("grid '{0}': each side must be at most {MAX_SIDE}")]
+    TooLarge(String),
+}
+
+impl std::str::FromStr for Grid {
+    type Err = GridError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (w, h) = s
+            .split_once(['x', 'X'])
+            .ok_or_else(|| GridError::Syntax(s.to_string()))?;
+        let parse = |t: &str| t.trim().parse::<u64>().map_err(|_| GridError::Syntax(s.to_string()));
+        let (w, h) = (parse(w)?, parse(h)?);
+        if w < 2 || h < 2 {
+            return Err(GridError::TooSmall(s.to_string()));
+        }
+        if w > MAX_SIDE as u64 || h > MAX_SIDE as u64 {
+            return Err(GridError::TooLarge(s.to_string()));
+        }
+        Ok(Grid { width: w as u32, height: h as u32 })
+    }
+}
+
+/// Everything a writer needs for one frame: the kernel arguments, in one place.
+///
+/// The kernels (`kernels/sinewave.hip`, `shaders/sinewave.comp`) take exactly these values, in
+/// this order, after the output pointer: width, height, phase, amplitude, frequency.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WaveParams {
+    pub grid: Grid,
+    pub phase: f32,
+    pub amplitude: f32,
+    pub frequency: f32,
+}
+
+impl WaveParams {
+    /// The parameters for simulation time `t` seconds.
+    pub fn at_time(grid: Grid, t: f64) -> Self {
+        WaveParams { grid, phase: phase_for_time(t), amplitude: AMPLITUDE, frequency: FREQUENCY }
+    }
+}
+
+/// Reduce `SPEED · t` into [0, 2π) in f64, then round to f32.
+pub fn phase_for_time(t: f64) -> f32 {
+    (SPEED * t).rem_euclid(std::f64::consts::TAU) as f32
+}
+
+/// Height at one grid point: the definition every backend implements.
+#[inline]
+pub fn height(p: &WaveParams, x: u32, y: u32) -> f32 {
+    let u = 2.0 * x as f32 / (p.grid.width - 1) as f32 - 1.0;
+    let v = 2.0 * y as f32 / (p.grid.height - 1) as f32 - 1.0;
+    p.amplitude * (p.frequency * u + p.phase).sin() * (p.frequency * v + p.phase).cos()
+}
+
+/// Fill `out` (row-major, `grid.len()` values) with the reference heights.
+pub fn fill_reference(p: &WaveParams, out: &mut [f32]) {
+    let w = p.grid.width as usize;
+    assert_eq!(out.len(), p.grid.len(), "output length must equal the grid size");
+    for (y, row) in out.chunks_exact_mut(w).enumerate() {
+        for (x, h) in row.iter_mut().enumerate() {
+            *h = height(p, x as u32, y as u32);
+        }
+    }
+}
+
+/// Result of comparing a slot against the reference.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Comparison {
+    /// Largest |actual − expected| over all finite values (NaN/inf counted in `mismatches`).
+    pub max_abs_error: f32,
+    /// Values whose error exceeds the tolerance, or that are not finite.
+    pub mismatches: usize,
+    /// Index of the first mismatching value, if any.
+    pub first_mismatch: Option<usize>,
+}
+
+/// Compare `actual` with the reference for `p`, counting values off by more than `tolerance`.
+pub fn compare_with_reference(p: &WaveParams, actual: &[f32], tolerance: f32) -> Comparison {
+    let mut c = Comparison::default();
+    let w = p.grid.width as usize;
+    for (i, &a) in actual.iter().enumerate() {
+        let e = height(p, (i % w) as u32, (i / w) as u32);
+        let err = (a - e).abs();
+        if !err.is_finite() || err > tolerance {
+            c.mismatches += 1;
+            c.first_mismatch.get_or_insert(i);
+        }
+        if err.is_finite() && err > c.max_abs_error {
+            c.max_abs_error = err;
+        }
+    }
+    if actual.len() != p.grid.len() {
+        c.mismatches += p.grid.len().abs_diff(actual.len());
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_parses_and_rejects() {
+        assert_eq!("513x257".parse::<Grid>(), Ok(Grid { width: 513, height: 257 }));
+        assert_eq!("2X2".parse::<Grid>(), Ok(Grid { width: 2, height: 2 }));
+        assert!(matches!("1x5".parse::<Grid>(), Err(GridError::TooSmall(_))));
+        assert!(matches!("512".parse::<Grid>(), Err(GridError::Syntax(_))));
+        assert!(matches!("ax3".parse::<Grid>(), Err(GridError::Syntax(_))));
+        assert!(matches!("99999x2".parse::<Grid>(), Err(GridError::TooLarge(_))));
+    }
+
+    #[test]
+    fn reference_hits_known_values() {
+        let grid = Grid { width: 3, height: 3 };
+        let p = WaveParams { grid, phase: 0.0, amplitude: 1.0, frequency: std::f32::consts::FRAC_PI_2 };
+        let mut out = vec![0.0; 9];
+        fill_reference(&p, &mut out);
+        // corner (0,0): u = v = -1 → sin(-π/2)·cos(-π/2) = -1 · 0
+        assert!(out[0].abs() < 1e-6);
+        // centre (1,1): u = v = 0 → sin(0)·cos(0) = 0
+        assert!(out[4].abs() < 1e-6);
+        // (2,1): u = 1, v = 0 → sin(π/2)·cos(0) = 1
+        assert!((out[5] - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn phase_wraps_into_range() {
+        let p = phase_for_time(1.0e6);
+        assert!((0.0..std::f32::consts::TAU + 1e-6).contains(&p));
+        assert_eq!(phase_for_time(0.0), 0.0);
+    }
+
+    #[test]
+    fn comparison_counts_poison_and_errors() {
+        let grid = Grid { width: 4, height: 2 };
+        let p = WaveParams::at_time(grid, 0.5);
+        let mut v = vec![0.0; grid.len()];
+        fill_reference(&p, &mut v);
+        assert_eq!(compare_with_reference(&p, &v, 1e-5).mismatches, 0);
+        v[3] = f32::NAN;
+        v[5] += 1e-3;
+        let c = compare_with_reference(&p, &v, 1e-5);
+        assert_eq!(c.mismatches, 2);
+        assert_eq!(c.first_mismatch, Some(3));
+        assert!(c.max_abs_error >= 1e-3 * 0.99);
+    }
+}
