@@ -172,3 +172,30 @@ pub trait ComputeBackend: Send {
     /// Wait until everything this backend has enqueued has finished (teardown, mode switches).
     fn finish(&mut self) -> Result<(), ComputeError>;
 }
+
+/// Kernel time against a plain fill (memset) of the same buffer, both timed with the compute
+/// API's own events on one stream in the same run (`vkhip bench-kernel`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KernelBenchmark {
+    /// Per-launch kernel times, microseconds.
+    pub kernel_us: Vec<f64>,
+    /// Per-launch fill times over the same bytes, microseconds.
+    pub fill_us: Vec<f64>,
+    /// What the fill was (e.g. "cuMemsetD32Async").
+    pub fill_name: &'static str,
+}
+
+/// Median of a sample (0 for an empty one).
+pub fn median(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
