@@ -8,5 +8,14 @@
 //! - [`sim`]: the sine-wave parameters and the CPU reference every test compares against.
 #![warn(unsafe_op_in_unsafe_fn)]
 
-pub mod sim;
+pub mod app;
+pub mod camera;
+pub mod cli;
 pub mod compute;
+pub mod image;
+pub mod profile;
+pub mod render;
+pub mod shaders;
+pub mod sim;
+pub mod sync;
+pub mod vk;

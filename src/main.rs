@@ -1,1 +1,49 @@
-fn main() {}
+//! vkhip command line: parse, dispatch, and turn errors into one line and an exit code
+//! (0 success, 1 a failed check or run, 2 a usage or environment problem).
+
+use clap::Parser;
+use std::process::ExitCode;
+use vkhip::app;
+use vkhip::cli::{Cli, Command};
+use vkhip::vk::instance::ValidationCounts;
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
+        .format_timestamp_millis()
+        .init();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            // One line naming the problem, not clap's usage block.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
+            eprintln!("vkhip: error: {first} (see vkhip --help)");
+            return ExitCode::from(2);
+        }
+    };
+    app::frame::install_interrupt_handler();
+    let validation = match &cli.command {
+        None => cli.run.common.validation,
+        Some(Command::Verify(a)) => a.common.validation,
+        Some(Command::BenchKernel(a)) => a.common.validation,
+        Some(Command::Cycles(a)) => a.common.validation,
+        _ => false,
+    };
+    let result = app::dispatch(cli);
+    // Everything Vulkan is destroyed by now, so teardown messages are counted too.
+    if validation {
+        println!("validation: {}", ValidationCounts::current());
+    }
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("vkhip: error: {e:#}");
+            ExitCode::from(if app::is_environment_error(&e) { 2 } else { 1 })
+        }
+    }
+}

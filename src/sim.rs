@@ -73,9 +73,7 @@ impl std::str::FromStr for Grid {
     type Err = GridError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (w, h) = s
-            .split_once(['x', 'X'])
-            .ok_or_else(|| GridError::Syntax(s.to_string()))?;
+        let (w, h) = s.split_once(['x', 'X']).ok_or_else(|| GridError::Syntax(s.to_string()))?;
         let parse = |t: &str| t.trim().parse::<u64>().map_err(|_| GridError::Syntax(s.to_string()));
         let (w, h) = (parse(w)?, parse(h)?);
         if w < 2 || h < 2 {

@@ -118,9 +118,8 @@ mod tests {
         let parts = ["src", "nvrtc 13.0", "sm_90", "driver 580"];
         let (a, o1) = cache.get_or_compile(&parts, || Ok::<_, ()>(b"ptx".to_vec())).unwrap();
         assert_eq!((a.as_slice(), o1), (&b"ptx"[..], CacheOutcome::Compiled));
-        let (b, o2) = cache
-            .get_or_compile(&parts, || -> Result<Vec<u8>, ()> { panic!("must not recompile") })
-            .unwrap();
+        let (b, o2) =
+            cache.get_or_compile(&parts, || -> Result<Vec<u8>, ()> { panic!("must not recompile") }).unwrap();
         assert_eq!((b.as_slice(), o2), (&b"ptx"[..], CacheOutcome::Hit));
         // Any change of a key part is a different entry.
         let other = ["src", "nvrtc 13.0", "sm_90", "driver 581"];

@@ -1,1 +1,207 @@
-//! Vulkan compute backend (placeholder).
+//! `vulkan` backend: a compute shader on the render device writes the slot. No interop at all:
+//! the baseline a user would pick instead of CUDA or HIP. It can run every mode: GPU-side
+//! (`external`, `binary`) by submitting its dispatch to the queue with the protocol's waits and
+//! signals, host-side (`bridged`, `blocking`) by waiting on its own fence.
+
+use super::{BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport};
+use crate::shaders::SinewavePush;
+use crate::sim::WaveParams;
+use crate::sync::SemaphoreHandles;
+use crate::vk::device::{Context, WAIT_TIMEOUT};
+use crate::vk::external::Slot;
+use crate::vk::pipeline::SinewavePipeline;
+use crate::vk::{CallContext, VkError};
+use ash::vk;
+use std::sync::Arc;
+
+fn vkerr(e: VkError) -> ComputeError {
+    ComputeError::Vulkan(e.to_string())
+}
+
+/// One command buffer + fence per slot: a slot's buffer is re-recorded only after its fence says
+/// the previous dispatch for that slot finished (a Vulkan fence: never a compute-API value).
+pub struct VulkanBackend {
+    pipeline: SinewavePipeline,
+    pool: vk::CommandPool,
+    cmds: Vec<vk::CommandBuffer>,
+    fences: Vec<vk::Fence>,
+    sems: SemaphoreHandles,
+    ctx: Arc<Context>,
+}
+
+impl VulkanBackend {
+    pub fn new(ctx: &Arc<Context>, slots: &[Slot], sems: SemaphoreHandles) -> Result<Self, ComputeError> {
+        Self::create(ctx, slots, sems).map_err(vkerr)
+    }
+
+    fn create(ctx: &Arc<Context>, slots: &[Slot], sems: SemaphoreHandles) -> Result<Self, VkError> {
+        let pipeline = SinewavePipeline::new(ctx, slots)?;
+        let d = &ctx.device;
+        let info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(ctx.queue_family)
+            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+        // SAFETY: valid device.
+        let pool = unsafe { d.create_command_pool(&info, None) }.call("vkCreateCommandPool")?;
+        let mut me =
+            VulkanBackend { pipeline, pool, cmds: Vec::new(), fences: Vec::new(), sems, ctx: ctx.clone() };
+        let alloc = vk::CommandBufferAllocateInfo::default()
+            .command_pool(pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(slots.len() as u32);
+        // SAFETY: pool owned by `me`.
+        me.cmds = unsafe { d.allocate_command_buffers(&alloc) }.call("vkAllocateCommandBuffers")?;
+        for _ in slots {
+            let info = vk::FenceCreateInfo::default().flags(vk::FenceCreateFlags::SIGNALED);
+            // SAFETY: valid device.
+            me.fences.push(unsafe { d.create_fence(&info, None) }.call("vkCreateFence")?);
+        }
+        Ok(me)
+    }
+
+    /// Wait for the slot's previous dispatch, re-record its command buffer, and submit it.
+    fn submit(
+        &mut self,
+        slot: usize,
+        params: &WaveParams,
+        waits: &[(vk::Semaphore, u64)],
+        signals: &[(vk::Semaphore, u64)],
+    ) -> Result<(), VkError> {
+        let d = &self.ctx.device;
+        let (cmd, fence) = (self.cmds[slot], self.fences[slot]);
+        // SAFETY: the fence belongs to this device; it is signalled when the last use finished.
+        match unsafe { d.wait_for_fences(&[fence], true, WAIT_TIMEOUT.as_nanos() as u64) } {
+            Ok(()) => {}
+            Err(vk::Result::TIMEOUT) => {
+                return Err(VkError::Timeout {
+                    what: format!("the previous dispatch for slot {slot}"),
+                    seconds: WAIT_TIMEOUT.as_secs(),
+                })
+            }
+            Err(e) => return Err(VkError::Call { call: "vkWaitForFences", result: e }),
+        }
+        // SAFETY: the fence is signalled, so the command buffer is no longer pending.
+        unsafe {
+            d.reset_fences(&[fence]).call("vkResetFences")?;
+            d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()).call("vkResetCommandBuffer")?;
+            let begin =
+                vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+            d.begin_command_buffer(cmd, &begin).call("vkBeginCommandBuffer")?;
+        }
+        let push = SinewavePush {
+            width: params.grid.width,
+            height: params.grid.height,
+            phase: params.phase,
+            amplitude: params.amplitude,
+            frequency: params.frequency,
+        };
+        if waits.is_empty() {
+            // Host-synchronised modes: the host already waited for the slot's previous reader, but
+            // Vulkan needs its own execution dependency for the write-after-read on the slot: the
+            // earlier draws (submission order) finish their vertex reads before this dispatch writes.
+            let barrier = vk::MemoryBarrier::default().dst_access_mask(vk::AccessFlags::SHADER_WRITE);
+            // SAFETY: recording into `cmd`.
+            unsafe {
+                d.cmd_pipeline_barrier(
+                    cmd,
+                    vk::PipelineStageFlags::VERTEX_SHADER,
+                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                    vk::DependencyFlags::empty(),
+                    &[barrier],
+                    &[],
+                    &[],
+                )
+            };
+        }
+        self.pipeline.record_dispatch(cmd, slot, &push);
+        // SAFETY: recording was begun above.
+        unsafe { d.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
+
+        let wait_sems: Vec<_> = waits.iter().map(|w| w.0).collect();
+        let wait_values: Vec<_> = waits.iter().map(|w| w.1).collect();
+        let stages = vec![vk::PipelineStageFlags::COMPUTE_SHADER; waits.len()];
+        let signal_sems: Vec<_> = signals.iter().map(|s| s.0).collect();
+        let signal_values: Vec<_> = signals.iter().map(|s| s.1).collect();
+        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
+            .wait_semaphore_values(&wait_values)
+            .signal_semaphore_values(&signal_values);
+        let cmds = [cmd];
+        let submit = vk::SubmitInfo::default()
+            .wait_semaphores(&wait_sems)
+            .wait_dst_stage_mask(&stages)
+            .command_buffers(&cmds)
+            .signal_semaphores(&signal_sems)
+            .push_next(&mut timeline);
+        self.ctx.submit(&[submit], fence)
+    }
+}
+
+impl ComputeBackend for VulkanBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Vulkan
+    }
+
+    fn device_name(&self) -> String {
+        self.ctx.physical.name.clone()
+    }
+
+    fn gpu_sync_support(&self) -> GpuSyncSupport {
+        GpuSyncSupport { timeline: true, binary: !self.sems.binary.is_empty() }
+    }
+
+    fn enqueue_gpu_synced(
+        &mut self,
+        slot: usize,
+        params: &WaveParams,
+        sync: GpuSync,
+    ) -> Result<(), ComputeError> {
+        let (waits, signals) = match sync {
+            GpuSync::Timeline { wait_rendered, signal_computed } => (
+                wait_rendered.map(|v| (self.sems.rendered, v)).into_iter().collect::<Vec<_>>(),
+                vec![(self.sems.computed, signal_computed)],
+            ),
+            GpuSync::Binary { slot: pair, wait_rendered } => {
+                let (computed, rendered) =
+                    *self.sems.binary.get(pair).ok_or_else(|| ComputeError::Unsupported {
+                        backend: "vulkan",
+                        reason: "binary semaphores were not created".into(),
+                    })?;
+                (if wait_rendered { vec![(rendered, 0)] } else { vec![] }, vec![(computed, 0)])
+            }
+        };
+        self.submit(slot, params, &waits, &signals).map_err(vkerr)
+    }
+
+    fn write_slot_and_wait(&mut self, slot: usize, params: &WaveParams) -> Result<(), ComputeError> {
+        self.submit(slot, params, &[], &[]).map_err(vkerr)?;
+        let fence = self.fences[slot];
+        // SAFETY: fence submitted above.
+        unsafe { self.ctx.device.wait_for_fences(&[fence], true, WAIT_TIMEOUT.as_nanos() as u64) }
+            .call("vkWaitForFences")
+            .map_err(vkerr)
+    }
+
+    fn finish(&mut self) -> Result<(), ComputeError> {
+        // SAFETY: fences of this device; each is signalled or pending.
+        unsafe { self.ctx.device.wait_for_fences(&self.fences, true, WAIT_TIMEOUT.as_nanos() as u64) }
+            .call("vkWaitForFences")
+            .map_err(vkerr)
+    }
+}
+
+impl Drop for VulkanBackend {
+    fn drop(&mut self) {
+        let d = &self.ctx.device;
+        // SAFETY: wait for our own fences first, so nothing recorded here is pending; then the
+        // pool (freeing its command buffers) and the fences can go.
+        unsafe {
+            if let Err(e) = d.wait_for_fences(&self.fences, true, WAIT_TIMEOUT.as_nanos() as u64) {
+                log::warn!("vulkan backend teardown: vkWaitForFences: {e}");
+                let _ = self.ctx.queue_wait_idle();
+            }
+            for &f in &self.fences {
+                d.destroy_fence(f, None);
+            }
+            d.destroy_command_pool(self.pool, None);
+        }
+    }
+}

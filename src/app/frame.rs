@@ -1,0 +1,112 @@
+//! The per-frame sequence shared by every mode: throttle → compute → draw (see [`crate::sync`]).
+
+use super::session::Session;
+use crate::cli::TimeMode;
+use crate::profile::PhaseTimes;
+use crate::render::Renderer;
+use crate::shaders::SurfacePush;
+use crate::sim::WaveParams;
+use crate::sync::SyncError;
+use crate::vk::VkError;
+use ash::vk;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Install the Ctrl-C handler: the frame loops stop at the next frame and tear down in order.
+pub fn install_interrupt_handler() {
+    if let Err(e) = ctrlc::set_handler(|| {
+        if INTERRUPTED.swap(true, Ordering::SeqCst) {
+            // Second Ctrl-C: the user wants out now.
+            std::process::exit(130);
+        }
+        eprintln!("vkhip: interrupted, finishing the frames in flight (Ctrl-C again to abort)");
+    }) {
+        log::warn!("could not install the Ctrl-C handler: {e}");
+    }
+}
+
+/// Whether Ctrl-C was pressed.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Simulation time for frame numbers.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    pub mode: TimeMode,
+    pub dt: f64,
+    start: Instant,
+}
+
+impl Clock {
+    pub fn new(mode: TimeMode, dt: f64) -> Self {
+        Clock { mode, dt, start: Instant::now() }
+    }
+
+    /// Seconds of simulation time at `frame`.
+    pub fn time(&self, frame: u64) -> f64 {
+        match self.mode {
+            TimeMode::Frame => frame as f64 * self.dt,
+            TimeMode::Wall => self.start.elapsed().as_secs_f64(),
+        }
+    }
+}
+
+/// Errors of one frame.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error(transparent)]
+    Sync(#[from] SyncError),
+    #[error("draw: {0}")]
+    Vulkan(#[from] VkError),
+}
+
+/// Where and how a frame is drawn.
+pub struct DrawTarget<'a> {
+    pub framebuffer: vk::Framebuffer,
+    pub extent: vk::Extent2D,
+    pub push: SurfacePush,
+    /// Swapchain acquire semaphore (binary) and the stage that waits for it.
+    pub extra_waits: &'a [(vk::Semaphore, vk::PipelineStageFlags)],
+    /// Swapchain present semaphore (binary).
+    pub extra_signals: &'a [vk::Semaphore],
+}
+
+/// Throttle: host-wait until frame `frame`'s per-frame resources are free.
+pub fn throttle(session: &Session, frame: u64, times: &mut PhaseTimes) -> Result<(), FrameError> {
+    let t = Instant::now();
+    times.start.get_or_insert(t);
+    session.sync.throttle(frame)?;
+    times.throttle = t.elapsed();
+    Ok(())
+}
+
+/// Compute + draw of frame `frame` (after [`throttle`]).
+pub fn compute_and_draw(
+    session: &mut Session,
+    renderer: &mut Renderer,
+    frame: u64,
+    params: &WaveParams,
+    target: &DrawTarget<'_>,
+    times: &mut PhaseTimes,
+) -> Result<(), FrameError> {
+    let t = Instant::now();
+    session.sync.compute(frame, params)?;
+    times.compute = t.elapsed();
+    let t = Instant::now();
+    let sync = session.sync.draw_sync(frame);
+    renderer.draw(
+        frame,
+        session.sync.slot_of(frame),
+        target.framebuffer,
+        target.extent,
+        &target.push,
+        &sync,
+        target.extra_waits,
+        target.extra_signals,
+    )?;
+    times.submit = t.elapsed();
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! The ways vkhip runs: window, headless, verify, info, benchmarks. Each builds a
+//! [`session::Session`] and drives the frame loop.
+
+pub mod frame;
+pub mod headless;
+pub mod report;
+pub mod session;
+
+use crate::cli::{Cli, Command};
+use std::process::ExitCode;
+
+/// Run the command `cli` names. `Ok` carries the exit code of checks (verify, cycles, compare).
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        None => {
+            let headless = cli.run.headless || !display_available();
+            crate::cli::check_run(&cli.run, headless)?;
+            if headless {
+                if !cli.run.headless {
+                    log::info!("no display (DISPLAY / WAYLAND_DISPLAY unset): running headless");
+                }
+                headless::run(&cli.run)?;
+            } else {
+                anyhow::bail!("window mode is not built yet");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Info(_a)) => anyhow::bail!("info is not built yet"),
+        Some(Command::Verify(_a)) => anyhow::bail!("verify is not built yet"),
+        Some(Command::BenchKernel(_a)) => anyhow::bail!("bench-kernel is not built yet"),
+        Some(Command::Cycles(_a)) => anyhow::bail!("cycles is not built yet"),
+        Some(Command::ComparePng(a)) => compare_png(&a),
+    }
+}
+
+/// Whether a window system is reachable.
+pub fn display_available() -> bool {
+    ["DISPLAY", "WAYLAND_DISPLAY"].iter().any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()))
+}
+
+/// Whether an error is a usage or environment problem (exit code 2) rather than a failure.
+pub fn is_environment_error(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<crate::cli::UsageError>().is_some()
+            || c.downcast_ref::<session::SessionError>().is_some_and(|s| s.is_environment())
+            || c.downcast_ref::<crate::vk::VkError>().is_some_and(|v| v.is_environment())
+            || c.downcast_ref::<crate::compute::ComputeError>().is_some_and(|c| {
+                matches!(
+                    c,
+                    crate::compute::ComputeError::Unavailable { .. }
+                        | crate::compute::ComputeError::Unsupported { .. }
+                )
+            })
+            || c.downcast_ref::<crate::image::ImageError>().is_some()
+    })
+}
+
+fn compare_png(a: &crate::cli::CompareArgs) -> anyhow::Result<ExitCode> {
+    use crate::image::{compare, Rgba};
+    let (x, y) = (Rgba::read_png(&a.a)?, Rgba::read_png(&a.b)?);
+    let Some(d) = compare(&x, &y, a.tolerance) else {
+        println!(
+            "compare-png: size={}x{} vs {}x{} result=DIFFERENT (sizes differ)",
+            x.width, x.height, y.width, y.height
+        );
+        return Ok(ExitCode::from(1));
+    };
+    let same = d.same();
+    println!(
+        "compare-png: size={}x{} max_channel_diff={} pixels_over_tolerance={} tolerance={} result={}",
+        x.width,
+        x.height,
+        d.max_channel_diff,
+        d.pixels_over,
+        a.tolerance,
+        if same { "SAME" } else { "DIFFERENT" }
+    );
+    Ok(if same { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

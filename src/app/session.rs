@@ -1,0 +1,281 @@
+//! Everything one run needs, built in dependency order and torn down in reverse:
+//! backend choice → Vulkan device → slots (exported) → semaphores (exported) → backend (imports)
+//! → frame-sync protocol. The interop path, export → import, is [`Session::new`] top to bottom.
+
+use crate::cli::CommonArgs;
+use crate::compute::fd::ImportFd;
+use crate::compute::{
+    cpu::CpuBackend, vulkan::VulkanBackend, BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError,
+    InteropMemory, InteropSemaphorePair, InteropSemaphores,
+};
+use crate::sim::Grid;
+use crate::sync::{resolve_mode, FrameSemaphores, FrameSync, SyncError, SyncMode};
+use crate::vk::device::{choose_device, enumerate, uuid_string, Context, PhysicalDeviceInfo};
+use crate::vk::external::{Slot, SlotMemory};
+use crate::vk::instance::Instance;
+use crate::vk::VkError;
+use std::sync::Arc;
+
+/// Errors building a session.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Vulkan(#[from] VkError),
+    #[error(transparent)]
+    Compute(#[from] ComputeError),
+    #[error(transparent)]
+    Sync(#[from] SyncError),
+    #[error("grid {grid} is too large: {reason}")]
+    GridTooLarge { grid: Grid, reason: String },
+}
+
+impl SessionError {
+    /// An environment gap or a user mistake (exit code 2).
+    pub fn is_environment(&self) -> bool {
+        match self {
+            SessionError::Vulkan(e) => e.is_environment(),
+            SessionError::Compute(e) => is_environment_compute(e),
+            SessionError::Sync(SyncError::Unsupported { .. }) => true,
+            SessionError::Sync(SyncError::Compute(e)) => is_environment_compute(e),
+            SessionError::Sync(SyncError::Vulkan(e)) => e.is_environment(),
+            SessionError::Sync(_) => false,
+            SessionError::GridTooLarge { .. } => true,
+        }
+    }
+}
+
+fn is_environment_compute(e: &ComputeError) -> bool {
+    matches!(e, ComputeError::Unavailable { .. } | ComputeError::Unsupported { .. })
+}
+
+/// Devices each interop API can see (an error says why an API is unavailable).
+pub fn probe_interop(kind: BackendKind) -> Result<Vec<ComputeDeviceInfo>, ComputeError> {
+    match kind {
+        BackendKind::Cuda => crate::compute::cuda::probe(),
+        #[cfg(feature = "hip")]
+        BackendKind::Hip => crate::compute::hip::probe(),
+        #[cfg(not(feature = "hip"))]
+        BackendKind::Hip => Err(ComputeError::Unavailable {
+            backend: "hip",
+            reason: "this vkhip was built without HIP support (rebuild with `cargo build --release --features hip` on a ROCm machine)".into(),
+        }),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// The backend to use and the compute device UUIDs to match, with the reason for the choice.
+pub struct BackendChoice {
+    pub kind: BackendKind,
+    pub compute_devices: Vec<ComputeDeviceInfo>,
+    pub reason: String,
+}
+
+/// Resolve `--backend auto` (and probe an explicit interop backend). `auto` prefers an interop
+/// backend whose device UUID matches a usable Vulkan device, else `vulkan`, and says why.
+pub fn choose_backend(
+    requested: BackendKind,
+    devices: &[PhysicalDeviceInfo],
+    device_index: Option<usize>,
+) -> Result<BackendChoice, ComputeError> {
+    if requested != BackendKind::Auto {
+        let compute_devices = probe_interop(requested)?;
+        return Ok(BackendChoice { kind: requested, compute_devices, reason: "--backend".into() });
+    }
+    let mut why_not = Vec::new();
+    for kind in [BackendKind::Cuda, BackendKind::Hip] {
+        match probe_interop(kind) {
+            Err(e) => why_not.push(format!("{kind}: {e}")),
+            Ok(list) => {
+                let candidates: Vec<&PhysicalDeviceInfo> = devices
+                    .iter()
+                    .filter(|d| d.usable() && device_index.is_none_or(|i| d.index == i))
+                    .collect();
+                if let Some(c) = list.iter().find(|c| candidates.iter().any(|d| d.uuid == c.uuid)) {
+                    return Ok(BackendChoice {
+                        kind,
+                        reason: format!("auto: {kind} device '{}' has the UUID of a Vulkan device", c.name),
+                        compute_devices: list,
+                    });
+                }
+                why_not.push(format!("{kind}: no {kind} device matches a usable Vulkan device's UUID"));
+            }
+        }
+    }
+    let reason = format!("auto: no interop backend usable ({})", why_not.join("; "));
+    log::info!("{reason}; using the vulkan backend");
+    Ok(BackendChoice { kind: BackendKind::Vulkan, compute_devices: Vec::new(), reason })
+}
+
+/// Check the grid against the device's limits before allocating anything.
+pub fn check_grid(grid: Grid, slots: usize, dev: &PhysicalDeviceInfo) -> Result<(), SessionError> {
+    let bytes = grid.bytes();
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let too_large = |reason: String| Err(SessionError::GridTooLarge { grid, reason });
+    if bytes > dev.max_storage_buffer_range as u64 {
+        return too_large(format!(
+            "one slot needs {:.0} MiB, more than {}'s maxStorageBufferRange ({:.0} MiB)",
+            mib(bytes),
+            dev.name,
+            mib(dev.max_storage_buffer_range as u64)
+        ));
+    }
+    if dev.max_memory_allocation_size > 0 && bytes > dev.max_memory_allocation_size {
+        return too_large(format!(
+            "one slot needs {:.0} MiB, more than {}'s maxMemoryAllocationSize ({:.0} MiB)",
+            mib(bytes),
+            dev.name,
+            mib(dev.max_memory_allocation_size)
+        ));
+    }
+    let total = bytes * slots as u64;
+    if dev.device_local_bytes > 0 && total > dev.device_local_bytes / 2 {
+        return too_large(format!(
+            "{slots} slots need {:.0} MiB, more than half of {}'s {:.0} MiB device-local heap",
+            mib(total),
+            dev.name,
+            mib(dev.device_local_bytes)
+        ));
+    }
+    Ok(())
+}
+
+/// One run's Vulkan device, slots, protocol and compute backend.
+pub struct Session {
+    // Field order is teardown order (DESIGN.md): the protocol first (joins the bridge, waits for
+    // the queue and the stream, drops the backend and with it every import), then the slots'
+    // Vulkan memory, then the device.
+    pub sync: FrameSync,
+    pub slots: Vec<Slot>,
+    pub ctx: Arc<Context>,
+    pub grid: Grid,
+    pub device_reason: String,
+    pub backend_reason: String,
+}
+
+impl Session {
+    /// Build everything for `args` on `instance`; `swapchain` enables presenting.
+    pub fn new(instance: Arc<Instance>, args: &CommonArgs, swapchain: bool) -> Result<Self, SessionError> {
+        let devices = enumerate(&instance)?;
+        let choice = choose_backend(args.backend, &devices, args.device)?;
+        let uuids: Vec<[u8; 16]> = choice.compute_devices.iter().map(|c| c.uuid).collect();
+        let (index, device_reason) = choose_device(&devices, args.device, &uuids)?;
+        let physical = devices[index].clone();
+        log::info!(
+            "backend {} ({}); Vulkan device {} '{}' ({device_reason})",
+            choice.kind,
+            choice.reason,
+            index,
+            physical.name
+        );
+        let slots_n = args.slots as usize;
+        check_grid(args.grid, slots_n, &physical)?;
+        let mode = resolve_mode(args.sync, choice.kind, &physical)?;
+        let interop = choice.kind.imports_memory();
+        if interop && !physical.memory_export {
+            return Err(VkError::Unsupported(format!(
+                "--backend {}: {} cannot export memory as OPAQUE_FD (VK_KHR_external_memory_fd)",
+                choice.kind, physical.name
+            ))
+            .into());
+        }
+        if interop && !uuids.contains(&physical.uuid) {
+            return Err(ComputeError::Unavailable {
+                backend: choice.kind.name(),
+                reason: format!(
+                    "Vulkan device '{}' (UUID {}) is not one of the {} devices: {}",
+                    physical.name,
+                    uuid_string(&physical.uuid),
+                    choice.kind,
+                    choice
+                        .compute_devices
+                        .iter()
+                        .map(|c| format!("'{}' {}", c.name, uuid_string(&c.uuid)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }
+            .into());
+        }
+        let device_uuid = physical.uuid;
+        let ctx = Context::new(instance, physical, swapchain)?;
+
+        // Export: slots and (for GPU-side modes) the semaphores the compute API will import.
+        let memory =
+            if choice.kind == BackendKind::Cpu { SlotMemory::HostMapped } else { SlotMemory::DeviceLocal };
+        let slots = (0..slots_n)
+            .map(|_| Slot::new(&ctx, args.grid.bytes(), memory, interop))
+            .collect::<Result<Vec<_>, _>>()?;
+        let export_sems = interop
+            && match mode {
+                SyncMode::External => ctx.physical.timeline_export,
+                SyncMode::Binary => ctx.physical.binary_export,
+                _ => false,
+            };
+        let sems = FrameSemaphores::new(&ctx, mode, slots_n, export_sems)?;
+        crate::vk::instance::set_foreign_signals(export_sems);
+
+        // Import: the backend takes what it needs.
+        let backend: Box<dyn ComputeBackend> = match choice.kind {
+            BackendKind::Cpu => Box::new(CpuBackend::new(&slots)?),
+            BackendKind::Vulkan => Box::new(VulkanBackend::new(&ctx, &slots, sems.handles())?),
+            BackendKind::Cuda | BackendKind::Hip => {
+                let memory = export_memory(&slots)?;
+                let semaphores =
+                    if export_sems { export_semaphores(&sems)? } else { InteropSemaphores::default() };
+                interop_backend(choice.kind, device_uuid, memory, semaphores, mode)?
+            }
+            BackendKind::Auto => unreachable!("choose_backend resolves auto"),
+        };
+        let sync = FrameSync::new(&ctx, mode, slots_n, sems, backend)?;
+        Ok(Session { sync, slots, ctx, grid: args.grid, device_reason, backend_reason: choice.reason })
+    }
+}
+
+/// Export every slot's memory as OPAQUE_FD with the sizes an importer needs.
+pub fn export_memory(slots: &[Slot]) -> Result<Vec<InteropMemory>, VkError> {
+    slots
+        .iter()
+        .map(|s| {
+            Ok(InteropMemory {
+                fd: ImportFd::new(s.export_fd()?),
+                allocation_size: s.allocation_size,
+                buffer_size: s.size,
+                dedicated: s.dedicated,
+            })
+        })
+        .collect()
+}
+
+/// Export the semaphores of the mode in use.
+pub fn export_semaphores(sems: &FrameSemaphores) -> Result<InteropSemaphores, VkError> {
+    let timeline = if sems.binary.is_empty() {
+        Some(InteropSemaphorePair {
+            computed: ImportFd::new(sems.computed.export_fd()?),
+            rendered: ImportFd::new(sems.rendered.export_fd()?),
+        })
+    } else {
+        None
+    };
+    let binary = sems
+        .binary
+        .iter()
+        .map(|(c, r)| {
+            Ok(InteropSemaphorePair {
+                computed: ImportFd::new(c.export_fd()?),
+                rendered: ImportFd::new(r.export_fd()?),
+            })
+        })
+        .collect::<Result<_, VkError>>()?;
+    Ok(InteropSemaphores { timeline, binary })
+}
+
+fn interop_backend(
+    kind: BackendKind,
+    uuid: [u8; 16],
+    memory: Vec<InteropMemory>,
+    semaphores: InteropSemaphores,
+    mode: SyncMode,
+) -> Result<Box<dyn ComputeBackend>, ComputeError> {
+    let _ = (uuid, memory, semaphores, mode);
+    Err(ComputeError::Unavailable { backend: kind.name(), reason: "not wired yet".into() })
+}

@@ -1,0 +1,90 @@
+//! Orbit camera (glam): yaw/pitch/distance around the grid's centre. Drag rotates, the wheel zooms,
+//! R resets. The default view shows the whole surface in perspective.
+
+use glam::{Mat4, Vec3};
+
+/// Orbit camera state.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OrbitCamera {
+    /// Rotation about the vertical axis, radians.
+    pub yaw: f32,
+    /// Elevation above the grid plane, radians (clamped to (0, 89°]).
+    pub pitch: f32,
+    /// Distance from the target.
+    pub distance: f32,
+    pub fov_y: f32,
+}
+
+impl Default for OrbitCamera {
+    fn default() -> Self {
+        OrbitCamera { yaw: 0.65, pitch: 0.62, distance: 3.4, fov_y: 45f32.to_radians() }
+    }
+}
+
+impl OrbitCamera {
+    pub const MIN_DISTANCE: f32 = 0.6;
+    pub const MAX_DISTANCE: f32 = 20.0;
+
+    /// Rotate by a mouse drag of (dx, dy) pixels.
+    pub fn drag(&mut self, dx: f32, dy: f32) {
+        self.yaw -= dx * 0.008;
+        self.pitch = (self.pitch + dy * 0.008).clamp(0.02, 89f32.to_radians());
+    }
+
+    /// Zoom by wheel `lines` (positive = closer).
+    pub fn zoom(&mut self, lines: f32) {
+        self.distance = (self.distance * 0.9f32.powf(lines)).clamp(Self::MIN_DISTANCE, Self::MAX_DISTANCE);
+    }
+
+    pub fn reset(&mut self) {
+        *self = OrbitCamera::default();
+    }
+
+    /// Eye position in world space (y up, grid in the xz plane centred at the origin).
+    pub fn eye(&self) -> Vec3 {
+        let (sy, cy) = self.yaw.sin_cos();
+        let (sp, cp) = self.pitch.sin_cos();
+        Vec3::new(cp * sy, sp, cp * cy) * self.distance
+    }
+
+    /// Projection × view for a viewport of `aspect` = width / height, in Vulkan clip space
+    /// (y down, depth 0..1).
+    pub fn view_proj(&self, aspect: f32) -> Mat4 {
+        let view = Mat4::look_at_rh(self.eye(), Vec3::ZERO, Vec3::Y);
+        let mut proj = Mat4::perspective_rh(self.fov_y, aspect.max(1e-3), 0.05, 100.0);
+        proj.y_axis.y *= -1.0;
+        proj * view
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_view_sees_every_corner() {
+        let cam = OrbitCamera::default();
+        let vp = cam.view_proj(16.0 / 9.0);
+        for (x, z) in [(-1.0, -1.0), (1.0, -1.0), (-1.0, 1.0), (1.0, 1.0)] {
+            for y in [-0.25, 0.25] {
+                let c = vp * glam::Vec4::new(x, y, z, 1.0);
+                let n = c.truncate() / c.w;
+                assert!(
+                    c.w > 0.0 && n.x.abs() < 1.0 && n.y.abs() < 1.0 && (0.0..1.0).contains(&n.z),
+                    "corner ({x},{y},{z}) → {n}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn zoom_and_pitch_are_clamped_and_reset_restores() {
+        let mut cam = OrbitCamera::default();
+        cam.zoom(1000.0);
+        assert_eq!(cam.distance, OrbitCamera::MIN_DISTANCE);
+        cam.drag(0.0, 1e6);
+        assert!(cam.pitch <= 89f32.to_radians());
+        cam.reset();
+        assert_eq!(cam, OrbitCamera::default());
+    }
+}

@@ -1,0 +1,205 @@
+//! Command line: `vkhip [OPTIONS]` runs the demo; subcommands inspect, verify and benchmark.
+
+use crate::compute::BackendKind;
+use crate::sim::Grid;
+use crate::sync::SyncMode;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+const ABOUT: &str = "Vulkan ⇄ GPU-compute interop: a compute backend (CPU, Vulkan, CUDA, HIP) writes a \
+shared height field every frame behind semaphores; Vulkan draws it without a copy.";
+
+const AFTER: &str = "\
+Modes:
+  With a display, vkhip opens a window (drag rotates, wheel zooms, R resets, Esc quits).
+  Without one (no DISPLAY / WAYLAND_DISPLAY), or with --headless, it renders offscreen, prints a
+  frame report, and writes the last frame with --capture.
+
+Examples:
+  vkhip                                   window, or a headless run when there is no display
+  vkhip --headless --frames 120 --capture frame.png
+  vkhip --backend cpu --sync bridged --slots 2 --grid 1024x1024
+  vkhip info                              devices, capabilities, and which pair vkhip would use
+  vkhip verify --backend vulkan --grid 513x257
+  RUST_LOG=debug vkhip ...                more detail (RUST_LOG=vulkan=trace for the messenger)
+
+Exit codes: 0 success, 1 a failed check or run, 2 a usage or environment problem.";
+
+#[derive(Parser, Debug)]
+#[command(name = "vkhip", version, about = ABOUT, after_help = AFTER, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List Vulkan and compute devices, their interop capabilities, and the pair vkhip would use.
+    Info(InfoArgs),
+    /// Run frames with --time frame, read every slot back and compare it with the CPU reference.
+    Verify(VerifyArgs),
+    /// Time the kernel against a plain fill of the same buffer (interop backends).
+    BenchKernel(BenchArgs),
+    /// Create and destroy the whole interop setup repeatedly; fail if fds or device memory leak.
+    Cycles(CycleArgs),
+    /// Compare two PNGs with vkhip's image tolerance (exit 1 if they differ).
+    ComparePng(CompareArgs),
+}
+
+/// Options shared by every command that runs frames.
+#[derive(Args, Debug, Clone)]
+pub struct CommonArgs {
+    /// Who writes the height field.
+    #[arg(long, value_enum, default_value_t = BackendKind::Auto)]
+    pub backend: BackendKind,
+    /// How the compute side and Vulkan hand slots to each other (see README, "Sync modes").
+    #[arg(long, value_enum, default_value_t = SyncMode::Auto)]
+    pub sync: SyncMode,
+    /// Number of shared height buffers K (1..=4); frame f uses slot f mod K.
+    #[arg(long, value_name = "K", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=4))]
+    pub slots: u32,
+    /// Grid size WxH (each side 2..=16384).
+    #[arg(long, value_name = "WxH", default_value = "512x512")]
+    pub grid: Grid,
+    /// Vulkan device index (see `vkhip info`); default: the device matching the compute backend.
+    #[arg(long, value_name = "N")]
+    pub device: Option<usize>,
+    /// Enable VK_LAYER_KHRONOS_validation with synchronization validation; report message counts.
+    #[arg(long)]
+    pub validation: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Render offscreen even if a display is available.
+    #[arg(long)]
+    pub headless: bool,
+    /// Frames to run (headless default 120; window default 0 = until closed).
+    #[arg(long, value_name = "N")]
+    pub frames: Option<u64>,
+    /// Write the last frame to this PNG (headless).
+    #[arg(long, value_name = "PNG")]
+    pub capture: Option<PathBuf>,
+    /// Simulation time: wall clock, or frame × --dt (reproducible). Default: wall in a window,
+    /// frame when headless.
+    #[arg(long, value_enum)]
+    pub time: Option<TimeMode>,
+    /// Seconds per frame for --time frame.
+    #[arg(long, value_name = "S", default_value_t = 1.0 / 60.0)]
+    pub dt: f64,
+    /// Window or offscreen image size WxH.
+    #[arg(long, value_name = "WxH", default_value = "1280x720")]
+    pub size: Grid,
+    /// Window presentation mode.
+    #[arg(long, value_enum, default_value_t = PresentMode::Fifo)]
+    pub present_mode: PresentMode,
+    /// Cap the window frame rate (0 = no cap beyond the present mode).
+    #[arg(long, value_name = "FPS", default_value_t = 0.0)]
+    pub max_fps: f64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct InfoArgs {
+    /// Backend whose device pairing to explain.
+    #[arg(long, value_enum, default_value_t = BackendKind::Auto)]
+    pub backend: BackendKind,
+    /// Vulkan device index to pair with.
+    #[arg(long, value_name = "N")]
+    pub device: Option<usize>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Frames to run; every frame's slot is checked.
+    #[arg(long, value_name = "N", default_value_t = 6)]
+    pub frames: u64,
+    /// Seconds per frame (simulation time is frame × dt).
+    #[arg(long, value_name = "S", default_value_t = 1.0 / 60.0)]
+    pub dt: f64,
+    /// Largest accepted |GPU − CPU reference|.
+    #[arg(long, default_value_t = 1e-5)]
+    pub tolerance: f32,
+    /// Test hook: corrupt one value of this frame's slot after the compute side wrote it, to show
+    /// that verify catches it.
+    #[arg(long, value_name = "FRAME", hide = true)]
+    pub corrupt_frame: Option<u64>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Timed launches of each (kernel and fill).
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub iterations: u32,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CycleArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Create/destroy cycles.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub count: u32,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CompareArgs {
+    pub a: PathBuf,
+    pub b: PathBuf,
+    /// Per-channel tolerance (a pixel differs if a channel differs by more).
+    #[arg(long, default_value_t = crate::image::CHANNEL_TOLERANCE)]
+    pub tolerance: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TimeMode {
+    /// Seconds since start.
+    Wall,
+    /// frame × --dt.
+    Frame,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PresentMode {
+    Fifo,
+    Mailbox,
+    Immediate,
+}
+
+/// A usage mistake found after parsing (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Checks clap cannot express.
+pub fn check_run(args: &RunArgs, headless: bool) -> Result<(), UsageError> {
+    if headless && args.frames == Some(0) {
+        return Err(UsageError("--frames must be at least 1 for a headless run".into()));
+    }
+    check_dt(args.dt)?;
+    if !(args.max_fps >= 0.0 && args.max_fps.is_finite()) {
+        return Err(UsageError(format!(
+            "--max-fps {} must be 0 (no cap) or a positive number",
+            args.max_fps
+        )));
+    }
+    if args.capture.is_some() && !headless {
+        return Err(UsageError("--capture needs a headless run (add --headless)".into()));
+    }
+    Ok(())
+}
+
+pub fn check_dt(dt: f64) -> Result<(), UsageError> {
+    if dt > 0.0 && dt.is_finite() {
+        Ok(())
+    } else {
+        Err(UsageError(format!("--dt {dt} must be a positive number of seconds")))
+    }
+}

@@ -1,0 +1,1 @@
+//! HIP backend: placeholder until the HIP branch lands.

@@ -1,0 +1,155 @@
+//! The draw: per-frame command buffers that clear, draw the surface from a slot, and submit with
+//! the waits and signals the frame-sync protocol gives ([`crate::sync::DrawSync`]).
+
+use crate::camera::OrbitCamera;
+use crate::shaders::SurfacePush;
+use crate::sim::Grid;
+use crate::sync::{DrawSync, FRAMES_IN_FLIGHT};
+use crate::vk::device::Context;
+use crate::vk::external::Slot;
+use crate::vk::pipeline::{RenderPass, SurfacePipeline};
+use crate::vk::{CallContext, VkError};
+use ash::vk;
+use std::sync::Arc;
+
+/// Background colour (linear RGBA).
+pub const CLEAR_COLOR: [f32; 4] = [0.055, 0.063, 0.086, 1.0];
+
+/// Records and submits draws for one kind of target (offscreen or swapchain).
+pub struct Renderer {
+    pool: vk::CommandPool,
+    cmds: Vec<vk::CommandBuffer>,
+    pipeline: SurfacePipeline,
+    pub render_pass: RenderPass,
+    ctx: Arc<Context>,
+}
+
+/// The push constants for a grid seen through `camera` in a viewport of `extent`.
+pub fn surface_push(camera: &OrbitCamera, grid: Grid, extent: vk::Extent2D) -> SurfacePush {
+    let aspect = extent.width as f32 / extent.height.max(1) as f32;
+    let eye = camera.eye();
+    SurfacePush {
+        view_proj: camera.view_proj(aspect).to_cols_array_2d(),
+        eye_pos: [eye.x, eye.y, eye.z, 1.0],
+        width: grid.width,
+        height: grid.height,
+        height_scale: 1.0,
+        _pad: 0.0,
+    }
+}
+
+impl Renderer {
+    pub fn new(
+        ctx: &Arc<Context>,
+        color_format: vk::Format,
+        final_layout: vk::ImageLayout,
+        slots: &[Slot],
+    ) -> Result<Self, VkError> {
+        let render_pass = RenderPass::new(ctx, color_format, final_layout)?;
+        let pipeline = SurfacePipeline::new(ctx, &render_pass, slots)?;
+        let info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(ctx.queue_family)
+            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+        // SAFETY: valid device.
+        let pool = unsafe { ctx.device.create_command_pool(&info, None) }.call("vkCreateCommandPool")?;
+        let mut me = Renderer { pool, cmds: Vec::new(), pipeline, render_pass, ctx: ctx.clone() };
+        let alloc = vk::CommandBufferAllocateInfo::default()
+            .command_pool(pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(FRAMES_IN_FLIGHT as u32);
+        // SAFETY: pool owned by `me`.
+        me.cmds = unsafe { ctx.device.allocate_command_buffers(&alloc) }.call("vkAllocateCommandBuffers")?;
+        Ok(me)
+    }
+
+    /// Record frame `frame`'s draw of `slot` into `framebuffer` and submit it with `sync` plus the
+    /// target's own waits/signals (swapchain acquire / present). The caller has throttled, so the
+    /// command buffer for `frame` is free.
+    #[allow(clippy::too_many_arguments)]
+    pub fn draw(
+        &mut self,
+        frame: u64,
+        slot: usize,
+        framebuffer: vk::Framebuffer,
+        extent: vk::Extent2D,
+        push: &SurfacePush,
+        sync: &DrawSync,
+        extra_waits: &[(vk::Semaphore, vk::PipelineStageFlags)],
+        extra_signals: &[vk::Semaphore],
+    ) -> Result<(), VkError> {
+        let d = &self.ctx.device;
+        let cmd = self.cmds[(frame % FRAMES_IN_FLIGHT) as usize];
+        let clear = [
+            vk::ClearValue { color: vk::ClearColorValue { float32: CLEAR_COLOR } },
+            vk::ClearValue { depth_stencil: vk::ClearDepthStencilValue { depth: 1.0, stencil: 0 } },
+        ];
+        let area = vk::Rect2D { offset: vk::Offset2D::default(), extent };
+        let viewport = vk::Viewport {
+            x: 0.0,
+            y: 0.0,
+            width: extent.width as f32,
+            height: extent.height as f32,
+            min_depth: 0.0,
+            max_depth: 1.0,
+        };
+        // SAFETY: the throttle guarantees the command buffer's previous submission finished.
+        unsafe {
+            d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()).call("vkResetCommandBuffer")?;
+            let begin =
+                vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+            d.begin_command_buffer(cmd, &begin).call("vkBeginCommandBuffer")?;
+            let rp = vk::RenderPassBeginInfo::default()
+                .render_pass(self.render_pass.handle)
+                .framebuffer(framebuffer)
+                .render_area(area)
+                .clear_values(&clear);
+            d.cmd_begin_render_pass(cmd, &rp, vk::SubpassContents::INLINE);
+            d.cmd_set_viewport(cmd, 0, &[viewport]);
+            d.cmd_set_scissor(cmd, 0, &[area]);
+        }
+        self.pipeline.record_draw(cmd, slot, push);
+        // SAFETY: inside the render pass begun above.
+        unsafe {
+            d.cmd_end_render_pass(cmd);
+            d.end_command_buffer(cmd).call("vkEndCommandBuffer")?;
+        }
+
+        let mut wait_sems: Vec<_> = sync.waits.iter().map(|w| w.0).collect();
+        let mut wait_values: Vec<_> = sync.waits.iter().map(|w| w.1).collect();
+        let mut stages: Vec<_> = sync.waits.iter().map(|w| w.2).collect();
+        for &(s, stage) in extra_waits {
+            wait_sems.push(s);
+            wait_values.push(0);
+            stages.push(stage);
+        }
+        let mut signal_sems: Vec<_> = sync.signals.iter().map(|s| s.0).collect();
+        let mut signal_values: Vec<_> = sync.signals.iter().map(|s| s.1).collect();
+        for &s in extra_signals {
+            signal_sems.push(s);
+            signal_values.push(0);
+        }
+        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
+            .wait_semaphore_values(&wait_values)
+            .signal_semaphore_values(&signal_values);
+        let cmds = [cmd];
+        let submit = vk::SubmitInfo::default()
+            .wait_semaphores(&wait_sems)
+            .wait_dst_stage_mask(&stages)
+            .command_buffers(&cmds)
+            .signal_semaphores(&signal_sems)
+            .push_next(&mut timeline);
+        self.ctx.submit(&[submit], vk::Fence::null())
+    }
+}
+
+impl Drop for Renderer {
+    fn drop(&mut self) {
+        // Frames it submitted may still be pending; none can wait forever (the protocol releases
+        // waiting draws after a compute-side failure).
+        if let Err(e) = self.ctx.queue_wait_idle() {
+            log::warn!("renderer teardown: {e}");
+        }
+        // SAFETY: the queue is idle; destroying the pool frees the command buffers.
+        unsafe { self.ctx.device.destroy_command_pool(self.pool, None) };
+    }
+}

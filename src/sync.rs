@@ -1,0 +1,557 @@
+//! The frame-sync protocol: who waits on what, in every `--sync` mode. This is the one place where
+//! the mode is chosen and the one place that calls the compute backend.
+//!
+//! ## Slots and values
+//! K shared height buffers ("slots", 1 ≤ K ≤ 4); frame f uses slot `f mod K`. Two timeline
+//! semaphores carry frame numbers + 1 (0 = nothing yet):
+//!
+//! - `computed`: set to f+1 by the compute side when slot `f mod K` holds frame f.
+//! - `rendered`: set to f+1 by the graphics queue when frame f's draw has finished reading its slot.
+//!
+//! ## One frame, end to end
+//! The render thread, for frame f:
+//! 1. **throttle** — host-waits `rendered ≥ f+1−F` (F = frames in flight, 2), a value Vulkan
+//!    signals, so per-frame command buffers can be reused. This is the only host wait of the render
+//!    thread, and it never waits on a value the compute API signals (DESIGN.md: such a wait costs
+//!    ≈ 10 ms on NVIDIA).
+//! 2. **compute** — [`FrameSync::compute`] gets slot `f mod K` written for frame f. The compute side
+//!    first waits `rendered ≥ f+1−K` (the slot's previous reader, frame f−K, is done; skipped while
+//!    f < K), writes the slot, then signals `computed = f+1`. *How* depends on the mode (below).
+//! 3. **draw** — the draw is submitted waiting `computed ≥ f+1` at the vertex-shader stage (where
+//!    heights are first read) and signalling `rendered = f+1` (plus the binary present semaphore in
+//!    a window). [`FrameSync::draw_sync`] returns exactly these waits and signals.
+//!
+//! With K ≥ 2 the kernel for frame f+1 runs while frame f is drawn; with K = 1 the APIs alternate.
+//!
+//! ## Modes (`--sync`)
+//! - `external` — the compute side waits and signals on the GPU. CUDA imports both timelines
+//!   (OPAQUE_FD) and calls wait → kernel → signal on its stream; the `vulkan` backend submits its
+//!   dispatch to the queue with the same waits and signals. The host never waits on `computed`.
+//! - `binary` — the reference samples' scheme: one pair of binary semaphores per slot, every signal
+//!   matched by exactly one wait. Draw f waits `computed[s]`, signals `rendered[s]`; compute f waits
+//!   `rendered[s]` (from frame f−K; skipped while f < K), signals `computed[s]`. The timeline
+//!   `rendered` is still signalled for the throttle.
+//! - `bridged` — the compute API imports memory only. A bridge thread receives frame f, host-waits
+//!   `rendered ≥ f+1−K` (a Vulkan-signalled value), runs the kernel and waits for it with the
+//!   compute API's own event, then signals `computed = f+1` from the host (vkSignalSemaphore). The
+//!   render thread never blocks on it: the draw was already submitted waiting on the GPU for a
+//!   value the host signals later (wait-before-signal, legal for timelines). ROCm on Linux cannot
+//!   import semaphores, so this is HIP's mode there; the `cpu` backend uses it too, so CI runs it.
+//! - `blocking` — the reference samples' fallback on AMD Linux: vkQueueWaitIdle before the kernel,
+//!   wait for the kernel after it, then the host signals `computed`. A measured baseline only.
+//! - `auto` — `external` when the backend can wait/signal on the GPU (vulkan; cuda when the driver
+//!   exports timeline semaphores), else `bridged`.
+//!
+//! ## Teardown
+//! [`FrameSync::shutdown`] stops the bridge thread (joining it), releases any draw still waiting
+//! on a `computed` value that will never come (after an error), waits for the queue, then for the
+//! compute side (stream synchronise), and hands the backend back to be dropped before the Vulkan
+//! memory and semaphores it imported.
+
+use crate::compute::{BackendKind, ComputeBackend, ComputeError, GpuSync};
+use crate::sim::WaveParams;
+use crate::vk::device::{Context, PhysicalDeviceInfo};
+use crate::vk::external::Semaphore;
+use crate::vk::VkError;
+use ash::vk;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// Frames the render thread may have in flight on the GPU.
+pub const FRAMES_IN_FLIGHT: u64 = 2;
+
+/// `computed` value the bridge signals after a failure: above any frame, so no draw waits forever.
+const RELEASE_VALUE: u64 = 1 << 62;
+
+/// `--sync`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum SyncMode {
+    /// external when the backend can wait/signal on the GPU, else bridged.
+    Auto,
+    /// The compute side waits/signals the timeline semaphores on the GPU.
+    External,
+    /// The reference samples' scheme: binary semaphore pairs, one per slot.
+    Binary,
+    /// A bridge thread: host waits on Vulkan's value, runs the kernel, host-signals `computed`.
+    Bridged,
+    /// Queue wait idle → kernel → wait for the kernel (the reference fallback; baseline only).
+    Blocking,
+}
+
+impl SyncMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncMode::Auto => "auto",
+            SyncMode::External => "external",
+            SyncMode::Binary => "binary",
+            SyncMode::Bridged => "bridged",
+            SyncMode::Blocking => "blocking",
+        }
+    }
+
+    /// Modes in which the compute side waits and signals on the GPU.
+    pub fn gpu_side(self) -> bool {
+        matches!(self, SyncMode::External | SyncMode::Binary)
+    }
+}
+
+impl std::fmt::Display for SyncMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Errors of the protocol (a failed backend call, a Vulkan call, a dead bridge).
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error(transparent)]
+    Compute(#[from] ComputeError),
+    #[error(transparent)]
+    Vulkan(#[from] VkError),
+    #[error("--sync {mode} with --backend {backend}: {reason}")]
+    Unsupported { mode: SyncMode, backend: BackendKind, reason: String },
+    #[error("the bridge thread stopped: {0}")]
+    Bridge(String),
+}
+
+/// Decide the mode before anything is created, from the request, the backend and the device.
+/// Returns the mode and, when it differs from an explicit request, why.
+pub fn resolve_mode(
+    requested: SyncMode,
+    backend: BackendKind,
+    device: &PhysicalDeviceInfo,
+) -> Result<SyncMode, SyncError> {
+    let unsupported =
+        |reason: &str| SyncError::Unsupported { mode: requested, backend, reason: reason.into() };
+    match (requested, backend) {
+        (SyncMode::Auto, BackendKind::Vulkan) => Ok(SyncMode::External),
+        (SyncMode::Auto, BackendKind::Cuda) if device.timeline_export => Ok(SyncMode::External),
+        (SyncMode::Auto, _) => Ok(SyncMode::Bridged),
+        (SyncMode::External | SyncMode::Binary, BackendKind::Cpu) => {
+            Err(unsupported("the cpu backend cannot wait or signal on the GPU; use bridged or blocking"))
+        }
+        (SyncMode::External, BackendKind::Cuda) if !device.timeline_export => Err(unsupported(&format!(
+            "{} cannot export timeline semaphores as OPAQUE_FD; use bridged",
+            device.name
+        ))),
+        (SyncMode::Binary, BackendKind::Cuda | BackendKind::Hip) if !device.binary_export => {
+            Err(unsupported(&format!(
+                "{} cannot export binary semaphores as OPAQUE_FD; use bridged",
+                device.name
+            )))
+        }
+        // HIP: `external` is attempted; if the import fails the backend reports no GPU-side
+        // support and `FrameSync::new` falls back to bridged with a warning (ROCm on Linux).
+        (mode, _) => Ok(mode),
+    }
+}
+
+/// The semaphores of the protocol. Dropped after the backend that imported them.
+pub struct FrameSemaphores {
+    pub computed: Semaphore,
+    pub rendered: Semaphore,
+    /// `binary` mode only: (computed, rendered) per slot.
+    pub binary: Vec<(Semaphore, Semaphore)>,
+}
+
+impl FrameSemaphores {
+    /// Create them for `mode`; `export` makes the ones the compute API will import exportable.
+    pub fn new(ctx: &Arc<Context>, mode: SyncMode, slots: usize, export: bool) -> Result<Self, VkError> {
+        let export_timeline = export && mode == SyncMode::External;
+        let export_binary = export && mode == SyncMode::Binary;
+        let binary = if mode == SyncMode::Binary {
+            (0..slots)
+                .map(|_| Ok((Semaphore::binary(ctx, export_binary)?, Semaphore::binary(ctx, export_binary)?)))
+                .collect::<Result<_, VkError>>()?
+        } else {
+            Vec::new()
+        };
+        Ok(FrameSemaphores {
+            computed: Semaphore::timeline(ctx, 0, export_timeline)?,
+            rendered: Semaphore::timeline(ctx, 0, export_timeline)?,
+            binary,
+        })
+    }
+
+    /// The raw handles, for backends that submit to the Vulkan queue themselves.
+    pub fn handles(&self) -> SemaphoreHandles {
+        SemaphoreHandles {
+            computed: self.computed.handle,
+            rendered: self.rendered.handle,
+            binary: self.binary.iter().map(|(c, r)| (c.handle, r.handle)).collect(),
+        }
+    }
+}
+
+/// Raw semaphore handles (valid while the [`FrameSemaphores`] live).
+#[derive(Clone, Debug)]
+pub struct SemaphoreHandles {
+    pub computed: vk::Semaphore,
+    pub rendered: vk::Semaphore,
+    pub binary: Vec<(vk::Semaphore, vk::Semaphore)>,
+}
+
+/// What the draw of one frame waits on and signals.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DrawSync {
+    /// (semaphore, value — 0 for binary, stage).
+    pub waits: Vec<(vk::Semaphore, u64, vk::PipelineStageFlags)>,
+    /// (semaphore, value — 0 for binary).
+    pub signals: Vec<(vk::Semaphore, u64)>,
+}
+
+/// The value the compute side of frame `f` waits for on `rendered`, or None for the first K frames.
+pub fn compute_wait_value(frame: u64, slots: usize) -> Option<u64> {
+    (frame >= slots as u64).then(|| frame + 1 - slots as u64)
+}
+
+/// The `rendered` value the render thread waits for before reusing frame `f`'s resources.
+pub fn throttle_value(frame: u64) -> Option<u64> {
+    (frame >= FRAMES_IN_FLIGHT).then(|| frame + 1 - FRAMES_IN_FLIGHT)
+}
+
+struct Job {
+    frame: u64,
+    slot: usize,
+    params: WaveParams,
+}
+
+/// The bridge thread of `bridged` mode; owns the backend while it runs.
+struct Bridge {
+    jobs: Option<mpsc::Sender<Job>>,
+    thread: Option<JoinHandle<Box<dyn ComputeBackend>>>,
+    failure: Arc<Mutex<Option<String>>>,
+}
+
+impl Bridge {
+    fn start(
+        ctx: Arc<Context>,
+        sems: SemaphoreHandles,
+        slots: usize,
+        mut backend: Box<dyn ComputeBackend>,
+    ) -> Result<Self, SyncError> {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let failure = Arc::new(Mutex::new(None));
+        let fail = failure.clone();
+        let thread = std::thread::Builder::new()
+            .name("vkhip-bridge".into())
+            .spawn(move || {
+                for job in rx {
+                    let mut step = || -> Result<(), SyncError> {
+                        if let Some(v) = compute_wait_value(job.frame, slots) {
+                            ctx.wait_timeline(sems.rendered, v, || {
+                                format!("'rendered' ≥ {v} (frame {} drawn) on the bridge thread", v - 1)
+                            })?;
+                        }
+                        backend.write_slot_and_wait(job.slot, &job.params)?;
+                        ctx.signal_timeline(sems.computed, job.frame + 1)?;
+                        Ok(())
+                    };
+                    if let Err(e) = step() {
+                        log::error!("bridge thread, frame {}: {e}", job.frame);
+                        *fail.lock().unwrap_or_else(|p| p.into_inner()) =
+                            Some(format!("frame {}: {e}", job.frame));
+                        // Release every draw that waits (or will wait) on `computed`, so the queue
+                        // drains and teardown cannot hang; the render thread sees the failure on its
+                        // next compute() and stops.
+                        if let Err(e) = ctx.signal_timeline(sems.computed, RELEASE_VALUE) {
+                            log::error!("bridge thread: could not release waiting draws: {e}");
+                        }
+                        break;
+                    }
+                }
+                backend
+            })
+            .map_err(|e| SyncError::Bridge(format!("could not start: {e}")))?;
+        Ok(Bridge { jobs: Some(tx), thread: Some(thread), failure })
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.failure.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Close the queue and join; returns the backend (None if the thread panicked).
+    fn stop(&mut self) -> Option<Box<dyn ComputeBackend>> {
+        self.jobs.take();
+        match self.thread.take()?.join() {
+            Ok(b) => Some(b),
+            Err(_) => {
+                log::error!("the bridge thread panicked");
+                None
+            }
+        }
+    }
+}
+
+enum Driver {
+    /// The render thread calls the backend itself (external, binary, blocking).
+    Inline(Box<dyn ComputeBackend>),
+    Bridged(Bridge),
+    /// After shutdown.
+    Done,
+}
+
+/// The protocol for one run: the mode, the semaphores, and the compute side.
+pub struct FrameSync {
+    // Field order is drop order: the compute side (and the imports it holds) goes first, then the
+    // semaphores it imported.
+    driver: Driver,
+    pub sems: FrameSemaphores,
+    ctx: Arc<Context>,
+    mode: SyncMode,
+    slots: usize,
+    backend_kind: BackendKind,
+    backend_device: String,
+    /// Highest `computed` value requested so far (frame + 1).
+    requested: u64,
+}
+
+impl FrameSync {
+    /// Start the protocol. `mode` comes from [`resolve_mode`]; if the backend turns out not to
+    /// support the GPU-side scheme it asked for (HIP on Linux), this falls back to `bridged`.
+    pub fn new(
+        ctx: &Arc<Context>,
+        mode: SyncMode,
+        slots: usize,
+        sems: FrameSemaphores,
+        backend: Box<dyn ComputeBackend>,
+    ) -> Result<Self, SyncError> {
+        let kind = backend.kind();
+        let support = backend.gpu_sync_support();
+        let mode = match mode {
+            SyncMode::External if !support.timeline && kind == BackendKind::Hip => {
+                log::warn!("--sync external: HIP could not import the semaphores (ROCm on Linux cannot); falling back to bridged");
+                SyncMode::Bridged
+            }
+            SyncMode::External | SyncMode::Binary
+                if !(if mode == SyncMode::External { support.timeline } else { support.binary }) =>
+            {
+                return Err(SyncError::Unsupported {
+                    mode,
+                    backend: kind,
+                    reason: "the backend did not import the semaphores this mode needs".into(),
+                });
+            }
+            SyncMode::Auto => unreachable!("resolve_mode never returns auto"),
+            m => m,
+        };
+        let backend_device = backend.device_name();
+        let driver = if mode == SyncMode::Bridged {
+            Driver::Bridged(Bridge::start(ctx.clone(), sems.handles(), slots, backend)?)
+        } else {
+            Driver::Inline(backend)
+        };
+        log::info!("sync: {mode}, {slots} slot(s), backend {kind} on {backend_device}");
+        Ok(FrameSync {
+            driver,
+            sems,
+            ctx: ctx.clone(),
+            mode,
+            slots,
+            backend_kind: kind,
+            backend_device,
+            requested: 0,
+        })
+    }
+
+    pub fn mode(&self) -> SyncMode {
+        self.mode
+    }
+
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    pub fn backend_kind(&self) -> BackendKind {
+        self.backend_kind
+    }
+
+    pub fn backend_device(&self) -> &str {
+        &self.backend_device
+    }
+
+    /// The slot frame `f` uses.
+    pub fn slot_of(&self, frame: u64) -> usize {
+        (frame % self.slots as u64) as usize
+    }
+
+    /// Step 1: host-wait until frame f's per-frame resources are free (a Vulkan-signalled value).
+    pub fn throttle(&self, frame: u64) -> Result<(), SyncError> {
+        if let Some(v) = throttle_value(frame) {
+            self.wait_rendered(v)?;
+        }
+        Ok(())
+    }
+
+    /// Host-wait `rendered ≥ value` (draws are Vulkan's: this never waits on the compute API).
+    pub fn wait_rendered(&self, value: u64) -> Result<(), SyncError> {
+        self.ctx
+            .wait_timeline(self.sems.rendered.handle, value, || {
+                let why = match &self.driver {
+                    Driver::Bridged(b) => b.failure().map(|f| format!(" (bridge: {f})")).unwrap_or_default(),
+                    _ => String::new(),
+                };
+                format!("'rendered' ≥ {value}: frame {} was never drawn{why}", value - 1)
+            })
+            .map_err(SyncError::from)
+    }
+
+    /// Step 2: get slot `f mod K` written for frame `f`, as the mode says. Never waits on a value
+    /// the compute API signals.
+    pub fn compute(&mut self, frame: u64, params: &WaveParams) -> Result<(), SyncError> {
+        let slot = self.slot_of(frame);
+        let slots = self.slots;
+        match (&mut self.driver, self.mode) {
+            (Driver::Inline(b), SyncMode::External) => b.enqueue_gpu_synced(
+                slot,
+                params,
+                GpuSync::Timeline {
+                    wait_rendered: compute_wait_value(frame, slots),
+                    signal_computed: frame + 1,
+                },
+            )?,
+            (Driver::Inline(b), SyncMode::Binary) => b.enqueue_gpu_synced(
+                slot,
+                params,
+                GpuSync::Binary { slot, wait_rendered: frame >= slots as u64 },
+            )?,
+            (Driver::Inline(b), SyncMode::Blocking) => {
+                self.ctx.queue_wait_idle()?;
+                b.write_slot_and_wait(slot, params)?;
+                self.ctx.signal_timeline(self.sems.computed.handle, frame + 1)?;
+            }
+            (Driver::Bridged(bridge), _) => {
+                if let Some(f) = bridge.failure() {
+                    return Err(SyncError::Bridge(f));
+                }
+                let sent = bridge.jobs.as_ref().map(|tx| tx.send(Job { frame, slot, params: *params }));
+                if !matches!(sent, Some(Ok(()))) {
+                    return Err(SyncError::Bridge(bridge.failure().unwrap_or_else(|| "it is gone".into())));
+                }
+            }
+            (Driver::Done, _) => return Err(SyncError::Bridge("compute() after shutdown".into())),
+            (Driver::Inline(_), m) => unreachable!("inline driver in mode {m}"),
+        }
+        self.requested = frame + 1;
+        Ok(())
+    }
+
+    /// Step 3: the waits and signals of frame `f`'s draw submission.
+    pub fn draw_sync(&self, frame: u64) -> DrawSync {
+        let slot = self.slot_of(frame);
+        let read_stage = vk::PipelineStageFlags::VERTEX_SHADER;
+        let mut s = DrawSync::default();
+        if self.mode == SyncMode::Binary {
+            let (computed, rendered) = &self.sems.binary[slot];
+            s.waits.push((computed.handle, 0, read_stage));
+            s.signals.push((rendered.handle, 0));
+        } else {
+            s.waits.push((self.sems.computed.handle, frame + 1, read_stage));
+        }
+        s.signals.push((self.sems.rendered.handle, frame + 1));
+        s
+    }
+
+    /// Stop the compute side and wait for everything, then return the backend so the caller drops
+    /// it before the Vulkan objects it imported. Safe to call twice.
+    pub fn shutdown(&mut self) -> Result<Option<Box<dyn ComputeBackend>>, SyncError> {
+        let mut backend = match std::mem::replace(&mut self.driver, Driver::Done) {
+            Driver::Inline(b) => Some(b),
+            Driver::Bridged(mut bridge) => bridge.stop(),
+            Driver::Done => return Ok(None),
+        };
+        // A draw may still wait for a `computed` value nobody will signal now (the bridge failed,
+        // or a run was interrupted): host-signal it so the queue can drain. GPU-side modes signal
+        // from their own queue/stream, which has everything enqueued already.
+        if !self.mode.gpu_side() {
+            let current = self.ctx.timeline_value(self.sems.computed.handle)?;
+            if current < self.requested {
+                log::warn!("releasing draws waiting on 'computed' {} (reached {current})", self.requested);
+                self.ctx.signal_timeline(self.sems.computed.handle, self.requested)?;
+            }
+        }
+        self.ctx.queue_wait_idle()?;
+        if let Some(b) = backend.as_mut() {
+            b.finish()?;
+        }
+        Ok(backend)
+    }
+
+    /// Run `f` with the backend, after stopping the pipeline (benchmarks, read-backs).
+    pub fn with_idle_backend<T>(
+        &mut self,
+        f: impl FnOnce(&mut dyn ComputeBackend) -> Result<T, ComputeError>,
+    ) -> Result<T, SyncError> {
+        match &mut self.driver {
+            Driver::Inline(b) => {
+                self.ctx.queue_wait_idle()?;
+                b.finish()?;
+                Ok(f(b.as_mut())?)
+            }
+            _ => Err(SyncError::Bridge("the backend is owned by the bridge thread in bridged mode".into())),
+        }
+    }
+}
+
+impl Drop for FrameSync {
+    fn drop(&mut self) {
+        match self.shutdown() {
+            Ok(backend) => drop(backend),
+            Err(e) => log::error!("frame-sync teardown: {e}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compute_waits_for_the_slots_previous_reader() {
+        // K = 3: frames 0..2 wait for nothing; frame 3 reuses slot 0 after frame 0's draw (value 1).
+        assert_eq!(compute_wait_value(0, 3), None);
+        assert_eq!(compute_wait_value(2, 3), None);
+        assert_eq!(compute_wait_value(3, 3), Some(1));
+        assert_eq!(compute_wait_value(10, 3), Some(8));
+        // K = 1: every frame waits for the previous draw.
+        assert_eq!(compute_wait_value(0, 1), None);
+        assert_eq!(compute_wait_value(5, 1), Some(5));
+    }
+
+    #[test]
+    fn throttle_keeps_two_frames_in_flight() {
+        assert_eq!(throttle_value(0), None);
+        assert_eq!(throttle_value(1), None);
+        assert_eq!(throttle_value(2), Some(1));
+        assert_eq!(throttle_value(7), Some(6));
+    }
+
+    fn device(timeline_export: bool, binary_export: bool) -> PhysicalDeviceInfo {
+        PhysicalDeviceInfo { name: "dev".into(), timeline_export, binary_export, ..Default::default() }
+    }
+
+    #[test]
+    fn auto_mode_follows_backend_and_device() {
+        let gpu = device(true, true);
+        let lvp = device(false, false);
+        assert_eq!(resolve_mode(SyncMode::Auto, BackendKind::Vulkan, &lvp).unwrap(), SyncMode::External);
+        assert_eq!(resolve_mode(SyncMode::Auto, BackendKind::Cuda, &gpu).unwrap(), SyncMode::External);
+        assert_eq!(resolve_mode(SyncMode::Auto, BackendKind::Cuda, &lvp).unwrap(), SyncMode::Bridged);
+        assert_eq!(resolve_mode(SyncMode::Auto, BackendKind::Hip, &gpu).unwrap(), SyncMode::Bridged);
+        assert_eq!(resolve_mode(SyncMode::Auto, BackendKind::Cpu, &gpu).unwrap(), SyncMode::Bridged);
+    }
+
+    #[test]
+    fn impossible_requests_are_refused_with_reason() {
+        let lvp = device(false, false);
+        let e = resolve_mode(SyncMode::External, BackendKind::Cpu, &lvp).unwrap_err().to_string();
+        assert!(e.contains("cpu backend cannot"), "{e}");
+        let e = resolve_mode(SyncMode::External, BackendKind::Cuda, &lvp).unwrap_err().to_string();
+        assert!(e.contains("cannot export timeline"), "{e}");
+        // The vulkan backend uses the semaphores natively: no export needed.
+        assert_eq!(resolve_mode(SyncMode::Binary, BackendKind::Vulkan, &lvp).unwrap(), SyncMode::Binary);
+        // HIP external is attempted (and may fall back later).
+        assert_eq!(resolve_mode(SyncMode::External, BackendKind::Hip, &lvp).unwrap(), SyncMode::External);
+    }
+}

@@ -1,0 +1,504 @@
+//! Physical-device facts, the selection rule, and the logical device with its queue.
+//!
+//! Selection (`choose_device`, pure and unit-tested): `--device N` wins; otherwise the device whose
+//! deviceUUID matches the compute backend's device; otherwise discrete > integrated > virtual >
+//! CPU, first in enumeration order on a tie. Only devices with a graphics queue and timeline
+//! semaphores are candidates.
+
+use super::instance::Instance;
+use super::{CallContext, VkError};
+use ash::{khr, vk};
+use std::ffi::CStr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// How long a host wait on a Vulkan semaphore may take before the run fails with a clear message.
+pub const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What vkhip needs to know about one physical device.
+#[derive(Clone, Debug, Default)]
+pub struct PhysicalDeviceInfo {
+    pub index: usize,
+    pub handle: vk::PhysicalDevice,
+    pub name: String,
+    pub device_type: vk::PhysicalDeviceType,
+    /// Driver name and info (VkPhysicalDeviceDriverProperties).
+    pub driver: String,
+    pub api_version: u32,
+    pub uuid: [u8; 16],
+    /// A queue family with graphics + compute + transfer.
+    pub graphics_family: Option<u32>,
+    pub timeline_semaphores: bool,
+    /// VK_KHR_external_memory_fd present and a storage buffer can be exported as OPAQUE_FD.
+    pub memory_export: bool,
+    /// The driver wants exported buffers in dedicated allocations.
+    pub memory_export_dedicated_only: bool,
+    /// VK_KHR_external_semaphore_fd present and a timeline semaphore can be exported as OPAQUE_FD.
+    pub timeline_export: bool,
+    /// Same for a binary semaphore.
+    pub binary_export: bool,
+    pub swapchain_ext: bool,
+    pub max_storage_buffer_range: u32,
+    pub max_memory_allocation_size: u64,
+    /// Largest device-local heap, bytes.
+    pub device_local_bytes: u64,
+}
+
+impl PhysicalDeviceInfo {
+    pub fn type_name(&self) -> &'static str {
+        match self.device_type {
+            vk::PhysicalDeviceType::DISCRETE_GPU => "discrete GPU",
+            vk::PhysicalDeviceType::INTEGRATED_GPU => "integrated GPU",
+            vk::PhysicalDeviceType::VIRTUAL_GPU => "virtual GPU",
+            vk::PhysicalDeviceType::CPU => "CPU",
+            _ => "other",
+        }
+    }
+
+    /// Usable by vkhip at all.
+    pub fn usable(&self) -> bool {
+        self.graphics_family.is_some() && self.timeline_semaphores && self.api_version >= vk::API_VERSION_1_2
+    }
+
+    fn type_rank(&self) -> u32 {
+        match self.device_type {
+            vk::PhysicalDeviceType::DISCRETE_GPU => 4,
+            vk::PhysicalDeviceType::INTEGRATED_GPU => 3,
+            vk::PhysicalDeviceType::VIRTUAL_GPU => 2,
+            vk::PhysicalDeviceType::CPU => 1,
+            _ => 0,
+        }
+    }
+}
+
+/// Format a UUID as 8-4-4-4-12 hex.
+pub fn uuid_string(u: &[u8; 16]) -> String {
+    let h: Vec<String> = u.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        h[..4].concat(),
+        h[4..6].concat(),
+        h[6..8].concat(),
+        h[8..10].concat(),
+        h[10..].concat()
+    )
+}
+
+/// Pick a device: returns its position in `devices` and the reason, for logs and `info`.
+pub fn choose_device(
+    devices: &[PhysicalDeviceInfo],
+    requested: Option<usize>,
+    compute_uuids: &[[u8; 16]],
+) -> Result<(usize, String), VkError> {
+    if devices.is_empty() {
+        return Err(VkError::NoDevice(
+            "the Vulkan loader lists no physical device (install a driver, e.g. mesa-vulkan-drivers)".into(),
+        ));
+    }
+    if let Some(i) = requested {
+        let d = devices.get(i).ok_or(VkError::BadDeviceIndex { index: i, count: devices.len() })?;
+        if !d.usable() {
+            return Err(VkError::Unsupported(format!(
+                "--device {i} ({}) cannot run vkhip: it needs Vulkan 1.2, timeline semaphores and a graphics queue",
+                d.name
+            )));
+        }
+        return Ok((i, format!("--device {i}")));
+    }
+    for uuid in compute_uuids {
+        if let Some(i) = devices.iter().position(|d| d.usable() && &d.uuid == uuid) {
+            return Ok((i, format!("its deviceUUID {} matches the compute device", uuid_string(uuid))));
+        }
+    }
+    let best = devices
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.usable())
+        .max_by_key(|(i, d)| (d.type_rank(), std::cmp::Reverse(*i)))
+        .map(|(i, d)| (i, format!("first {} (discrete > integrated > virtual > CPU)", d.type_name())));
+    best.ok_or_else(|| {
+        VkError::NoDevice("no device has Vulkan 1.2, timeline semaphores and a graphics queue".into())
+    })
+}
+
+fn c_array_to_string(chars: &[std::ffi::c_char]) -> String {
+    // SAFETY: Vulkan fixed-size name arrays are NUL-terminated within their length.
+    unsafe { CStr::from_ptr(chars.as_ptr()) }.to_string_lossy().into_owned()
+}
+
+/// Gather the facts for every physical device.
+pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError> {
+    let inst = &instance.instance;
+    // SAFETY: valid instance.
+    let handles = unsafe { inst.enumerate_physical_devices() }.call("vkEnumeratePhysicalDevices")?;
+    let mut out = Vec::new();
+    for (index, &handle) in handles.iter().enumerate() {
+        let mut id = vk::PhysicalDeviceIDProperties::default();
+        let mut driver = vk::PhysicalDeviceDriverProperties::default();
+        let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
+        let mut props2 = vk::PhysicalDeviceProperties2::default()
+            .push_next(&mut id)
+            .push_next(&mut driver)
+            .push_next(&mut maint3);
+        // SAFETY: valid handle; the pNext chain points at live locals.
+        unsafe { inst.get_physical_device_properties2(handle, &mut props2) };
+        let props = props2.properties;
+        let mut timeline = vk::PhysicalDeviceTimelineSemaphoreFeatures::default();
+        let mut feats2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut timeline);
+        // SAFETY: as above.
+        unsafe { inst.get_physical_device_features2(handle, &mut feats2) };
+        // SAFETY: valid handle.
+        let families = unsafe { inst.get_physical_device_queue_family_properties(handle) };
+        let want = vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE;
+        let graphics_family = families.iter().position(|f| f.queue_flags.contains(want)).map(|i| i as u32);
+        // SAFETY: valid handle.
+        let exts = unsafe { inst.enumerate_device_extension_properties(handle) }
+            .call("vkEnumerateDeviceExtensionProperties")?;
+        let has = |n: &CStr| exts.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
+        // SAFETY: valid handle.
+        let mem = unsafe { inst.get_physical_device_memory_properties(handle) };
+        let device_local_bytes = mem.memory_heaps[..mem.memory_heap_count as usize]
+            .iter()
+            .filter(|h| h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
+            .map(|h| h.size)
+            .max()
+            .unwrap_or(0);
+
+        let (memory_export, memory_export_dedicated_only) = if has(khr::external_memory_fd::NAME) {
+            let info = vk::PhysicalDeviceExternalBufferInfo::default()
+                .usage(super::external::SLOT_USAGE)
+                .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+            let mut p = vk::ExternalBufferProperties::default();
+            // SAFETY: valid handle, live locals.
+            unsafe { inst.get_physical_device_external_buffer_properties(handle, &info, &mut p) };
+            let f = p.external_memory_properties.external_memory_features;
+            (
+                f.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE),
+                f.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY),
+            )
+        } else {
+            (false, false)
+        };
+        let sem_export = |ty: vk::SemaphoreType| {
+            if !has(khr::external_semaphore_fd::NAME) {
+                return false;
+            }
+            let mut type_info = vk::SemaphoreTypeCreateInfo::default().semaphore_type(ty);
+            let info = vk::PhysicalDeviceExternalSemaphoreInfo::default()
+                .handle_type(vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD)
+                .push_next(&mut type_info);
+            let mut p = vk::ExternalSemaphoreProperties::default();
+            // SAFETY: valid handle, live locals.
+            unsafe { inst.get_physical_device_external_semaphore_properties(handle, &info, &mut p) };
+            p.external_semaphore_features.contains(vk::ExternalSemaphoreFeatureFlags::EXPORTABLE)
+        };
+
+        out.push(PhysicalDeviceInfo {
+            index,
+            handle,
+            name: c_array_to_string(&props.device_name),
+            device_type: props.device_type,
+            driver: format!(
+                "{} {}",
+                c_array_to_string(&driver.driver_name),
+                c_array_to_string(&driver.driver_info)
+            )
+            .trim()
+            .to_string(),
+            api_version: props.api_version,
+            uuid: id.device_uuid,
+            graphics_family,
+            timeline_semaphores: timeline.timeline_semaphore == vk::TRUE,
+            memory_export,
+            memory_export_dedicated_only,
+            timeline_export: sem_export(vk::SemaphoreType::TIMELINE),
+            binary_export: sem_export(vk::SemaphoreType::BINARY),
+            swapchain_ext: has(khr::swapchain::NAME),
+            max_storage_buffer_range: props.limits.max_storage_buffer_range,
+            max_memory_allocation_size: maint3.max_memory_allocation_size,
+            device_local_bytes,
+        });
+    }
+    Ok(out)
+}
+
+/// The logical device, its one queue, and the extension loaders. Shared as `Arc<Context>` by every
+/// object that must be destroyed before the device; `Drop` waits for the device to go idle first.
+pub struct Context {
+    pub device: ash::Device,
+    pub physical: PhysicalDeviceInfo,
+    pub memory_properties: vk::PhysicalDeviceMemoryProperties,
+    pub queue_family: u32,
+    queue: Mutex<vk::Queue>,
+    /// Transient pool for one-shot transfers (fills, read-backs, captures).
+    one_shot_pool: Mutex<vk::CommandPool>,
+    pub external_memory_fd: Option<khr::external_memory_fd::Device>,
+    pub external_semaphore_fd: Option<khr::external_semaphore_fd::Device>,
+    pub swapchain_fn: Option<khr::swapchain::Device>,
+    /// Dropped after the device (the `Drop` impl destroys the device first).
+    pub instance: Arc<Instance>,
+}
+
+impl Context {
+    /// Create the logical device on `physical`, with the swapchain extension if `swapchain`.
+    pub fn new(
+        instance: Arc<Instance>,
+        physical: PhysicalDeviceInfo,
+        swapchain: bool,
+    ) -> Result<Arc<Self>, VkError> {
+        let family = physical.graphics_family.ok_or_else(|| VkError::NoDevice("no graphics queue".into()))?;
+        let mut exts = Vec::new();
+        if physical.memory_export {
+            exts.push(khr::external_memory_fd::NAME.as_ptr());
+        }
+        if physical.timeline_export || physical.binary_export {
+            exts.push(khr::external_semaphore_fd::NAME.as_ptr());
+        }
+        if swapchain {
+            if !physical.swapchain_ext {
+                return Err(VkError::Unsupported(format!(
+                    "{} has no VK_KHR_swapchain: use --headless",
+                    physical.name
+                )));
+            }
+            exts.push(khr::swapchain::NAME.as_ptr());
+        }
+        let priorities = [1.0f32];
+        let queues =
+            [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
+        let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
+        let info = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queues)
+            .enabled_extension_names(&exts)
+            .push_next(&mut v12);
+        let inst = &instance.instance;
+        // SAFETY: valid physical device; `info` points at live locals.
+        let device = unsafe { inst.create_device(physical.handle, &info, None) }.call("vkCreateDevice")?;
+        // SAFETY: family/index 0 were requested above.
+        let queue = unsafe { device.get_device_queue(family, 0) };
+        let pool_info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(family)
+            .flags(vk::CommandPoolCreateFlags::TRANSIENT | vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+        // SAFETY: valid device.
+        let pool = match unsafe { device.create_command_pool(&pool_info, None) } {
+            Ok(p) => p,
+            Err(e) => {
+                // SAFETY: nothing else was created from the device yet.
+                unsafe { device.destroy_device(None) };
+                return Err(VkError::Call { call: "vkCreateCommandPool", result: e });
+            }
+        };
+        // SAFETY: valid handle.
+        let memory_properties = unsafe { inst.get_physical_device_memory_properties(physical.handle) };
+        Ok(Arc::new(Context {
+            external_memory_fd: physical
+                .memory_export
+                .then(|| khr::external_memory_fd::Device::new(inst, &device)),
+            external_semaphore_fd: (physical.timeline_export || physical.binary_export)
+                .then(|| khr::external_semaphore_fd::Device::new(inst, &device)),
+            swapchain_fn: swapchain.then(|| khr::swapchain::Device::new(inst, &device)),
+            device,
+            physical,
+            memory_properties,
+            queue_family: family,
+            queue: Mutex::new(queue),
+            one_shot_pool: Mutex::new(pool),
+            instance,
+        }))
+    }
+
+    /// The queue, locked (Vulkan requires external synchronisation of queue operations).
+    pub fn queue(&self) -> MutexGuard<'_, vk::Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// vkQueueSubmit under the queue lock.
+    pub fn submit(&self, submits: &[vk::SubmitInfo<'_>], fence: vk::Fence) -> Result<(), VkError> {
+        let q = self.queue();
+        // SAFETY: the queue is locked; the caller guarantees the submit infos are valid.
+        unsafe { self.device.queue_submit(*q, submits, fence) }.call("vkQueueSubmit")
+    }
+
+    /// vkQueueWaitIdle under the queue lock.
+    pub fn queue_wait_idle(&self) -> Result<(), VkError> {
+        let q = self.queue();
+        // SAFETY: the queue is locked.
+        unsafe { self.device.queue_wait_idle(*q) }.call("vkQueueWaitIdle")
+    }
+
+    /// Host wait until timeline `sem` ≥ `value`, failing after [`WAIT_TIMEOUT`] with `what`.
+    pub fn wait_timeline(
+        &self,
+        sem: vk::Semaphore,
+        value: u64,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), VkError> {
+        let sems = [sem];
+        let values = [value];
+        let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
+        // SAFETY: valid timeline semaphore of this device.
+        match unsafe { self.device.wait_semaphores(&info, WAIT_TIMEOUT.as_nanos() as u64) } {
+            Ok(()) => Ok(()),
+            Err(vk::Result::TIMEOUT) => {
+                Err(VkError::Timeout { what: what(), seconds: WAIT_TIMEOUT.as_secs() })
+            }
+            Err(e) => Err(VkError::Call { call: "vkWaitSemaphores", result: e }),
+        }
+    }
+
+    /// Host signal of timeline `sem` to `value`.
+    pub fn signal_timeline(&self, sem: vk::Semaphore, value: u64) -> Result<(), VkError> {
+        let info = vk::SemaphoreSignalInfo::default().semaphore(sem).value(value);
+        // SAFETY: valid timeline semaphore; the caller keeps values increasing.
+        unsafe { self.device.signal_semaphore(&info) }.call("vkSignalSemaphore")
+    }
+
+    /// Current value of timeline `sem`.
+    pub fn timeline_value(&self, sem: vk::Semaphore) -> Result<u64, VkError> {
+        // SAFETY: valid timeline semaphore.
+        unsafe { self.device.get_semaphore_counter_value(sem) }.call("vkGetSemaphoreCounterValue")
+    }
+
+    /// Record commands with `record`, submit them (waiting on `waits` at the given stages), and
+    /// wait on a fence until they finish. For rare transfers, not the frame loop.
+    pub fn one_shot(
+        &self,
+        waits: &[(vk::Semaphore, u64, vk::PipelineStageFlags)],
+        record: impl FnOnce(vk::CommandBuffer),
+    ) -> Result<(), VkError> {
+        let d = &self.device;
+        let pool = self.one_shot_pool.lock().unwrap_or_else(|p| p.into_inner());
+        let alloc = vk::CommandBufferAllocateInfo::default()
+            .command_pool(*pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(1);
+        // SAFETY: the pool is locked for the whole function and belongs to this device.
+        let cmd = unsafe { d.allocate_command_buffers(&alloc) }.call("vkAllocateCommandBuffers")?[0];
+        // SAFETY: valid device.
+        let fence = unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }.call("vkCreateFence");
+        let result = fence.and_then(|fence| {
+            let r = (|| {
+                let begin =
+                    vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+                // SAFETY: fresh command buffer from the locked pool.
+                unsafe { d.begin_command_buffer(cmd, &begin) }.call("vkBeginCommandBuffer")?;
+                record(cmd);
+                // SAFETY: recording was begun above.
+                unsafe { d.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
+                let sems: Vec<_> = waits.iter().map(|w| w.0).collect();
+                let values: Vec<_> = waits.iter().map(|w| w.1).collect();
+                let stages: Vec<_> = waits.iter().map(|w| w.2).collect();
+                let mut timeline = vk::TimelineSemaphoreSubmitInfo::default().wait_semaphore_values(&values);
+                let cmds = [cmd];
+                let submit = vk::SubmitInfo::default()
+                    .command_buffers(&cmds)
+                    .wait_semaphores(&sems)
+                    .wait_dst_stage_mask(&stages)
+                    .push_next(&mut timeline);
+                self.submit(&[submit], fence)?;
+                // SAFETY: the fence was submitted above.
+                match unsafe { d.wait_for_fences(&[fence], true, WAIT_TIMEOUT.as_nanos() as u64) } {
+                    Ok(()) => Ok(()),
+                    Err(vk::Result::TIMEOUT) => Err(VkError::Timeout {
+                        what: "a one-shot transfer".into(),
+                        seconds: WAIT_TIMEOUT.as_secs(),
+                    }),
+                    Err(e) => Err(VkError::Call { call: "vkWaitForFences", result: e }),
+                }
+            })();
+            if r.is_err() {
+                // The submission may still be pending: make sure it is finished before freeing.
+                let _ = self.queue_wait_idle();
+            }
+            // SAFETY: the fence is signalled or the queue is idle; nothing uses it any more.
+            unsafe { d.destroy_fence(fence, None) };
+            r
+        });
+        // SAFETY: the command buffer is no longer pending (see above).
+        unsafe { d.free_command_buffers(*pool, &[cmd]) };
+        result
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: every object created from this device holds an `Arc<Context>`, so they are all
+        // destroyed by now; waiting for idle first makes the destruction legal even after an error.
+        unsafe {
+            if let Err(e) = self.device.device_wait_idle() {
+                log::warn!("vkDeviceWaitIdle at teardown: {e}");
+            }
+            let pool = *self.one_shot_pool.get_mut().unwrap_or_else(|p| p.into_inner());
+            self.device.destroy_command_pool(pool, None);
+            self.device.destroy_device(None);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev(index: usize, ty: vk::PhysicalDeviceType, uuid: u8) -> PhysicalDeviceInfo {
+        PhysicalDeviceInfo {
+            index,
+            name: format!("dev{index}"),
+            device_type: ty,
+            api_version: vk::API_VERSION_1_3,
+            uuid: [uuid; 16],
+            graphics_family: Some(0),
+            timeline_semaphores: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn explicit_index_wins() {
+        let d = [dev(0, vk::PhysicalDeviceType::CPU, 1), dev(1, vk::PhysicalDeviceType::DISCRETE_GPU, 2)];
+        assert_eq!(choose_device(&d, Some(0), &[[2; 16]]).unwrap().0, 0);
+        assert!(matches!(
+            choose_device(&d, Some(5), &[]),
+            Err(VkError::BadDeviceIndex { index: 5, count: 2 })
+        ));
+    }
+
+    #[test]
+    fn uuid_match_beats_type() {
+        let d = [
+            dev(0, vk::PhysicalDeviceType::DISCRETE_GPU, 1),
+            dev(1, vk::PhysicalDeviceType::INTEGRATED_GPU, 2),
+        ];
+        let (i, why) = choose_device(&d, None, &[[2; 16]]).unwrap();
+        assert_eq!(i, 1);
+        assert!(why.contains("deviceUUID"), "{why}");
+    }
+
+    #[test]
+    fn type_order_then_enumeration_order() {
+        let d = [
+            dev(0, vk::PhysicalDeviceType::CPU, 1),
+            dev(1, vk::PhysicalDeviceType::INTEGRATED_GPU, 2),
+            dev(2, vk::PhysicalDeviceType::DISCRETE_GPU, 3),
+            dev(3, vk::PhysicalDeviceType::DISCRETE_GPU, 4),
+        ];
+        assert_eq!(choose_device(&d, None, &[[9; 16]]).unwrap().0, 2);
+        assert_eq!(choose_device(&d[..2], None, &[]).unwrap().0, 1);
+    }
+
+    #[test]
+    fn unusable_devices_are_skipped_or_refused() {
+        let mut a = dev(0, vk::PhysicalDeviceType::DISCRETE_GPU, 1);
+        a.timeline_semaphores = false;
+        let b = dev(1, vk::PhysicalDeviceType::CPU, 2);
+        let d = [a, b];
+        assert_eq!(choose_device(&d, None, &[[1; 16]]).unwrap().0, 1);
+        assert!(matches!(choose_device(&d, Some(0), &[]), Err(VkError::Unsupported(_))));
+        assert!(matches!(choose_device(&[], None, &[]), Err(VkError::NoDevice(_))));
+    }
+
+    #[test]
+    fn uuid_formats_like_nvidia_smi() {
+        let u = [0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 1, 2, 3, 4, 5, 6, 7, 8];
+        assert_eq!(uuid_string(&u), "12345678-9abc-def0-0102-030405060708");
+    }
+}

@@ -1,0 +1,214 @@
+//! Loader, instance, validation layer, and the debug messenger routed to `log`.
+//!
+//! Every message the validation layer sends is counted by severity; runs with `--validation` end
+//! by printing [`ValidationCounts`]. Two messages are known false positives when a foreign API
+//! (CUDA) signals an imported timeline semaphore, because the layer cannot see that signal
+//! (DESIGN.md, "Facts measured here"); while [`set_foreign_signals`] is on they are counted
+//! separately instead of as errors.
+
+use super::{CallContext, VkError};
+use ash::{ext, vk};
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
+
+/// VUIDs the layer reports when CUDA signals an imported timeline semaphore it cannot track.
+const FOREIGN_SIGNAL_VUIDS: [&str; 2] =
+    ["VUID-VkSemaphoreSignalInfo-value-03259", "VUID-vkQueueSubmit-pCommandBuffers-00071"];
+
+static ERRORS: AtomicU64 = AtomicU64::new(0);
+static WARNINGS: AtomicU64 = AtomicU64::new(0);
+static INFOS: AtomicU64 = AtomicU64::new(0);
+static FOREIGN: AtomicU64 = AtomicU64::new(0);
+static FOREIGN_SIGNALS: AtomicBool = AtomicBool::new(false);
+
+/// Messages received from the debug messenger, by severity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ValidationCounts {
+    pub errors: u64,
+    pub warnings: u64,
+    pub infos: u64,
+    /// Known false positives caused by a foreign API signalling an imported semaphore.
+    pub foreign_signal: u64,
+}
+
+impl ValidationCounts {
+    /// The counts so far in this process.
+    pub fn current() -> Self {
+        ValidationCounts {
+            errors: ERRORS.load(Ordering::Relaxed),
+            warnings: WARNINGS.load(Ordering::Relaxed),
+            infos: INFOS.load(Ordering::Relaxed),
+            foreign_signal: FOREIGN.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl std::fmt::Display for ValidationCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} errors, {} warnings, {} info", self.errors, self.warnings, self.infos)?;
+        if self.foreign_signal > 0 {
+            write!(f, ", {} known false positives from foreign semaphore signals", self.foreign_signal)?;
+        }
+        Ok(())
+    }
+}
+
+/// Declare that a foreign API signals imported semaphores in this run (see the module docs).
+pub fn set_foreign_signals(on: bool) {
+    FOREIGN_SIGNALS.store(on, Ordering::Relaxed);
+}
+
+unsafe extern "system" fn debug_callback(
+    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    kind: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    _user: *mut c_void,
+) -> vk::Bool32 {
+    // SAFETY: the layer passes a valid callback-data struct (or null) for the duration of the call.
+    let data = unsafe { data.as_ref() };
+    let text = |p: *const c_char| {
+        if p.is_null() {
+            String::new()
+        } else {
+            // SAFETY: non-null strings from the layer are NUL-terminated and live for the call.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        }
+    };
+    let (id, message) = data.map(|d| (text(d.p_message_id_name), text(d.p_message))).unwrap_or_default();
+    let foreign =
+        FOREIGN_SIGNALS.load(Ordering::Relaxed) && FOREIGN_SIGNAL_VUIDS.iter().any(|v| id.contains(v));
+    if foreign {
+        FOREIGN.fetch_add(1, Ordering::Relaxed);
+        log::debug!(target: "vulkan", "[{kind:?}] (foreign signal, expected) {message}");
+    } else if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) {
+        ERRORS.fetch_add(1, Ordering::Relaxed);
+        log::error!(target: "vulkan", "[{kind:?}] {message}");
+    } else if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::WARNING) {
+        WARNINGS.fetch_add(1, Ordering::Relaxed);
+        log::warn!(target: "vulkan", "[{kind:?}] {message}");
+    } else if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::INFO) {
+        INFOS.fetch_add(1, Ordering::Relaxed);
+        log::debug!(target: "vulkan", "[{kind:?}] {message}");
+    } else {
+        log::trace!(target: "vulkan", "[{kind:?}] {message}");
+    }
+    vk::FALSE
+}
+
+/// Load the Vulkan loader library, or say what to install.
+pub fn load_entry() -> Result<ash::Entry, VkError> {
+    // SAFETY: loading libvulkan runs its initialisers; the loader is designed to be dlopen'ed.
+    unsafe { ash::Entry::load() }.map_err(|e| VkError::NoLoader(e.to_string()))
+}
+
+/// The loader, the instance and (with validation) the debug messenger.
+pub struct Instance {
+    // Field order is drop order only for what has no Drop of its own; `Drop` below does the work.
+    pub entry: ash::Entry,
+    pub instance: ash::Instance,
+    debug: Option<(ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
+    pub validation: bool,
+}
+
+impl Instance {
+    /// Create a Vulkan 1.2 instance with `extensions` (e.g. the window system's surface ones).
+    pub fn new(validation: bool, extensions: &[*const c_char]) -> Result<Self, VkError> {
+        let entry = load_entry()?;
+        // SAFETY: plain query on a loaded entry.
+        let version = unsafe { entry.try_enumerate_instance_version() }
+            .call("vkEnumerateInstanceVersion")?
+            .unwrap_or(vk::API_VERSION_1_0);
+        if version < vk::API_VERSION_1_2 {
+            return Err(VkError::Unsupported(format!(
+                "the Vulkan loader supports only {}.{}; vkhip needs Vulkan 1.2 (timeline semaphores)",
+                vk::api_version_major(version),
+                vk::api_version_minor(version)
+            )));
+        }
+
+        let mut layers: Vec<*const c_char> = Vec::new();
+        let mut exts: Vec<*const c_char> = extensions.to_vec();
+        // SAFETY: plain queries on a loaded entry.
+        let available_exts = unsafe { entry.enumerate_instance_extension_properties(None) }
+            .call("vkEnumerateInstanceExtensionProperties")?;
+        let has_ext = |name: &CStr| available_exts.iter().any(|e| e.extension_name_as_c_str() == Ok(name));
+        if validation {
+            // SAFETY: plain query on a loaded entry.
+            let available = unsafe { entry.enumerate_instance_layer_properties() }
+                .call("vkEnumerateInstanceLayerProperties")?;
+            if !available.iter().any(|l| l.layer_name_as_c_str() == Ok(VALIDATION_LAYER)) {
+                return Err(VkError::Unsupported(
+                    "--validation: VK_LAYER_KHRONOS_validation is not installed (Debian: apt-get install vulkan-validationlayers)"
+                        .into(),
+                ));
+            }
+            layers.push(VALIDATION_LAYER.as_ptr());
+            exts.push(ext::validation_features::NAME.as_ptr());
+        }
+        let debug_utils = validation || has_ext(ext::debug_utils::NAME);
+        if debug_utils {
+            exts.push(ext::debug_utils::NAME.as_ptr());
+        }
+
+        let app = vk::ApplicationInfo::default()
+            .application_name(c"vkhip")
+            .engine_name(c"vkhip")
+            .api_version(vk::API_VERSION_1_2);
+        let enabled = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
+        let mut features = vk::ValidationFeaturesEXT::default().enabled_validation_features(&enabled);
+        let mut messenger_info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+            .message_severity(
+                vk::DebugUtilsMessageSeverityFlagsEXT::ERROR
+                    | vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
+                    | vk::DebugUtilsMessageSeverityFlagsEXT::INFO
+                    | vk::DebugUtilsMessageSeverityFlagsEXT::VERBOSE,
+            )
+            .message_type(
+                vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
+                    | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+                    | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
+            )
+            .pfn_user_callback(Some(debug_callback));
+        let mut info = vk::InstanceCreateInfo::default()
+            .application_info(&app)
+            .enabled_layer_names(&layers)
+            .enabled_extension_names(&exts);
+        if validation {
+            info = info.push_next(&mut features).push_next(&mut messenger_info);
+        }
+        // SAFETY: every pointer in `info` refers to locals that outlive the call.
+        let instance = unsafe { entry.create_instance(&info, None) }.call("vkCreateInstance")?;
+
+        let debug = if debug_utils {
+            let loader = ext::debug_utils::Instance::new(&entry, &instance);
+            // SAFETY: valid instance with debug_utils enabled; the callback is a plain fn.
+            match unsafe { loader.create_debug_utils_messenger(&messenger_info, None) } {
+                Ok(m) => Some((loader, m)),
+                Err(e) => {
+                    log::warn!(
+                        "vkCreateDebugUtilsMessengerEXT failed: {e}; Vulkan messages will not be logged"
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        Ok(Instance { entry, instance, debug, validation })
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        // SAFETY: everything created from this instance (devices, surfaces) holds an Arc that keeps
+        // the instance alive, so by now they are gone.
+        unsafe {
+            if let Some((loader, messenger)) = self.debug.take() {
+                loader.destroy_debug_utils_messenger(messenger, None);
+            }
+            self.instance.destroy_instance(None);
+        }
+    }
+}

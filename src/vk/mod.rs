@@ -1,0 +1,75 @@
+//! The Vulkan side: one RAII type per object group, each holding what it needs to destroy itself.
+//!
+//! - [`instance`]: loader, instance, validation layer and the debug messenger routed to `log`.
+//! - [`device`]: physical-device facts, the selection rule, and the logical device + queue
+//!   ([`device::Context`], shared as `Arc` by everything that must be destroyed before it).
+//! - [`memory`]: memory-type choice (pure, unit-tested) and plain buffers.
+//! - [`external`]: exportable slot buffers and semaphores (OPAQUE_FD): the part a template user copies.
+//! - [`target`]: the offscreen colour + depth target and its read-back.
+//! - [`pipeline`]: render pass, the surface pipeline and the compute pipeline.
+//! - [`swapchain`]: surface + swapchain for window mode.
+
+pub mod device;
+pub mod external;
+pub mod instance;
+pub mod memory;
+pub mod pipeline;
+pub mod swapchain;
+pub mod target;
+
+use ash::vk;
+
+/// A failed Vulkan call, or a missing capability, with what was being done.
+#[derive(Debug, thiserror::Error)]
+pub enum VkError {
+    /// The Vulkan loader library could not be opened.
+    #[error(
+        "no Vulkan loader found ({0}): install libvulkan1 and a Vulkan driver, e.g. mesa-vulkan-drivers"
+    )]
+    NoLoader(String),
+    /// No physical device (or none usable).
+    #[error("no usable Vulkan device: {0}")]
+    NoDevice(String),
+    /// A user-chosen device index is out of range.
+    #[error("--device {index}: there are only {count} Vulkan devices (see `vkhip info`)")]
+    BadDeviceIndex { index: usize, count: usize },
+    /// The device lacks something this run needs.
+    #[error("{0}")]
+    Unsupported(String),
+    /// A Vulkan call returned an error.
+    #[error("{call} failed: {result}")]
+    Call { call: &'static str, result: vk::Result },
+    /// Waiting on the GPU took too long (something upstream never signalled).
+    #[error("timed out after {seconds} s waiting for {what}")]
+    Timeout { what: String, seconds: u64 },
+}
+
+impl VkError {
+    /// Whether this is an environment gap or a user mistake (exit code 2) rather than a failure.
+    pub fn is_environment(&self) -> bool {
+        matches!(
+            self,
+            VkError::NoLoader(_)
+                | VkError::NoDevice(_)
+                | VkError::BadDeviceIndex { .. }
+                | VkError::Unsupported(_)
+        ) || matches!(
+            self,
+            VkError::Call {
+                result: vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY,
+                ..
+            }
+        )
+    }
+}
+
+/// Convert an `ash` result into [`VkError::Call`] naming the call.
+pub trait CallContext<T> {
+    fn call(self, name: &'static str) -> Result<T, VkError>;
+}
+
+impl<T> CallContext<T> for Result<T, vk::Result> {
+    fn call(self, name: &'static str) -> Result<T, VkError> {
+        self.map_err(|result| VkError::Call { call: name, result })
+    }
+}

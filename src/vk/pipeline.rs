@@ -1,0 +1,367 @@
+//! Render pass, the surface pipeline (draws the height field), and the compute pipeline used by
+//! the `vulkan` backend. Shader interfaces are documented in `src/shaders.rs`.
+
+use super::device::Context;
+use super::external::Slot;
+use super::target::DEPTH_FORMAT;
+use super::{CallContext, VkError};
+use crate::shaders::{SinewavePush, SurfacePush};
+use ash::vk;
+use std::sync::Arc;
+
+/// A render pass with one colour and one depth attachment.
+pub struct RenderPass {
+    ctx: Arc<Context>,
+    pub handle: vk::RenderPass,
+    pub color_format: vk::Format,
+}
+
+impl RenderPass {
+    /// Colour is cleared, stored, and left in `final_layout` (TRANSFER_SRC_OPTIMAL offscreen,
+    /// PRESENT_SRC_KHR for a swapchain).
+    pub fn new(
+        ctx: &Arc<Context>,
+        color_format: vk::Format,
+        final_layout: vk::ImageLayout,
+    ) -> Result<Self, VkError> {
+        let attachments = [
+            vk::AttachmentDescription::default()
+                .format(color_format)
+                .samples(vk::SampleCountFlags::TYPE_1)
+                .load_op(vk::AttachmentLoadOp::CLEAR)
+                .store_op(vk::AttachmentStoreOp::STORE)
+                .stencil_load_op(vk::AttachmentLoadOp::DONT_CARE)
+                .stencil_store_op(vk::AttachmentStoreOp::DONT_CARE)
+                .initial_layout(vk::ImageLayout::UNDEFINED)
+                .final_layout(final_layout),
+            vk::AttachmentDescription::default()
+                .format(DEPTH_FORMAT)
+                .samples(vk::SampleCountFlags::TYPE_1)
+                .load_op(vk::AttachmentLoadOp::CLEAR)
+                .store_op(vk::AttachmentStoreOp::DONT_CARE)
+                .stencil_load_op(vk::AttachmentLoadOp::DONT_CARE)
+                .stencil_store_op(vk::AttachmentStoreOp::DONT_CARE)
+                .initial_layout(vk::ImageLayout::UNDEFINED)
+                .final_layout(vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL),
+        ];
+        let color_ref =
+            [vk::AttachmentReference { attachment: 0, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL }];
+        let depth_ref = vk::AttachmentReference {
+            attachment: 1,
+            layout: vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
+        };
+        let subpass = [vk::SubpassDescription::default()
+            .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+            .color_attachments(&color_ref)
+            .depth_stencil_attachment(&depth_ref)];
+        let attach_stages = vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT
+            | vk::PipelineStageFlags::EARLY_FRAGMENT_TESTS
+            | vk::PipelineStageFlags::LATE_FRAGMENT_TESTS;
+        let attach_writes =
+            vk::AccessFlags::COLOR_ATTACHMENT_WRITE | vk::AccessFlags::DEPTH_STENCIL_ATTACHMENT_WRITE;
+        let deps = [
+            // The previous frame's attachment writes and capture reads finish before this frame's
+            // layout transition and writes (the offscreen target is reused every frame).
+            vk::SubpassDependency::default()
+                .src_subpass(vk::SUBPASS_EXTERNAL)
+                .dst_subpass(0)
+                .src_stage_mask(attach_stages | vk::PipelineStageFlags::TRANSFER)
+                .dst_stage_mask(attach_stages)
+                .src_access_mask(attach_writes)
+                .dst_access_mask(
+                    attach_writes
+                        | vk::AccessFlags::COLOR_ATTACHMENT_READ
+                        | vk::AccessFlags::DEPTH_STENCIL_ATTACHMENT_READ,
+                ),
+            // Colour writes are done before a later copy (capture) reads the image.
+            vk::SubpassDependency::default()
+                .src_subpass(0)
+                .dst_subpass(vk::SUBPASS_EXTERNAL)
+                .src_stage_mask(vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT)
+                .dst_stage_mask(vk::PipelineStageFlags::TRANSFER)
+                .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
+                .dst_access_mask(vk::AccessFlags::TRANSFER_READ),
+        ];
+        let info = vk::RenderPassCreateInfo::default()
+            .attachments(&attachments)
+            .subpasses(&subpass)
+            .dependencies(&deps);
+        // SAFETY: valid device; info points at live locals.
+        let handle = unsafe { ctx.device.create_render_pass(&info, None) }.call("vkCreateRenderPass")?;
+        Ok(RenderPass { ctx: ctx.clone(), handle, color_format })
+    }
+}
+
+impl Drop for RenderPass {
+    fn drop(&mut self) {
+        // SAFETY: dropped after pipelines and framebuffers using it.
+        unsafe { self.ctx.device.destroy_render_pass(self.handle, None) };
+    }
+}
+
+/// A shader module that lives only while pipelines are created.
+struct ShaderModule<'a> {
+    ctx: &'a Context,
+    handle: vk::ShaderModule,
+}
+
+impl<'a> ShaderModule<'a> {
+    fn new(ctx: &'a Context, words: &[u32]) -> Result<Self, VkError> {
+        let info = vk::ShaderModuleCreateInfo::default().code(words);
+        // SAFETY: SPIR-V produced and validated by naga at build time.
+        let handle = unsafe { ctx.device.create_shader_module(&info, None) }.call("vkCreateShaderModule")?;
+        Ok(ShaderModule { ctx, handle })
+    }
+}
+
+impl Drop for ShaderModule<'_> {
+    fn drop(&mut self) {
+        // SAFETY: modules may be destroyed once the pipelines using them are created.
+        unsafe { self.ctx.device.destroy_shader_module(self.handle, None) };
+    }
+}
+
+/// Descriptor set layout + pool + one set per slot, each binding the slot as a storage buffer at
+/// set 0, binding 0, visible to `stage`.
+struct SlotDescriptors {
+    ctx: Arc<Context>,
+    layout: vk::DescriptorSetLayout,
+    pool: vk::DescriptorPool,
+    sets: Vec<vk::DescriptorSet>,
+}
+
+impl SlotDescriptors {
+    fn new(ctx: &Arc<Context>, slots: &[Slot], stage: vk::ShaderStageFlags) -> Result<Self, VkError> {
+        let d = &ctx.device;
+        let bindings = [vk::DescriptorSetLayoutBinding::default()
+            .binding(0)
+            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+            .descriptor_count(1)
+            .stage_flags(stage)];
+        let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
+        // SAFETY: valid device.
+        let layout =
+            unsafe { d.create_descriptor_set_layout(&info, None) }.call("vkCreateDescriptorSetLayout")?;
+        let mut me =
+            SlotDescriptors { ctx: ctx.clone(), layout, pool: vk::DescriptorPool::null(), sets: Vec::new() };
+        let n = slots.len() as u32;
+        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: n }];
+        let pool_info = vk::DescriptorPoolCreateInfo::default().max_sets(n).pool_sizes(&sizes);
+        // SAFETY: valid device.
+        me.pool = unsafe { d.create_descriptor_pool(&pool_info, None) }.call("vkCreateDescriptorPool")?;
+        let layouts = vec![layout; slots.len()];
+        let alloc = vk::DescriptorSetAllocateInfo::default().descriptor_pool(me.pool).set_layouts(&layouts);
+        // SAFETY: pool sized for `n` sets of this layout.
+        me.sets = unsafe { d.allocate_descriptor_sets(&alloc) }.call("vkAllocateDescriptorSets")?;
+        for (set, slot) in me.sets.iter().zip(slots) {
+            let buf = [vk::DescriptorBufferInfo { buffer: slot.buffer, offset: 0, range: slot.size }];
+            let write = vk::WriteDescriptorSet::default()
+                .dst_set(*set)
+                .dst_binding(0)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .buffer_info(&buf);
+            // SAFETY: set and buffer belong to this device; the set is not in use yet.
+            unsafe { d.update_descriptor_sets(&[write], &[]) };
+        }
+        Ok(me)
+    }
+}
+
+impl Drop for SlotDescriptors {
+    fn drop(&mut self) {
+        // SAFETY: dropped after the command buffers using the sets finished; destroying the pool
+        // frees the sets.
+        unsafe {
+            if self.pool != vk::DescriptorPool::null() {
+                self.ctx.device.destroy_descriptor_pool(self.pool, None);
+            }
+            self.ctx.device.destroy_descriptor_set_layout(self.layout, None);
+        }
+    }
+}
+
+/// A pipeline with its layout.
+struct Pipeline {
+    ctx: Arc<Context>,
+    layout: vk::PipelineLayout,
+    handle: vk::Pipeline,
+}
+
+impl Pipeline {
+    fn layout(
+        ctx: &Arc<Context>,
+        set_layout: vk::DescriptorSetLayout,
+        push_stages: vk::ShaderStageFlags,
+        push_size: usize,
+    ) -> Result<Self, VkError> {
+        let set_layouts = [set_layout];
+        let ranges = [vk::PushConstantRange { stage_flags: push_stages, offset: 0, size: push_size as u32 }];
+        let info =
+            vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts).push_constant_ranges(&ranges);
+        // SAFETY: valid device and set layout.
+        let layout =
+            unsafe { ctx.device.create_pipeline_layout(&info, None) }.call("vkCreatePipelineLayout")?;
+        Ok(Pipeline { ctx: ctx.clone(), layout, handle: vk::Pipeline::null() })
+    }
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        // SAFETY: dropped after the command buffers using it finished.
+        unsafe {
+            if self.handle != vk::Pipeline::null() {
+                self.ctx.device.destroy_pipeline(self.handle, None);
+            }
+            self.ctx.device.destroy_pipeline_layout(self.layout, None);
+        }
+    }
+}
+
+/// Stages that see [`SurfacePush`].
+pub const SURFACE_PUSH_STAGES: vk::ShaderStageFlags = vk::ShaderStageFlags::from_raw(
+    vk::ShaderStageFlags::VERTEX.as_raw() | vk::ShaderStageFlags::FRAGMENT.as_raw(),
+);
+
+/// The height-field surface: triangle strips, one instance per row pair, heights from the slot's
+/// storage buffer (no vertex or index buffers: GPU memory beyond the slots is O(1)).
+pub struct SurfacePipeline {
+    pipeline: Pipeline,
+    descriptors: SlotDescriptors,
+}
+
+impl SurfacePipeline {
+    pub fn new(ctx: &Arc<Context>, render_pass: &RenderPass, slots: &[Slot]) -> Result<Self, VkError> {
+        let descriptors = SlotDescriptors::new(ctx, slots, vk::ShaderStageFlags::VERTEX)?;
+        let mut pipeline = Pipeline::layout(
+            ctx,
+            descriptors.layout,
+            SURFACE_PUSH_STAGES,
+            std::mem::size_of::<SurfacePush>(),
+        )?;
+        let vert = ShaderModule::new(ctx, crate::shaders::SURFACE_VERT)?;
+        let frag = ShaderModule::new(ctx, crate::shaders::SURFACE_FRAG)?;
+        let stages = [
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::VERTEX)
+                .module(vert.handle)
+                .name(c"main"),
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::FRAGMENT)
+                .module(frag.handle)
+                .name(c"main"),
+        ];
+        let vertex_input = vk::PipelineVertexInputStateCreateInfo::default();
+        let assembly = vk::PipelineInputAssemblyStateCreateInfo::default()
+            .topology(vk::PrimitiveTopology::TRIANGLE_STRIP);
+        let viewport = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);
+        let raster = vk::PipelineRasterizationStateCreateInfo::default()
+            .polygon_mode(vk::PolygonMode::FILL)
+            .cull_mode(vk::CullModeFlags::NONE)
+            .front_face(vk::FrontFace::COUNTER_CLOCKWISE)
+            .line_width(1.0);
+        let multisample = vk::PipelineMultisampleStateCreateInfo::default()
+            .rasterization_samples(vk::SampleCountFlags::TYPE_1);
+        let depth = vk::PipelineDepthStencilStateCreateInfo::default()
+            .depth_test_enable(true)
+            .depth_write_enable(true)
+            .depth_compare_op(vk::CompareOp::LESS);
+        let blend_attach =
+            [vk::PipelineColorBlendAttachmentState::default()
+                .color_write_mask(vk::ColorComponentFlags::RGBA)];
+        let blend = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend_attach);
+        let dynamic_states = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
+        let dynamic = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dynamic_states);
+        let info = vk::GraphicsPipelineCreateInfo::default()
+            .stages(&stages)
+            .vertex_input_state(&vertex_input)
+            .input_assembly_state(&assembly)
+            .viewport_state(&viewport)
+            .rasterization_state(&raster)
+            .multisample_state(&multisample)
+            .depth_stencil_state(&depth)
+            .color_blend_state(&blend)
+            .dynamic_state(&dynamic)
+            .layout(pipeline.layout)
+            .render_pass(render_pass.handle)
+            .subpass(0);
+        // SAFETY: every referenced object is alive for the call.
+        pipeline.handle =
+            unsafe { ctx.device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
+                .map_err(|(_, e)| VkError::Call { call: "vkCreateGraphicsPipelines", result: e })?[0];
+        Ok(SurfacePipeline { pipeline, descriptors })
+    }
+
+    /// Record the draw of `slot` with `push` (inside a render pass, viewport/scissor set).
+    pub fn record_draw(&self, cmd: vk::CommandBuffer, slot: usize, push: &SurfacePush) {
+        let d = &self.pipeline.ctx.device;
+        // SAFETY: recording state is managed by the caller; the set for `slot` exists; the draw
+        // reads exactly width × height floats (2·W vertices per strip, H−1 strips).
+        unsafe {
+            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, self.pipeline.handle);
+            d.cmd_bind_descriptor_sets(
+                cmd,
+                vk::PipelineBindPoint::GRAPHICS,
+                self.pipeline.layout,
+                0,
+                &[self.descriptors.sets[slot]],
+                &[],
+            );
+            d.cmd_push_constants(cmd, self.pipeline.layout, SURFACE_PUSH_STAGES, 0, push.as_bytes());
+            d.cmd_draw(cmd, 2 * push.width, push.height - 1, 0, 0);
+        }
+    }
+}
+
+/// The `vulkan` backend's sine-wave compute pipeline, one descriptor set per slot.
+pub struct SinewavePipeline {
+    pipeline: Pipeline,
+    descriptors: SlotDescriptors,
+}
+
+impl SinewavePipeline {
+    pub fn new(ctx: &Arc<Context>, slots: &[Slot]) -> Result<Self, VkError> {
+        let descriptors = SlotDescriptors::new(ctx, slots, vk::ShaderStageFlags::COMPUTE)?;
+        let mut pipeline = Pipeline::layout(
+            ctx,
+            descriptors.layout,
+            vk::ShaderStageFlags::COMPUTE,
+            std::mem::size_of::<SinewavePush>(),
+        )?;
+        let module = ShaderModule::new(ctx, crate::shaders::SINEWAVE_COMP)?;
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module.handle)
+            .name(c"main");
+        let info = vk::ComputePipelineCreateInfo::default().stage(stage).layout(pipeline.layout);
+        // SAFETY: every referenced object is alive for the call.
+        pipeline.handle =
+            unsafe { ctx.device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) }
+                .map_err(|(_, e)| VkError::Call { call: "vkCreateComputePipelines", result: e })?[0];
+        Ok(SinewavePipeline { pipeline, descriptors })
+    }
+
+    /// Record the dispatch that writes `slot` (16×16 invocations per workgroup).
+    pub fn record_dispatch(&self, cmd: vk::CommandBuffer, slot: usize, push: &SinewavePush) {
+        let d = &self.pipeline.ctx.device;
+        // SAFETY: recording state is managed by the caller; the set for `slot` exists.
+        unsafe {
+            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, self.pipeline.handle);
+            d.cmd_bind_descriptor_sets(
+                cmd,
+                vk::PipelineBindPoint::COMPUTE,
+                self.pipeline.layout,
+                0,
+                &[self.descriptors.sets[slot]],
+                &[],
+            );
+            d.cmd_push_constants(
+                cmd,
+                self.pipeline.layout,
+                vk::ShaderStageFlags::COMPUTE,
+                0,
+                push.as_bytes(),
+            );
+            d.cmd_dispatch(cmd, push.width.div_ceil(16), push.height.div_ceil(16), 1);
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! Images, framebuffers and the offscreen colour + depth target used by headless runs.
+
+use super::device::Context;
+use super::memory::{find_memory_type, HostBuffer};
+use super::{CallContext, VkError};
+use ash::vk;
+use std::sync::Arc;
+
+/// Colour format of the offscreen target (what `--capture` writes as RGBA8 PNG).
+pub const OFFSCREEN_FORMAT: vk::Format = vk::Format::R8G8B8A8_UNORM;
+/// Depth format everywhere (required for depth attachments by the spec).
+pub const DEPTH_FORMAT: vk::Format = vk::Format::D32_SFLOAT;
+
+/// A device-local 2D image with one view.
+pub struct Image {
+    ctx: Arc<Context>,
+    pub image: vk::Image,
+    memory: vk::DeviceMemory,
+    pub view: vk::ImageView,
+}
+
+impl Image {
+    pub fn new(
+        ctx: &Arc<Context>,
+        extent: vk::Extent2D,
+        format: vk::Format,
+        usage: vk::ImageUsageFlags,
+        aspect: vk::ImageAspectFlags,
+    ) -> Result<Self, VkError> {
+        let d = &ctx.device;
+        let info = vk::ImageCreateInfo::default()
+            .image_type(vk::ImageType::TYPE_2D)
+            .format(format)
+            .extent(vk::Extent3D { width: extent.width, height: extent.height, depth: 1 })
+            .mip_levels(1)
+            .array_layers(1)
+            .samples(vk::SampleCountFlags::TYPE_1)
+            .tiling(vk::ImageTiling::OPTIMAL)
+            .usage(usage)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .initial_layout(vk::ImageLayout::UNDEFINED);
+        // SAFETY: valid device and create info.
+        let image = unsafe { d.create_image(&info, None) }.call("vkCreateImage")?;
+        let mut me =
+            Image { ctx: ctx.clone(), image, memory: vk::DeviceMemory::null(), view: vk::ImageView::null() };
+        // SAFETY: valid image.
+        let req = unsafe { d.get_image_memory_requirements(image) };
+        let ty = find_memory_type(
+            &ctx.memory_properties,
+            req.memory_type_bits,
+            vk::MemoryPropertyFlags::empty(),
+            vk::MemoryPropertyFlags::DEVICE_LOCAL,
+        )
+        .ok_or_else(|| VkError::Unsupported("no memory type for an image".into()))?;
+        let alloc = vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty);
+        // SAFETY: valid device, type from this device.
+        me.memory = unsafe { d.allocate_memory(&alloc, None) }.call("vkAllocateMemory (image)")?;
+        // SAFETY: fresh image and memory.
+        unsafe { d.bind_image_memory(image, me.memory, 0) }.call("vkBindImageMemory")?;
+        let view_info = vk::ImageViewCreateInfo::default()
+            .image(image)
+            .view_type(vk::ImageViewType::TYPE_2D)
+            .format(format)
+            .subresource_range(subresource(aspect));
+        // SAFETY: bound image.
+        me.view = unsafe { d.create_image_view(&view_info, None) }.call("vkCreateImageView")?;
+        Ok(me)
+    }
+}
+
+impl Drop for Image {
+    fn drop(&mut self) {
+        let d = &self.ctx.device;
+        // SAFETY: owners drop images after the GPU work using them finished (frame loop drained).
+        unsafe {
+            if self.view != vk::ImageView::null() {
+                d.destroy_image_view(self.view, None);
+            }
+            d.destroy_image(self.image, None);
+            if self.memory != vk::DeviceMemory::null() {
+                d.free_memory(self.memory, None);
+            }
+        }
+    }
+}
+
+/// The whole-image subresource range for `aspect`.
+pub fn subresource(aspect: vk::ImageAspectFlags) -> vk::ImageSubresourceRange {
+    vk::ImageSubresourceRange {
+        aspect_mask: aspect,
+        base_mip_level: 0,
+        level_count: 1,
+        base_array_layer: 0,
+        layer_count: 1,
+    }
+}
+
+/// A framebuffer (RAII).
+pub struct Framebuffer {
+    ctx: Arc<Context>,
+    pub handle: vk::Framebuffer,
+}
+
+impl Framebuffer {
+    pub fn new(
+        ctx: &Arc<Context>,
+        render_pass: vk::RenderPass,
+        views: &[vk::ImageView],
+        extent: vk::Extent2D,
+    ) -> Result<Self, VkError> {
+        let info = vk::FramebufferCreateInfo::default()
+            .render_pass(render_pass)
+            .attachments(views)
+            .width(extent.width)
+            .height(extent.height)
+            .layers(1);
+        // SAFETY: valid render pass and views of this device.
+        let handle = unsafe { ctx.device.create_framebuffer(&info, None) }.call("vkCreateFramebuffer")?;
+        Ok(Framebuffer { ctx: ctx.clone(), handle })
+    }
+}
+
+impl Drop for Framebuffer {
+    fn drop(&mut self) {
+        // SAFETY: dropped after the frames using it finished.
+        unsafe { self.ctx.device.destroy_framebuffer(self.handle, None) };
+    }
+}
+
+/// Offscreen colour + depth target. The render pass leaves colour in TRANSFER_SRC_OPTIMAL.
+pub struct OffscreenTarget {
+    pub extent: vk::Extent2D,
+    pub framebuffer: Framebuffer,
+    pub color: Image,
+    pub depth: Image,
+}
+
+impl OffscreenTarget {
+    pub fn new(
+        ctx: &Arc<Context>,
+        render_pass: vk::RenderPass,
+        extent: vk::Extent2D,
+    ) -> Result<Self, VkError> {
+        let color = Image::new(
+            ctx,
+            extent,
+            OFFSCREEN_FORMAT,
+            vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC,
+            vk::ImageAspectFlags::COLOR,
+        )?;
+        let depth = Image::new(
+            ctx,
+            extent,
+            DEPTH_FORMAT,
+            vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT,
+            vk::ImageAspectFlags::DEPTH,
+        )?;
+        let framebuffer = Framebuffer::new(ctx, render_pass, &[color.view, depth.view], extent)?;
+        Ok(OffscreenTarget { extent, framebuffer, color, depth })
+    }
+
+    /// Copy the colour image to the host as tightly packed RGBA8 rows, after the frame whose
+    /// `rendered` value is `wait` (semaphore, value) has finished.
+    pub fn read_rgba(&self, ctx: &Arc<Context>, wait: (vk::Semaphore, u64)) -> Result<Vec<u8>, VkError> {
+        let (w, h) = (self.extent.width, self.extent.height);
+        let buf = HostBuffer::new(ctx, w as u64 * h as u64 * 4, vk::BufferUsageFlags::TRANSFER_DST)?;
+        ctx.one_shot(&[(wait.0, wait.1, vk::PipelineStageFlags::TRANSFER)], |cmd| {
+            let barrier = vk::ImageMemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
+                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
+                .old_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
+                .new_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
+                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                .image(self.color.image)
+                .subresource_range(subresource(vk::ImageAspectFlags::COLOR));
+            let region = vk::BufferImageCopy::default()
+                .image_subresource(vk::ImageSubresourceLayers {
+                    aspect_mask: vk::ImageAspectFlags::COLOR,
+                    mip_level: 0,
+                    base_array_layer: 0,
+                    layer_count: 1,
+                })
+                .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
+            // SAFETY: recording into the one-shot command buffer; the image is in TRANSFER_SRC
+            // layout after the render pass, and the buffer is large enough.
+            unsafe {
+                ctx.device.cmd_pipeline_barrier(
+                    cmd,
+                    vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::DependencyFlags::empty(),
+                    &[],
+                    &[],
+                    &[barrier],
+                );
+                ctx.device.cmd_copy_image_to_buffer(
+                    cmd,
+                    self.color.image,
+                    vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                    buf.buffer,
+                    &[region],
+                );
+                let host = vk::BufferMemoryBarrier::default()
+                    .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                    .dst_access_mask(vk::AccessFlags::HOST_READ)
+                    .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                    .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                    .buffer(buf.buffer)
+                    .size(vk::WHOLE_SIZE);
+                ctx.device.cmd_pipeline_barrier(
+                    cmd,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::PipelineStageFlags::HOST,
+                    vk::DependencyFlags::empty(),
+                    &[],
+                    &[host],
+                    &[],
+                );
+            }
+        })?;
+        Ok(buf.bytes().to_vec())
+    }
+}
