@@ -3,8 +3,11 @@
 
 pub mod frame;
 pub mod headless;
+pub mod info;
 pub mod report;
 pub mod session;
+pub mod verify;
+pub mod window;
 
 use crate::cli::{Cli, Command};
 use std::process::ExitCode;
@@ -15,18 +18,23 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         None => {
             let headless = cli.run.headless || !display_available();
             crate::cli::check_run(&cli.run, headless)?;
-            if headless {
-                if !cli.run.headless {
-                    log::info!("no display (DISPLAY / WAYLAND_DISPLAY unset): running headless");
+            if !headless {
+                match window::event_loop() {
+                    Ok(el) => {
+                        window::run(&cli.run, el)?;
+                        return Ok(ExitCode::SUCCESS);
+                    }
+                    Err(e) => log::warn!("cannot open a window ({e}); running headless"),
                 }
-                headless::run(&cli.run)?;
-            } else {
-                anyhow::bail!("window mode is not built yet");
+            } else if !cli.run.headless {
+                log::info!("no display (DISPLAY / WAYLAND_DISPLAY unset): running headless");
             }
+            crate::cli::check_run(&cli.run, true)?;
+            headless::run(&cli.run)?;
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Info(_a)) => anyhow::bail!("info is not built yet"),
-        Some(Command::Verify(_a)) => anyhow::bail!("verify is not built yet"),
+        Some(Command::Info(a)) => info::run(&a).map(|()| ExitCode::SUCCESS),
+        Some(Command::Verify(a)) => verify::run(&a),
         Some(Command::BenchKernel(_a)) => anyhow::bail!("bench-kernel is not built yet"),
         Some(Command::Cycles(_a)) => anyhow::bail!("cycles is not built yet"),
         Some(Command::ComparePng(a)) => compare_png(&a),

@@ -279,3 +279,94 @@ fn interop_backend(
     let _ = (uuid, memory, semaphores, mode);
     Err(ComputeError::Unavailable { backend: kind.name(), reason: "not wired yet".into() })
 }
+
+/// Bit pattern written into a slot before a checked frame: a quiet NaN, which no writer produces
+/// and every comparison rejects.
+pub const POISON: u32 = 0x7fc0_dead;
+
+impl Session {
+    /// Fill `slot` with [`POISON`] on the GPU, after `rendered ≥ after_rendered` (the slot's
+    /// previous readers), and wait for it. A barrier orders the fill before every later command.
+    pub fn poison_slot(&self, slot: usize, after_rendered: u64) -> Result<(), VkError> {
+        self.fill_slot(slot, 0, ash::vk::WHOLE_SIZE, POISON, after_rendered)
+    }
+
+    /// Fill `size` bytes of `slot` at `offset` with the 32-bit `pattern` (see [`Self::poison_slot`]).
+    pub fn fill_slot(
+        &self,
+        slot: usize,
+        offset: u64,
+        size: u64,
+        pattern: u32,
+        after_rendered: u64,
+    ) -> Result<(), VkError> {
+        use ash::vk;
+        let buffer = self.slots[slot].buffer;
+        let d = &self.ctx.device;
+        let waits: Vec<_> = (after_rendered > 0)
+            .then_some((self.sync.sems.rendered.handle, after_rendered, vk::PipelineStageFlags::TRANSFER))
+            .into_iter()
+            .collect();
+        self.ctx.one_shot(&waits, |cmd| {
+            let barrier = vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
+            // SAFETY: recording into the one-shot command buffer; the buffer is a live slot.
+            unsafe {
+                d.cmd_fill_buffer(cmd, buffer, offset, size, pattern);
+                d.cmd_pipeline_barrier(
+                    cmd,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::PipelineStageFlags::ALL_COMMANDS | vk::PipelineStageFlags::HOST,
+                    vk::DependencyFlags::empty(),
+                    &[barrier],
+                    &[],
+                    &[],
+                );
+            }
+        })
+    }
+
+    /// Read `slot` back through Vulkan once `waits` (semaphore, value) are reached.
+    pub fn read_slot(&self, slot: usize, waits: &[(ash::vk::Semaphore, u64)]) -> Result<Vec<f32>, VkError> {
+        use crate::vk::memory::HostBuffer;
+        use ash::vk;
+        let s = &self.slots[slot];
+        let host = HostBuffer::new(&self.ctx, s.size, vk::BufferUsageFlags::TRANSFER_DST)?;
+        let d = &self.ctx.device;
+        let waits: Vec<_> = waits.iter().map(|&(sem, v)| (sem, v, vk::PipelineStageFlags::TRANSFER)).collect();
+        self.ctx.one_shot(&waits, |cmd| {
+            let before = vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
+                .dst_access_mask(vk::AccessFlags::TRANSFER_READ);
+            let after = vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(vk::AccessFlags::HOST_READ);
+            let region = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: s.size };
+            // SAFETY: recording into the one-shot command buffer; both buffers are live and large
+            // enough.
+            unsafe {
+                d.cmd_pipeline_barrier(
+                    cmd,
+                    vk::PipelineStageFlags::ALL_COMMANDS,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::DependencyFlags::empty(),
+                    &[before],
+                    &[],
+                    &[],
+                );
+                d.cmd_copy_buffer(cmd, s.buffer, host.buffer, &[region]);
+                d.cmd_pipeline_barrier(
+                    cmd,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::PipelineStageFlags::HOST,
+                    vk::DependencyFlags::empty(),
+                    &[after],
+                    &[],
+                    &[],
+                );
+            }
+        })?;
+        Ok(host.floats().to_vec())
+    }
+}

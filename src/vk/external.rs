@@ -18,6 +18,7 @@
 use super::device::Context;
 use super::memory::find_memory_type;
 use super::{CallContext, VkError};
+use crate::compute::fd::{FdOwnership, ImportFd};
 use ash::vk;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
@@ -49,6 +50,8 @@ pub struct Slot {
     pub allocation_size: u64,
     /// The allocation is dedicated to this buffer.
     pub dedicated: bool,
+    /// Memory type index of the allocation (an importer on the same physical device uses it too).
+    pub memory_type: u32,
     pub exportable: bool,
     mapped: *mut f32,
 }
@@ -87,6 +90,7 @@ impl Slot {
             size,
             allocation_size: 0,
             dedicated: false,
+            memory_type: 0,
             exportable: export,
             mapped: std::ptr::null_mut(),
         };
@@ -126,6 +130,7 @@ impl Slot {
         slot.memory = unsafe { d.allocate_memory(&alloc, None) }.call("vkAllocateMemory (slot)")?;
         slot.allocation_size = req.size;
         slot.dedicated = dedicated;
+        slot.memory_type = ty;
         // SAFETY: fresh buffer and memory; offset 0.
         unsafe { d.bind_buffer_memory(buffer, slot.memory, 0) }.call("vkBindBufferMemory")?;
         if memory == SlotMemory::HostMapped {
@@ -167,6 +172,72 @@ impl Drop for Slot {
     fn drop(&mut self) {
         // SAFETY: owners drop slots only after the queue and every importer are done with them
         // (the session's field order: compute backend first, then slots).
+        unsafe {
+            self.ctx.device.destroy_buffer(self.buffer, None);
+            if self.memory != vk::DeviceMemory::null() {
+                self.ctx.device.free_memory(self.memory, None);
+            }
+        }
+    }
+}
+
+/// A storage buffer bound to memory imported from an OPAQUE_FD: the Vulkan side of an importer,
+/// used to check exports without a second API (tests) and by templates that share memory between
+/// two Vulkan devices or processes.
+pub struct ImportedBuffer {
+    ctx: Arc<Context>,
+    pub buffer: vk::Buffer,
+    memory: vk::DeviceMemory,
+    pub size: u64,
+}
+
+impl ImportedBuffer {
+    /// Import `fd` (from [`Slot::export_fd`] on the same physical device) as a buffer of `size`
+    /// bytes. Vulkan takes the fd on success and leaves it to us on failure
+    /// (VkImportMemoryFdInfoKHR), which [`ImportFd`] encodes.
+    pub fn import(
+        ctx: &Arc<Context>,
+        fd: ImportFd,
+        allocation_size: u64,
+        size: u64,
+        memory_type: u32,
+        dedicated: bool,
+    ) -> Result<Self, VkError> {
+        let d = &ctx.device;
+        let mut ext_info =
+            vk::ExternalMemoryBufferCreateInfo::default().handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(SLOT_USAGE)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .push_next(&mut ext_info);
+        // SAFETY: valid device; pNext chain of live locals.
+        let buffer = unsafe { d.create_buffer(&info, None) }.call("vkCreateBuffer (import)")?;
+        let mut me = ImportedBuffer { ctx: ctx.clone(), buffer, memory: vk::DeviceMemory::null(), size };
+        me.memory = fd.import(FdOwnership::TakenOnSuccess, |raw| {
+            let mut import = vk::ImportMemoryFdInfoKHR::default()
+                .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
+                .fd(raw);
+            let mut dedicated_info = vk::MemoryDedicatedAllocateInfo::default().buffer(buffer);
+            let mut alloc = vk::MemoryAllocateInfo::default()
+                .allocation_size(allocation_size)
+                .memory_type_index(memory_type)
+                .push_next(&mut import);
+            if dedicated {
+                alloc = alloc.push_next(&mut dedicated_info);
+            }
+            // SAFETY: valid device; the fd refers to an exported allocation of this physical device.
+            unsafe { d.allocate_memory(&alloc, None) }.call("vkAllocateMemory (import OPAQUE_FD)")
+        })?;
+        // SAFETY: fresh buffer and imported memory, offset 0.
+        unsafe { d.bind_buffer_memory(buffer, me.memory, 0) }.call("vkBindBufferMemory (import)")?;
+        Ok(me)
+    }
+}
+
+impl Drop for ImportedBuffer {
+    fn drop(&mut self) {
+        // SAFETY: owners finish GPU work on the buffer before dropping it.
         unsafe {
             self.ctx.device.destroy_buffer(self.buffer, None);
             if self.memory != vk::DeviceMemory::null() {

@@ -1,1 +1,246 @@
+//! Window-system surface and swapchain (window mode).
 
+use super::device::Context;
+use super::instance::Instance;
+use super::target::{Framebuffer, Image, DEPTH_FORMAT};
+use super::{CallContext, VkError};
+use ash::{khr, vk};
+use raw_window_handle::{RawDisplayHandle, RawWindowHandle};
+use std::sync::Arc;
+
+/// A `VkSurfaceKHR` for a window.
+pub struct Surface {
+    pub loader: khr::surface::Instance,
+    pub handle: vk::SurfaceKHR,
+    instance: Arc<Instance>,
+}
+
+impl Surface {
+    /// # Safety
+    /// The handles must refer to a live window that outlives this surface.
+    pub unsafe fn new(
+        instance: &Arc<Instance>,
+        display: RawDisplayHandle,
+        window: RawWindowHandle,
+    ) -> Result<Self, VkError> {
+        // SAFETY: the caller guarantees the window outlives the surface; the instance was created
+        // with the extensions ash_window asked for.
+        let handle = unsafe { ash_window::create_surface(&instance.entry, &instance.instance, display, window, None) }
+            .call("vkCreate*SurfaceKHR")?;
+        let loader = khr::surface::Instance::new(&instance.entry, &instance.instance);
+        Ok(Surface { loader, handle, instance: instance.clone() })
+    }
+
+    /// Whether `ctx`'s queue family can present to this surface.
+    pub fn supported_by(&self, ctx: &Context) -> Result<bool, VkError> {
+        // SAFETY: valid physical device, family index and surface.
+        unsafe {
+            self.loader.get_physical_device_surface_support(ctx.physical.handle, ctx.queue_family, self.handle)
+        }
+        .call("vkGetPhysicalDeviceSurfaceSupportKHR")
+    }
+
+    /// The colour format vkhip renders to: B8G8R8A8_UNORM or R8G8B8A8_UNORM (linear, like the
+    /// offscreen target), else whatever comes first.
+    pub fn choose_format(&self, ctx: &Context) -> Result<vk::SurfaceFormatKHR, VkError> {
+        // SAFETY: valid physical device and surface.
+        let formats = unsafe { self.loader.get_physical_device_surface_formats(ctx.physical.handle, self.handle) }
+            .call("vkGetPhysicalDeviceSurfaceFormatsKHR")?;
+        let pick = formats
+            .iter()
+            .find(|f| f.format == vk::Format::B8G8R8A8_UNORM)
+            .or_else(|| formats.iter().find(|f| f.format == vk::Format::R8G8B8A8_UNORM))
+            .or(formats.first())
+            .copied();
+        pick.ok_or_else(|| VkError::Unsupported("the surface reports no formats".into()))
+    }
+}
+
+impl Drop for Surface {
+    fn drop(&mut self) {
+        let _ = &self.instance;
+        // SAFETY: the swapchain using this surface is destroyed first (owners drop it earlier).
+        unsafe { self.loader.destroy_surface(self.handle, None) };
+    }
+}
+
+/// Per-image resources of a swapchain.
+struct SwapImage {
+    framebuffer: Framebuffer,
+    view: vk::ImageView,
+    /// Signalled by the draw into this image, waited by its present.
+    present: vk::Semaphore,
+}
+
+/// Swapchain + views + depth + framebuffers + one present semaphore per image.
+pub struct Swapchain {
+    ctx: Arc<Context>,
+    pub handle: vk::SwapchainKHR,
+    pub extent: vk::Extent2D,
+    pub present_mode: vk::PresentModeKHR,
+    images: Vec<SwapImage>,
+    _depth: Image,
+}
+
+impl Swapchain {
+    /// Create (or re-create, passing `old`) for a window of `size`.
+    pub fn new(
+        ctx: &Arc<Context>,
+        surface: &Surface,
+        format: vk::SurfaceFormatKHR,
+        render_pass: vk::RenderPass,
+        size: vk::Extent2D,
+        want_mode: vk::PresentModeKHR,
+        old: Option<&Swapchain>,
+    ) -> Result<Self, VkError> {
+        let sc_fn = ctx.swapchain_fn.as_ref().ok_or_else(|| VkError::Unsupported("no swapchain extension".into()))?;
+        let pd = ctx.physical.handle;
+        // SAFETY: valid physical device and surface.
+        let caps = unsafe { surface.loader.get_physical_device_surface_capabilities(pd, surface.handle) }
+            .call("vkGetPhysicalDeviceSurfaceCapabilitiesKHR")?;
+        // SAFETY: as above.
+        let modes = unsafe { surface.loader.get_physical_device_surface_present_modes(pd, surface.handle) }
+            .call("vkGetPhysicalDeviceSurfacePresentModesKHR")?;
+        let present_mode = if modes.contains(&want_mode) {
+            want_mode
+        } else {
+            log::warn!("present mode {want_mode:?} is not supported here; using FIFO");
+            vk::PresentModeKHR::FIFO
+        };
+        let extent = if caps.current_extent.width != u32::MAX {
+            caps.current_extent
+        } else {
+            vk::Extent2D {
+                width: size.width.clamp(caps.min_image_extent.width, caps.max_image_extent.width),
+                height: size.height.clamp(caps.min_image_extent.height, caps.max_image_extent.height),
+            }
+        };
+        let mut count = caps.min_image_count + 1;
+        if caps.max_image_count > 0 {
+            count = count.min(caps.max_image_count);
+        }
+        let info = vk::SwapchainCreateInfoKHR::default()
+            .surface(surface.handle)
+            .min_image_count(count)
+            .image_format(format.format)
+            .image_color_space(format.color_space)
+            .image_extent(extent)
+            .image_array_layers(1)
+            .image_usage(vk::ImageUsageFlags::COLOR_ATTACHMENT)
+            .image_sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .pre_transform(caps.current_transform)
+            .composite_alpha(vk::CompositeAlphaFlagsKHR::OPAQUE)
+            .present_mode(present_mode)
+            .clipped(true)
+            .old_swapchain(old.map_or(vk::SwapchainKHR::null(), |o| o.handle));
+        // SAFETY: valid device, surface and (optional) old swapchain.
+        let handle = unsafe { sc_fn.create_swapchain(&info, None) }.call("vkCreateSwapchainKHR")?;
+        let depth = match Image::new(
+            ctx,
+            extent,
+            DEPTH_FORMAT,
+            vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT,
+            vk::ImageAspectFlags::DEPTH,
+        ) {
+            Ok(d) => d,
+            Err(e) => {
+                // SAFETY: the new swapchain is unused.
+                unsafe { sc_fn.destroy_swapchain(handle, None) };
+                return Err(e);
+            }
+        };
+        let mut me = Swapchain { ctx: ctx.clone(), handle, extent, present_mode, images: Vec::new(), _depth: depth };
+        // SAFETY: valid swapchain.
+        let images = unsafe { sc_fn.get_swapchain_images(handle) }.call("vkGetSwapchainImagesKHR")?;
+        for image in images {
+            let view_info = vk::ImageViewCreateInfo::default()
+                .image(image)
+                .view_type(vk::ImageViewType::TYPE_2D)
+                .format(format.format)
+                .subresource_range(super::target::subresource(vk::ImageAspectFlags::COLOR));
+            // SAFETY: swapchain image of this device.
+            let view = unsafe { ctx.device.create_image_view(&view_info, None) }.call("vkCreateImageView")?;
+            // SAFETY: valid device.
+            let present = match unsafe { ctx.device.create_semaphore(&vk::SemaphoreCreateInfo::default(), None) } {
+                Ok(s) => s,
+                Err(e) => {
+                    // SAFETY: the view is unused.
+                    unsafe { ctx.device.destroy_image_view(view, None) };
+                    return Err(VkError::Call { call: "vkCreateSemaphore", result: e });
+                }
+            };
+            let framebuffer = match Framebuffer::new(ctx, render_pass, &[view, me._depth.view], extent) {
+                Ok(f) => f,
+                Err(e) => {
+                    // SAFETY: both are unused.
+                    unsafe {
+                        ctx.device.destroy_image_view(view, None);
+                        ctx.device.destroy_semaphore(present, None);
+                    }
+                    return Err(e);
+                }
+            };
+            me.images.push(SwapImage { framebuffer, view, present });
+        }
+        log::info!("swapchain {}x{}, {} images, {present_mode:?}", extent.width, extent.height, me.images.len());
+        Ok(me)
+    }
+
+    fn swapchain_fn(&self) -> Result<&khr::swapchain::Device, VkError> {
+        self.ctx.swapchain_fn.as_ref().ok_or_else(|| VkError::Unsupported("no swapchain extension".into()))
+    }
+
+    /// Acquire the next image, signalling `acquired`. `Ok(None)`: out of date, re-create.
+    pub fn acquire(&self, acquired: vk::Semaphore) -> Result<Option<(u32, bool)>, VkError> {
+        let sc_fn = self.swapchain_fn()?;
+        // SAFETY: valid swapchain and unsignalled binary semaphore (its last wait has completed:
+        // the caller throttled).
+        match unsafe { sc_fn.acquire_next_image(self.handle, u64::MAX, acquired, vk::Fence::null()) } {
+            Ok((i, suboptimal)) => Ok(Some((i, suboptimal))),
+            Err(vk::Result::ERROR_OUT_OF_DATE_KHR) => Ok(None),
+            Err(e) => Err(VkError::Call { call: "vkAcquireNextImageKHR", result: e }),
+        }
+    }
+
+    /// Framebuffer and present semaphore of image `i`.
+    pub fn image(&self, i: u32) -> (vk::Framebuffer, vk::Semaphore) {
+        let img = &self.images[i as usize];
+        (img.framebuffer.handle, img.present)
+    }
+
+    /// Present image `i` after its draw. `Ok(false)`: out of date or suboptimal, re-create.
+    pub fn present(&self, i: u32) -> Result<bool, VkError> {
+        let sc_fn = self.swapchain_fn()?;
+        let waits = [self.images[i as usize].present];
+        let swapchains = [self.handle];
+        let indices = [i];
+        let info =
+            vk::PresentInfoKHR::default().wait_semaphores(&waits).swapchains(&swapchains).image_indices(&indices);
+        let q = self.ctx.queue();
+        // SAFETY: the queue is locked; the image was acquired and drawn into.
+        match unsafe { sc_fn.queue_present(*q, &info) } {
+            Ok(false) => Ok(true),
+            Ok(true) | Err(vk::Result::ERROR_OUT_OF_DATE_KHR) => Ok(false),
+            Err(e) => Err(VkError::Call { call: "vkQueuePresentKHR", result: e }),
+        }
+    }
+}
+
+impl Drop for Swapchain {
+    fn drop(&mut self) {
+        if let Err(e) = self.ctx.queue_wait_idle() {
+            log::warn!("swapchain teardown: {e}");
+        }
+        // SAFETY: the queue is idle, so no draw or present uses these objects any more.
+        unsafe {
+            for img in self.images.drain(..) {
+                drop(img.framebuffer);
+                self.ctx.device.destroy_image_view(img.view, None);
+                self.ctx.device.destroy_semaphore(img.present, None);
+            }
+            if let Some(sc_fn) = &self.ctx.swapchain_fn {
+                sc_fn.destroy_swapchain(self.handle, None);
+            }
+        }
+    }
+}

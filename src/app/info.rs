@@ -1,0 +1,95 @@
+//! `vkhip info`: every Vulkan device with the capabilities that matter for interop, every compute
+//! device the interop APIs can see, and the pair vkhip would use, with the reason.
+
+use super::session::{choose_backend, probe_interop};
+use crate::cli::InfoArgs;
+use crate::compute::BackendKind;
+use crate::sync::{resolve_mode, SyncMode};
+use crate::vk::device::{choose_device, enumerate, uuid_string};
+use crate::vk::instance::Instance;
+use ash::vk;
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+/// Print the report to stdout.
+pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
+    let instance = Instance::new(false, &[])?;
+    let devices = enumerate(&instance)?;
+    println!("Vulkan devices ({}):", devices.len());
+    for d in &devices {
+        println!(
+            "  [{}] {} ({}, Vulkan {}.{}.{})",
+            d.index,
+            d.name,
+            d.type_name(),
+            vk::api_version_major(d.api_version),
+            vk::api_version_minor(d.api_version),
+            vk::api_version_patch(d.api_version)
+        );
+        println!("      driver            {}", d.driver);
+        println!("      deviceUUID        {}", uuid_string(&d.uuid));
+        println!(
+            "      graphics queue    {}   timeline semaphores {}",
+            d.graphics_family.map_or("none".to_string(), |f| format!("family {f}")),
+            yes(d.timeline_semaphores)
+        );
+        println!(
+            "      export memory     {} (OPAQUE_FD{})",
+            yes(d.memory_export),
+            if d.memory_export_dedicated_only { ", dedicated only" } else { "" }
+        );
+        println!(
+            "      export semaphore  timeline {}, binary {} (OPAQUE_FD)",
+            yes(d.timeline_export),
+            yes(d.binary_export)
+        );
+        println!(
+            "      limits            maxStorageBufferRange {} MiB, device-local heap {} MiB",
+            d.max_storage_buffer_range / (1 << 20),
+            d.device_local_bytes >> 20
+        );
+    }
+    println!("Compute devices:");
+    for kind in [BackendKind::Cuda, BackendKind::Hip] {
+        match probe_interop(kind) {
+            Ok(list) if list.is_empty() => println!("  {kind}: no devices"),
+            Ok(list) => {
+                for c in list {
+                    println!("  {kind} [{}] {}  UUID {}", c.ordinal, c.name, uuid_string(&c.uuid));
+                    if !c.detail.is_empty() {
+                        println!("      {}", c.detail);
+                    }
+                }
+            }
+            Err(e) => println!("  {kind}: unavailable: {e}"),
+        }
+    }
+    println!("Selection (--backend {}):", args.backend);
+    let choice = match choose_backend(args.backend, &devices, args.device) {
+        Ok(c) => c,
+        Err(e) => {
+            println!("  backend {} cannot be used: {e}", args.backend);
+            return Ok(());
+        }
+    };
+    let uuids: Vec<[u8; 16]> = choice.compute_devices.iter().map(|c| c.uuid).collect();
+    match choose_device(&devices, args.device, &uuids) {
+        Ok((i, why)) => {
+            let d = &devices[i];
+            println!("  backend  {} ({})", choice.kind, choice.reason);
+            println!("  device   [{i}] {} ({why})", d.name);
+            match resolve_mode(SyncMode::Auto, choice.kind, d) {
+                Ok(m) => println!("  sync     {m} (auto)"),
+                Err(e) => println!("  sync     none: {e}"),
+            }
+        }
+        Err(e) => println!("  no device: {e}"),
+    }
+    Ok(())
+}

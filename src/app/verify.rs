@@ -1,0 +1,113 @@
+//! `vkhip verify`: run real frames through the protocol and check every value of every frame's
+//! slot against the CPU reference.
+//!
+//! For each frame f: throttle → wait for all earlier draws → poison slot `f mod K` with NaN →
+//! compute (the mode's own path) → draw → read the slot back through Vulkan after the draw →
+//! compare every value with `sim::height`. A value left unwritten stays NaN and fails.
+
+use super::frame::{compute_and_draw, interrupted, throttle, DrawTarget};
+use super::session::Session;
+use crate::camera::OrbitCamera;
+use crate::cli::{check_dt, VerifyArgs};
+use crate::profile::PhaseTimes;
+use crate::render::{surface_push, Renderer};
+use crate::sim::{compare_with_reference, WaveParams};
+use crate::sync::SyncMode;
+use crate::vk::instance::Instance;
+use crate::vk::target::{OffscreenTarget, OFFSCREEN_FORMAT};
+use anyhow::Context as _;
+use ash::vk;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Run verify; prints one line per frame (debug log) and a summary line last.
+pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
+    check_dt(args.dt)?;
+    if args.frames == 0 {
+        return Err(crate::cli::UsageError("--frames must be at least 1 for verify".into()).into());
+    }
+    let instance = Arc::new(Instance::new(args.common.validation, &[])?);
+    let mut session = Session::new(instance, &args.common, false)?;
+    let extent = vk::Extent2D { width: 320, height: 180 };
+    let mut renderer =
+        Renderer::new(&session.ctx, OFFSCREEN_FORMAT, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, &session.slots)?;
+    let target = OffscreenTarget::new(&session.ctx, renderer.render_pass.handle, extent)?;
+    let push = surface_push(&OrbitCamera::default(), session.grid, extent);
+    let draw_target =
+        DrawTarget { framebuffer: target.framebuffer.handle, extent, push, extra_waits: &[], extra_signals: &[] };
+
+    let mut max_err = 0f32;
+    let mut over = 0usize;
+    let mut values = 0usize;
+    let mut frames_done = 0u64;
+    let mut first_failure = None;
+    for f in 0..args.frames {
+        if interrupted() {
+            break;
+        }
+        let slot = session.sync.slot_of(f);
+        let mut t = PhaseTimes::default();
+        throttle(&session, f, &mut t)?;
+        // All earlier draws (so the slot's previous reader) are done before the slot is poisoned.
+        if f > 0 {
+            session.sync.wait_rendered(f)?;
+        }
+        session.poison_slot(slot, f).with_context(|| format!("poisoning slot {slot} for frame {f}"))?;
+        let params = WaveParams::at_time(session.grid, f as f64 * args.dt);
+        compute_and_draw(&mut session, &mut renderer, f, &params, &draw_target, &mut t)
+            .with_context(|| format!("frame {f}"))?;
+        session.sync.wait_rendered(f + 1)?;
+        let sems = &session.sync.sems;
+        let mut waits = vec![(sems.rendered.handle, f + 1)];
+        if session.sync.mode() != SyncMode::Binary {
+            waits.push((sems.computed.handle, f + 1));
+        }
+        if args.corrupt_frame == Some(f) {
+            // Overwrite one value of the slot itself (on the GPU, after the draw) with 2.0, a
+            // height no frame produces.
+            let i = session.grid.len() as u64 / 2;
+            session.fill_slot(slot, i * 4, 4, 2.0f32.to_bits(), f + 1)?;
+            log::warn!("test hook: corrupted value {i} of slot {slot} in frame {f}");
+        }
+        let mut data = session.read_slot(slot, &waits).with_context(|| format!("reading slot {slot} back"))?;
+        data.truncate(session.grid.len());
+        let c = compare_with_reference(&params, &data, args.tolerance);
+        log::info!(
+            "frame {f} slot {slot}: max_abs_error {:.3e}, {} over tolerance",
+            c.max_abs_error,
+            c.mismatches
+        );
+        if c.mismatches > 0 && first_failure.is_none() {
+            let i = c.first_mismatch.unwrap_or(0);
+            let w = session.grid.width as usize;
+            first_failure = Some(format!(
+                "frame {f} slot {slot}: first bad value at (x={}, y={}) = {} (expected {})",
+                i % w,
+                i / w,
+                data.get(i).copied().unwrap_or(f32::NAN),
+                crate::sim::height(&params, (i % w) as u32, (i / w) as u32)
+            ));
+        }
+        max_err = max_err.max(c.max_abs_error);
+        over += c.mismatches;
+        values += data.len();
+        frames_done += 1;
+    }
+    let pass = over == 0 && frames_done == args.frames;
+    let backend = session.sync.backend_kind();
+    let mode = session.sync.mode();
+    let slots = session.sync.slots();
+    session.sync.shutdown()?;
+    drop(target);
+    drop(renderer);
+    drop(session);
+    if let Some(f) = &first_failure {
+        eprintln!("verify: {f}");
+    }
+    println!(
+        "verify: {} backend={backend} sync={mode} slots={slots} grid={} frames={frames_done} values={values} max_abs_error={max_err:.3e} over_tolerance={over}",
+        if pass { "PASS" } else { "FAIL" },
+        args.common.grid,
+    );
+    Ok(if pass { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

@@ -1,0 +1,323 @@
+//! Window mode: one winit `ApplicationHandler`; the window, surface, session and swapchain are
+//! created in `resumed`, a frame is rendered on every redraw. Drag rotates, the wheel zooms, R
+//! resets the camera, Esc or closing the window exits (with the frame report).
+
+use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget};
+use super::report::frame_report;
+use super::session::Session;
+use crate::camera::OrbitCamera;
+use crate::cli::{PresentMode, RunArgs, TimeMode};
+use crate::profile::{FrameSummary, FrameTimes, PhaseTimes};
+use crate::render::{surface_push, Renderer};
+use crate::sim::WaveParams;
+use crate::sync::FRAMES_IN_FLIGHT;
+use crate::vk::external::Semaphore;
+use crate::vk::instance::Instance;
+use crate::vk::swapchain::{Surface, Swapchain};
+use crate::vk::VkError;
+use anyhow::Context as _;
+use ash::vk;
+use raw_window_handle::{HasDisplayHandle, HasWindowHandle};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use winit::application::ApplicationHandler;
+use winit::dpi::PhysicalSize;
+use winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
+use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
+use winit::keyboard::{Key, NamedKey};
+use winit::window::{Window, WindowId};
+
+/// Everything that lives while the window is open. Field order is drop order: swapchain and
+/// renderer (they wait for the queue), the acquire semaphores, the session (protocol, backend,
+/// slots, device), then the surface, then the window.
+struct Running {
+    swapchain: Option<Swapchain>,
+    renderer: Renderer,
+    acquired: Vec<Semaphore>,
+    session: Session,
+    surface: Surface,
+    format: vk::SurfaceFormatKHR,
+    window: Arc<Window>,
+    camera: OrbitCamera,
+    clock: Clock,
+    frame: u64,
+    times: FrameTimes,
+    resized: bool,
+    recreated: u32,
+    drag: Option<(f64, f64)>,
+    cursor: (f64, f64),
+    title_at: Instant,
+    title_frames: u64,
+    next_frame_at: Instant,
+}
+
+struct App<'a> {
+    args: &'a RunArgs,
+    running: Option<Running>,
+    error: Option<anyhow::Error>,
+    report: Option<String>,
+}
+
+fn present_mode(m: PresentMode) -> vk::PresentModeKHR {
+    match m {
+        PresentMode::Fifo => vk::PresentModeKHR::FIFO,
+        PresentMode::Mailbox => vk::PresentModeKHR::MAILBOX,
+        PresentMode::Immediate => vk::PresentModeKHR::IMMEDIATE,
+    }
+}
+
+/// Whether a window can be opened at all (the event loop needs a reachable display).
+pub fn event_loop() -> Result<EventLoop<()>, winit::error::EventLoopError> {
+    EventLoop::new()
+}
+
+/// Run the window until it is closed (or `--frames` is reached); prints the frame report.
+pub fn run(args: &RunArgs, event_loop: EventLoop<()>) -> anyhow::Result<()> {
+    let mut app = App { args, running: None, error: None, report: None };
+    event_loop.run_app(&mut app).context("window event loop")?;
+    if let Some(r) = app.running.take() {
+        app.finish(r);
+    }
+    if let Some(report) = &app.report {
+        print!("{report}");
+    }
+    app.error.map_or(Ok(()), Err)
+}
+
+impl App<'_> {
+    fn start(&mut self, el: &ActiveEventLoop) -> anyhow::Result<Running> {
+        let args = self.args;
+        let attrs = Window::default_attributes()
+            .with_title("vkhip")
+            .with_inner_size(PhysicalSize::new(args.size.width, args.size.height));
+        let window = Arc::new(el.create_window(attrs).context("creating the window")?);
+        let display = el.display_handle().context("display handle")?.as_raw();
+        let exts = ash_window::enumerate_required_extensions(display)
+            .map_err(|e| VkError::Unsupported(format!("no Vulkan surface support for this window system: {e}")))?;
+        let instance = Arc::new(Instance::new(args.common.validation, exts)?);
+        let raw_window = window.window_handle().context("window handle")?.as_raw();
+        // SAFETY: `window` is kept in `Running` and dropped after the surface (field order).
+        let surface = unsafe { Surface::new(&instance, display, raw_window) }?;
+        let session = Session::new(instance, &args.common, true)?;
+        if !surface.supported_by(&session.ctx)? {
+            return Err(VkError::Unsupported(format!("{} cannot present to this window", session.ctx.physical.name)).into());
+        }
+        let format = surface.choose_format(&session.ctx)?;
+        let renderer = Renderer::new(&session.ctx, format.format, vk::ImageLayout::PRESENT_SRC_KHR, &session.slots)?;
+        let acquired = (0..FRAMES_IN_FLIGHT)
+            .map(|_| Semaphore::binary(&session.ctx, false))
+            .collect::<Result<Vec<_>, _>>()?;
+        let now = Instant::now();
+        Ok(Running {
+            swapchain: None,
+            renderer,
+            acquired,
+            session,
+            surface,
+            format,
+            window,
+            camera: OrbitCamera::default(),
+            clock: Clock::new(args.time.unwrap_or(TimeMode::Wall), args.dt),
+            frame: 0,
+            times: FrameTimes::default(),
+            resized: true,
+            recreated: 0,
+            drag: None,
+            cursor: (0.0, 0.0),
+            title_at: now,
+            title_frames: 0,
+            next_frame_at: now,
+        })
+    }
+
+    /// Render one frame if the window is visible. `Ok(false)` means: stop (frame limit reached).
+    fn frame(&mut self) -> anyhow::Result<bool> {
+        let args = self.args;
+        let Some(r) = self.running.as_mut() else { return Ok(true) };
+        let size = r.window.inner_size();
+        if size.width == 0 || size.height == 0 {
+            return Ok(true); // minimised: nothing to draw, keep the swapchain until restored
+        }
+        if r.resized || r.swapchain.is_none() {
+            let extent = vk::Extent2D { width: size.width, height: size.height };
+            let old = r.swapchain.take();
+            let sc = Swapchain::new(
+                &r.session.ctx,
+                &r.surface,
+                r.format,
+                r.renderer.render_pass.handle,
+                extent,
+                present_mode(args.present_mode),
+                old.as_ref(),
+            )?;
+            if old.is_some() {
+                r.recreated += 1;
+            }
+            drop(old);
+            r.swapchain = Some(sc);
+            r.resized = false;
+        }
+        let f = r.frame;
+        let mut t = PhaseTimes::default();
+        throttle(&r.session, f, &mut t)?;
+        let acquire = r.acquired[(f % FRAMES_IN_FLIGHT) as usize].handle;
+        let Some(sc) = r.swapchain.as_ref() else { return Ok(true) };
+        let Some((image, suboptimal)) = sc.acquire(acquire)? else {
+            r.resized = true;
+            return Ok(true);
+        };
+        let (framebuffer, present) = sc.image(image);
+        let extent = sc.extent;
+        let target = DrawTarget {
+            framebuffer,
+            extent,
+            push: surface_push(&r.camera, r.session.grid, extent),
+            extra_waits: &[(acquire, vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT)],
+            extra_signals: &[present],
+        };
+        let params = WaveParams::at_time(r.session.grid, r.clock.time(f));
+        compute_and_draw(&mut r.session, &mut r.renderer, f, &params, &target, &mut t)
+            .with_context(|| format!("frame {f}"))?;
+        let t_present = Instant::now();
+        if !sc.present(image)? || suboptimal {
+            r.resized = true;
+        }
+        t.submit += t_present.elapsed();
+        r.times.frames.push(t);
+        r.frame += 1;
+        r.title_frames += 1;
+        let since = r.title_at.elapsed();
+        if since >= Duration::from_millis(500) {
+            let fps = r.title_frames as f64 / since.as_secs_f64();
+            r.window.set_title(&format!(
+                "vkhip — {} / {} / {} slots — {:.0} fps, {:.2} ms",
+                r.session.sync.backend_kind(),
+                r.session.sync.mode(),
+                r.session.sync.slots(),
+                fps,
+                1e3 / fps.max(1e-9)
+            ));
+            r.title_at = Instant::now();
+            r.title_frames = 0;
+        }
+        let limit = args.frames.unwrap_or(0);
+        Ok(limit == 0 || r.frame < limit)
+    }
+
+    /// Drain and tear down in order, then build the report.
+    fn finish(&mut self, mut r: Running) {
+        let done = r.frame;
+        let result = (|| -> anyhow::Result<()> {
+            if done > 0 {
+                r.session.sync.wait_rendered(done)?;
+            }
+            r.times.end = Some(Instant::now());
+            r.session.sync.shutdown()?;
+            Ok(())
+        })();
+        if let Err(e) = result {
+            self.error.get_or_insert(e);
+        }
+        let size = r.window.inner_size();
+        let extra = vec![("resizes", format!("{} swapchain re-creations", r.recreated))];
+        self.report =
+            Some(frame_report(&r.session, &r.times, &format!("window {}x{}", size.width, size.height), &extra));
+        log::info!("window closed after {done} frames ({:.1} fps)", FrameSummary::of(&r.times.periods_ms()).fps);
+        drop(r);
+    }
+
+    fn fail(&mut self, el: &ActiveEventLoop, e: anyhow::Error) {
+        self.error.get_or_insert(e);
+        el.exit();
+    }
+}
+
+impl ApplicationHandler for App<'_> {
+    fn resumed(&mut self, el: &ActiveEventLoop) {
+        if self.running.is_some() || self.error.is_some() {
+            return;
+        }
+        match self.start(el) {
+            Ok(r) => {
+                r.window.request_redraw();
+                self.running = Some(r);
+            }
+            Err(e) => self.fail(el, e),
+        }
+    }
+
+    fn window_event(&mut self, el: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
+        match event {
+            WindowEvent::CloseRequested => el.exit(),
+            WindowEvent::KeyboardInput { event, .. } if event.state == ElementState::Pressed => match event.logical_key
+            {
+                Key::Named(NamedKey::Escape) => el.exit(),
+                Key::Character(c) if c.eq_ignore_ascii_case("r") => {
+                    if let Some(r) = self.running.as_mut() {
+                        r.camera.reset();
+                    }
+                }
+                _ => {}
+            },
+            WindowEvent::Resized(_) => {
+                if let Some(r) = self.running.as_mut() {
+                    r.resized = true;
+                }
+            }
+            WindowEvent::MouseInput { state, button: MouseButton::Left, .. } => {
+                if let Some(r) = self.running.as_mut() {
+                    r.drag = (state == ElementState::Pressed).then_some(r.cursor);
+                }
+            }
+            WindowEvent::CursorMoved { position, .. } => {
+                if let Some(r) = self.running.as_mut() {
+                    r.cursor = (position.x, position.y);
+                    if let Some((x0, y0)) = r.drag {
+                        r.camera.drag((position.x - x0) as f32, (position.y - y0) as f32);
+                        r.drag = Some(r.cursor);
+                    }
+                }
+            }
+            WindowEvent::MouseWheel { delta, .. } => {
+                if let Some(r) = self.running.as_mut() {
+                    let lines = match delta {
+                        MouseScrollDelta::LineDelta(_, y) => y,
+                        MouseScrollDelta::PixelDelta(p) => (p.y / 40.0) as f32,
+                    };
+                    r.camera.zoom(lines);
+                }
+            }
+            WindowEvent::RedrawRequested => match self.frame() {
+                Ok(true) => {}
+                Ok(false) => el.exit(),
+                Err(e) => self.fail(el, e),
+            },
+            _ => {}
+        }
+    }
+
+    fn about_to_wait(&mut self, el: &ActiveEventLoop) {
+        if interrupted() {
+            el.exit();
+            return;
+        }
+        let max_fps = self.args.max_fps;
+        let Some(r) = self.running.as_mut() else { return };
+        if max_fps > 0.0 {
+            let now = Instant::now();
+            if now < r.next_frame_at {
+                el.set_control_flow(ControlFlow::WaitUntil(r.next_frame_at));
+                return;
+            }
+            r.next_frame_at = now.max(r.next_frame_at) + Duration::from_secs_f64(1.0 / max_fps);
+        }
+        el.set_control_flow(ControlFlow::Poll);
+        r.window.request_redraw();
+    }
+
+    fn exiting(&mut self, _el: &ActiveEventLoop) {
+        if let Some(r) = self.running.take() {
+            self.finish(r);
+        }
+    }
+}
