@@ -19,10 +19,17 @@ fn main() -> ExitCode {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
-            // One line naming the problem, not clap's usage block.
+            // One line naming the problem (with the accepted values, if clap lists them), not
+            // clap's usage block.
             let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
-            eprintln!("vkhip: error: {first} (see vkhip --help)");
+            let line: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .filter(|l| !l.is_empty())
+                .collect();
+            let line = line.join(" ");
+            eprintln!("vkhip: error: {} (see vkhip --help)", line.trim_start_matches("error: "));
             return ExitCode::from(2);
         }
     };

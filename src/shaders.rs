@@ -1,7 +1,7 @@
-//! TEMPORARY stub until the shaders branch lands.
-pub const SURFACE_VERT: &[u32] = &[];
-pub const SURFACE_FRAG: &[u32] = &[];
-pub const SINEWAVE_COMP: &[u32] = &[];
+//! SPIR-V compiled from shaders/ at build time (see build.rs) and the push-constant layouts.
+include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
+
+/// Push constants of surface.vert / surface.frag (96 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SurfacePush {
@@ -12,6 +12,8 @@ pub struct SurfacePush {
     pub height_scale: f32,
     pub _pad: f32,
 }
+
+/// Push constants of sinewave.comp (20 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SinewavePush {
@@ -21,13 +23,20 @@ pub struct SinewavePush {
     pub amplitude: f32,
     pub frequency: f32,
 }
+
+fn bytes_of<T: Copy>(v: &T) -> &[u8] {
+    // SAFETY: T is a #[repr(C)] struct of 4-byte scalars without padding.
+    unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) }
+}
+
 impl SurfacePush {
     pub fn as_bytes(&self) -> &[u8] {
-        unsafe { std::slice::from_raw_parts(self as *const _ as *const u8, std::mem::size_of::<Self>()) }
+        bytes_of(self)
     }
 }
+
 impl SinewavePush {
     pub fn as_bytes(&self) -> &[u8] {
-        unsafe { std::slice::from_raw_parts(self as *const _ as *const u8, std::mem::size_of::<Self>()) }
+        bytes_of(self)
     }
 }

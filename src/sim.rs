@@ -61,11 +61,11 @@ impl fmt::Display for Grid {
 /// Error from parsing a `WxH` grid string.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum GridError {
-    #[error("grid '{0}' is not of the form WxH (e.g. 512x512)")]
+    #[error("'{0}' is not of the form WxH (e.g. 512x512)")]
     Syntax(String),
-    #[error("grid '{0}': each side must be at least 2")]
+    #[error("'{0}': each side must be at least 2")]
     TooSmall(String),
-    #[error("grid '{0}': each side must be at most {MAX_SIDE}")]
+    #[error("'{0}': each side must be at most {MAX_SIDE}")]
     TooLarge(String),
 }
 

@@ -131,6 +131,10 @@ pub fn resolve_mode(
         (SyncMode::External | SyncMode::Binary, BackendKind::Cpu) => {
             Err(unsupported("the cpu backend cannot wait or signal on the GPU; use bridged or blocking"))
         }
+        (SyncMode::Bridged, BackendKind::Vulkan) => Err(unsupported(
+            "the dispatch would queue behind the draw that waits for it on the same queue (deadlock); \
+             use external, binary or blocking",
+        )),
         (SyncMode::External, BackendKind::Cuda) if !device.timeline_export => Err(unsupported(&format!(
             "{} cannot export timeline semaphores as OPAQUE_FD; use bridged",
             device.name
@@ -551,6 +555,8 @@ mod tests {
         assert!(e.contains("cannot export timeline"), "{e}");
         // The vulkan backend uses the semaphores natively: no export needed.
         assert_eq!(resolve_mode(SyncMode::Binary, BackendKind::Vulkan, &lvp).unwrap(), SyncMode::Binary);
+        let e = resolve_mode(SyncMode::Bridged, BackendKind::Vulkan, &lvp).unwrap_err().to_string();
+        assert!(e.contains("deadlock"), "{e}");
         // HIP external is attempted (and may fall back later).
         assert_eq!(resolve_mode(SyncMode::External, BackendKind::Hip, &lvp).unwrap(), SyncMode::External);
     }

@@ -1,6 +1,7 @@
 //! The ways vkhip runs: window, headless, verify, info, benchmarks. Each builds a
 //! [`session::Session`] and drives the frame loop.
 
+pub mod bench;
 pub mod frame;
 pub mod headless;
 pub mod info;
@@ -35,8 +36,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Info(a)) => info::run(&a).map(|()| ExitCode::SUCCESS),
         Some(Command::Verify(a)) => verify::run(&a),
-        Some(Command::BenchKernel(_a)) => anyhow::bail!("bench-kernel is not built yet"),
-        Some(Command::Cycles(_a)) => anyhow::bail!("cycles is not built yet"),
+        Some(Command::BenchKernel(a)) => bench::bench_kernel(&a),
+        Some(Command::Cycles(a)) => bench::cycles(&a),
         Some(Command::ComparePng(a)) => compare_png(&a),
     }
 }

@@ -334,7 +334,8 @@ impl Session {
         let s = &self.slots[slot];
         let host = HostBuffer::new(&self.ctx, s.size, vk::BufferUsageFlags::TRANSFER_DST)?;
         let d = &self.ctx.device;
-        let waits: Vec<_> = waits.iter().map(|&(sem, v)| (sem, v, vk::PipelineStageFlags::TRANSFER)).collect();
+        let waits: Vec<_> =
+            waits.iter().map(|&(sem, v)| (sem, v, vk::PipelineStageFlags::TRANSFER)).collect();
         self.ctx.one_shot(&waits, |cmd| {
             let before = vk::MemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::MEMORY_WRITE)

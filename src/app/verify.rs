@@ -33,8 +33,13 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         Renderer::new(&session.ctx, OFFSCREEN_FORMAT, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, &session.slots)?;
     let target = OffscreenTarget::new(&session.ctx, renderer.render_pass.handle, extent)?;
     let push = surface_push(&OrbitCamera::default(), session.grid, extent);
-    let draw_target =
-        DrawTarget { framebuffer: target.framebuffer.handle, extent, push, extra_waits: &[], extra_signals: &[] };
+    let draw_target = DrawTarget {
+        framebuffer: target.framebuffer.handle,
+        extent,
+        push,
+        extra_waits: &[],
+        extra_signals: &[],
+    };
 
     let mut max_err = 0f32;
     let mut over = 0usize;
@@ -69,7 +74,8 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
             session.fill_slot(slot, i * 4, 4, 2.0f32.to_bits(), f + 1)?;
             log::warn!("test hook: corrupted value {i} of slot {slot} in frame {f}");
         }
-        let mut data = session.read_slot(slot, &waits).with_context(|| format!("reading slot {slot} back"))?;
+        let mut data =
+            session.read_slot(slot, &waits).with_context(|| format!("reading slot {slot} back"))?;
         data.truncate(session.grid.len());
         let c = compare_with_reference(&params, &data, args.tolerance);
         log::info!(

@@ -92,18 +92,24 @@ impl App<'_> {
             .with_inner_size(PhysicalSize::new(args.size.width, args.size.height));
         let window = Arc::new(el.create_window(attrs).context("creating the window")?);
         let display = el.display_handle().context("display handle")?.as_raw();
-        let exts = ash_window::enumerate_required_extensions(display)
-            .map_err(|e| VkError::Unsupported(format!("no Vulkan surface support for this window system: {e}")))?;
+        let exts = ash_window::enumerate_required_extensions(display).map_err(|e| {
+            VkError::Unsupported(format!("no Vulkan surface support for this window system: {e}"))
+        })?;
         let instance = Arc::new(Instance::new(args.common.validation, exts)?);
         let raw_window = window.window_handle().context("window handle")?.as_raw();
         // SAFETY: `window` is kept in `Running` and dropped after the surface (field order).
         let surface = unsafe { Surface::new(&instance, display, raw_window) }?;
         let session = Session::new(instance, &args.common, true)?;
         if !surface.supported_by(&session.ctx)? {
-            return Err(VkError::Unsupported(format!("{} cannot present to this window", session.ctx.physical.name)).into());
+            return Err(VkError::Unsupported(format!(
+                "{} cannot present to this window",
+                session.ctx.physical.name
+            ))
+            .into());
         }
         let format = surface.choose_format(&session.ctx)?;
-        let renderer = Renderer::new(&session.ctx, format.format, vk::ImageLayout::PRESENT_SRC_KHR, &session.slots)?;
+        let renderer =
+            Renderer::new(&session.ctx, format.format, vk::ImageLayout::PRESENT_SRC_KHR, &session.slots)?;
         let acquired = (0..FRAMES_IN_FLIGHT)
             .map(|_| Semaphore::binary(&session.ctx, false))
             .collect::<Result<Vec<_>, _>>()?;
@@ -220,9 +226,16 @@ impl App<'_> {
         }
         let size = r.window.inner_size();
         let extra = vec![("resizes", format!("{} swapchain re-creations", r.recreated))];
-        self.report =
-            Some(frame_report(&r.session, &r.times, &format!("window {}x{}", size.width, size.height), &extra));
-        log::info!("window closed after {done} frames ({:.1} fps)", FrameSummary::of(&r.times.periods_ms()).fps);
+        self.report = Some(frame_report(
+            &r.session,
+            &r.times,
+            &format!("window {}x{}", size.width, size.height),
+            &extra,
+        ));
+        log::info!(
+            "window closed after {done} frames ({:.1} fps)",
+            FrameSummary::of(&r.times.periods_ms()).fps
+        );
         drop(r);
     }
 
@@ -249,16 +262,17 @@ impl ApplicationHandler for App<'_> {
     fn window_event(&mut self, el: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
         match event {
             WindowEvent::CloseRequested => el.exit(),
-            WindowEvent::KeyboardInput { event, .. } if event.state == ElementState::Pressed => match event.logical_key
-            {
-                Key::Named(NamedKey::Escape) => el.exit(),
-                Key::Character(c) if c.eq_ignore_ascii_case("r") => {
-                    if let Some(r) = self.running.as_mut() {
-                        r.camera.reset();
+            WindowEvent::KeyboardInput { event, .. } if event.state == ElementState::Pressed => {
+                match event.logical_key {
+                    Key::Named(NamedKey::Escape) => el.exit(),
+                    Key::Character(c) if c.eq_ignore_ascii_case("r") => {
+                        if let Some(r) = self.running.as_mut() {
+                            r.camera.reset();
+                        }
                     }
+                    _ => {}
                 }
-                _ => {}
-            },
+            }
             WindowEvent::Resized(_) => {
                 if let Some(r) = self.running.as_mut() {
                     r.resized = true;

@@ -171,6 +171,25 @@ pub trait ComputeBackend: Send {
 
     /// Wait until everything this backend has enqueued has finished (teardown, mode switches).
     fn finish(&mut self) -> Result<(), ComputeError>;
+
+    /// Time the kernel writing `slot` against a plain fill of the same bytes (`vkhip
+    /// bench-kernel`), with the API's own events. Backends without one say so.
+    fn benchmark(
+        &mut self,
+        _slot: usize,
+        _params: &WaveParams,
+        _iterations: u32,
+    ) -> Result<KernelBenchmark, ComputeError> {
+        Err(ComputeError::Unsupported {
+            backend: self.kind().name(),
+            reason: "no kernel benchmark for this backend (use --backend cuda or hip)".into(),
+        })
+    }
+
+    /// Free and total device memory as the compute API sees it (leak checks), if it can tell.
+    fn device_memory(&self) -> Option<Result<(u64, u64), ComputeError>> {
+        None
+    }
 }
 
 /// Kernel time against a plain fill (memset) of the same buffer, both timed with the compute

@@ -204,8 +204,8 @@ impl ImportedBuffer {
         dedicated: bool,
     ) -> Result<Self, VkError> {
         let d = &ctx.device;
-        let mut ext_info =
-            vk::ExternalMemoryBufferCreateInfo::default().handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+        let mut ext_info = vk::ExternalMemoryBufferCreateInfo::default()
+            .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
         let info = vk::BufferCreateInfo::default()
             .size(size)
             .usage(SLOT_USAGE)

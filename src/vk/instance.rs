@@ -97,10 +97,16 @@ unsafe extern "system" fn debug_callback(
     vk::FALSE
 }
 
-/// Load the Vulkan loader library, or say what to install.
+/// Load the Vulkan loader library (`$VKHIP_VULKAN_LIBRARY` if set, else the system's
+/// libvulkan.so.1), or say what to install.
 pub fn load_entry() -> Result<ash::Entry, VkError> {
-    // SAFETY: loading libvulkan runs its initialisers; the loader is designed to be dlopen'ed.
-    unsafe { ash::Entry::load() }.map_err(|e| VkError::NoLoader(e.to_string()))
+    match std::env::var_os("VKHIP_VULKAN_LIBRARY") {
+        // SAFETY: loading a Vulkan loader runs its initialisers; loaders are designed for dlopen.
+        Some(path) => unsafe { ash::Entry::load_from(&path) }
+            .map_err(|e| VkError::NoLoader(format!("VKHIP_VULKAN_LIBRARY={}: {e}", path.to_string_lossy()))),
+        // SAFETY: as above.
+        None => unsafe { ash::Entry::load() }.map_err(|e| VkError::NoLoader(e.to_string())),
+    }
 }
 
 /// The loader, the instance and (with validation) the debug messenger.
@@ -158,7 +164,7 @@ impl Instance {
             .api_version(vk::API_VERSION_1_2);
         let enabled = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
         let mut features = vk::ValidationFeaturesEXT::default().enabled_validation_features(&enabled);
-        let mut messenger_info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+        let messenger_info = vk::DebugUtilsMessengerCreateInfoEXT::default()
             .message_severity(
                 vk::DebugUtilsMessageSeverityFlagsEXT::ERROR
                     | vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
@@ -175,11 +181,20 @@ impl Instance {
             .application_info(&app)
             .enabled_layer_names(&layers)
             .enabled_extension_names(&exts);
+        // A copy for the instance's pNext chain (covers vkCreateInstance/vkDestroyInstance); the
+        // original stays unchained for vkCreateDebugUtilsMessengerEXT.
+        let mut chained_messenger = messenger_info;
         if validation {
-            info = info.push_next(&mut features).push_next(&mut messenger_info);
+            info = info.push_next(&mut features).push_next(&mut chained_messenger);
         }
         // SAFETY: every pointer in `info` refers to locals that outlive the call.
-        let instance = unsafe { entry.create_instance(&info, None) }.call("vkCreateInstance")?;
+        let instance = unsafe { entry.create_instance(&info, None) }.map_err(|e| match e {
+            vk::Result::ERROR_INCOMPATIBLE_DRIVER => VkError::NoDevice(
+                "the Vulkan loader found no driver (install mesa-vulkan-drivers or your GPU's Vulkan driver)"
+                    .into(),
+            ),
+            e => VkError::Call { call: "vkCreateInstance", result: e },
+        })?;
 
         let debug = if debug_utils {
             let loader = ext::debug_utils::Instance::new(&entry, &instance);

@@ -25,8 +25,9 @@ impl Surface {
     ) -> Result<Self, VkError> {
         // SAFETY: the caller guarantees the window outlives the surface; the instance was created
         // with the extensions ash_window asked for.
-        let handle = unsafe { ash_window::create_surface(&instance.entry, &instance.instance, display, window, None) }
-            .call("vkCreate*SurfaceKHR")?;
+        let handle =
+            unsafe { ash_window::create_surface(&instance.entry, &instance.instance, display, window, None) }
+                .call("vkCreate*SurfaceKHR")?;
         let loader = khr::surface::Instance::new(&instance.entry, &instance.instance);
         Ok(Surface { loader, handle, instance: instance.clone() })
     }
@@ -35,7 +36,11 @@ impl Surface {
     pub fn supported_by(&self, ctx: &Context) -> Result<bool, VkError> {
         // SAFETY: valid physical device, family index and surface.
         unsafe {
-            self.loader.get_physical_device_surface_support(ctx.physical.handle, ctx.queue_family, self.handle)
+            self.loader.get_physical_device_surface_support(
+                ctx.physical.handle,
+                ctx.queue_family,
+                self.handle,
+            )
         }
         .call("vkGetPhysicalDeviceSurfaceSupportKHR")
     }
@@ -44,8 +49,9 @@ impl Surface {
     /// offscreen target), else whatever comes first.
     pub fn choose_format(&self, ctx: &Context) -> Result<vk::SurfaceFormatKHR, VkError> {
         // SAFETY: valid physical device and surface.
-        let formats = unsafe { self.loader.get_physical_device_surface_formats(ctx.physical.handle, self.handle) }
-            .call("vkGetPhysicalDeviceSurfaceFormatsKHR")?;
+        let formats =
+            unsafe { self.loader.get_physical_device_surface_formats(ctx.physical.handle, self.handle) }
+                .call("vkGetPhysicalDeviceSurfaceFormatsKHR")?;
         let pick = formats
             .iter()
             .find(|f| f.format == vk::Format::B8G8R8A8_UNORM)
@@ -93,7 +99,8 @@ impl Swapchain {
         want_mode: vk::PresentModeKHR,
         old: Option<&Swapchain>,
     ) -> Result<Self, VkError> {
-        let sc_fn = ctx.swapchain_fn.as_ref().ok_or_else(|| VkError::Unsupported("no swapchain extension".into()))?;
+        let sc_fn =
+            ctx.swapchain_fn.as_ref().ok_or_else(|| VkError::Unsupported("no swapchain extension".into()))?;
         let pd = ctx.physical.handle;
         // SAFETY: valid physical device and surface.
         let caps = unsafe { surface.loader.get_physical_device_surface_capabilities(pd, surface.handle) }
@@ -149,7 +156,8 @@ impl Swapchain {
                 return Err(e);
             }
         };
-        let mut me = Swapchain { ctx: ctx.clone(), handle, extent, present_mode, images: Vec::new(), _depth: depth };
+        let mut me =
+            Swapchain { ctx: ctx.clone(), handle, extent, present_mode, images: Vec::new(), _depth: depth };
         // SAFETY: valid swapchain.
         let images = unsafe { sc_fn.get_swapchain_images(handle) }.call("vkGetSwapchainImagesKHR")?;
         for image in images {
@@ -161,14 +169,15 @@ impl Swapchain {
             // SAFETY: swapchain image of this device.
             let view = unsafe { ctx.device.create_image_view(&view_info, None) }.call("vkCreateImageView")?;
             // SAFETY: valid device.
-            let present = match unsafe { ctx.device.create_semaphore(&vk::SemaphoreCreateInfo::default(), None) } {
-                Ok(s) => s,
-                Err(e) => {
-                    // SAFETY: the view is unused.
-                    unsafe { ctx.device.destroy_image_view(view, None) };
-                    return Err(VkError::Call { call: "vkCreateSemaphore", result: e });
-                }
-            };
+            let present =
+                match unsafe { ctx.device.create_semaphore(&vk::SemaphoreCreateInfo::default(), None) } {
+                    Ok(s) => s,
+                    Err(e) => {
+                        // SAFETY: the view is unused.
+                        unsafe { ctx.device.destroy_image_view(view, None) };
+                        return Err(VkError::Call { call: "vkCreateSemaphore", result: e });
+                    }
+                };
             let framebuffer = match Framebuffer::new(ctx, render_pass, &[view, me._depth.view], extent) {
                 Ok(f) => f,
                 Err(e) => {
@@ -182,7 +191,12 @@ impl Swapchain {
             };
             me.images.push(SwapImage { framebuffer, view, present });
         }
-        log::info!("swapchain {}x{}, {} images, {present_mode:?}", extent.width, extent.height, me.images.len());
+        log::info!(
+            "swapchain {}x{}, {} images, {present_mode:?}",
+            extent.width,
+            extent.height,
+            me.images.len()
+        );
         Ok(me)
     }
 
@@ -214,8 +228,10 @@ impl Swapchain {
         let waits = [self.images[i as usize].present];
         let swapchains = [self.handle];
         let indices = [i];
-        let info =
-            vk::PresentInfoKHR::default().wait_semaphores(&waits).swapchains(&swapchains).image_indices(&indices);
+        let info = vk::PresentInfoKHR::default()
+            .wait_semaphores(&waits)
+            .swapchains(&swapchains)
+            .image_indices(&indices);
         let q = self.ctx.queue();
         // SAFETY: the queue is locked; the image was acquired and drawn into.
         match unsafe { sc_fn.queue_present(*q, &info) } {

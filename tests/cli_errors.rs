@@ -1,0 +1,103 @@
+//! Acceptance 7: every user mistake and environment gap gives exit code 2 and one line naming the
+//! problem on stderr, never a panic.
+
+mod common;
+use common::*;
+
+struct Case {
+    args: &'static [&'static str],
+    env: &'static [(&'static str, &'static str)],
+    /// Text the one error line must contain.
+    expect: &'static str,
+}
+
+const CASES: &[Case] = &[
+    Case { args: &["--grid", "1x5"], env: &[], expect: "'1x5': each side must be at least 2" },
+    Case { args: &["--grid", "banana"], env: &[], expect: "'banana' is not of the form WxH" },
+    Case { args: &["--grid", "20000x2"], env: &[], expect: "each side must be at most 16384" },
+    Case { args: &["--slots", "0"], env: &[], expect: "--slots" },
+    Case { args: &["--slots", "5"], env: &[], expect: "5 is not in 1..=4" },
+    Case { args: &["--frames", "abc"], env: &[], expect: "invalid value 'abc' for '--frames <N>'" },
+    Case { args: &["--headless", "--frames", "0"], env: &[], expect: "--frames must be at least 1" },
+    Case { args: &["--dt", "0"], env: &[], expect: "--dt 0 must be a positive number" },
+    Case { args: &["--backend", "metal"], env: &[], expect: "invalid value 'metal' for '--backend" },
+    Case {
+        args: &["--sync", "sometimes"],
+        env: &[],
+        expect: "possible values: auto, external, binary, bridged, blocking",
+    },
+    Case { args: &["--device", "7"], env: &[], expect: "--device 7: there are only 1 Vulkan devices" },
+    Case {
+        args: &["--backend", "cpu", "--sync", "external"],
+        env: &[],
+        expect: "the cpu backend cannot wait or signal on the GPU",
+    },
+    Case { args: &["--backend", "cuda", "--frames", "1"], env: &[], expect: "backend cuda is not available" },
+    Case { args: &["--grid", "8192x8192", "--frames", "1"], env: &[], expect: "grid 8192x8192 is too large" },
+    Case {
+        args: &["--frames", "1"],
+        env: &[("VKHIP_VULKAN_LIBRARY", "/nonexistent/libvulkan.so.1")],
+        expect: "install libvulkan1 and a Vulkan driver, e.g. mesa-vulkan-drivers",
+    },
+    Case {
+        args: &["--frames", "1"],
+        env: &[("VK_DRIVER_FILES", "/nonexistent/icd.json"), ("VK_ICD_FILENAMES", "/nonexistent/icd.json")],
+        expect: "no usable Vulkan device",
+    },
+    Case {
+        args: &["compare-png", "/nonexistent/a.png", "/nonexistent/b.png"],
+        env: &[],
+        expect: "/nonexistent/a.png",
+    },
+    Case { args: &["verify", "--frames", "0"], env: &[], expect: "--frames must be at least 1 for verify" },
+    Case { args: &["--headless", "--bogus-flag"], env: &[], expect: "unexpected argument '--bogus-flag'" },
+];
+
+#[test]
+fn bad_inputs_exit_2_with_one_clear_line() {
+    let mut failures = Vec::new();
+    for case in CASES {
+        let mut cmd = vkhip();
+        cmd.args(case.args);
+        for (k, v) in case.env {
+            cmd.env(k, v);
+        }
+        let o = run(&mut cmd);
+        let err = stderr(&o);
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        let ok = o.status.code() == Some(2)
+            && lines.len() == 1
+            && lines[0].starts_with("vkhip: error: ")
+            && lines[0].contains(case.expect)
+            && !err.contains("panicked");
+        if !ok {
+            failures.push(format!(
+                "{:?} {:?}: exit {:?}, stderr:\n{err}",
+                case.args,
+                case.env,
+                o.status.code()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{} case(s) failed:\n{}", failures.len(), failures.join("\n---\n"));
+}
+
+#[test]
+fn help_teaches_and_exits_0() {
+    let o = run(vkhip().arg("--help"));
+    assert_eq!(o.status.code(), Some(0));
+    let h = stdout(&o);
+    for needle in [
+        "--backend",
+        "--sync",
+        "--slots",
+        "--grid",
+        "--headless",
+        "--capture",
+        "verify",
+        "info",
+        "Exit codes",
+    ] {
+        assert!(h.contains(needle), "--help lacks {needle}:\n{h}");
+    }
+}

@@ -1,0 +1,87 @@
+//! Headless runs on lavapipe: the capture shows the surface and matches the reference frame; every
+//! backend × sync mode × slot count draws the same image for the same frame.
+
+mod common;
+use common::*;
+use vkhip::image::{compare, Rgba, CHANNEL_TOLERANCE, MAX_DIFFERING_FRACTION};
+
+/// Acceptance 1: the README's headless command, compared with assets/reference-frame.png.
+/// Tolerance: a pixel differs if an RGB channel differs by more than CHANNEL_TOLERANCE (8/255);
+/// at most MAX_DIFFERING_FRACTION (0.1%) of pixels may differ.
+#[test]
+fn capture_matches_reference_frame() {
+    let dir = temp_dir("reference");
+    let png = dir.join("f.png");
+    let o = run(vkhip().args(["--headless", "--frames", "120", "--capture"]).arg(&png));
+    assert_ok(&o, "headless capture");
+    let out = stdout(&o);
+    assert!(out.contains("vkhip frame report") && out.contains("frames       120"), "report missing:\n{out}");
+    let img = Rgba::read_png(&png).expect("capture is a PNG");
+    assert_eq!((img.width, img.height), (1280, 720));
+    assert_shows_surface(&img, "capture");
+    let reference =
+        Rgba::read_png(&assets().join("reference-frame.png")).expect("assets/reference-frame.png");
+    let d = compare(&img, &reference, CHANNEL_TOLERANCE).expect("same size as the reference");
+    assert!(
+        d.same(),
+        "capture differs from the reference: {} of {} pixels beyond ±{CHANNEL_TOLERANCE} (allowed {:.1}%), max diff {}",
+        d.pixels_over,
+        d.total_pixels,
+        MAX_DIFFERING_FRACTION * 100.0,
+        d.max_channel_diff
+    );
+}
+
+/// The reference check must be able to fail: a different frame (another time) is not "the same".
+#[test]
+fn a_different_frame_does_not_match_the_reference() {
+    let dir = temp_dir("other-frame");
+    let png = dir.join("g.png");
+    let o = run(vkhip().args(["--headless", "--frames", "30", "--capture"]).arg(&png));
+    assert_ok(&o, "headless capture");
+    let img = Rgba::read_png(&png).unwrap();
+    let reference = Rgba::read_png(&assets().join("reference-frame.png")).unwrap();
+    let d = compare(&img, &reference, CHANNEL_TOLERANCE).unwrap();
+    assert!(!d.same(), "frame 29 should not match the reference frame 119 ({} pixels differ)", d.pixels_over);
+}
+
+/// Acceptance 2: the same frame from cpu and vulkan, in every sync mode CI can run, with K = 1..4.
+#[test]
+fn every_backend_mode_and_slot_count_draws_the_same_frame() {
+    let dir = temp_dir("matrix");
+    let combos: &[(&str, &[&str])] =
+        &[("cpu", &["bridged", "blocking"]), ("vulkan", &["external", "binary", "blocking"])];
+    let mut first: Option<(String, Rgba)> = None;
+    for (backend, modes) in combos {
+        for mode in *modes {
+            for k in 1..=4 {
+                let name = format!("{backend}-{mode}-{k}");
+                let png = dir.join(format!("{name}.png"));
+                let o = run(vkhip()
+                    .args(["--headless", "--frames", "9", "--size", "480x270", "--grid", "96x80"])
+                    .args(["--backend", backend, "--sync", mode, "--slots", &k.to_string(), "--capture"])
+                    .arg(&png));
+                assert_ok(&o, &name);
+                let out = stdout(&o);
+                assert!(
+                    out.contains(&format!("sync         {mode}, {k} slot(s)")),
+                    "{name}: report says\n{out}"
+                );
+                let img = Rgba::read_png(&png).unwrap();
+                assert_shows_surface(&img, &name);
+                match &first {
+                    None => first = Some((name, img)),
+                    Some((ref_name, reference)) => {
+                        let d = compare(&img, reference, CHANNEL_TOLERANCE).unwrap();
+                        assert!(
+                            d.same(),
+                            "{name} differs from {ref_name}: {} pixels beyond tolerance, max diff {}",
+                            d.pixels_over,
+                            d.max_channel_diff
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! Acceptance 5 (headless part): `--validation` runs report 0 errors and 0 warnings in every mode
+//! CI can run (Khronos validation with synchronization validation enabled).
+
+mod common;
+use common::*;
+
+fn validation_line(o: &std::process::Output) -> String {
+    stdout(o).lines().rfind(|l| l.starts_with("validation: ")).unwrap_or_default().to_string()
+}
+
+#[test]
+fn headless_runs_are_validation_clean_in_every_mode() {
+    let runs: &[(&str, &str)] = &[
+        ("cpu", "bridged"),
+        ("cpu", "blocking"),
+        ("vulkan", "external"),
+        ("vulkan", "binary"),
+        ("vulkan", "blocking"),
+    ];
+    for (backend, mode) in runs {
+        for k in ["1", "3"] {
+            let o = run(vkhip()
+                .args([
+                    "--headless",
+                    "--validation",
+                    "--frames",
+                    "12",
+                    "--size",
+                    "320x200",
+                    "--grid",
+                    "64x48",
+                ])
+                .args(["--backend", backend, "--sync", mode, "--slots", k]));
+            assert_ok(&o, &format!("{backend}/{mode}/K={k}"));
+            let v = validation_line(&o);
+            assert!(
+                v.starts_with("validation: 0 errors, 0 warnings"),
+                "{backend}/{mode}/K={k}: {v}\n{}",
+                stderr(&o)
+            );
+        }
+    }
+}
+
+#[test]
+fn verify_and_capture_paths_are_validation_clean() {
+    let dir = temp_dir("validation-capture");
+    let o = run(vkhip()
+        .args(["--headless", "--validation", "--frames", "3", "--size", "320x200", "--capture"])
+        .arg(dir.join("v.png")));
+    assert_ok(&o, "capture with validation");
+    assert!(validation_line(&o).starts_with("validation: 0 errors, 0 warnings"), "{}", validation_line(&o));
+    for backend in ["cpu", "vulkan"] {
+        let o = run(vkhip().args([
+            "verify",
+            "--validation",
+            "--grid",
+            "33x17",
+            "--frames",
+            "4",
+            "--backend",
+            backend,
+        ]));
+        assert_ok(&o, "verify with validation");
+        assert!(
+            validation_line(&o).starts_with("validation: 0 errors, 0 warnings"),
+            "{}",
+            validation_line(&o)
+        );
+    }
+}
