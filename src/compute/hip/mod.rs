@@ -1,1 +1,564 @@
-//! HIP backend: placeholder until the HIP branch lands.
+//! HIP backend (AMD): imports the slots Vulkan exports, compiles `kernels/sinewave.hip` with
+//! hiprtc for the device's target, and writes the height field on a non-blocking stream.
+//!
+//! # Layers
+//!
+//! - `ffi` and `rtc`: the binding layer. The only code that sees a `hipError_t` or a
+//!   `hiprtcResult`; every call comes back as `Result<_, ComputeError>`. `ffi` declares the HIP
+//!   functions itself (returning a plain `c_int`) instead of calling hip-runtime-sys's, whose
+//!   Rust-enum return type would be undefined behaviour for a status a newer runtime adds; the
+//!   interop structs are declared in the ROCm 6 layout, whose prefix is the 5.x layout (checked
+//!   at compile time against hip-runtime-sys). `rtc` loads hiprtc with libloading: separate
+//!   `libhiprtc.so.N` on ROCm 6+, inside `libamdhip64.so.5` on Debian 12's HIP 5.2.
+//! - `raii`: one owning type per object (stream, event, module, imported memory, mapped
+//!   pointer, imported semaphore). Drop never panics.
+//! - this file: [`HipBackend`] (the [`ComputeBackend`]), [`probe`], and the pure pieces
+//!   ([`amd_uuid_from_pci`], [`code_object_has_symbol`], [`compile_sinewave`]).
+//!
+//! # Matching the Vulkan device
+//!
+//! `hipDeviceGetUuid` returns the HSA agent UUID, which is not Vulkan's deviceUUID (hipamd#50).
+//! RADV and AMDVLK build deviceUUID from the PCI location, so the backend does the same
+//! ([`amd_uuid_from_pci`], as rocm-examples' `vulkan_interop` does) from the location
+//! `hipDeviceGetPCIBusId` reports, cross-checked against `hipDeviceGetAttribute(PciBusId,
+//! PciDeviceId)` (HIP 5.x has no PCI-domain attribute) and against `hipDeviceProp_t`.
+//!
+//! # Synchronisation on AMD
+//!
+//! On Linux, ROCm cannot import external semaphores: `hipImportExternalSemaphore` reaches
+//! `roc::Device::importExtSemaphore`, a stub that returns false (`ShouldNotReachHere()`, an
+//! assert in debug builds of clr; hipamd#48, clr#72: "implemented only in the PAL backend"). So
+//! the semaphores are imported only when the user asked for `--sync external`
+//! (`try_import_semaphores`), a failure is a warning, and [`ComputeBackend::gpu_sync_support`]
+//! then reports nothing, which sends `crate::sync` to `bridged`. Timeline handle types exist
+//! only from HIP 6.4 on; older runtimes are not asked for them.
+//!
+//! In `bridged` and `blocking`, [`ComputeBackend::write_slot_and_wait`] enqueues the kernel, records
+//! an event behind it and waits on that event on the host. An event, because it is HIP's own
+//! completion primitive and the host wait costs microseconds; `hipLaunchHostFunc` (a callback
+//! instead of a wait) is not exported by HIP 5.2, and `hipStreamWaitValue32` is the wrong
+//! direction: it makes the *stream* wait for a memory value, it does not tell the host that the
+//! stream finished (the host would have to poll a value written by `hipStreamWriteValue32`).
+//!
+//! # File descriptors
+//!
+//! Both imports borrow the fd: see [`MEMORY_FD_OWNERSHIP`] and [`SEMAPHORE_FD_OWNERSHIP`].
+//!
+//! # Teardown
+//!
+//! [`HipBackend`]'s `Drop` makes the device current and synchronises the stream; then the fields
+//! drop in declaration order: events, module, imported semaphores, mapped pointers (each freeing
+//! its pointer, then destroying its import), and the stream last. The owner drops the backend
+//! before it frees the Vulkan memory and semaphores.
+#![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+
+mod compile;
+mod device;
+mod elf;
+mod ffi;
+mod pci;
+mod raii;
+mod rtc;
+
+use std::ffi::c_void;
+
+pub use compile::{compile_sinewave, hiprtc_version, supported_offload_archs};
+pub use elf::code_object_has_symbol;
+pub use pci::amd_uuid_from_pci;
+
+use super::fd::FdOwnership;
+use super::kernel::{KernelCache, SINEWAVE_ENTRY, SINEWAVE_SOURCE};
+use super::{
+    BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError, GpuSync, GpuSyncSupport, InteropMemory,
+    InteropSemaphorePair, InteropSemaphores, KernelBenchmark,
+};
+use crate::sim::WaveParams;
+use device::{format_hip_version, HipDevice};
+use raii::{Event, ExternalMemory, ExternalSemaphore, MappedBuffer, Module, Stream};
+
+/// What `hipImportExternalMemory` does with the fd: it borrows it.
+///
+/// ROCm clr, `hipImportExternalMemory` (hipamd/src/hip_memory.cpp) wraps the fd in an
+/// `amd::ExternalBuffer` (rocclr/platform/external_memory.hpp, whose destructor is empty) and
+/// calls `create()`, which for a one-device context maps the memory at once
+/// (`amd::Memory::create`, rocclr/platform/memory.cpp) through `roc::Buffer::create` →
+/// `Memory::interopMapBuffer` → `hsa_amd_interop_map_buffer(fd)` (rocclr/device/rocm/rocmemory.cpp).
+/// The kernel driver takes its own dma-buf reference there; clr never closes or keeps using the
+/// fd (it closes only fds it exported itself, in the GL path). HIP 5.x (Debian's 5.2) takes the
+/// same route through `amd::BufferVk` → `interopMapBuffer(getVkSharedHandle())`. So the fd is
+/// closed right after the call, success or not: what rocDecode does too.
+pub const MEMORY_FD_OWNERSHIP: FdOwnership = FdOwnership::Borrowed;
+
+/// What `hipImportExternalSemaphore` does with the fd: it borrows it.
+///
+/// ROCm clr, `hipImportExternalSemaphore` (hipamd/src/hip_memory.cpp) passes the fd to
+/// `amd::Device::importExtSemaphore`; on Linux (`roc::Device`, rocclr/device/rocm/rocdevice.hpp)
+/// that is a stub returning false, so the call fails with `hipErrorNotSupported` and the fd is
+/// never consumed. The caller closes it in every case; were a future ROCm to take ownership on
+/// success, this constant is the one place to change.
+pub const SEMAPHORE_FD_OWNERSHIP: FdOwnership = FdOwnership::Borrowed;
+
+/// The HIP runtime's version in `HIP_VERSION` encoding (major·10⁷ + minor·10⁵ + patch; Debian
+/// 12: 50221153). Needs no GPU.
+pub fn runtime_version() -> Result<i32, ComputeError> {
+    ffi::runtime_version()
+}
+
+/// Devices HIP can see, with their Vulkan-comparable UUIDs. With no AMD GPU this is
+/// `Unavailable` naming `hipErrorNoDevice` (HIP prints nothing itself in that case).
+pub fn probe() -> Result<Vec<ComputeDeviceInfo>, ComputeError> {
+    let devices = device::enumerate()?;
+    let runtime = ffi::runtime_version().ok();
+    Ok(devices.iter().map(|d| d.info(runtime)).collect())
+}
+
+/// Whether bytes are a code object HIP may be given: `hipModuleLoadData` parses its input through
+/// the ELF headers without a length, so a damaged cache entry must never reach it.
+fn is_loadable_code_object(code: &[u8]) -> bool {
+    let machine_ok = match elf::elf_machine_and_flags(code) {
+        Some((machine, _)) => machine == elf::EM_AMDGPU,
+        None => false,
+    };
+    machine_ok && code_object_has_symbol(code, SINEWAVE_ENTRY)
+}
+
+fn kernel_code(dev: &HipDevice, runtime: i32, driver: i32) -> Result<Vec<u8>, ComputeError> {
+    let rtc_version = hiprtc_version()?;
+    // A GPU newer than the installed ROCm (e.g. RDNA3 with Debian's HIP 5.2) is an environment
+    // gap, not a kernel bug.
+    let processor = rtc::Comgr::processor(&dev.arch);
+    if let Some(archs) = supported_offload_archs() {
+        if !archs.iter().any(|a| a == processor) {
+            return Err(ComputeError::Unavailable {
+                backend: "hip",
+                reason: format!(
+                    "{} is a {processor}, a target the installed hiprtc ({rtc_version}, HIP {}) \
+                     cannot compile for; a newer ROCm is needed",
+                    dev.name,
+                    format_hip_version(runtime)
+                ),
+            });
+        }
+    }
+    let options = compile::sinewave_options(&dev.arch).join(" ");
+    let versions = format!("hip runtime {} driver {driver}", format_hip_version(runtime));
+    let parts =
+        [SINEWAVE_SOURCE, rtc_version.as_str(), options.as_str(), dev.arch.as_str(), versions.as_str()];
+    let (code, outcome) = KernelCache::from_env().get_or_compile(&parts, || compile_sinewave(&dev.arch))?;
+    log::debug!("hip kernel for {} ({rtc_version}): {outcome:?}, {} bytes", dev.arch, code.len());
+    if is_loadable_code_object(&code) {
+        return Ok(code);
+    }
+    log::warn!("hip: cached kernel for {} is not a usable code object; recompiling", dev.arch);
+    let code = compile_sinewave(&dev.arch)?;
+    if is_loadable_code_object(&code) {
+        Ok(code)
+    } else {
+        Err(ComputeError::Compile {
+            api: "hiprtc",
+            log: format!("the code object for {} has no `{SINEWAVE_ENTRY}` kernel", dev.arch),
+        })
+    }
+}
+
+struct SemaphorePair {
+    computed: ExternalSemaphore,
+    rendered: ExternalSemaphore,
+}
+
+impl SemaphorePair {
+    fn import(pair: InteropSemaphorePair, handle_type: u32) -> Result<SemaphorePair, ComputeError> {
+        let InteropSemaphorePair { computed, rendered } = pair;
+        let computed = ExternalSemaphore::import(computed, handle_type);
+        // Import `rendered` even when `computed` failed, so both fds are released the same way.
+        let rendered = ExternalSemaphore::import(rendered, handle_type);
+        Ok(SemaphorePair { computed: computed?, rendered: rendered? })
+    }
+}
+
+#[derive(Default)]
+struct ImportedSemaphores {
+    timeline: Option<SemaphorePair>,
+    binary: Vec<SemaphorePair>,
+}
+
+impl ImportedSemaphores {
+    /// Try the imports the user asked for; a failure is a warning and leaves that scheme off.
+    fn import(semaphores: InteropSemaphores, runtime: i32) -> ImportedSemaphores {
+        let mut out = ImportedSemaphores::default();
+        if let Some(pair) = semaphores.timeline {
+            if runtime < ffi::FIRST_TIMELINE_RUNTIME {
+                log::warn!(
+                    "hip: HIP runtime {} has no timeline semaphore handle type (HIP 6.4 adds it); \
+                     not importing the timeline semaphores",
+                    format_hip_version(runtime)
+                );
+            } else {
+                match SemaphorePair::import(pair, ffi::EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_FD) {
+                    Ok(p) => out.timeline = Some(p),
+                    Err(e) => log::warn!(
+                        "hip: importing the timeline semaphores failed ({e}); ROCm on Linux does not \
+                         implement external semaphores (hipamd#48, clr#72)"
+                    ),
+                }
+            }
+        }
+        let mut binary = Vec::with_capacity(semaphores.binary.len());
+        let mut failed = None;
+        for pair in semaphores.binary {
+            if failed.is_some() {
+                continue; // dropping `pair` closes its fds
+            }
+            match SemaphorePair::import(pair, ffi::EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD) {
+                Ok(p) => binary.push(p),
+                Err(e) => failed = Some(e),
+            }
+        }
+        match failed {
+            None => out.binary = binary,
+            Some(e) => log::warn!(
+                "hip: importing the binary semaphores failed ({e}); ROCm on Linux does not \
+                 implement external semaphores (hipamd#48, clr#72)"
+            ),
+        }
+        out
+    }
+
+    fn support(&self) -> GpuSyncSupport {
+        GpuSyncSupport { timeline: self.timeline.is_some(), binary: !self.binary.is_empty() }
+    }
+}
+
+/// The HIP compute backend. See the module notes for the layers, the sync rules and teardown.
+pub struct HipBackend {
+    // Drop order (after `Drop::drop` synchronised the stream): events, module, semaphores, slot
+    // mappings and their imports, then the stream.
+    done: Event,
+    module: Module,
+    semaphores: ImportedSemaphores,
+    slots: Vec<MappedBuffer>,
+    stream: Stream,
+    device: HipDevice,
+    support: GpuSyncSupport,
+    max_blocks: u32,
+}
+
+const _: fn() = || {
+    fn assert_send<T: Send>() {}
+    assert_send::<HipBackend>();
+};
+
+/// Threads per block of the sine kernel (four heights per thread).
+const BLOCK: u32 = 256;
+
+impl HipBackend {
+    /// Open the HIP device whose PCI-built UUID is `device_uuid`, import and map every slot,
+    /// import the semaphores if `try_import_semaphores` (`--sync external`), and build the kernel.
+    pub fn new(
+        device_uuid: [u8; 16],
+        memory: Vec<InteropMemory>,
+        semaphores: InteropSemaphores,
+        try_import_semaphores: bool,
+    ) -> Result<Self, ComputeError> {
+        let devices = device::enumerate()?;
+        let Some(device) = devices.iter().find(|d| d.uuid == device_uuid).cloned() else {
+            let seen: Vec<String> = devices.iter().map(HipDevice::summary).collect();
+            return Err(ComputeError::Unavailable {
+                backend: "hip",
+                reason: format!(
+                    "no HIP device has the Vulkan device's UUID {} (HIP devices are matched by \
+                     PCI domain/bus/device); HIP sees: {}",
+                    pci::format_uuid(&device_uuid),
+                    seen.join("; ")
+                ),
+            });
+        };
+        ffi::set_device(device.ordinal)?;
+        let runtime = ffi::runtime_version()?;
+        let driver = ffi::driver_version().unwrap_or(0);
+        log::info!(
+            "hip: {} on HIP runtime {} (driver {driver})",
+            device.summary(),
+            format_hip_version(runtime)
+        );
+
+        let code = kernel_code(&device, runtime, driver)?;
+        // SAFETY: `code` passed `is_loadable_code_object` (an AMDGPU ELF defining the kernel).
+        let module = unsafe { Module::load(&code, SINEWAVE_ENTRY) }?;
+        let stream = Stream::new_non_blocking()?;
+        let done = Event::new_sync_only()?;
+
+        let mut slots = Vec::with_capacity(memory.len());
+        for (i, m) in memory.into_iter().enumerate() {
+            if m.buffer_size > m.allocation_size {
+                return Err(ComputeError::Unsupported {
+                    backend: "hip",
+                    reason: format!(
+                        "slot {i}: buffer of {} bytes does not fit its {}-byte allocation",
+                        m.buffer_size, m.allocation_size
+                    ),
+                });
+            }
+            let imported = ExternalMemory::import(m.fd, m.allocation_size, m.dedicated)?;
+            slots.push(MappedBuffer::map(imported, m.buffer_size)?);
+        }
+
+        let semaphores = if try_import_semaphores {
+            ImportedSemaphores::import(semaphores, runtime)
+        } else {
+            drop(semaphores); // closes the fds
+            ImportedSemaphores::default()
+        };
+        let support = semaphores.support();
+        Ok(HipBackend {
+            done,
+            module,
+            semaphores,
+            slots,
+            stream,
+            max_blocks: device.compute_units.max(1).saturating_mul(32),
+            device,
+            support,
+        })
+    }
+
+    /// The mapping for `slot`, checked against the grid `p` needs.
+    fn slot(&self, slot: usize, p: &WaveParams) -> Result<&MappedBuffer, ComputeError> {
+        let buf = self.slots.get(slot).ok_or_else(|| ComputeError::Unsupported {
+            backend: "hip",
+            reason: format!("slot {slot} does not exist ({} imported)", self.slots.len()),
+        })?;
+        if p.grid.bytes() > buf.size() {
+            return Err(ComputeError::Unsupported {
+                backend: "hip",
+                reason: format!(
+                    "grid {} needs {} bytes, slot {slot} maps {}",
+                    p.grid,
+                    p.grid.bytes(),
+                    buf.size()
+                ),
+            });
+        }
+        Ok(buf)
+    }
+
+    /// Enqueue the kernel for `slot` on the stream.
+    fn launch(&self, slot: usize, p: &WaveParams) -> Result<(), ComputeError> {
+        let buf = self.slot(slot, p)?;
+        let quads = p.grid.len() as u64 / 4;
+        let blocks = quads.div_ceil(u64::from(BLOCK)).clamp(1, u64::from(self.max_blocks)) as u32;
+        // Kernel parameters, in the order of kernels/sinewave.hip.
+        let mut heights: *mut c_void = buf.ptr();
+        let mut width: u32 = p.grid.width;
+        let mut height: u32 = p.grid.height;
+        let mut phase: f32 = p.phase;
+        let mut amplitude: f32 = p.amplitude;
+        let mut frequency: f32 = p.frequency;
+        let mut args: [*mut c_void; 6] = [
+            std::ptr::from_mut(&mut heights).cast(),
+            std::ptr::from_mut(&mut width).cast(),
+            std::ptr::from_mut(&mut height).cast(),
+            std::ptr::from_mut(&mut phase).cast(),
+            std::ptr::from_mut(&mut amplitude).cast(),
+            std::ptr::from_mut(&mut frequency).cast(),
+        ];
+        // SAFETY: the function and stream are live (owned by self); `args` points at six locals
+        // of exactly the kernel's parameter types (float*, unsigned, unsigned, float, float,
+        // float) that outlive the call (the runtime copies them at launch); the kernel writes
+        // `width·height` floats, which `slot()` checked fit the mapping.
+        unsafe {
+            ffi::module_launch_kernel(self.module.function(), blocks, BLOCK, self.stream.raw(), &mut args)
+        }
+    }
+
+    /// Kernel time against `hipMemsetD32Async` over the same bytes, `iterations` each (after one
+    /// warm-up of both), interleaved on the backend's stream and timed with HIP events. Leaves
+    /// the slot zero-filled.
+    pub fn benchmark(
+        &mut self,
+        slot: usize,
+        params: &WaveParams,
+        iterations: usize,
+    ) -> Result<KernelBenchmark, ComputeError> {
+        ffi::set_device(self.device.ordinal)?;
+        let words = params.grid.len();
+        let dst = self.slot(slot, params)?.ptr();
+        let start = Event::new_timed()?;
+        let stop = Event::new_timed()?;
+        let fill = |s: &Stream| {
+            // SAFETY: `dst` maps at least `words` 32-bit words (checked by `slot()`); the stream
+            // is live.
+            unsafe { ffi::memset_d32_async(dst, 0, words, s.raw()) }
+        };
+        self.launch(slot, params)?;
+        fill(&self.stream)?;
+        self.stream.synchronize()?;
+        let mut out = KernelBenchmark { fill_name: "hipMemsetD32Async", ..Default::default() };
+        for _ in 0..iterations {
+            start.record(&self.stream)?;
+            self.launch(slot, params)?;
+            stop.record(&self.stream)?;
+            stop.synchronize()?;
+            out.kernel_us.push(f64::from(Event::elapsed_ms(&start, &stop)?) * 1000.0);
+
+            start.record(&self.stream)?;
+            fill(&self.stream)?;
+            stop.record(&self.stream)?;
+            stop.synchronize()?;
+            out.fill_us.push(f64::from(Event::elapsed_ms(&start, &stop)?) * 1000.0);
+        }
+        Ok(out)
+    }
+}
+
+impl ComputeBackend for HipBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Hip
+    }
+
+    fn device_name(&self) -> String {
+        format!("{} ({}, PCI {})", self.device.name, self.device.arch, self.device.pci_bus_id)
+    }
+
+    fn gpu_sync_support(&self) -> GpuSyncSupport {
+        self.support
+    }
+
+    fn enqueue_gpu_synced(
+        &mut self,
+        slot: usize,
+        params: &WaveParams,
+        sync: GpuSync,
+    ) -> Result<(), ComputeError> {
+        ffi::set_device(self.device.ordinal)?;
+        let unsupported = |what: &str| {
+            ComputeError::Unsupported {
+            backend: "hip",
+            reason: format!("{what} semaphores were not imported (ROCm on Linux cannot import external semaphores; use --sync bridged)"),
+        }
+        };
+        match sync {
+            GpuSync::Timeline { wait_rendered, signal_computed } => {
+                let pair = self.semaphores.timeline.as_ref().ok_or_else(|| unsupported("timeline"))?;
+                if let Some(value) = wait_rendered {
+                    pair.rendered.wait_async(value, &self.stream)?;
+                }
+                self.launch(slot, params)?;
+                pair.computed.signal_async(signal_computed, &self.stream)
+            }
+            GpuSync::Binary { slot: pair_index, wait_rendered } => {
+                let pair = self.semaphores.binary.get(pair_index).ok_or_else(|| unsupported("binary"))?;
+                if wait_rendered {
+                    pair.rendered.wait_async(0, &self.stream)?;
+                }
+                self.launch(slot, params)?;
+                pair.computed.signal_async(0, &self.stream)
+            }
+        }
+    }
+
+    fn write_slot_and_wait(&mut self, slot: usize, params: &WaveParams) -> Result<(), ComputeError> {
+        ffi::set_device(self.device.ordinal)?;
+        self.launch(slot, params)?;
+        self.done.record(&self.stream)?;
+        self.done.synchronize()
+    }
+
+    fn finish(&mut self) -> Result<(), ComputeError> {
+        ffi::set_device(self.device.ordinal)?;
+        self.stream.synchronize()
+    }
+}
+
+impl Drop for HipBackend {
+    fn drop(&mut self) {
+        // The last user may be another thread than the one that created the backend.
+        if let Err(e) = ffi::set_device(self.device.ordinal) {
+            log::warn!("hip: teardown: {e}");
+        }
+        // Before any event, semaphore or mapping goes (ROCm#4670); the fields drop after this.
+        if let Err(e) = self.stream.synchronize() {
+            log::warn!("hip: teardown: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compute::fd::ImportFd;
+    use std::os::fd::{AsRawFd, OwnedFd};
+
+    fn is_open(fd: i32) -> bool {
+        // SAFETY: F_GETFD only queries the descriptor table; any integer is a valid argument.
+        unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
+    }
+
+    #[test]
+    fn hip_imports_borrow_the_fd_either_way() {
+        assert_eq!(MEMORY_FD_OWNERSHIP, FdOwnership::Borrowed);
+        assert_eq!(SEMAPHORE_FD_OWNERSHIP, FdOwnership::Borrowed);
+        for ownership in [MEMORY_FD_OWNERSHIP, SEMAPHORE_FD_OWNERSHIP] {
+            for ok in [true, false] {
+                let f = OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
+                let raw = f.as_raw_fd();
+                let fd = ImportFd::new(f);
+                let seen = fd.import(ownership, |r| if ok { Ok(r) } else { Err(r) });
+                assert_eq!(seen.unwrap_or_else(|r| r), raw);
+                assert!(!is_open(raw), "HIP borrows the fd: closed after the import (ok = {ok})");
+            }
+        }
+    }
+
+    #[test]
+    fn probe_without_gpu_names_hip_error_no_device() {
+        if std::path::Path::new("/dev/kfd").exists() {
+            // A ROCm machine: probe must answer with devices or a clean Unavailable.
+            match probe() {
+                Ok(devices) => assert!(devices.iter().all(|d| d.api == "hip")),
+                Err(e) => assert!(matches!(e, ComputeError::Unavailable { .. }), "{e}"),
+            }
+            return;
+        }
+        let e = probe().unwrap_err();
+        let ComputeError::Unavailable { backend, reason } = &e else {
+            panic!("expected Unavailable, got {e:?}")
+        };
+        assert_eq!(*backend, "hip");
+        assert!(
+            reason.starts_with("hipGetDeviceCount returned hipErrorNoDevice")
+                && reason.contains(
+                    ": no AMD GPU visible to ROCm (no /dev/kfd: the amdgpu kernel driver is not loaded"
+                ),
+            "{reason}"
+        );
+        assert!(!e.to_string().contains('\n'), "one line for the CLI: {e}");
+        assert!(e
+            .to_string()
+            .starts_with("backend hip is not available: hipGetDeviceCount returned hipErrorNoDevice"));
+    }
+
+    #[test]
+    fn backend_without_gpu_is_unavailable_and_closes_the_fds() {
+        if std::path::Path::new("/dev/kfd").exists() {
+            return; // needs the GPU-less case
+        }
+        let f = OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
+        let raw = f.as_raw_fd();
+        let memory = vec![InteropMemory {
+            fd: ImportFd::new(f),
+            allocation_size: 4096,
+            buffer_size: 4096,
+            dedicated: true,
+        }];
+        let r = HipBackend::new([0; 16], memory, InteropSemaphores::default(), true);
+        assert!(matches!(r, Err(ComputeError::Unavailable { backend: "hip", .. })));
+        assert!(!is_open(raw), "fds handed to a backend that could not start are closed");
+    }
+
+    #[test]
+    fn cached_garbage_is_never_loadable() {
+        assert!(!is_loadable_code_object(b""));
+        assert!(!is_loadable_code_object(b"\x7fELF garbage"));
+    }
+}
