@@ -17,7 +17,7 @@ pub struct OrbitCamera {
 
 impl Default for OrbitCamera {
     fn default() -> Self {
-        OrbitCamera { yaw: 0.65, pitch: 0.62, distance: 3.4, fov_y: 45f32.to_radians() }
+        OrbitCamera { yaw: 0.65, pitch: 0.58, distance: 3.6, fov_y: 45f32.to_radians() }
     }
 }
 

@@ -276,8 +276,19 @@ fn interop_backend(
     semaphores: InteropSemaphores,
     mode: SyncMode,
 ) -> Result<Box<dyn ComputeBackend>, ComputeError> {
-    let _ = (uuid, memory, semaphores, mode);
-    Err(ComputeError::Unavailable { backend: kind.name(), reason: "not wired yet".into() })
+    match kind {
+        #[cfg(feature = "hip")]
+        BackendKind::Hip => Ok(Box::new(crate::compute::hip::HipBackend::new(
+            uuid,
+            memory,
+            semaphores,
+            mode == SyncMode::External,
+        )?)),
+        _ => {
+            let _ = (uuid, memory, semaphores, mode);
+            Err(ComputeError::Unavailable { backend: kind.name(), reason: "not built in".into() })
+        }
+    }
 }
 
 /// Bit pattern written into a slot before a checked frame: a quiet NaN, which no writer produces

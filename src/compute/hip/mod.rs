@@ -374,11 +374,11 @@ impl HipBackend {
     /// Kernel time against `hipMemsetD32Async` over the same bytes, `iterations` each (after one
     /// warm-up of both), interleaved on the backend's stream and timed with HIP events. Leaves
     /// the slot zero-filled.
-    pub fn benchmark(
+    fn time_kernel(
         &mut self,
         slot: usize,
         params: &WaveParams,
-        iterations: usize,
+        iterations: u32,
     ) -> Result<KernelBenchmark, ComputeError> {
         ffi::set_device(self.device.ordinal)?;
         let words = params.grid.len();
@@ -467,6 +467,15 @@ impl ComputeBackend for HipBackend {
     fn finish(&mut self) -> Result<(), ComputeError> {
         ffi::set_device(self.device.ordinal)?;
         self.stream.synchronize()
+    }
+
+    fn benchmark(
+        &mut self,
+        slot: usize,
+        params: &WaveParams,
+        iterations: u32,
+    ) -> Result<KernelBenchmark, ComputeError> {
+        self.time_kernel(slot, params, iterations)
     }
 }
 
