@@ -1,0 +1,1052 @@
+//! The thin layer over `cudarc::{driver, nvrtc}::sys`: one function per driver or NVRTC call,
+//! each turning the raw `CUresult` / `nvrtcResult` into `Result<_, ComputeError>`. Status codes
+//! are looked at here and nowhere else.
+//!
+//! Loading. cudarc is built with `dynamic-loading`: every `sys` function resolves its symbol on
+//! first use and *panics* when the library or the symbol is missing. So the calls are methods of
+//! [`Driver`] and [`Nvrtc`], which exist only once [`Driver::get`] / [`Nvrtc::get`] has found the
+//! library and checked every symbol this file uses ([`DRIVER_SYMBOLS`], [`NVRTC_SYMBOLS`]; a unit
+//! test keeps those lists in step with the calls below). A missing library or symbol becomes
+//! [`ComputeError::Unavailable`], never a panic.
+//!
+//! Versions. cudarc's `cuda-13000` bindings name only the `_v2` forms of `cuDeviceGetUuid` and
+//! `cuEventElapsedTime`. `cuDeviceGetUuid_v2` exists in every driver since CUDA 11.4; the elapsed
+//! time function is resolved here instead, preferring the plain `cuEventElapsedTime` (every driver)
+//! and falling back to `cuEventElapsedTime_v2` (drivers ≥ 12.8; same signature).
+//!
+//! Contexts. Everything except the device queries and [`Driver::primary_ctx_retain`] acts on the
+//! calling thread's current context; the safe layer above makes the primary context current
+//! before it calls in.
+
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+use std::os::fd::RawFd;
+use std::sync::OnceLock;
+
+use cudarc::driver::sys;
+use cudarc::nvrtc::sys as nvrtc_sys;
+
+use crate::compute::ComputeError;
+
+type Result<T> = std::result::Result<T, ComputeError>;
+
+/// Every `libcuda` symbol the calls in this file resolve (cudarc loads each under its own name).
+pub const DRIVER_SYMBOLS: &[&str] = &[
+    "cuCtxSetCurrent",
+    "cuDestroyExternalMemory",
+    "cuDestroyExternalSemaphore",
+    "cuDeviceGet",
+    "cuDeviceGetAttribute",
+    "cuDeviceGetCount",
+    "cuDeviceGetName",
+    "cuDeviceGetUuid_v2",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuDevicePrimaryCtxRetain",
+    "cuDeviceTotalMem_v2",
+    "cuDriverGetVersion",
+    "cuEventCreate",
+    "cuEventDestroy_v2",
+    "cuEventRecord",
+    "cuEventSynchronize",
+    "cuExternalMemoryGetMappedBuffer",
+    "cuGetErrorName",
+    "cuGetErrorString",
+    "cuImportExternalMemory",
+    "cuImportExternalSemaphore",
+    "cuInit",
+    "cuLaunchKernel",
+    "cuMemFree_v2",
+    "cuMemGetInfo_v2",
+    "cuMemsetD32Async",
+    "cuModuleGetFunction",
+    "cuModuleLoadData",
+    "cuModuleUnload",
+    "cuSignalExternalSemaphoresAsync",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuWaitExternalSemaphoresAsync",
+];
+
+/// The elapsed-time symbols, in order of preference (see the module docs).
+const ELAPSED_TIME_SYMBOLS: [&str; 2] = ["cuEventElapsedTime", "cuEventElapsedTime_v2"];
+
+/// Every `libnvrtc` symbol the calls in this file resolve.
+pub const NVRTC_SYMBOLS: &[&str] = &[
+    "nvrtcCompileProgram",
+    "nvrtcCreateProgram",
+    "nvrtcDestroyProgram",
+    "nvrtcGetCUBIN",
+    "nvrtcGetCUBINSize",
+    "nvrtcGetErrorString",
+    "nvrtcGetNumSupportedArchs",
+    "nvrtcGetPTX",
+    "nvrtcGetPTXSize",
+    "nvrtcGetProgramLog",
+    "nvrtcGetProgramLogSize",
+    "nvrtcGetSupportedArchs",
+    "nvrtcVersion",
+];
+
+/// The one line `probe` and `CudaBackend::new` report when libcuda cannot be loaded.
+pub const NO_DRIVER: &str = "libcuda.so not found: install the NVIDIA driver";
+
+/// The line reported when libnvrtc cannot be loaded.
+pub const NO_NVRTC: &str = "libnvrtc.so (.13 or .12) not found: install NVRTC (the CUDA toolkit, \
+     or `pip install nvidia-cuda-nvrtc`) and put its lib directory on LD_LIBRARY_PATH";
+
+type ElapsedTimeFn = unsafe extern "C" fn(*mut f32, sys::CUevent, sys::CUevent) -> sys::CUresult;
+
+fn unavailable(reason: impl Into<String>) -> ComputeError {
+    ComputeError::Unavailable {
+        backend: "cuda",
+        reason: reason.into(),
+    }
+}
+
+/// The message of a failed call: "NAME: description", from whatever of the two is known.
+pub fn describe_status(code: u32, name: Option<&str>, description: Option<&str>) -> String {
+    match (name, description) {
+        (Some(n), Some(d)) => format!("{n}: {d}"),
+        (Some(n), None) => n.to_string(),
+        (None, Some(d)) => format!("status {code}: {d}"),
+        (None, None) => format!("status {code}"),
+    }
+}
+
+/// A hint for failures whose usual cause in this application is known.
+pub fn hint(call: &str, name: &str) -> Option<&'static str> {
+    match (call, name) {
+        ("cuModuleLoadData", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION")
+        | ("cuModuleLoadData", "CUDA_ERROR_NO_BINARY_FOR_GPU")
+        | ("cuModuleLoadData", "CUDA_ERROR_INVALID_IMAGE") => Some(
+            "the kernel was built by an NVRTC newer than this driver supports: use an NVRTC \
+             whose major.minor is at most the driver's CUDA version",
+        ),
+        ("cuImportExternalMemory", _) => Some(
+            "the fd must be a fresh OPAQUE_FD export (vkGetMemoryFdKHR) of memory on this GPU, \
+             imported with its allocation size",
+        ),
+        ("cuImportExternalSemaphore", _) => Some(
+            "the fd must be a fresh OPAQUE_FD export (vkGetSemaphoreFdKHR) of a semaphore of the \
+             matching type (timeline or binary) on this GPU",
+        ),
+        (_, "CUDA_ERROR_NO_DEVICE") => Some("no NVIDIA GPU is visible to this process"),
+        _ => None,
+    }
+}
+
+/// The error for a failed driver call (pure: the text lookup is done by the caller).
+pub fn api_error(
+    call: &'static str,
+    code: u32,
+    name: Option<&str>,
+    desc: Option<&str>,
+) -> ComputeError {
+    let mut message = describe_status(code, name, desc);
+    if let Some(h) = name.and_then(|n| hint(call, n)) {
+        message.push_str(" (");
+        message.push_str(h);
+        message.push(')');
+    }
+    ComputeError::Api {
+        api: "cuda",
+        call,
+        message,
+    }
+}
+
+/// The names in `names` for which `present` is false.
+fn missing_symbols(names: &[&'static str], present: impl Fn(&str) -> bool) -> Vec<&'static str> {
+    names
+        .iter()
+        .copied()
+        .filter(|name| !present(name))
+        .collect()
+}
+
+/// # Safety
+/// `ptr` is null or points to a NUL-terminated string that outlives the call.
+unsafe fn c_string(ptr: *const c_char) -> Option<String> {
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: non-null and NUL-terminated per this function's contract.
+    Some(
+        unsafe { CStr::from_ptr(ptr) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
+/// The loaded driver library, checked for every symbol used here. All driver calls go through it.
+pub struct Driver {
+    elapsed_time: ElapsedTimeFn,
+    elapsed_time_name: &'static str,
+}
+
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver")
+            .field("elapsed_time", &self.elapsed_time_name)
+            .finish()
+    }
+}
+
+static DRIVER: OnceLock<std::result::Result<Driver, String>> = OnceLock::new();
+
+impl Driver {
+    /// Load libcuda, check its symbols and call `cuInit(0)`, once per process. Every failure is
+    /// [`ComputeError::Unavailable`] with one line saying why.
+    pub fn get() -> Result<&'static Driver> {
+        DRIVER
+            .get_or_init(Driver::load)
+            .as_ref()
+            .map_err(|reason| unavailable(reason.clone()))
+    }
+
+    fn load() -> std::result::Result<Driver, String> {
+        // SAFETY: tries to dlopen each candidate name; loading the NVIDIA driver library runs only
+        // its own initialisers, which are safe to run in any process.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(NO_DRIVER.to_string());
+        }
+        // SAFETY: the library is present (just checked), so cudarc's loader does not panic.
+        let lib = unsafe { sys::culib() };
+        let present = |name: &str| {
+            // SAFETY: a lookup without side effects; the fn-pointer type is only a placeholder
+            // for the presence check and is never called.
+            unsafe { lib.get::<unsafe extern "C" fn()>(name.as_bytes()) }.is_ok()
+        };
+        let missing = missing_symbols(DRIVER_SYMBOLS, present);
+        if !missing.is_empty() {
+            return Err(format!(
+                "the NVIDIA driver's libcuda lacks {} (driver too old? CUDA 12 or newer needed)",
+                missing.join(", ")
+            ));
+        }
+        let mut elapsed = None;
+        for name in ELAPSED_TIME_SYMBOLS {
+            // SAFETY: both names have exactly `ElapsedTimeFn`'s signature
+            // (float*, CUevent, CUevent) -> CUresult in every CUDA driver that exports them.
+            if let Ok(sym) = unsafe { lib.get::<ElapsedTimeFn>(name.as_bytes()) } {
+                elapsed = Some((*sym, name));
+                break;
+            }
+        }
+        let Some((elapsed_time, elapsed_time_name)) = elapsed else {
+            return Err("the NVIDIA driver's libcuda lacks cuEventElapsedTime".to_string());
+        };
+        let driver = Driver {
+            elapsed_time,
+            elapsed_time_name,
+        };
+        // SAFETY: cuInit takes flags only (must be 0).
+        let status = unsafe { sys::cuInit(0) };
+        driver
+            .check("cuInit", status)
+            .map_err(|e| format!("cuInit failed: {}", error_message(&e)))?;
+        Ok(driver)
+    }
+
+    fn check(&self, call: &'static str, code: sys::CUresult) -> Result<()> {
+        if code == sys::CUresult::CUDA_SUCCESS {
+            return Ok(());
+        }
+        let mut name_ptr: *const c_char = std::ptr::null();
+        let mut desc_ptr: *const c_char = std::ptr::null();
+        // SAFETY: both calls write a pointer to a static string (or leave it null on failure).
+        let name = unsafe {
+            (sys::cuGetErrorName(code, &mut name_ptr) == sys::CUresult::CUDA_SUCCESS)
+                .then(|| c_string(name_ptr))
+                .flatten()
+        };
+        // SAFETY: as above.
+        let desc = unsafe {
+            (sys::cuGetErrorString(code, &mut desc_ptr) == sys::CUresult::CUDA_SUCCESS)
+                .then(|| c_string(desc_ptr))
+                .flatten()
+        };
+        // The enum's own name when the driver does not know the code's name.
+        let name = name.unwrap_or_else(|| format!("{code:?}"));
+        Err(api_error(call, code as u32, Some(&name), desc.as_deref()))
+    }
+
+    pub fn driver_version(&self) -> Result<i32> {
+        let mut v = 0;
+        // SAFETY: writes one int.
+        self.check("cuDriverGetVersion", unsafe {
+            sys::cuDriverGetVersion(&mut v)
+        })?;
+        Ok(v)
+    }
+
+    pub fn device_count(&self) -> Result<i32> {
+        let mut n = 0;
+        // SAFETY: writes one int.
+        self.check("cuDeviceGetCount", unsafe { sys::cuDeviceGetCount(&mut n) })?;
+        Ok(n)
+    }
+
+    pub fn device_get(&self, ordinal: i32) -> Result<sys::CUdevice> {
+        let mut dev = 0;
+        // SAFETY: writes one int; a bad ordinal is an error code.
+        self.check("cuDeviceGet", unsafe {
+            sys::cuDeviceGet(&mut dev, ordinal)
+        })?;
+        Ok(dev)
+    }
+
+    pub fn device_name(&self, dev: sys::CUdevice) -> Result<String> {
+        let mut buf = [0 as c_char; 256];
+        // SAFETY: the driver writes at most `len` bytes into `buf`.
+        let status = unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as c_int, dev) };
+        self.check("cuDeviceGetName", status)?;
+        let bytes = buf.map(|c| c as u8);
+        Ok(CStr::from_bytes_until_nul(&bytes)
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).into_owned()))
+    }
+
+    pub fn device_uuid(&self, dev: sys::CUdevice) -> Result<[u8; 16]> {
+        let mut uuid = sys::CUuuid { bytes: [0; 16] };
+        // SAFETY: writes 16 bytes into `uuid`.
+        self.check("cuDeviceGetUuid_v2", unsafe {
+            sys::cuDeviceGetUuid_v2(&mut uuid, dev)
+        })?;
+        Ok(uuid.bytes.map(|b| b as u8))
+    }
+
+    pub fn device_attribute(
+        &self,
+        dev: sys::CUdevice,
+        attr: sys::CUdevice_attribute,
+    ) -> Result<i32> {
+        let mut v = 0;
+        // SAFETY: writes one int.
+        self.check("cuDeviceGetAttribute", unsafe {
+            sys::cuDeviceGetAttribute(&mut v, attr, dev)
+        })?;
+        Ok(v)
+    }
+
+    pub fn device_total_mem(&self, dev: sys::CUdevice) -> Result<usize> {
+        let mut bytes = 0;
+        // SAFETY: writes one size_t.
+        self.check("cuDeviceTotalMem_v2", unsafe {
+            sys::cuDeviceTotalMem_v2(&mut bytes, dev)
+        })?;
+        Ok(bytes)
+    }
+
+    /// Retain the device's primary context (balanced by [`Driver::primary_ctx_release`]).
+    pub fn primary_ctx_retain(&self, dev: sys::CUdevice) -> Result<sys::CUcontext> {
+        let mut ctx = std::ptr::null_mut();
+        // SAFETY: writes one handle.
+        self.check("cuDevicePrimaryCtxRetain", unsafe {
+            sys::cuDevicePrimaryCtxRetain(&mut ctx, dev)
+        })?;
+        Ok(ctx)
+    }
+
+    /// # Safety
+    /// Balances one successful [`Driver::primary_ctx_retain`] of `dev`; nothing created in the
+    /// context through that retain is used afterwards.
+    pub unsafe fn primary_ctx_release(&self, dev: sys::CUdevice) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuDevicePrimaryCtxRelease_v2", unsafe {
+            sys::cuDevicePrimaryCtxRelease_v2(dev)
+        })
+    }
+
+    /// # Safety
+    /// `ctx` is a context this process holds (a retained primary context).
+    pub unsafe fn ctx_set_current(&self, ctx: sys::CUcontext) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(ctx) })
+    }
+
+    /// A stream that does not synchronise with the legacy default stream.
+    pub fn stream_create_non_blocking(&self) -> Result<sys::CUstream> {
+        let mut s = std::ptr::null_mut();
+        let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as c_uint;
+        // SAFETY: writes one handle; without a current context this is an error code.
+        self.check("cuStreamCreate", unsafe {
+            sys::cuStreamCreate(&mut s, flags)
+        })?;
+        Ok(s)
+    }
+
+    /// # Safety
+    /// `stream` is a live stream of the current context.
+    pub unsafe fn stream_synchronize(&self, stream: sys::CUstream) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuStreamSynchronize", unsafe {
+            sys::cuStreamSynchronize(stream)
+        })
+    }
+
+    /// # Safety
+    /// `stream` is a live stream of the current context with nothing pending, not used again.
+    pub unsafe fn stream_destroy(&self, stream: sys::CUstream) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuStreamDestroy_v2", unsafe {
+            sys::cuStreamDestroy_v2(stream)
+        })
+    }
+
+    /// An event; `timing` false creates it with CU_EVENT_DISABLE_TIMING (cheaper to record).
+    pub fn event_create(&self, timing: bool) -> Result<sys::CUevent> {
+        let mut e = std::ptr::null_mut();
+        let flags = if timing {
+            sys::CUevent_flags::CU_EVENT_DEFAULT
+        } else {
+            sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
+        };
+        // SAFETY: writes one handle.
+        self.check("cuEventCreate", unsafe {
+            sys::cuEventCreate(&mut e, flags as c_uint)
+        })?;
+        Ok(e)
+    }
+
+    /// # Safety
+    /// `event` and `stream` are live objects of the current context.
+    pub unsafe fn event_record(&self, event: sys::CUevent, stream: sys::CUstream) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuEventRecord", unsafe {
+            sys::cuEventRecord(event, stream)
+        })
+    }
+
+    /// # Safety
+    /// `event` is a live event of the current context.
+    pub unsafe fn event_synchronize(&self, event: sys::CUevent) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuEventSynchronize", unsafe {
+            sys::cuEventSynchronize(event)
+        })
+    }
+
+    /// Milliseconds between two completed events.
+    ///
+    /// # Safety
+    /// Both are live events of the current context, created with timing.
+    pub unsafe fn event_elapsed_ms(&self, start: sys::CUevent, end: sys::CUevent) -> Result<f32> {
+        let mut ms = 0.0f32;
+        // SAFETY: `elapsed_time` was resolved with this exact signature; the events are live
+        // per this function's contract.
+        self.check(self.elapsed_time_name, unsafe {
+            (self.elapsed_time)(&mut ms, start, end)
+        })?;
+        Ok(ms)
+    }
+
+    /// # Safety
+    /// `event` is a live event of the current context that no pending work refers to.
+    pub unsafe fn event_destroy(&self, event: sys::CUevent) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuEventDestroy_v2", unsafe {
+            sys::cuEventDestroy_v2(event)
+        })
+    }
+
+    /// Load a module from a cubin (ELF) or NUL-terminated PTX image into the current context.
+    pub fn module_load_data(&self, image: &[u8]) -> Result<sys::CUmodule> {
+        let is_elf = image.starts_with(b"\x7fELF");
+        if !is_elf && image.last() != Some(&0) {
+            return Err(ComputeError::Api {
+                api: "cuda",
+                call: "cuModuleLoadData",
+                message: "the image is neither a cubin nor NUL-terminated PTX".into(),
+            });
+        }
+        let mut m = std::ptr::null_mut();
+        // SAFETY: the driver reads a self-delimiting ELF image or a NUL-terminated string, both
+        // within `image` (checked above); a malformed image is an error code.
+        self.check("cuModuleLoadData", unsafe {
+            sys::cuModuleLoadData(&mut m, image.as_ptr().cast::<c_void>())
+        })?;
+        Ok(m)
+    }
+
+    /// # Safety
+    /// `module` is a live module of the current context.
+    pub unsafe fn module_get_function(
+        &self,
+        module: sys::CUmodule,
+        name: &str,
+    ) -> Result<sys::CUfunction> {
+        let cname = CString::new(name).map_err(|_| ComputeError::Api {
+            api: "cuda",
+            call: "cuModuleGetFunction",
+            message: format!("kernel name {name:?} contains NUL"),
+        })?;
+        let mut f = std::ptr::null_mut();
+        // SAFETY: `module` is live per this function's contract; `cname` outlives the call.
+        self.check("cuModuleGetFunction", unsafe {
+            sys::cuModuleGetFunction(&mut f, module, cname.as_ptr())
+        })?;
+        Ok(f)
+    }
+
+    /// # Safety
+    /// `module` is a live module of the current context whose functions no pending work uses.
+    pub unsafe fn module_unload(&self, module: sys::CUmodule) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuModuleUnload", unsafe { sys::cuModuleUnload(module) })
+    }
+
+    /// Enqueue a 1-D launch of `function` on `stream`.
+    ///
+    /// # Safety
+    /// `function` and `stream` are live objects of the current context; `params` holds one
+    /// pointer per kernel parameter, in order, each to a value of the parameter's type, and any
+    /// device pointers among them address memory large enough for what the kernel writes.
+    pub unsafe fn launch_kernel(
+        &self,
+        function: sys::CUfunction,
+        grid: u32,
+        block: u32,
+        stream: sys::CUstream,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        // SAFETY: per this function's contract; the driver copies the argument values before
+        // returning, so `params` need only live for the call.
+        self.check("cuLaunchKernel", unsafe {
+            sys::cuLaunchKernel(
+                function,
+                grid,
+                1,
+                1,
+                block,
+                1,
+                1,
+                0,
+                stream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        })
+    }
+
+    /// # Safety
+    /// `dst .. dst + 4·words` is device memory of the current context; `stream` is live.
+    pub unsafe fn memset_d32_async(
+        &self,
+        dst: sys::CUdeviceptr,
+        value: u32,
+        words: usize,
+        stream: sys::CUstream,
+    ) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuMemsetD32Async", unsafe {
+            sys::cuMemsetD32Async(dst, value, words, stream)
+        })
+    }
+
+    /// Import an OPAQUE_FD memory export of `size` bytes (the allocation size).
+    ///
+    /// # Safety
+    /// `fd` is an open OPAQUE_FD memory export. On success the driver owns it (the caller must
+    /// not close it); on failure the caller still does. Use it through `ImportFd::import` with
+    /// `FdOwnership::TakenOnSuccess`.
+    pub unsafe fn import_external_memory_fd(
+        &self,
+        fd: RawFd,
+        size: u64,
+        dedicated: bool,
+    ) -> Result<sys::CUexternalMemory> {
+        // SAFETY: a plain C struct for which all-zero is a valid (empty) value.
+        let mut desc: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC = unsafe { std::mem::zeroed() };
+        desc.type_ = sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+        desc.handle.fd = fd;
+        desc.size = size;
+        desc.flags = if dedicated {
+            sys::CUDA_EXTERNAL_MEMORY_DEDICATED
+        } else {
+            0
+        };
+        let mut ext = std::ptr::null_mut();
+        // SAFETY: `desc` is fully initialised; fd ownership per this function's contract.
+        self.check("cuImportExternalMemory", unsafe {
+            sys::cuImportExternalMemory(&mut ext, &desc)
+        })?;
+        Ok(ext)
+    }
+
+    /// Map `size` bytes from `offset` of imported memory as a device pointer.
+    ///
+    /// # Safety
+    /// `ext` is live imported memory of the current context.
+    pub unsafe fn external_memory_mapped_buffer(
+        &self,
+        ext: sys::CUexternalMemory,
+        offset: u64,
+        size: u64,
+    ) -> Result<sys::CUdeviceptr> {
+        // SAFETY: a plain C struct for which all-zero is a valid value.
+        let mut desc: sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC = unsafe { std::mem::zeroed() };
+        desc.offset = offset;
+        desc.size = size;
+        let mut ptr = 0;
+        // SAFETY: `ext` is live per this function's contract; `desc` is initialised.
+        self.check("cuExternalMemoryGetMappedBuffer", unsafe {
+            sys::cuExternalMemoryGetMappedBuffer(&mut ptr, ext, &desc)
+        })?;
+        Ok(ptr)
+    }
+
+    /// # Safety
+    /// `ptr` came from [`Driver::external_memory_mapped_buffer`], no pending work uses it, and it
+    /// is not used again.
+    pub unsafe fn mem_free(&self, ptr: sys::CUdeviceptr) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuMemFree_v2", unsafe { sys::cuMemFree_v2(ptr) })
+    }
+
+    /// # Safety
+    /// `ext` is live imported memory whose mapped buffers have all been freed; not used again.
+    pub unsafe fn destroy_external_memory(&self, ext: sys::CUexternalMemory) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuDestroyExternalMemory", unsafe {
+            sys::cuDestroyExternalMemory(ext)
+        })
+    }
+
+    /// Import an OPAQUE_FD semaphore export, as a timeline or a binary semaphore.
+    ///
+    /// # Safety
+    /// As [`Driver::import_external_memory_fd`], for a semaphore export of the matching type.
+    pub unsafe fn import_external_semaphore_fd(
+        &self,
+        fd: RawFd,
+        timeline: bool,
+    ) -> Result<sys::CUexternalSemaphore> {
+        use sys::CUexternalSemaphoreHandleType as T;
+        // SAFETY: a plain C struct for which all-zero is a valid value.
+        let mut desc: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC = unsafe { std::mem::zeroed() };
+        desc.type_ = if timeline {
+            T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD
+        } else {
+            T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD
+        };
+        desc.handle.fd = fd;
+        let mut sem = std::ptr::null_mut();
+        // SAFETY: `desc` is initialised; fd ownership per this function's contract.
+        self.check("cuImportExternalSemaphore", unsafe {
+            sys::cuImportExternalSemaphore(&mut sem, &desc)
+        })?;
+        Ok(sem)
+    }
+
+    /// # Safety
+    /// `sem` is a live imported semaphore that no pending work uses; not used again.
+    pub unsafe fn destroy_external_semaphore(&self, sem: sys::CUexternalSemaphore) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuDestroyExternalSemaphore", unsafe {
+            sys::cuDestroyExternalSemaphore(sem)
+        })
+    }
+
+    /// Enqueue a signal of `sem` (to `value` for a timeline; `value` is ignored for binary).
+    ///
+    /// # Safety
+    /// `sem` and `stream` are live objects of the current context.
+    pub unsafe fn signal_external_semaphore(
+        &self,
+        sem: sys::CUexternalSemaphore,
+        value: u64,
+        stream: sys::CUstream,
+    ) -> Result<()> {
+        // SAFETY: a plain C struct for which all-zero is a valid value.
+        let mut params: sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
+        params.params.fence.value = value;
+        // SAFETY: one semaphore, one parameter block; both live for the call.
+        self.check("cuSignalExternalSemaphoresAsync", unsafe {
+            sys::cuSignalExternalSemaphoresAsync(&sem, &params, 1, stream)
+        })
+    }
+
+    /// Enqueue a wait on `sem` (until ≥ `value` for a timeline; once-signalled for binary).
+    ///
+    /// # Safety
+    /// `sem` and `stream` are live objects of the current context.
+    pub unsafe fn wait_external_semaphore(
+        &self,
+        sem: sys::CUexternalSemaphore,
+        value: u64,
+        stream: sys::CUstream,
+    ) -> Result<()> {
+        // SAFETY: a plain C struct for which all-zero is a valid value.
+        let mut params: sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
+        params.params.fence.value = value;
+        // SAFETY: one semaphore, one parameter block; both live for the call.
+        self.check("cuWaitExternalSemaphoresAsync", unsafe {
+            sys::cuWaitExternalSemaphoresAsync(&sem, &params, 1, stream)
+        })
+    }
+
+    /// (free, total) device memory of the current context's device, in bytes.
+    pub fn mem_get_info(&self) -> Result<(u64, u64)> {
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: writes two size_t; without a current context this is an error code.
+        self.check("cuMemGetInfo_v2", unsafe {
+            sys::cuMemGetInfo_v2(&mut free, &mut total)
+        })?;
+        Ok((free as u64, total as u64))
+    }
+}
+
+/// The loaded NVRTC library, checked for every symbol used here.
+#[derive(Debug)]
+pub struct Nvrtc {
+    _private: (),
+}
+
+static NVRTC: OnceLock<std::result::Result<Nvrtc, String>> = OnceLock::new();
+
+impl Nvrtc {
+    /// Load libnvrtc and check its symbols, once per process.
+    pub fn get() -> Result<&'static Nvrtc> {
+        NVRTC
+            .get_or_init(Nvrtc::load)
+            .as_ref()
+            .map_err(|reason| unavailable(reason.clone()))
+    }
+
+    fn load() -> std::result::Result<Nvrtc, String> {
+        // SAFETY: tries to dlopen each candidate name; NVRTC's initialisers are safe to run.
+        if !unsafe { nvrtc_sys::is_culib_present() } {
+            return Err(NO_NVRTC.to_string());
+        }
+        // SAFETY: the library is present, so cudarc's loader does not panic.
+        let lib = unsafe { nvrtc_sys::culib() };
+        let present = |name: &str| {
+            // SAFETY: as in `Driver::load`.
+            unsafe { lib.get::<unsafe extern "C" fn()>(name.as_bytes()) }.is_ok()
+        };
+        let missing = missing_symbols(NVRTC_SYMBOLS, present);
+        if !missing.is_empty() {
+            return Err(format!(
+                "libnvrtc lacks {} (NVRTC 12 or newer needed)",
+                missing.join(", ")
+            ));
+        }
+        Ok(Nvrtc { _private: () })
+    }
+
+    fn check(&self, call: &'static str, code: nvrtc_sys::nvrtcResult) -> Result<()> {
+        if code == nvrtc_sys::nvrtcResult::NVRTC_SUCCESS {
+            return Ok(());
+        }
+        // SAFETY: returns a pointer to a static string (or null for an unknown code).
+        let desc = unsafe { c_string(nvrtc_sys::nvrtcGetErrorString(code)) };
+        let name = format!("{code:?}");
+        Err(ComputeError::Api {
+            api: "nvrtc",
+            call,
+            message: describe_status(
+                code as u32,
+                Some(&name),
+                desc.as_deref().filter(|d| *d != name),
+            ),
+        })
+    }
+
+    /// (major, minor).
+    pub fn version(&self) -> Result<(i32, i32)> {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: writes two ints.
+        self.check("nvrtcVersion", unsafe {
+            nvrtc_sys::nvrtcVersion(&mut major, &mut minor)
+        })?;
+        Ok((major, minor))
+    }
+
+    /// The `sm_XY` numbers (e.g. 90) this NVRTC can compile for.
+    pub fn supported_archs(&self) -> Result<Vec<i32>> {
+        let mut n = 0;
+        // SAFETY: writes one int.
+        self.check("nvrtcGetNumSupportedArchs", unsafe {
+            nvrtc_sys::nvrtcGetNumSupportedArchs(&mut n)
+        })?;
+        let mut archs = vec![0; n.max(0) as usize];
+        // SAFETY: `archs` has room for the `n` ints the call writes.
+        self.check("nvrtcGetSupportedArchs", unsafe {
+            nvrtc_sys::nvrtcGetSupportedArchs(archs.as_mut_ptr())
+        })?;
+        Ok(archs)
+    }
+
+    /// Create a program from `source` (no headers).
+    pub fn create_program(&self, source: &str, name: &str) -> Result<nvrtc_sys::nvrtcProgram> {
+        let invalid = |what: &str| ComputeError::Api {
+            api: "nvrtc",
+            call: "nvrtcCreateProgram",
+            message: format!("{what} contains NUL"),
+        };
+        let csrc = CString::new(source).map_err(|_| invalid("the source"))?;
+        let cname = CString::new(name).map_err(|_| invalid("the program name"))?;
+        let mut prog = std::ptr::null_mut();
+        // SAFETY: both strings outlive the call (NVRTC copies them); no headers.
+        self.check("nvrtcCreateProgram", unsafe {
+            nvrtc_sys::nvrtcCreateProgram(
+                &mut prog,
+                csrc.as_ptr(),
+                cname.as_ptr(),
+                0,
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        })?;
+        Ok(prog)
+    }
+
+    /// # Safety
+    /// `prog` is a live program.
+    pub unsafe fn compile_program(
+        &self,
+        prog: nvrtc_sys::nvrtcProgram,
+        options: &[String],
+    ) -> Result<()> {
+        let copts: Vec<CString> = options
+            .iter()
+            .map(|o| CString::new(o.as_str()))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| ComputeError::Api {
+                api: "nvrtc",
+                call: "nvrtcCompileProgram",
+                message: "an option contains NUL".into(),
+            })?;
+        let ptrs: Vec<*const c_char> = copts.iter().map(|c| c.as_ptr()).collect();
+        // SAFETY: `prog` is live per this function's contract; the option strings outlive the
+        // call.
+        self.check("nvrtcCompileProgram", unsafe {
+            nvrtc_sys::nvrtcCompileProgram(prog, ptrs.len() as c_int, ptrs.as_ptr())
+        })
+    }
+
+    /// # Safety
+    /// `prog` is a live program.
+    pub unsafe fn program_log(&self, prog: nvrtc_sys::nvrtcProgram) -> Result<String> {
+        let mut size = 0;
+        // SAFETY: `prog` is live; writes one size_t.
+        self.check("nvrtcGetProgramLogSize", unsafe {
+            nvrtc_sys::nvrtcGetProgramLogSize(prog, &mut size)
+        })?;
+        let mut buf = vec![0u8; size.max(1)];
+        // SAFETY: `buf` has the `size` bytes the call writes.
+        self.check("nvrtcGetProgramLog", unsafe {
+            nvrtc_sys::nvrtcGetProgramLog(prog, buf.as_mut_ptr().cast())
+        })?;
+        let text = String::from_utf8_lossy(&buf);
+        Ok(text.trim_end_matches('\0').trim().to_string())
+    }
+
+    /// The compiled cubin (after a compile for an `sm_XY` architecture).
+    ///
+    /// # Safety
+    /// `prog` is a live, successfully compiled program.
+    pub unsafe fn cubin(&self, prog: nvrtc_sys::nvrtcProgram) -> Result<Vec<u8>> {
+        let mut size = 0;
+        // SAFETY: `prog` is live; writes one size_t.
+        self.check("nvrtcGetCUBINSize", unsafe {
+            nvrtc_sys::nvrtcGetCUBINSize(prog, &mut size)
+        })?;
+        let mut buf = vec![0u8; size];
+        // SAFETY: `buf` has the `size` bytes the call writes.
+        self.check("nvrtcGetCUBIN", unsafe {
+            nvrtc_sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr().cast())
+        })?;
+        Ok(buf)
+    }
+
+    /// The compiled PTX, NUL-terminated as `cuModuleLoadData` wants it.
+    ///
+    /// # Safety
+    /// `prog` is a live, successfully compiled program.
+    pub unsafe fn ptx(&self, prog: nvrtc_sys::nvrtcProgram) -> Result<Vec<u8>> {
+        let mut size = 0;
+        // SAFETY: `prog` is live; writes one size_t (the size includes the NUL).
+        self.check("nvrtcGetPTXSize", unsafe {
+            nvrtc_sys::nvrtcGetPTXSize(prog, &mut size)
+        })?;
+        let mut buf = vec![0u8; size];
+        // SAFETY: `buf` has the `size` bytes the call writes.
+        self.check("nvrtcGetPTX", unsafe {
+            nvrtc_sys::nvrtcGetPTX(prog, buf.as_mut_ptr().cast())
+        })?;
+        if buf.last() != Some(&0) {
+            buf.push(0);
+        }
+        Ok(buf)
+    }
+
+    /// # Safety
+    /// `prog` is a live program, not used again.
+    pub unsafe fn destroy_program(&self, prog: nvrtc_sys::nvrtcProgram) -> Result<()> {
+        let mut p = prog;
+        // SAFETY: per this function's contract.
+        self.check("nvrtcDestroyProgram", unsafe {
+            nvrtc_sys::nvrtcDestroyProgram(&mut p)
+        })
+    }
+}
+
+/// The message part of an error (for wrapping it into a one-line reason).
+fn error_message(e: &ComputeError) -> String {
+    match e {
+        ComputeError::Api { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_text_combines_name_and_description() {
+        assert_eq!(
+            describe_status(2, Some("CUDA_ERROR_OUT_OF_MEMORY"), Some("out of memory")),
+            "CUDA_ERROR_OUT_OF_MEMORY: out of memory"
+        );
+        assert_eq!(
+            describe_status(2, Some("CUDA_ERROR_OUT_OF_MEMORY"), None),
+            "CUDA_ERROR_OUT_OF_MEMORY"
+        );
+        assert_eq!(
+            describe_status(999, None, Some("unknown error")),
+            "status 999: unknown error"
+        );
+        assert_eq!(describe_status(1234, None, None), "status 1234");
+    }
+
+    #[test]
+    fn api_error_names_the_call_and_adds_known_hints() {
+        let e = api_error(
+            "cuMemsetD32Async",
+            1,
+            Some("CUDA_ERROR_INVALID_VALUE"),
+            Some("invalid argument"),
+        );
+        assert_eq!(
+            e.to_string(),
+            "cuda call cuMemsetD32Async failed: CUDA_ERROR_INVALID_VALUE: invalid argument"
+        );
+        let e = api_error(
+            "cuModuleLoadData",
+            222,
+            Some("CUDA_ERROR_UNSUPPORTED_PTX_VERSION"),
+            Some("the provided PTX was compiled with an unsupported toolchain."),
+        );
+        let text = e.to_string();
+        assert!(text
+            .starts_with("cuda call cuModuleLoadData failed: CUDA_ERROR_UNSUPPORTED_PTX_VERSION"));
+        assert!(text.contains("NVRTC newer than this driver"), "{text}");
+        let e = api_error(
+            "cuImportExternalMemory",
+            1,
+            Some("CUDA_ERROR_INVALID_VALUE"),
+            None,
+        );
+        assert!(e.to_string().contains("allocation size"), "{e}");
+        assert!(matches!(
+            e,
+            ComputeError::Api {
+                api: "cuda",
+                call: "cuImportExternalMemory",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn enum_debug_names_match_the_driver_names() {
+        // The fallback name, used when cuGetErrorName does not know a code, is the enum's own.
+        assert_eq!(
+            format!("{:?}", sys::CUresult::CUDA_ERROR_NO_DEVICE),
+            "CUDA_ERROR_NO_DEVICE"
+        );
+        assert_eq!(sys::CUresult::CUDA_ERROR_NO_DEVICE as u32, 100);
+        assert_eq!(
+            format!("{:?}", nvrtc_sys::nvrtcResult::NVRTC_ERROR_COMPILATION),
+            "NVRTC_ERROR_COMPILATION"
+        );
+    }
+
+    /// Every `sys::cu*` / `nvrtc_sys::nvrtc*` call in this file is in the symbol list checked
+    /// before any call is made (a call missing from the list could panic inside cudarc), and the
+    /// list names nothing this file does not call.
+    #[test]
+    fn symbol_lists_cover_every_call() {
+        let source = include_str!("result.rs");
+        let code = &source[..source.find("#[cfg(test)]").expect("test module marker")];
+        let called = |prefix: &str| -> std::collections::BTreeSet<String> {
+            code.match_indices(prefix)
+                .map(|(i, _)| {
+                    code[i + prefix.len()..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect::<String>()
+                })
+                .filter(|name| code.contains(&format!("{prefix}{name}(")))
+                .collect()
+        };
+        let driver_calls = called("sys::");
+        // Driver entry points are cuXxx (cudarc's own helpers, like `culib`, are not).
+        let api_name = |n: &String, prefix: &str| {
+            n.strip_prefix(prefix)
+                .and_then(|rest| rest.chars().next())
+                .is_some_and(|c| c.is_ascii_uppercase())
+        };
+        let driver_calls: std::collections::BTreeSet<String> = driver_calls
+            .into_iter()
+            .filter(|n| api_name(n, "cu"))
+            .collect();
+        let listed: std::collections::BTreeSet<String> =
+            DRIVER_SYMBOLS.iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            driver_calls, listed,
+            "DRIVER_SYMBOLS out of step with the calls"
+        );
+        let nvrtc_calls = called("nvrtc_sys::");
+        let nvrtc_calls: std::collections::BTreeSet<String> = nvrtc_calls
+            .into_iter()
+            .filter(|n| api_name(n, "nvrtc"))
+            .collect();
+        let listed: std::collections::BTreeSet<String> =
+            NVRTC_SYMBOLS.iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            nvrtc_calls, listed,
+            "NVRTC_SYMBOLS out of step with the calls"
+        );
+    }
+
+    #[test]
+    fn missing_libraries_are_reported_in_one_line() {
+        assert!(!NO_DRIVER.contains('\n'));
+        assert!(!NO_NVRTC.contains('\n'));
+        // On a machine without libcuda (CI), the gate says so instead of panicking.
+        // SAFETY: only tries to dlopen the candidate names.
+        if !unsafe { sys::is_culib_present() } {
+            let err = Driver::get().unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("backend cuda is not available: {NO_DRIVER}")
+            );
+        }
+        // SAFETY: as above.
+        if !unsafe { nvrtc_sys::is_culib_present() } {
+            let err = Nvrtc::get().unwrap_err();
+            assert!(matches!(
+                err,
+                ComputeError::Unavailable {
+                    backend: "cuda",
+                    ..
+                }
+            ));
+            assert!(err.to_string().contains("libnvrtc.so"), "{err}");
+        }
+    }
+}
