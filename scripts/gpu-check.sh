@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# scripts/gpu-check.sh BIN OUTDIR — the CUDA backend's checks on a machine with an NVIDIA GPU.
+#
+# Runs every check even when an earlier one fails, logs each command's full output (stdout and
+# stderr) to OUTDIR/<check>.log, prints a table (check, result, key figure) last, and exits 1 if
+# any check failed (2 for bad usage). Needs only bash, coreutils, awk and grep; no cargo.
+#
+#   1. BIN info
+#   2. BIN verify --backend cuda for sync in {external, binary, bridged, blocking},
+#      slots in {1, 3}, grid in {256x256, 1000x777, 4096x4096}, 6 frames each
+#   3. headless captures of the same frame with cuda and cpu, then BIN compare-png
+#   4. BIN bench-kernel --backend cuda --grid 4096x4096 --iterations 200
+#   5. BIN cycles --backend cuda --count 10 (fd and device-memory leak check)
+#
+# Each command runs under `timeout` (GPU_CHECK_TIMEOUT seconds, default 180) so a hang cannot eat
+# the GPU session. RUST_LOG defaults to "info" so the logs show what the backend chose (kernel
+# target, compiler, cache, launch shape).
+set -u
+
+if [ $# -ne 2 ]; then
+    echo "usage: $0 BIN OUTDIR" >&2
+    exit 2
+fi
+bin=$1
+out=$2
+if [ ! -x "$bin" ]; then
+    echo "gpu-check: $bin is not an executable file" >&2
+    exit 2
+fi
+mkdir -p "$out" || exit 2
+limit=${GPU_CHECK_TIMEOUT:-180}
+export RUST_LOG=${RUST_LOG:-info}
+
+rows=()      # "name|result|figure", in run order
+failures=0
+rc=0         # exit status of the last `run`
+last=""      # last line of its stdout
+tail_line="" # last line of its output (stdout or stderr), for failure rows
+
+# run NAME CMD...: run CMD with a time limit; stdout and stderr both go to OUTDIR/NAME.log (the
+# command line first), stdout alone also to OUTDIR/NAME.stdout. Sets $rc, $last and $tail_line.
+run() {
+    local name=$1
+    shift
+    local log="$out/$name.log"
+    {
+        printf '$'
+        printf ' %q' "$@"
+        printf '\n'
+    } >"$log"
+    # Both writers append (O_APPEND), so stderr and stdout interleave in the log without clobbering.
+    # shellcheck disable=SC2094
+    timeout --kill-after=10 "$limit" "$@" 2>>"$log" | tee -a "$log" >"$out/$name.stdout"
+    rc=${PIPESTATUS[0]}
+    last=$(grep -v '^[[:space:]]*$' "$out/$name.stdout" | tail -n 1)
+    tail_line=$(grep -v '^[[:space:]]*$' "$log" | tail -n 1 | cut -c 1-70)
+    printf '[exit %s]\n' "$rc" >>"$log"
+    echo "gpu-check: $name: exit $rc" >&2
+}
+
+# field KEY LINE: the value of KEY=value in LINE (empty if absent).
+field() {
+    printf '%s\n' "$2" | tr ' ' '\n' | awk -F= -v k="$1" '$1 == k { print substr($0, length(k) + 2); exit }'
+}
+
+# record NAME RESULT FIGURE: add a table row; anything but PASS counts as a failure.
+record() {
+    rows+=("$1|$2|$3")
+    if [ "$2" != PASS ]; then
+        failures=$((failures + 1))
+    fi
+}
+
+# status_of: the result word for a finished command that did not pass its own test.
+status_of() {
+    case $rc in
+        0) echo FAIL ;;
+        2) echo UNAVAIL ;;
+        124 | 137) echo TIMEOUT ;;
+        *) echo FAIL ;;
+    esac
+}
+
+# --- environment (a log, not a check) ----------------------------------------------------------
+{
+    echo "date: $(date -u '+%Y-%m-%dT%H:%M:%SZ')"
+    echo "bin: $bin"
+    echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+    if command -v ldconfig >/dev/null 2>&1; then
+        echo "ldconfig -p (libcuda, libnvrtc):"
+        ldconfig -p 2>/dev/null | grep -E 'libcuda\.so|libnvrtc\.so' || echo "  (none)"
+    fi
+    if command -v nvidia-smi >/dev/null 2>&1; then
+        nvidia-smi 2>&1
+    else
+        echo "nvidia-smi: not found"
+    fi
+} >"$out/environment.log" 2>&1
+
+# --- 1. info ---------------------------------------------------------------------------------------
+run info "$bin" info
+if [ "$rc" -eq 0 ]; then
+    cuda_line=$(grep -i -m 1 'cuda' "$out/info.stdout" | tr -s ' ' | cut -c 1-70)
+    record info PASS "${cuda_line:-no line mentions cuda}"
+else
+    record info "$(status_of)" "exit $rc: $tail_line"
+fi
+
+# --- 2. verify matrix --------------------------------------------------------------------------------
+for sync in external binary bridged blocking; do
+    for slots in 1 3; do
+        for grid in 256x256 1000x777 4096x4096; do
+            name="verify-$sync-k$slots-$grid"
+            run "$name" "$bin" verify --backend cuda --sync "$sync" --slots "$slots" \
+                --grid "$grid" --frames 6
+            want="verify: PASS backend=cuda sync=$sync slots=$slots grid=$grid frames=6 "
+            figure="max_abs_error=$(field max_abs_error "$last") over_tolerance=$(field over_tolerance "$last")"
+            if [ "$rc" -eq 0 ] && [ "${last#"$want"}" != "$last" ]; then
+                record "$name" PASS "$figure"
+            elif [ "$rc" -eq 0 ]; then
+                record "$name" FAIL "unexpected last line: ${last:0:60}"
+            elif [ "${last#verify: FAIL}" != "$last" ]; then
+                record "$name" FAIL "$figure"
+            else
+                record "$name" "$(status_of)" "exit $rc: $tail_line"
+            fi
+        done
+    done
+done
+
+# --- 3. headless captures and their comparison ---------------------------------------------------
+for backend in cuda cpu; do
+    png="$out/$backend.png"
+    rm -f "$png"
+    run "capture-$backend" "$bin" --headless --backend "$backend" --time frame --frames 120 \
+        --capture "$png"
+    if [ "$rc" -eq 0 ] && [ -s "$png" ]; then
+        record "capture-$backend" PASS "$(wc -c <"$png" | tr -d ' ') bytes"
+    elif [ "$rc" -eq 0 ]; then
+        record "capture-$backend" FAIL "exit 0 but no $png"
+    else
+        record "capture-$backend" "$(status_of)" "exit $rc: $tail_line"
+    fi
+done
+if [ -s "$out/cuda.png" ] && [ -s "$out/cpu.png" ]; then
+    run compare-png "$bin" compare-png "$out/cuda.png" "$out/cpu.png"
+    figure="max_channel_diff=$(field max_channel_diff "$last") over=$(field pixels_over_tolerance "$last") tol=$(field tolerance "$last")"
+    if [ "$rc" -eq 0 ] && [ "$(field result "$last")" = SAME ]; then
+        record compare-png PASS "$figure"
+    elif [ "$(field result "$last")" = DIFFERENT ]; then
+        record compare-png FAIL "$figure"
+    else
+        record compare-png "$(status_of)" "exit $rc: $tail_line"
+    fi
+else
+    record compare-png FAIL "not run: a capture is missing"
+fi
+
+# --- 4. kernel benchmark -------------------------------------------------------------------------
+run bench-kernel "$bin" bench-kernel --backend cuda --grid 4096x4096 --iterations 200
+kernel_us=$(field kernel_median_us "$last")
+fill_us=$(field fill_median_us "$last")
+if [ "$rc" -eq 0 ] && [ "${last#bench-kernel: backend=cuda }" != "$last" ] && [ -n "$kernel_us" ]; then
+    record bench-kernel PASS "kernel ${kernel_us} us, fill ${fill_us} us, ratio $(field ratio "$last")"
+else
+    record bench-kernel "$(status_of)" "exit $rc: $tail_line"
+fi
+
+# --- 5. create/destroy cycles: leak check ----------------------------------------------------------
+run cycles "$bin" cycles --backend cuda --count 10
+figure="fds $(field open_fds_before "$last")->$(field open_fds_after "$last"), free MiB $(field device_free_before_mib "$last")->$(field device_free_after_mib "$last")"
+if [ "$rc" -eq 0 ] && [ "$(field result "$last")" = OK ]; then
+    record cycles PASS "$figure"
+elif [ "$(field result "$last")" = LEAK ]; then
+    record cycles FAIL "LEAK: $figure"
+else
+    record cycles "$(status_of)" "exit $rc: $tail_line"
+fi
+
+# --- 6. summary --------------------------------------------------------------------------------------
+{
+    echo
+    printf '%-34s %-8s %s\n' CHECK RESULT "KEY FIGURE"
+    for row in "${rows[@]}"; do
+        IFS='|' read -r name result figure <<<"$row"
+        printf '%-34s %-8s %s\n' "$name" "$result" "$figure"
+    done
+    echo
+    if command -v nvidia-smi >/dev/null 2>&1; then
+        gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+        echo "GPU: ${gpu%%,*}; driver:${gpu#*,}"
+    else
+        echo "GPU: nvidia-smi not found"
+    fi
+    echo "checks: ${#rows[@]}, failed: $failures; logs in $out"
+} | tee "$out/summary.txt"
+
+[ "$failures" -eq 0 ]
