@@ -12,7 +12,9 @@
 #   4. BIN bench-kernel --backend cuda --grid 4096x4096 --iterations 200
 #   5. BIN cycles --backend cuda --count 10 (fd and device-memory leak check)
 #
-# Each command runs under `timeout` (GPU_CHECK_TIMEOUT seconds, default 180) so a hang cannot eat
+# If the loader cannot find libnvrtc (.13 or .12), the script looks in the CUDA toolkit's and
+# NVIDIA's pip wheels' usual directories and adds the first hit to LD_LIBRARY_PATH (the summary
+# says which). Each command runs under `timeout` (GPU_CHECK_TIMEOUT seconds, default 180) so a hang cannot eat
 # the GPU session. RUST_LOG defaults to "info" so the logs show what the backend chose (kernel
 # target, compiler, cache, launch shape).
 set -u
@@ -81,8 +83,43 @@ status_of() {
     esac
 }
 
+# --- NVRTC ---------------------------------------------------------------------------------------
+# The backend dlopens libnvrtc.so(.13|.12) by name. If neither the loader cache nor LD_LIBRARY_PATH
+# has it, look where the CUDA toolkit and NVIDIA's pip wheels put it, and add that directory.
+nvrtc_note="libnvrtc: found by the loader"
+nvrtc_visible() {
+    local dir
+    if command -v ldconfig >/dev/null 2>&1 && ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so'; then
+        return 0
+    fi
+    local IFS=:
+    for dir in ${LD_LIBRARY_PATH:-}; do
+        if [ -n "$dir" ] && compgen -G "$dir/libnvrtc.so*" >/dev/null; then
+            return 0
+        fi
+    done
+    return 1
+}
+if ! nvrtc_visible; then
+    nvrtc_note="libnvrtc: NOT FOUND (the cuda checks will report it)"
+    for lib in /usr/local/cuda/lib64/libnvrtc.so.1[23] /usr/local/cuda-1[23]*/lib64/libnvrtc.so.1[23] \
+        /usr/local/lib/python3*/dist-packages/nvidia/cu13/lib/libnvrtc.so.13 \
+        /usr/local/lib/python3*/site-packages/nvidia/cu13/lib/libnvrtc.so.13 \
+        "${HOME:-}"/.local/lib/python3*/site-packages/nvidia/cu13/lib/libnvrtc.so.13 \
+        /usr/local/lib/python3*/dist-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 \
+        /usr/local/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 \
+        "${HOME:-}"/.local/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12; do
+        if [ -e "$lib" ]; then
+            export LD_LIBRARY_PATH="${lib%/*}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+            nvrtc_note="libnvrtc: ${lib} (directory added to LD_LIBRARY_PATH)"
+            break
+        fi
+    done
+fi
+
 # --- environment (a log, not a check) ----------------------------------------------------------
 {
+    echo "$nvrtc_note"
     echo "date: $(date -u '+%Y-%m-%dT%H:%M:%SZ')"
     echo "bin: $bin"
     echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
@@ -192,6 +229,7 @@ fi
     else
         echo "GPU: nvidia-smi not found"
     fi
+    echo "$nvrtc_note"
     echo "checks: ${#rows[@]}, failed: $failures; logs in $out"
 } | tee "$out/summary.txt"
 
