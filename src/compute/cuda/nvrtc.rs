@@ -48,12 +48,7 @@ pub fn choose_target(arch: u32, supported: &[i32]) -> Result<Target> {
     if supported.iter().any(|&a| a as u32 == arch) {
         return Ok(Target::Cubin(arch));
     }
-    match supported
-        .iter()
-        .map(|&a| a as u32)
-        .filter(|&a| a < arch)
-        .max()
-    {
+    match supported.iter().map(|&a| a as u32).filter(|&a| a < arch).max() {
         Some(older) => {
             log::info!(
                 "cuda: this NVRTC cannot build sm_{arch}; using PTX for compute_{older}, which \
@@ -65,11 +60,7 @@ pub fn choose_target(arch: u32, supported: &[i32]) -> Result<Target> {
             backend: "cuda",
             reason: format!(
                 "this NVRTC cannot build for the device (sm_{arch}); it supports sm_{}",
-                supported
-                    .iter()
-                    .map(|a| a.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", sm_")
+                supported.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", sm_")
             ),
         }),
     }
@@ -78,11 +69,7 @@ pub fn choose_target(arch: u32, supported: &[i32]) -> Result<Target> {
 /// Refuse an NVRTC whose output this driver cannot load: a cubin needs a compiler of the
 /// driver's major version or older (minor-version compatibility covers a newer minor); PTX needs
 /// a compiler no newer than the driver, whose JIT reads it.
-pub fn check_compiler_vs_driver(
-    nvrtc: (i32, i32),
-    driver_version: i32,
-    target: Target,
-) -> Result<()> {
+pub fn check_compiler_vs_driver(nvrtc: (i32, i32), driver_version: i32, target: Target) -> Result<()> {
     let (major, minor) = nvrtc;
     let loads = match target {
         Target::Cubin(_) => major <= driver_version / 1000,
@@ -107,10 +94,7 @@ pub fn check_compiler_vs_driver(
 
 /// Compile `source` for `target`: the cubin, or the NUL-terminated PTX.
 pub fn compile(nvrtc: &Nvrtc, source: &str, target: Target) -> Result<Vec<u8>> {
-    let program = Program {
-        nvrtc,
-        raw: nvrtc.create_program(source, "sinewave.hip")?,
-    };
+    let program = Program { nvrtc, raw: nvrtc.create_program(source, "sinewave.hip")? };
     // SAFETY: `program.raw` is live until `program` drops (so for every call below).
     let compiled = unsafe { nvrtc.compile_program(program.raw, &target.options()) };
     // SAFETY: as above.
@@ -118,11 +102,7 @@ pub fn compile(nvrtc: &Nvrtc, source: &str, target: Target) -> Result<Vec<u8>> {
     if let Err(e) = compiled {
         return Err(ComputeError::Compile {
             api: "nvrtc",
-            log: if log.is_empty() {
-                e.to_string()
-            } else {
-                format!("{e}\n{log}")
-            },
+            log: if log.is_empty() { e.to_string() } else { format!("{e}\n{log}") },
         });
     }
     if !log.is_empty() {
@@ -179,13 +159,7 @@ pub fn sinewave_image(
     let options = target.options().join(" ");
     let device_key = format!("{device} sm_{arch}");
     let driver_key = format!("driver {driver_version}");
-    let parts = [
-        SINEWAVE_SOURCE,
-        compiler.as_str(),
-        options.as_str(),
-        &device_key,
-        &driver_key,
-    ];
+    let parts = [SINEWAVE_SOURCE, compiler.as_str(), options.as_str(), &device_key, &driver_key];
     let compile = || compile(nvrtc, SINEWAVE_SOURCE, target);
     let (image, outcome) = if fresh {
         let image = compile()?;
@@ -193,12 +167,7 @@ pub fn sinewave_image(
     } else {
         cache.get_or_compile(&parts, compile)?
     };
-    Ok(KernelImage {
-        image,
-        target,
-        outcome,
-        compiler,
-    })
+    Ok(KernelImage { image, target, outcome, compiler })
 }
 
 #[cfg(test)]
@@ -214,13 +183,7 @@ mod tests {
         assert_eq!(choose_target(95, &nvrtc_12_9).unwrap(), Target::Ptx(90));
         // A device older than anything it supports.
         let err = choose_target(70, &nvrtc_12_9).unwrap_err();
-        assert!(matches!(
-            err,
-            ComputeError::Unavailable {
-                backend: "cuda",
-                ..
-            }
-        ));
+        assert!(matches!(err, ComputeError::Unavailable { backend: "cuda", .. }));
         assert!(err.to_string().contains("sm_70"), "{err}");
         assert!(err.to_string().contains("supports sm_75, sm_80"), "{err}");
     }
@@ -232,18 +195,8 @@ mod tests {
         assert!(check_compiler_vs_driver((12, 9), 13000, Target::Cubin(90)).is_ok());
         // ... but its PTX would not: the 13.0 JIT cannot read PTX ISA 9.5.
         let err = check_compiler_vs_driver((13, 5), 13000, Target::Ptx(90)).unwrap_err();
-        assert!(matches!(
-            err,
-            ComputeError::Unavailable {
-                backend: "cuda",
-                ..
-            }
-        ));
-        assert!(
-            err.to_string()
-                .contains("NVRTC 13.5 is newer than the driver (CUDA 13.0)"),
-            "{err}"
-        );
+        assert!(matches!(err, ComputeError::Unavailable { backend: "cuda", .. }));
+        assert!(err.to_string().contains("NVRTC 13.5 is newer than the driver (CUDA 13.0)"), "{err}");
         assert!(err.to_string().contains("CUDA 13.0 or older"), "{err}");
         assert!(check_compiler_vs_driver((13, 0), 13000, Target::Ptx(90)).is_ok());
         // A CUDA 13 compiler on a CUDA 12 driver loads nothing.
@@ -253,14 +206,8 @@ mod tests {
 
     #[test]
     fn options_select_the_output_and_keep_mul_add_unfused() {
-        assert_eq!(
-            Target::Cubin(90).options(),
-            ["--gpu-architecture=sm_90", "--fmad=false"]
-        );
-        assert_eq!(
-            Target::Ptx(90).arch_option(),
-            "--gpu-architecture=compute_90"
-        );
+        assert_eq!(Target::Cubin(90).options(), ["--gpu-architecture=sm_90", "--fmad=false"]);
+        assert_eq!(Target::Ptx(90).arch_option(), "--gpu-architecture=compute_90");
     }
 
     /// Compiles the real kernel with the NVRTC on LD_LIBRARY_PATH (no GPU needed). Run with
@@ -275,20 +222,10 @@ mod tests {
         eprintln!("NVRTC {major}.{minor}, sm_{archs:?}");
 
         let ptx = compile(nvrtc, SINEWAVE_SOURCE, Target::Ptx(90)).unwrap();
-        assert_eq!(
-            ptx.last(),
-            Some(&0),
-            "PTX must be NUL-terminated for cuModuleLoadData"
-        );
+        assert_eq!(ptx.last(), Some(&0), "PTX must be NUL-terminated for cuModuleLoadData");
         let text = String::from_utf8_lossy(&ptx[..ptx.len() - 1]);
-        assert!(
-            text.contains(".entry sinewave("),
-            "no unmangled entry point:\n{text}"
-        );
-        assert!(
-            text.contains("st.global.v4.f32"),
-            "no 16-byte stores:\n{text}"
-        );
+        assert!(text.contains(".entry sinewave("), "no unmangled entry point:\n{text}");
+        assert!(text.contains("st.global.v4.f32"), "no 16-byte stores:\n{text}");
         assert!(text.contains(".target sm_90"), "{text}");
         // Six parameters: the pointer and five 32-bit values.
         let params = text.matches(".param .u64 sinewave_param_").count()
@@ -304,12 +241,7 @@ mod tests {
         assert!(cubin.starts_with(b"\x7fELF"), "a cubin is an ELF image");
 
         // A broken source gives the compiler's log, not just a status.
-        let err = compile(
-            nvrtc,
-            "extern \"C\" __global__ void k() { nope; }",
-            Target::Ptx(90),
-        )
-        .unwrap_err();
+        let err = compile(nvrtc, "extern \"C\" __global__ void k() { nope; }", Target::Ptx(90)).unwrap_err();
         let text = err.to_string();
         assert!(matches!(err, ComputeError::Compile { api: "nvrtc", .. }));
         assert!(text.contains("nope"), "{text}");

@@ -101,10 +101,7 @@ pub fn check_grid_fits(grid: Grid, buffer_size: u64) -> Result<(), ComputeError>
     if grid.bytes() > buffer_size {
         return Err(ComputeError::Unsupported {
             backend: "cuda",
-            reason: format!(
-                "grid {grid} needs {} bytes but the slot maps only {buffer_size}",
-                grid.bytes()
-            ),
+            reason: format!("grid {grid} needs {} bytes but the slot maps only {buffer_size}", grid.bytes()),
         });
     }
     Ok(())
@@ -135,38 +132,22 @@ pub struct SyncPlan {
 
 /// The stream operations for `sync`, given what was imported: a timeline pair or not, and how
 /// many binary pairs. Missing semaphores are [`ComputeError::Unsupported`].
-pub fn plan_sync(
-    sync: GpuSync,
-    has_timeline: bool,
-    binary_pairs: usize,
-) -> Result<SyncPlan, ComputeError> {
+pub fn plan_sync(sync: GpuSync, has_timeline: bool, binary_pairs: usize) -> Result<SyncPlan, ComputeError> {
     match sync {
-        GpuSync::Timeline {
-            wait_rendered,
-            signal_computed,
-        } => {
+        GpuSync::Timeline { wait_rendered, signal_computed } => {
             if !has_timeline {
                 return Err(ComputeError::Unsupported {
                     backend: "cuda",
-                    reason: "timeline sync requested but no timeline semaphores were imported"
-                        .into(),
+                    reason: "timeline sync requested but no timeline semaphores were imported".into(),
                 });
             }
             Ok(SyncPlan {
-                wait: wait_rendered.map(|value| SemaphoreOp {
-                    semaphore: SemaphoreRef::TimelineRendered,
-                    value,
-                }),
-                signal: SemaphoreOp {
-                    semaphore: SemaphoreRef::TimelineComputed,
-                    value: signal_computed,
-                },
+                wait: wait_rendered
+                    .map(|value| SemaphoreOp { semaphore: SemaphoreRef::TimelineRendered, value }),
+                signal: SemaphoreOp { semaphore: SemaphoreRef::TimelineComputed, value: signal_computed },
             })
         }
-        GpuSync::Binary {
-            slot,
-            wait_rendered,
-        } => {
+        GpuSync::Binary { slot, wait_rendered } => {
             if slot >= binary_pairs {
                 return Err(ComputeError::Unsupported {
                     backend: "cuda",
@@ -177,14 +158,9 @@ pub fn plan_sync(
                 });
             }
             Ok(SyncPlan {
-                wait: wait_rendered.then_some(SemaphoreOp {
-                    semaphore: SemaphoreRef::BinaryRendered(slot),
-                    value: 0,
-                }),
-                signal: SemaphoreOp {
-                    semaphore: SemaphoreRef::BinaryComputed(slot),
-                    value: 0,
-                },
+                wait: wait_rendered
+                    .then_some(SemaphoreOp { semaphore: SemaphoreRef::BinaryRendered(slot), value: 0 }),
+                signal: SemaphoreOp { semaphore: SemaphoreRef::BinaryComputed(slot), value: 0 },
             })
         }
     }
@@ -223,14 +199,7 @@ pub fn choose_device(want: [u8; 16], seen: &[SeenDevice]) -> Result<usize, Compu
 /// A UUID as 8-4-4-4-12 lower-case hex (the form `nvidia-smi -L` prints after "GPU-").
 pub fn format_uuid(uuid: &[u8; 16]) -> String {
     let hex: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
 }
 
 #[cfg(test)]
@@ -238,11 +207,8 @@ mod tests {
     use super::*;
     use crate::compute::kernel::{SINEWAVE_ENTRY, SINEWAVE_SOURCE};
 
-    const H100: DeviceLimits = DeviceLimits {
-        sm_count: 132,
-        max_threads_per_block: 1024,
-        max_threads_per_sm: 2048,
-    };
+    const H100: DeviceLimits =
+        DeviceLimits { sm_count: 132, max_threads_per_block: 1024, max_threads_per_sm: 2048 };
 
     /// The kernel's index arithmetic, replayed on the host: how often each height is written.
     fn writes_per_index(values: u64, cfg: LaunchConfig) -> Vec<u32> {
@@ -269,72 +235,28 @@ mod tests {
     fn launch_fills_an_h100_and_no_more() {
         // 4096 × 4096: 4 Mi float4s, far more than the GPU holds → 8 blocks of 256 on each SM.
         let cfg = launch_config(4096 * 4096, H100);
-        assert_eq!(
-            cfg,
-            LaunchConfig {
-                grid: 132 * 8,
-                block: 256
-            }
-        );
+        assert_eq!(cfg, LaunchConfig { grid: 132 * 8, block: 256 });
         // 256 × 256: 16384 float4s → 64 blocks, one thread per float4.
-        assert_eq!(
-            launch_config(256 * 256, H100),
-            LaunchConfig {
-                grid: 64,
-                block: 256
-            }
-        );
+        assert_eq!(launch_config(256 * 256, H100), LaunchConfig { grid: 64, block: 256 });
         // The smallest grid (2 × 2) still launches one block.
-        assert_eq!(
-            launch_config(4, H100),
-            LaunchConfig {
-                grid: 1,
-                block: 256
-            }
-        );
+        assert_eq!(launch_config(4, H100), LaunchConfig { grid: 1, block: 256 });
     }
 
     #[test]
     fn launch_respects_small_block_limits_and_bogus_attributes() {
-        let small = DeviceLimits {
-            sm_count: 2,
-            max_threads_per_block: 128,
-            max_threads_per_sm: 256,
-        };
-        assert_eq!(
-            launch_config(1 << 20, small),
-            LaunchConfig {
-                grid: 4,
-                block: 128
-            }
-        );
-        let zero = DeviceLimits {
-            sm_count: 0,
-            max_threads_per_block: 0,
-            max_threads_per_sm: 0,
-        };
+        let small = DeviceLimits { sm_count: 2, max_threads_per_block: 128, max_threads_per_sm: 256 };
+        assert_eq!(launch_config(1 << 20, small), LaunchConfig { grid: 4, block: 128 });
+        let zero = DeviceLimits { sm_count: 0, max_threads_per_block: 0, max_threads_per_sm: 0 };
         let cfg = launch_config(1 << 20, zero);
         assert_eq!(cfg, LaunchConfig { grid: 1, block: 32 });
     }
 
     #[test]
     fn every_height_is_written_exactly_once() {
-        let tiny = DeviceLimits {
-            sm_count: 1,
-            max_threads_per_block: 64,
-            max_threads_per_sm: 64,
-        };
+        let tiny = DeviceLimits { sm_count: 1, max_threads_per_block: 64, max_threads_per_sm: 64 };
         // Grids from the verify matrix (1000 × 777 has n % 4 = 0; the odd ones exercise the tail),
         // on a tiny device (the grid-stride loop runs many rounds) and on an H100.
-        let grids = [
-            (2u64, 2u64),
-            (3, 3),
-            (5, 7),
-            (1000, 777),
-            (999, 777),
-            (257, 255),
-            (256, 256),
-        ];
+        let grids = [(2u64, 2u64), (3, 3), (5, 7), (1000, 777), (999, 777), (257, 255), (256, 256)];
         for (w, h) in grids {
             for limits in [tiny, H100] {
                 let n = w * h;
@@ -356,22 +278,15 @@ mod tests {
     fn kernel_signature(source: &str, entry: &str) -> Vec<(String, String)> {
         let flat = source.split_whitespace().collect::<Vec<_>>().join(" ");
         let decl = format!("extern \"C\" __global__ void {entry}(");
-        let start = flat
-            .find(&decl)
-            .unwrap_or_else(|| panic!("no `{decl}` in the kernel source"))
-            + decl.len();
-        let end = start
-            + flat[start..]
-                .find(')')
-                .expect("unterminated parameter list");
+        let start =
+            flat.find(&decl).unwrap_or_else(|| panic!("no `{decl}` in the kernel source")) + decl.len();
+        let end = start + flat[start..].find(')').expect("unterminated parameter list");
         flat[start..end]
             .split(',')
             .map(|param| {
                 let spaced = param.replace('*', " * ");
-                let mut tokens: Vec<&str> = spaced
-                    .split_whitespace()
-                    .filter(|t| *t != "__restrict__")
-                    .collect();
+                let mut tokens: Vec<&str> =
+                    spaced.split_whitespace().filter(|t| *t != "__restrict__").collect();
                 let name = tokens.pop().expect("parameter without a name").to_string();
                 let ty = tokens.join(" ").replace(" *", "*");
                 (ty, name)
@@ -382,36 +297,20 @@ mod tests {
     #[test]
     fn kernel_source_signature_matches_the_launch_arguments() {
         let parsed = kernel_signature(SINEWAVE_SOURCE, SINEWAVE_ENTRY);
-        let expected: Vec<(String, String)> = SinewaveArgs::SIGNATURE
-            .iter()
-            .map(|(t, n)| (t.to_string(), n.to_string()))
-            .collect();
+        let expected: Vec<(String, String)> =
+            SinewaveArgs::SIGNATURE.iter().map(|(t, n)| (t.to_string(), n.to_string())).collect();
         assert_eq!(parsed, expected);
         // The parser itself handles the other spellings of a pointer parameter.
         assert_eq!(
-            kernel_signature(
-                "extern \"C\" __global__ void k(float *p, unsigned  int w)",
-                "k"
-            ),
-            vec![
-                ("float*".into(), "p".into()),
-                ("unsigned int".into(), "w".into())
-            ]
+            kernel_signature("extern \"C\" __global__ void k(float *p, unsigned  int w)", "k"),
+            vec![("float*".into(), "p".into()), ("unsigned int".into(), "w".into())]
         );
     }
 
     #[test]
     fn launch_argument_pointers_follow_the_signature_order_and_sizes() {
-        let grid = Grid {
-            width: 1000,
-            height: 777,
-        };
-        let p = WaveParams {
-            grid,
-            phase: 1.25,
-            amplitude: 0.25,
-            frequency: 6.0,
-        };
+        let grid = Grid { width: 1000, height: 777 };
+        let p = WaveParams { grid, phase: 1.25, amplitude: 0.25, frequency: 6.0 };
         let mut args = SinewaveArgs::new(0xdead_0000, &p);
         let ptrs = args.param_pointers();
         // SAFETY: each pointer was just taken from a live field of `args` of the type read here.
@@ -427,125 +326,51 @@ mod tests {
         };
         assert_eq!(read, (0xdead_0000, 1000, 777, 1.25, 0.25, 6.0));
         // C sizes on the 64-bit targets CUDA supports: float* 8, unsigned int 4, float 4.
-        assert_eq!(
-            std::mem::size_of_val(&args.heights),
-            std::mem::size_of::<*mut f32>()
-        );
+        assert_eq!(std::mem::size_of_val(&args.heights), std::mem::size_of::<*mut f32>());
         assert_eq!(std::mem::size_of_val(&args.width), 4);
         assert_eq!(std::mem::size_of_val(&args.phase), 4);
     }
 
     #[test]
     fn grid_must_fit_the_mapped_slot() {
-        let grid = Grid {
-            width: 1000,
-            height: 777,
-        };
+        let grid = Grid { width: 1000, height: 777 };
         assert!(check_grid_fits(grid, grid.bytes()).is_ok());
         let err = check_grid_fits(grid, grid.bytes() - 4).unwrap_err();
-        assert!(matches!(
-            err,
-            ComputeError::Unsupported {
-                backend: "cuda",
-                ..
-            }
-        ));
-        assert!(
-            err.to_string().contains("1000x777 needs 3108000 bytes"),
-            "{err}"
-        );
+        assert!(matches!(err, ComputeError::Unsupported { backend: "cuda", .. }));
+        assert!(err.to_string().contains("1000x777 needs 3108000 bytes"), "{err}");
     }
 
     #[test]
     fn timeline_plan_waits_only_when_asked() {
-        let plan = plan_sync(
-            GpuSync::Timeline {
-                wait_rendered: Some(3),
-                signal_computed: 5,
-            },
-            true,
-            0,
-        )
-        .unwrap();
+        let plan =
+            plan_sync(GpuSync::Timeline { wait_rendered: Some(3), signal_computed: 5 }, true, 0).unwrap();
         assert_eq!(
             plan,
             SyncPlan {
-                wait: Some(SemaphoreOp {
-                    semaphore: SemaphoreRef::TimelineRendered,
-                    value: 3
-                }),
-                signal: SemaphoreOp {
-                    semaphore: SemaphoreRef::TimelineComputed,
-                    value: 5
-                },
+                wait: Some(SemaphoreOp { semaphore: SemaphoreRef::TimelineRendered, value: 3 }),
+                signal: SemaphoreOp { semaphore: SemaphoreRef::TimelineComputed, value: 5 },
             }
         );
-        let first = plan_sync(
-            GpuSync::Timeline {
-                wait_rendered: None,
-                signal_computed: 1,
-            },
-            true,
-            0,
-        )
-        .unwrap();
+        let first =
+            plan_sync(GpuSync::Timeline { wait_rendered: None, signal_computed: 1 }, true, 0).unwrap();
         assert_eq!(first.wait, None);
         assert_eq!(first.signal.value, 1);
     }
 
     #[test]
     fn binary_plan_uses_the_slot_pair() {
-        let plan = plan_sync(
-            GpuSync::Binary {
-                slot: 2,
-                wait_rendered: true,
-            },
-            false,
-            3,
-        )
-        .unwrap();
-        assert_eq!(
-            plan.wait.map(|w| w.semaphore),
-            Some(SemaphoreRef::BinaryRendered(2))
-        );
+        let plan = plan_sync(GpuSync::Binary { slot: 2, wait_rendered: true }, false, 3).unwrap();
+        assert_eq!(plan.wait.map(|w| w.semaphore), Some(SemaphoreRef::BinaryRendered(2)));
         assert_eq!(plan.signal.semaphore, SemaphoreRef::BinaryComputed(2));
-        let no_wait = plan_sync(
-            GpuSync::Binary {
-                slot: 0,
-                wait_rendered: false,
-            },
-            false,
-            3,
-        )
-        .unwrap();
+        let no_wait = plan_sync(GpuSync::Binary { slot: 0, wait_rendered: false }, false, 3).unwrap();
         assert_eq!(no_wait.wait, None);
     }
 
     #[test]
     fn missing_semaphores_are_unsupported() {
-        let t = plan_sync(
-            GpuSync::Timeline {
-                wait_rendered: None,
-                signal_computed: 1,
-            },
-            false,
-            4,
-        );
-        assert!(matches!(
-            t,
-            Err(ComputeError::Unsupported {
-                backend: "cuda",
-                ..
-            })
-        ));
-        let b = plan_sync(
-            GpuSync::Binary {
-                slot: 1,
-                wait_rendered: false,
-            },
-            true,
-            1,
-        );
+        let t = plan_sync(GpuSync::Timeline { wait_rendered: None, signal_computed: 1 }, false, 4);
+        assert!(matches!(t, Err(ComputeError::Unsupported { backend: "cuda", .. })));
+        let b = plan_sync(GpuSync::Binary { slot: 1, wait_rendered: false }, true, 1);
         let err = b.unwrap_err();
         assert!(matches!(err, ComputeError::Unsupported { .. }));
         assert!(err.to_string().contains("slot 1"), "{err}");
@@ -553,40 +378,17 @@ mod tests {
 
     #[test]
     fn device_is_chosen_by_uuid_or_named_in_the_error() {
-        let a = SeenDevice {
-            ordinal: 0,
-            name: "GPU A".into(),
-            uuid: [1; 16],
-        };
+        let a = SeenDevice { ordinal: 0, name: "GPU A".into(), uuid: [1; 16] };
         let mut b_uuid = [0u8; 16];
         b_uuid[15] = 0xab;
-        let b = SeenDevice {
-            ordinal: 1,
-            name: "GPU B".into(),
-            uuid: b_uuid,
-        };
+        let b = SeenDevice { ordinal: 1, name: "GPU B".into(), uuid: b_uuid };
         assert_eq!(choose_device(b_uuid, &[a.clone(), b.clone()]).unwrap(), 1);
         let err = choose_device([0xff; 16], &[a, b]).unwrap_err();
         let text = err.to_string();
-        assert!(matches!(
-            err,
-            ComputeError::Unavailable {
-                backend: "cuda",
-                ..
-            }
-        ));
-        assert!(
-            text.contains("ffffffff-ffff-ffff-ffff-ffffffffffff"),
-            "{text}"
-        );
-        assert!(
-            text.contains("0 GPU A (UUID 01010101-0101-0101-0101-010101010101)"),
-            "{text}"
-        );
-        assert!(
-            text.contains("1 GPU B (UUID 00000000-0000-0000-0000-0000000000ab)"),
-            "{text}"
-        );
+        assert!(matches!(err, ComputeError::Unavailable { backend: "cuda", .. }));
+        assert!(text.contains("ffffffff-ffff-ffff-ffff-ffffffffffff"), "{text}");
+        assert!(text.contains("0 GPU A (UUID 01010101-0101-0101-0101-010101010101)"), "{text}");
+        assert!(text.contains("1 GPU B (UUID 00000000-0000-0000-0000-0000000000ab)"), "{text}");
         let none = choose_device([0; 16], &[]).unwrap_err().to_string();
         assert!(none.contains("CUDA devices seen: none"), "{none}");
     }

@@ -97,10 +97,7 @@ pub const NO_NVRTC: &str = "libnvrtc.so (.13 or .12) not found: install NVRTC (t
 type ElapsedTimeFn = unsafe extern "C" fn(*mut f32, sys::CUevent, sys::CUevent) -> sys::CUresult;
 
 fn unavailable(reason: impl Into<String>) -> ComputeError {
-    ComputeError::Unavailable {
-        backend: "cuda",
-        reason: reason.into(),
-    }
+    ComputeError::Unavailable { backend: "cuda", reason: reason.into() }
 }
 
 /// The message of a failed call: "NAME: description", from whatever of the two is known.
@@ -136,32 +133,19 @@ pub fn hint(call: &str, name: &str) -> Option<&'static str> {
 }
 
 /// The error for a failed driver call (pure: the text lookup is done by the caller).
-pub fn api_error(
-    call: &'static str,
-    code: u32,
-    name: Option<&str>,
-    desc: Option<&str>,
-) -> ComputeError {
+pub fn api_error(call: &'static str, code: u32, name: Option<&str>, desc: Option<&str>) -> ComputeError {
     let mut message = describe_status(code, name, desc);
     if let Some(h) = name.and_then(|n| hint(call, n)) {
         message.push_str(" (");
         message.push_str(h);
         message.push(')');
     }
-    ComputeError::Api {
-        api: "cuda",
-        call,
-        message,
-    }
+    ComputeError::Api { api: "cuda", call, message }
 }
 
 /// The names in `names` for which `present` is false.
 fn missing_symbols(names: &[&'static str], present: impl Fn(&str) -> bool) -> Vec<&'static str> {
-    names
-        .iter()
-        .copied()
-        .filter(|name| !present(name))
-        .collect()
+    names.iter().copied().filter(|name| !present(name)).collect()
 }
 
 /// # Safety
@@ -171,11 +155,7 @@ unsafe fn c_string(ptr: *const c_char) -> Option<String> {
         return None;
     }
     // SAFETY: non-null and NUL-terminated per this function's contract.
-    Some(
-        unsafe { CStr::from_ptr(ptr) }
-            .to_string_lossy()
-            .into_owned(),
-    )
+    Some(unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned())
 }
 
 /// The loaded driver library, checked for every symbol used here. All driver calls go through it.
@@ -186,9 +166,7 @@ pub struct Driver {
 
 impl std::fmt::Debug for Driver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Driver")
-            .field("elapsed_time", &self.elapsed_time_name)
-            .finish()
+        f.debug_struct("Driver").field("elapsed_time", &self.elapsed_time_name).finish()
     }
 }
 
@@ -198,10 +176,7 @@ impl Driver {
     /// Load libcuda, check its symbols and call `cuInit(0)`, once per process. Every failure is
     /// [`ComputeError::Unavailable`] with one line saying why.
     pub fn get() -> Result<&'static Driver> {
-        DRIVER
-            .get_or_init(Driver::load)
-            .as_ref()
-            .map_err(|reason| unavailable(reason.clone()))
+        DRIVER.get_or_init(Driver::load).as_ref().map_err(|reason| unavailable(reason.clone()))
     }
 
     fn load() -> std::result::Result<Driver, String> {
@@ -236,15 +211,10 @@ impl Driver {
         let Some((elapsed_time, elapsed_time_name)) = elapsed else {
             return Err("the NVIDIA driver's libcuda lacks cuEventElapsedTime".to_string());
         };
-        let driver = Driver {
-            elapsed_time,
-            elapsed_time_name,
-        };
+        let driver = Driver { elapsed_time, elapsed_time_name };
         // SAFETY: cuInit takes flags only (must be 0).
         let status = unsafe { sys::cuInit(0) };
-        driver
-            .check("cuInit", status)
-            .map_err(|e| format!("cuInit failed: {}", error_message(&e)))?;
+        driver.check("cuInit", status).map_err(|e| format!("cuInit failed: {}", error_message(&e)))?;
         Ok(driver)
     }
 
@@ -274,9 +244,7 @@ impl Driver {
     pub fn driver_version(&self) -> Result<i32> {
         let mut v = 0;
         // SAFETY: writes one int.
-        self.check("cuDriverGetVersion", unsafe {
-            sys::cuDriverGetVersion(&mut v)
-        })?;
+        self.check("cuDriverGetVersion", unsafe { sys::cuDriverGetVersion(&mut v) })?;
         Ok(v)
     }
 
@@ -290,9 +258,7 @@ impl Driver {
     pub fn device_get(&self, ordinal: i32) -> Result<sys::CUdevice> {
         let mut dev = 0;
         // SAFETY: writes one int; a bad ordinal is an error code.
-        self.check("cuDeviceGet", unsafe {
-            sys::cuDeviceGet(&mut dev, ordinal)
-        })?;
+        self.check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, ordinal) })?;
         Ok(dev)
     }
 
@@ -310,31 +276,21 @@ impl Driver {
     pub fn device_uuid(&self, dev: sys::CUdevice) -> Result<[u8; 16]> {
         let mut uuid = sys::CUuuid { bytes: [0; 16] };
         // SAFETY: writes 16 bytes into `uuid`.
-        self.check("cuDeviceGetUuid_v2", unsafe {
-            sys::cuDeviceGetUuid_v2(&mut uuid, dev)
-        })?;
+        self.check("cuDeviceGetUuid_v2", unsafe { sys::cuDeviceGetUuid_v2(&mut uuid, dev) })?;
         Ok(uuid.bytes.map(|b| b as u8))
     }
 
-    pub fn device_attribute(
-        &self,
-        dev: sys::CUdevice,
-        attr: sys::CUdevice_attribute,
-    ) -> Result<i32> {
+    pub fn device_attribute(&self, dev: sys::CUdevice, attr: sys::CUdevice_attribute) -> Result<i32> {
         let mut v = 0;
         // SAFETY: writes one int.
-        self.check("cuDeviceGetAttribute", unsafe {
-            sys::cuDeviceGetAttribute(&mut v, attr, dev)
-        })?;
+        self.check("cuDeviceGetAttribute", unsafe { sys::cuDeviceGetAttribute(&mut v, attr, dev) })?;
         Ok(v)
     }
 
     pub fn device_total_mem(&self, dev: sys::CUdevice) -> Result<usize> {
         let mut bytes = 0;
         // SAFETY: writes one size_t.
-        self.check("cuDeviceTotalMem_v2", unsafe {
-            sys::cuDeviceTotalMem_v2(&mut bytes, dev)
-        })?;
+        self.check("cuDeviceTotalMem_v2", unsafe { sys::cuDeviceTotalMem_v2(&mut bytes, dev) })?;
         Ok(bytes)
     }
 
@@ -342,9 +298,7 @@ impl Driver {
     pub fn primary_ctx_retain(&self, dev: sys::CUdevice) -> Result<sys::CUcontext> {
         let mut ctx = std::ptr::null_mut();
         // SAFETY: writes one handle.
-        self.check("cuDevicePrimaryCtxRetain", unsafe {
-            sys::cuDevicePrimaryCtxRetain(&mut ctx, dev)
-        })?;
+        self.check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) })?;
         Ok(ctx)
     }
 
@@ -353,9 +307,7 @@ impl Driver {
     /// context through that retain is used afterwards.
     pub unsafe fn primary_ctx_release(&self, dev: sys::CUdevice) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuDevicePrimaryCtxRelease_v2", unsafe {
-            sys::cuDevicePrimaryCtxRelease_v2(dev)
-        })
+        self.check("cuDevicePrimaryCtxRelease_v2", unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) })
     }
 
     /// # Safety
@@ -370,9 +322,7 @@ impl Driver {
         let mut s = std::ptr::null_mut();
         let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as c_uint;
         // SAFETY: writes one handle; without a current context this is an error code.
-        self.check("cuStreamCreate", unsafe {
-            sys::cuStreamCreate(&mut s, flags)
-        })?;
+        self.check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut s, flags) })?;
         Ok(s)
     }
 
@@ -380,18 +330,14 @@ impl Driver {
     /// `stream` is a live stream of the current context.
     pub unsafe fn stream_synchronize(&self, stream: sys::CUstream) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuStreamSynchronize", unsafe {
-            sys::cuStreamSynchronize(stream)
-        })
+        self.check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })
     }
 
     /// # Safety
     /// `stream` is a live stream of the current context with nothing pending, not used again.
     pub unsafe fn stream_destroy(&self, stream: sys::CUstream) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuStreamDestroy_v2", unsafe {
-            sys::cuStreamDestroy_v2(stream)
-        })
+        self.check("cuStreamDestroy_v2", unsafe { sys::cuStreamDestroy_v2(stream) })
     }
 
     /// An event; `timing` false creates it with CU_EVENT_DISABLE_TIMING (cheaper to record).
@@ -403,9 +349,7 @@ impl Driver {
             sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
         };
         // SAFETY: writes one handle.
-        self.check("cuEventCreate", unsafe {
-            sys::cuEventCreate(&mut e, flags as c_uint)
-        })?;
+        self.check("cuEventCreate", unsafe { sys::cuEventCreate(&mut e, flags as c_uint) })?;
         Ok(e)
     }
 
@@ -413,18 +357,14 @@ impl Driver {
     /// `event` and `stream` are live objects of the current context.
     pub unsafe fn event_record(&self, event: sys::CUevent, stream: sys::CUstream) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuEventRecord", unsafe {
-            sys::cuEventRecord(event, stream)
-        })
+        self.check("cuEventRecord", unsafe { sys::cuEventRecord(event, stream) })
     }
 
     /// # Safety
     /// `event` is a live event of the current context.
     pub unsafe fn event_synchronize(&self, event: sys::CUevent) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuEventSynchronize", unsafe {
-            sys::cuEventSynchronize(event)
-        })
+        self.check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(event) })
     }
 
     /// Milliseconds between two completed events.
@@ -435,9 +375,7 @@ impl Driver {
         let mut ms = 0.0f32;
         // SAFETY: `elapsed_time` was resolved with this exact signature; the events are live
         // per this function's contract.
-        self.check(self.elapsed_time_name, unsafe {
-            (self.elapsed_time)(&mut ms, start, end)
-        })?;
+        self.check(self.elapsed_time_name, unsafe { (self.elapsed_time)(&mut ms, start, end) })?;
         Ok(ms)
     }
 
@@ -445,9 +383,7 @@ impl Driver {
     /// `event` is a live event of the current context that no pending work refers to.
     pub unsafe fn event_destroy(&self, event: sys::CUevent) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuEventDestroy_v2", unsafe {
-            sys::cuEventDestroy_v2(event)
-        })
+        self.check("cuEventDestroy_v2", unsafe { sys::cuEventDestroy_v2(event) })
     }
 
     /// Load a module from a cubin (ELF) or NUL-terminated PTX image into the current context.
@@ -471,11 +407,7 @@ impl Driver {
 
     /// # Safety
     /// `module` is a live module of the current context.
-    pub unsafe fn module_get_function(
-        &self,
-        module: sys::CUmodule,
-        name: &str,
-    ) -> Result<sys::CUfunction> {
+    pub unsafe fn module_get_function(&self, module: sys::CUmodule, name: &str) -> Result<sys::CUfunction> {
         let cname = CString::new(name).map_err(|_| ComputeError::Api {
             api: "cuda",
             call: "cuModuleGetFunction",
@@ -539,9 +471,7 @@ impl Driver {
         stream: sys::CUstream,
     ) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuMemsetD32Async", unsafe {
-            sys::cuMemsetD32Async(dst, value, words, stream)
-        })
+        self.check("cuMemsetD32Async", unsafe { sys::cuMemsetD32Async(dst, value, words, stream) })
     }
 
     /// Import an OPAQUE_FD memory export of `size` bytes (the allocation size).
@@ -561,16 +491,10 @@ impl Driver {
         desc.type_ = sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
         desc.handle.fd = fd;
         desc.size = size;
-        desc.flags = if dedicated {
-            sys::CUDA_EXTERNAL_MEMORY_DEDICATED
-        } else {
-            0
-        };
+        desc.flags = if dedicated { sys::CUDA_EXTERNAL_MEMORY_DEDICATED } else { 0 };
         let mut ext = std::ptr::null_mut();
         // SAFETY: `desc` is fully initialised; fd ownership per this function's contract.
-        self.check("cuImportExternalMemory", unsafe {
-            sys::cuImportExternalMemory(&mut ext, &desc)
-        })?;
+        self.check("cuImportExternalMemory", unsafe { sys::cuImportExternalMemory(&mut ext, &desc) })?;
         Ok(ext)
     }
 
@@ -608,9 +532,7 @@ impl Driver {
     /// `ext` is live imported memory whose mapped buffers have all been freed; not used again.
     pub unsafe fn destroy_external_memory(&self, ext: sys::CUexternalMemory) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuDestroyExternalMemory", unsafe {
-            sys::cuDestroyExternalMemory(ext)
-        })
+        self.check("cuDestroyExternalMemory", unsafe { sys::cuDestroyExternalMemory(ext) })
     }
 
     /// Import an OPAQUE_FD semaphore export, as a timeline or a binary semaphore.
@@ -633,9 +555,7 @@ impl Driver {
         desc.handle.fd = fd;
         let mut sem = std::ptr::null_mut();
         // SAFETY: `desc` is initialised; fd ownership per this function's contract.
-        self.check("cuImportExternalSemaphore", unsafe {
-            sys::cuImportExternalSemaphore(&mut sem, &desc)
-        })?;
+        self.check("cuImportExternalSemaphore", unsafe { sys::cuImportExternalSemaphore(&mut sem, &desc) })?;
         Ok(sem)
     }
 
@@ -643,9 +563,7 @@ impl Driver {
     /// `sem` is a live imported semaphore that no pending work uses; not used again.
     pub unsafe fn destroy_external_semaphore(&self, sem: sys::CUexternalSemaphore) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuDestroyExternalSemaphore", unsafe {
-            sys::cuDestroyExternalSemaphore(sem)
-        })
+        self.check("cuDestroyExternalSemaphore", unsafe { sys::cuDestroyExternalSemaphore(sem) })
     }
 
     /// Enqueue a signal of `sem` (to `value` for a timeline; `value` is ignored for binary).
@@ -690,9 +608,7 @@ impl Driver {
     pub fn mem_get_info(&self) -> Result<(u64, u64)> {
         let (mut free, mut total) = (0usize, 0usize);
         // SAFETY: writes two size_t; without a current context this is an error code.
-        self.check("cuMemGetInfo_v2", unsafe {
-            sys::cuMemGetInfo_v2(&mut free, &mut total)
-        })?;
+        self.check("cuMemGetInfo_v2", unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) })?;
         Ok((free as u64, total as u64))
     }
 }
@@ -708,10 +624,7 @@ static NVRTC: OnceLock<std::result::Result<Nvrtc, String>> = OnceLock::new();
 impl Nvrtc {
     /// Load libnvrtc and check its symbols, once per process.
     pub fn get() -> Result<&'static Nvrtc> {
-        NVRTC
-            .get_or_init(Nvrtc::load)
-            .as_ref()
-            .map_err(|reason| unavailable(reason.clone()))
+        NVRTC.get_or_init(Nvrtc::load).as_ref().map_err(|reason| unavailable(reason.clone()))
     }
 
     fn load() -> std::result::Result<Nvrtc, String> {
@@ -727,10 +640,7 @@ impl Nvrtc {
         };
         let missing = missing_symbols(NVRTC_SYMBOLS, present);
         if !missing.is_empty() {
-            return Err(format!(
-                "libnvrtc lacks {} (NVRTC 12 or newer needed)",
-                missing.join(", ")
-            ));
+            return Err(format!("libnvrtc lacks {} (NVRTC 12 or newer needed)", missing.join(", ")));
         }
         Ok(Nvrtc { _private: () })
     }
@@ -745,11 +655,7 @@ impl Nvrtc {
         Err(ComputeError::Api {
             api: "nvrtc",
             call,
-            message: describe_status(
-                code as u32,
-                Some(&name),
-                desc.as_deref().filter(|d| *d != name),
-            ),
+            message: describe_status(code as u32, Some(&name), desc.as_deref().filter(|d| *d != name)),
         })
     }
 
@@ -757,9 +663,7 @@ impl Nvrtc {
     pub fn version(&self) -> Result<(i32, i32)> {
         let (mut major, mut minor) = (0, 0);
         // SAFETY: writes two ints.
-        self.check("nvrtcVersion", unsafe {
-            nvrtc_sys::nvrtcVersion(&mut major, &mut minor)
-        })?;
+        self.check("nvrtcVersion", unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) })?;
         Ok((major, minor))
     }
 
@@ -767,9 +671,7 @@ impl Nvrtc {
     pub fn supported_archs(&self) -> Result<Vec<i32>> {
         let mut n = 0;
         // SAFETY: writes one int.
-        self.check("nvrtcGetNumSupportedArchs", unsafe {
-            nvrtc_sys::nvrtcGetNumSupportedArchs(&mut n)
-        })?;
+        self.check("nvrtcGetNumSupportedArchs", unsafe { nvrtc_sys::nvrtcGetNumSupportedArchs(&mut n) })?;
         let mut archs = vec![0; n.max(0) as usize];
         // SAFETY: `archs` has room for the `n` ints the call writes.
         self.check("nvrtcGetSupportedArchs", unsafe {
@@ -804,20 +706,15 @@ impl Nvrtc {
 
     /// # Safety
     /// `prog` is a live program.
-    pub unsafe fn compile_program(
-        &self,
-        prog: nvrtc_sys::nvrtcProgram,
-        options: &[String],
-    ) -> Result<()> {
-        let copts: Vec<CString> = options
-            .iter()
-            .map(|o| CString::new(o.as_str()))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(|_| ComputeError::Api {
-                api: "nvrtc",
-                call: "nvrtcCompileProgram",
-                message: "an option contains NUL".into(),
-            })?;
+    pub unsafe fn compile_program(&self, prog: nvrtc_sys::nvrtcProgram, options: &[String]) -> Result<()> {
+        let copts: Vec<CString> =
+            options.iter().map(|o| CString::new(o.as_str())).collect::<std::result::Result<_, _>>().map_err(
+                |_| ComputeError::Api {
+                    api: "nvrtc",
+                    call: "nvrtcCompileProgram",
+                    message: "an option contains NUL".into(),
+                },
+            )?;
         let ptrs: Vec<*const c_char> = copts.iter().map(|c| c.as_ptr()).collect();
         // SAFETY: `prog` is live per this function's contract; the option strings outlive the
         // call.
@@ -831,9 +728,7 @@ impl Nvrtc {
     pub unsafe fn program_log(&self, prog: nvrtc_sys::nvrtcProgram) -> Result<String> {
         let mut size = 0;
         // SAFETY: `prog` is live; writes one size_t.
-        self.check("nvrtcGetProgramLogSize", unsafe {
-            nvrtc_sys::nvrtcGetProgramLogSize(prog, &mut size)
-        })?;
+        self.check("nvrtcGetProgramLogSize", unsafe { nvrtc_sys::nvrtcGetProgramLogSize(prog, &mut size) })?;
         let mut buf = vec![0u8; size.max(1)];
         // SAFETY: `buf` has the `size` bytes the call writes.
         self.check("nvrtcGetProgramLog", unsafe {
@@ -850,14 +745,10 @@ impl Nvrtc {
     pub unsafe fn cubin(&self, prog: nvrtc_sys::nvrtcProgram) -> Result<Vec<u8>> {
         let mut size = 0;
         // SAFETY: `prog` is live; writes one size_t.
-        self.check("nvrtcGetCUBINSize", unsafe {
-            nvrtc_sys::nvrtcGetCUBINSize(prog, &mut size)
-        })?;
+        self.check("nvrtcGetCUBINSize", unsafe { nvrtc_sys::nvrtcGetCUBINSize(prog, &mut size) })?;
         let mut buf = vec![0u8; size];
         // SAFETY: `buf` has the `size` bytes the call writes.
-        self.check("nvrtcGetCUBIN", unsafe {
-            nvrtc_sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr().cast())
-        })?;
+        self.check("nvrtcGetCUBIN", unsafe { nvrtc_sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr().cast()) })?;
         Ok(buf)
     }
 
@@ -868,14 +759,10 @@ impl Nvrtc {
     pub unsafe fn ptx(&self, prog: nvrtc_sys::nvrtcProgram) -> Result<Vec<u8>> {
         let mut size = 0;
         // SAFETY: `prog` is live; writes one size_t (the size includes the NUL).
-        self.check("nvrtcGetPTXSize", unsafe {
-            nvrtc_sys::nvrtcGetPTXSize(prog, &mut size)
-        })?;
+        self.check("nvrtcGetPTXSize", unsafe { nvrtc_sys::nvrtcGetPTXSize(prog, &mut size) })?;
         let mut buf = vec![0u8; size];
         // SAFETY: `buf` has the `size` bytes the call writes.
-        self.check("nvrtcGetPTX", unsafe {
-            nvrtc_sys::nvrtcGetPTX(prog, buf.as_mut_ptr().cast())
-        })?;
+        self.check("nvrtcGetPTX", unsafe { nvrtc_sys::nvrtcGetPTX(prog, buf.as_mut_ptr().cast()) })?;
         if buf.last() != Some(&0) {
             buf.push(0);
         }
@@ -887,9 +774,7 @@ impl Nvrtc {
     pub unsafe fn destroy_program(&self, prog: nvrtc_sys::nvrtcProgram) -> Result<()> {
         let mut p = prog;
         // SAFETY: per this function's contract.
-        self.check("nvrtcDestroyProgram", unsafe {
-            nvrtc_sys::nvrtcDestroyProgram(&mut p)
-        })
+        self.check("nvrtcDestroyProgram", unsafe { nvrtc_sys::nvrtcDestroyProgram(&mut p) })
     }
 }
 
@@ -911,25 +796,14 @@ mod tests {
             describe_status(2, Some("CUDA_ERROR_OUT_OF_MEMORY"), Some("out of memory")),
             "CUDA_ERROR_OUT_OF_MEMORY: out of memory"
         );
-        assert_eq!(
-            describe_status(2, Some("CUDA_ERROR_OUT_OF_MEMORY"), None),
-            "CUDA_ERROR_OUT_OF_MEMORY"
-        );
-        assert_eq!(
-            describe_status(999, None, Some("unknown error")),
-            "status 999: unknown error"
-        );
+        assert_eq!(describe_status(2, Some("CUDA_ERROR_OUT_OF_MEMORY"), None), "CUDA_ERROR_OUT_OF_MEMORY");
+        assert_eq!(describe_status(999, None, Some("unknown error")), "status 999: unknown error");
         assert_eq!(describe_status(1234, None, None), "status 1234");
     }
 
     #[test]
     fn api_error_names_the_call_and_adds_known_hints() {
-        let e = api_error(
-            "cuMemsetD32Async",
-            1,
-            Some("CUDA_ERROR_INVALID_VALUE"),
-            Some("invalid argument"),
-        );
+        let e = api_error("cuMemsetD32Async", 1, Some("CUDA_ERROR_INVALID_VALUE"), Some("invalid argument"));
         assert_eq!(
             e.to_string(),
             "cuda call cuMemsetD32Async failed: CUDA_ERROR_INVALID_VALUE: invalid argument"
@@ -941,33 +815,17 @@ mod tests {
             Some("the provided PTX was compiled with an unsupported toolchain."),
         );
         let text = e.to_string();
-        assert!(text
-            .starts_with("cuda call cuModuleLoadData failed: CUDA_ERROR_UNSUPPORTED_PTX_VERSION"));
+        assert!(text.starts_with("cuda call cuModuleLoadData failed: CUDA_ERROR_UNSUPPORTED_PTX_VERSION"));
         assert!(text.contains("NVRTC newer than this driver"), "{text}");
-        let e = api_error(
-            "cuImportExternalMemory",
-            1,
-            Some("CUDA_ERROR_INVALID_VALUE"),
-            None,
-        );
+        let e = api_error("cuImportExternalMemory", 1, Some("CUDA_ERROR_INVALID_VALUE"), None);
         assert!(e.to_string().contains("allocation size"), "{e}");
-        assert!(matches!(
-            e,
-            ComputeError::Api {
-                api: "cuda",
-                call: "cuImportExternalMemory",
-                ..
-            }
-        ));
+        assert!(matches!(e, ComputeError::Api { api: "cuda", call: "cuImportExternalMemory", .. }));
     }
 
     #[test]
     fn enum_debug_names_match_the_driver_names() {
         // The fallback name, used when cuGetErrorName does not know a code, is the enum's own.
-        assert_eq!(
-            format!("{:?}", sys::CUresult::CUDA_ERROR_NO_DEVICE),
-            "CUDA_ERROR_NO_DEVICE"
-        );
+        assert_eq!(format!("{:?}", sys::CUresult::CUDA_ERROR_NO_DEVICE), "CUDA_ERROR_NO_DEVICE");
         assert_eq!(sys::CUresult::CUDA_ERROR_NO_DEVICE as u32, 100);
         assert_eq!(
             format!("{:?}", nvrtc_sys::nvrtcResult::NVRTC_ERROR_COMPILATION),
@@ -1000,27 +858,17 @@ mod tests {
                 .and_then(|rest| rest.chars().next())
                 .is_some_and(|c| c.is_ascii_uppercase())
         };
-        let driver_calls: std::collections::BTreeSet<String> = driver_calls
-            .into_iter()
-            .filter(|n| api_name(n, "cu"))
-            .collect();
+        let driver_calls: std::collections::BTreeSet<String> =
+            driver_calls.into_iter().filter(|n| api_name(n, "cu")).collect();
         let listed: std::collections::BTreeSet<String> =
             DRIVER_SYMBOLS.iter().map(|s| s.to_string()).collect();
-        assert_eq!(
-            driver_calls, listed,
-            "DRIVER_SYMBOLS out of step with the calls"
-        );
+        assert_eq!(driver_calls, listed, "DRIVER_SYMBOLS out of step with the calls");
         let nvrtc_calls = called("nvrtc_sys::");
-        let nvrtc_calls: std::collections::BTreeSet<String> = nvrtc_calls
-            .into_iter()
-            .filter(|n| api_name(n, "nvrtc"))
-            .collect();
+        let nvrtc_calls: std::collections::BTreeSet<String> =
+            nvrtc_calls.into_iter().filter(|n| api_name(n, "nvrtc")).collect();
         let listed: std::collections::BTreeSet<String> =
             NVRTC_SYMBOLS.iter().map(|s| s.to_string()).collect();
-        assert_eq!(
-            nvrtc_calls, listed,
-            "NVRTC_SYMBOLS out of step with the calls"
-        );
+        assert_eq!(nvrtc_calls, listed, "NVRTC_SYMBOLS out of step with the calls");
     }
 
     #[test]
@@ -1031,21 +879,12 @@ mod tests {
         // SAFETY: only tries to dlopen the candidate names.
         if !unsafe { sys::is_culib_present() } {
             let err = Driver::get().unwrap_err();
-            assert_eq!(
-                err.to_string(),
-                format!("backend cuda is not available: {NO_DRIVER}")
-            );
+            assert_eq!(err.to_string(), format!("backend cuda is not available: {NO_DRIVER}"));
         }
         // SAFETY: as above.
         if !unsafe { nvrtc_sys::is_culib_present() } {
             let err = Nvrtc::get().unwrap_err();
-            assert!(matches!(
-                err,
-                ComputeError::Unavailable {
-                    backend: "cuda",
-                    ..
-                }
-            ));
+            assert!(matches!(err, ComputeError::Unavailable { backend: "cuda", .. }));
             assert!(err.to_string().contains("libnvrtc.so"), "{err}");
         }
     }

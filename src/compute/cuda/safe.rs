@@ -33,11 +33,7 @@ unsafe impl Send for PrimaryContext {}
 impl PrimaryContext {
     pub fn retain(driver: &'static Driver, device: sys::CUdevice) -> Result<Self> {
         let ctx = driver.primary_ctx_retain(device)?;
-        Ok(PrimaryContext {
-            driver,
-            device,
-            ctx,
-        })
+        Ok(PrimaryContext { driver, device, ctx })
     }
 
     /// Make this context current on the calling thread.
@@ -69,10 +65,7 @@ unsafe impl Send for Stream {}
 
 impl Stream {
     pub fn new_non_blocking(driver: &'static Driver) -> Result<Self> {
-        Ok(Stream {
-            driver,
-            raw: driver.stream_create_non_blocking()?,
-        })
+        Ok(Stream { driver, raw: driver.stream_create_non_blocking()? })
     }
 
     pub fn synchronize(&self) -> Result<()> {
@@ -109,10 +102,7 @@ unsafe impl Send for Event {}
 
 impl Event {
     pub fn new(driver: &'static Driver, timing: bool) -> Result<Self> {
-        Ok(Event {
-            driver,
-            raw: driver.event_create(timing)?,
-        })
+        Ok(Event { driver, raw: driver.event_create(timing)? })
     }
 
     pub fn record(&self, stream: &Stream) -> Result<()> {
@@ -162,11 +152,7 @@ impl Kernel {
         let module = driver.module_load_data(image)?;
         // SAFETY: `module` was just loaded into the current context.
         match unsafe { driver.module_get_function(module, entry) } {
-            Ok(function) => Ok(Kernel {
-                driver,
-                module,
-                function,
-            }),
+            Ok(function) => Ok(Kernel { driver, module, function }),
             Err(e) => {
                 // SAFETY: loaded above, nothing uses it.
                 if let Err(u) = unsafe { driver.module_unload(module) } {
@@ -193,10 +179,7 @@ impl Kernel {
         // test checks it against the source) and `ptrs` follows that order; the kernel writes
         // `grid.len()` floats from `slot.ptr()`, which the check above keeps inside the mapping;
         // `args` outlives the call, which copies the values.
-        unsafe {
-            self.driver
-                .launch_kernel(self.function, cfg.grid, cfg.block, stream.raw(), &mut ptrs)
-        }?;
+        unsafe { self.driver.launch_kernel(self.function, cfg.grid, cfg.block, stream.raw(), &mut ptrs) }?;
         Ok(cfg)
     }
 }
@@ -260,11 +243,7 @@ impl MappedBuffer {
     /// Map the first `size` bytes of `memory`.
     pub fn map(memory: ExternalMemory, size: u64) -> Result<Self> {
         // SAFETY: `memory` is live (owned here).
-        let ptr = unsafe {
-            memory
-                .driver
-                .external_memory_mapped_buffer(memory.raw, 0, size)
-        }?;
+        let ptr = unsafe { memory.driver.external_memory_mapped_buffer(memory.raw, 0, size) }?;
         let buffer = MappedBuffer { ptr, size, memory };
         // The kernel stores float4s from the base address.
         if buffer.ptr % 16 != 0 {
@@ -294,11 +273,7 @@ impl MappedBuffer {
             });
         }
         // SAFETY: the range lies inside the mapping (checked above); the stream is live.
-        unsafe {
-            self.memory
-                .driver
-                .memset_d32_async(self.ptr, value, words, stream.raw())
-        }
+        unsafe { self.memory.driver.memset_d32_async(self.ptr, value, words, stream.raw()) }
     }
 }
 
@@ -333,19 +308,13 @@ impl ExternalSemaphore {
     /// Enqueue a wait (timeline: until the value is ≥ `value`; binary: `value` ignored).
     pub fn wait(&self, value: u64, stream: &Stream) -> Result<()> {
         // SAFETY: both objects are live while borrowed.
-        unsafe {
-            self.driver
-                .wait_external_semaphore(self.raw, value, stream.raw())
-        }
+        unsafe { self.driver.wait_external_semaphore(self.raw, value, stream.raw()) }
     }
 
     /// Enqueue a signal (timeline: to `value`; binary: `value` ignored).
     pub fn signal(&self, value: u64, stream: &Stream) -> Result<()> {
         // SAFETY: both objects are live while borrowed.
-        unsafe {
-            self.driver
-                .signal_external_semaphore(self.raw, value, stream.raw())
-        }
+        unsafe { self.driver.signal_external_semaphore(self.raw, value, stream.raw()) }
     }
 }
 
