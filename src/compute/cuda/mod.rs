@@ -42,16 +42,14 @@ mod safe;
 
 use crate::compute::kernel::{CacheOutcome, KernelCache, SINEWAVE_ENTRY};
 use crate::compute::{
-    BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError, GpuSync, GpuSyncSupport,
-    InteropMemory, InteropSemaphorePair, InteropSemaphores, KernelBenchmark,
+    BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError, GpuSync, GpuSyncSupport, InteropMemory,
+    InteropSemaphorePair, InteropSemaphores, KernelBenchmark,
 };
 use crate::sim::WaveParams;
 use cudarc::driver::sys;
 use plan::{DeviceLimits, SeenDevice, SemaphoreRef};
 use result::Driver;
-use safe::{
-    Event, ExternalMemory, ExternalSemaphore, Kernel, MappedBuffer, PrimaryContext, Stream,
-};
+use safe::{Event, ExternalMemory, ExternalSemaphore, Kernel, MappedBuffer, PrimaryContext, Stream};
 
 type Result<T> = std::result::Result<T, ComputeError>;
 
@@ -88,9 +86,7 @@ fn enumerate(driver: &Driver) -> Result<Vec<CudaDevice>> {
                 limits: DeviceLimits {
                     sm_count: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
                     max_threads_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
-                    max_threads_per_sm: attr(
-                        A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
-                    )?,
+                    max_threads_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
                 },
                 total_mem: driver.device_total_mem(handle)? as u64,
             })
@@ -178,11 +174,7 @@ impl CudaBackend {
         let devices = enumerate(driver)?;
         let seen: Vec<SeenDevice> = devices
             .iter()
-            .map(|d| SeenDevice {
-                ordinal: d.ordinal,
-                name: d.name.clone(),
-                uuid: d.uuid,
-            })
+            .map(|d| SeenDevice { ordinal: d.ordinal, name: d.name.clone(), uuid: d.uuid })
             .collect();
         let device = devices[plan::choose_device(device_uuid, &seen)?].clone();
         let InteropSemaphores { timeline, binary } = semaphores;
@@ -208,9 +200,7 @@ impl CudaBackend {
             .enumerate()
             .map(|(i, m)| import_slot(driver, i, m))
             .collect::<Result<Vec<_>>>()?;
-        let timeline = timeline
-            .map(|pair| SemaphorePair::import(driver, pair, true))
-            .transpose()?;
+        let timeline = timeline.map(|pair| SemaphorePair::import(driver, pair, true)).transpose()?;
         let binary = binary
             .into_iter()
             .map(|pair| SemaphorePair::import(driver, pair, false))
@@ -226,93 +216,21 @@ impl CudaBackend {
             if timeline.is_some() { "yes" } else { "no" },
             binary.len()
         );
-        Ok(CudaBackend {
-            timeline,
-            binary,
-            slots,
-            done,
-            kernel,
-            stream,
-            ctx,
-            device,
-            driver,
-        })
+        Ok(CudaBackend { timeline, binary, slots, done, kernel, stream, ctx, device, driver })
     }
 
-    /// Kernel time against `cuMemsetD32Async` over the same bytes, both timed with events on the
-    /// backend's stream, `iterations` of each (after a few untimed warm-up launches). The slot
-    /// holds `params`' heights afterwards.
-    pub fn benchmark(
-        &mut self,
-        slot: usize,
-        params: &WaveParams,
-        iterations: u32,
-    ) -> Result<KernelBenchmark> {
-        self.ctx.make_current()?;
-        let buffer = self.slot(slot)?;
-        let words = params.grid.len();
-        let events = (0..iterations)
-            .map(|_| -> Result<[Event; 4]> {
-                Ok([
-                    Event::new(self.driver, true)?,
-                    Event::new(self.driver, true)?,
-                    Event::new(self.driver, true)?,
-                    Event::new(self.driver, true)?,
-                ])
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let launch = || {
-            self.kernel
-                .launch(&self.stream, buffer, params, self.device.limits)
-        };
-        let cfg = launch()?;
-        log::info!(
-            "cuda: benchmark on {}: {} blocks x {} threads, {iterations} timed launches",
-            params.grid,
-            cfg.grid,
-            cfg.block
-        );
-        for _ in 0..BENCHMARK_WARMUP {
-            launch()?;
-            buffer.memset_d32_async(0, words, &self.stream)?;
-        }
-        for [k0, k1, f0, f1] in &events {
-            k0.record(&self.stream)?;
-            launch()?;
-            k1.record(&self.stream)?;
-            f0.record(&self.stream)?;
-            buffer.memset_d32_async(0, words, &self.stream)?;
-            f1.record(&self.stream)?;
-        }
-        launch()?;
-        self.stream.synchronize()?;
-        let mut result = KernelBenchmark {
-            fill_name: "cuMemsetD32Async",
-            ..Default::default()
-        };
-        for [k0, k1, f0, f1] in &events {
-            result.kernel_us.push(k0.elapsed_us(k1)?);
-            result.fill_us.push(f0.elapsed_us(f1)?);
-        }
-        Ok(result)
-    }
-
-    /// (free, total) device memory in bytes (`cuMemGetInfo`), for the leak check.
+    /// (free, total) device memory in bytes (`cuMemGetInfo`), for the leak check. Through
+    /// `dyn ComputeBackend` the same figure comes as `Some(..)` from the trait's `device_memory`.
     pub fn device_memory(&self) -> Result<(u64, u64)> {
         self.ctx.make_current()?;
         self.driver.mem_get_info()
     }
 
     fn slot(&self, slot: usize) -> Result<&MappedBuffer> {
-        self.slots
-            .get(slot)
-            .ok_or_else(|| ComputeError::Unsupported {
-                backend: "cuda",
-                reason: format!(
-                    "slot {slot} out of range ({} slots imported)",
-                    self.slots.len()
-                ),
-            })
+        self.slots.get(slot).ok_or_else(|| ComputeError::Unsupported {
+            backend: "cuda",
+            reason: format!("slot {slot} out of range ({} slots imported)", self.slots.len()),
+        })
     }
 
     fn semaphore(&self, which: SemaphoreRef) -> Result<&ExternalSemaphore> {
@@ -329,27 +247,16 @@ impl CudaBackend {
     }
 
     fn launch(&self, slot: usize, params: &WaveParams) -> Result<()> {
-        self.kernel
-            .launch(&self.stream, self.slot(slot)?, params, self.device.limits)?;
+        self.kernel.launch(&self.stream, self.slot(slot)?, params, self.device.limits)?;
         Ok(())
     }
 }
 
-fn load_kernel(
-    driver: &'static Driver,
-    device: &CudaDevice,
-    driver_version: i32,
-) -> Result<Kernel> {
+fn load_kernel(driver: &'static Driver, device: &CudaDevice, driver_version: i32) -> Result<Kernel> {
     let cache = KernelCache::from_env();
-    let build =
-        |fresh| nvrtc::sinewave_image(&cache, &device.name, device.arch, driver_version, fresh);
+    let build = |fresh| nvrtc::sinewave_image(&cache, &device.name, device.arch, driver_version, fresh);
     let built = build(false)?;
-    log::info!(
-        "cuda: kernel {:?} by {} ({:?})",
-        built.target,
-        built.compiler,
-        built.outcome
-    );
+    log::info!("cuda: kernel {:?} by {} ({:?})", built.target, built.compiler, built.outcome);
     match Kernel::load(driver, &built.image, SINEWAVE_ENTRY) {
         Ok(kernel) => Ok(kernel),
         Err(e) if built.outcome == CacheOutcome::Hit => {
@@ -380,41 +287,26 @@ impl ComputeBackend for CudaBackend {
     }
 
     fn device_name(&self) -> String {
-        format!(
-            "{} (CUDA device {}, sm_{})",
-            self.device.name, self.device.ordinal, self.device.arch
-        )
+        format!("{} (CUDA device {}, sm_{})", self.device.name, self.device.ordinal, self.device.arch)
     }
 
     fn gpu_sync_support(&self) -> GpuSyncSupport {
-        GpuSyncSupport {
-            timeline: self.timeline.is_some(),
-            binary: !self.binary.is_empty(),
-        }
+        GpuSyncSupport { timeline: self.timeline.is_some(), binary: !self.binary.is_empty() }
     }
 
-    fn enqueue_gpu_synced(
-        &mut self,
-        slot: usize,
-        params: &WaveParams,
-        sync: GpuSync,
-    ) -> Result<()> {
+    fn enqueue_gpu_synced(&mut self, slot: usize, params: &WaveParams, sync: GpuSync) -> Result<()> {
         self.ctx.make_current()?;
         let plan = plan::plan_sync(sync, self.timeline.is_some(), self.binary.len())?;
         // Resolve and check everything before the first enqueue, so a refused frame leaves no
         // wait behind on the stream.
         let buffer = self.slot(slot)?;
         plan::check_grid_fits(params.grid, buffer.size())?;
-        let wait = plan
-            .wait
-            .map(|w| self.semaphore(w.semaphore).map(|s| (s, w.value)))
-            .transpose()?;
+        let wait = plan.wait.map(|w| self.semaphore(w.semaphore).map(|s| (s, w.value))).transpose()?;
         let signal = self.semaphore(plan.signal.semaphore)?;
         if let Some((semaphore, value)) = wait {
             semaphore.wait(value, &self.stream)?;
         }
-        self.kernel
-            .launch(&self.stream, buffer, params, self.device.limits)?;
+        self.kernel.launch(&self.stream, buffer, params, self.device.limits)?;
         signal.signal(plan.signal.value, &self.stream)
     }
 
@@ -428,6 +320,58 @@ impl ComputeBackend for CudaBackend {
     fn finish(&mut self) -> Result<()> {
         self.ctx.make_current()?;
         self.stream.synchronize()
+    }
+
+    /// Kernel time against `cuMemsetD32Async` over the same bytes, both timed with events on the
+    /// backend's stream, `iterations` of each (after a few untimed warm-up launches). The slot
+    /// holds `params`' heights afterwards.
+    fn benchmark(&mut self, slot: usize, params: &WaveParams, iterations: u32) -> Result<KernelBenchmark> {
+        self.ctx.make_current()?;
+        let buffer = self.slot(slot)?;
+        let words = params.grid.len();
+        let events = (0..iterations)
+            .map(|_| -> Result<[Event; 4]> {
+                Ok([
+                    Event::new(self.driver, true)?,
+                    Event::new(self.driver, true)?,
+                    Event::new(self.driver, true)?,
+                    Event::new(self.driver, true)?,
+                ])
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let launch = || self.kernel.launch(&self.stream, buffer, params, self.device.limits);
+        let cfg = launch()?;
+        log::info!(
+            "cuda: benchmark on {}: {} blocks x {} threads, {iterations} timed launches",
+            params.grid,
+            cfg.grid,
+            cfg.block
+        );
+        for _ in 0..BENCHMARK_WARMUP {
+            launch()?;
+            buffer.memset_d32_async(0, words, &self.stream)?;
+        }
+        for [k0, k1, f0, f1] in &events {
+            k0.record(&self.stream)?;
+            launch()?;
+            k1.record(&self.stream)?;
+            f0.record(&self.stream)?;
+            buffer.memset_d32_async(0, words, &self.stream)?;
+            f1.record(&self.stream)?;
+        }
+        launch()?;
+        self.stream.synchronize()?;
+        let mut result = KernelBenchmark { fill_name: "cuMemsetD32Async", ..Default::default() };
+        for [k0, k1, f0, f1] in &events {
+            result.kernel_us.push(k0.elapsed_us(k1)?);
+            result.fill_us.push(f0.elapsed_us(f1)?);
+        }
+        Ok(result)
+    }
+
+    fn device_memory(&self) -> Option<Result<(u64, u64)>> {
+        // The inherent method of the same name (inherent methods win on a concrete `CudaBackend`).
+        Some(CudaBackend::device_memory(self))
     }
 }
 
@@ -472,10 +416,7 @@ mod tests {
                     // A driver without a usable GPU (a container, a CPU-only host): cuInit or the
                     // device count says so, never the missing-library line.
                     assert_ne!(reason, result::NO_DRIVER);
-                    assert!(
-                        reason.contains("cuInit") || reason.contains("no CUDA devices"),
-                        "{reason}"
-                    );
+                    assert!(reason.contains("cuInit") || reason.contains("no CUDA devices"), "{reason}");
                 } else {
                     assert_eq!(reason, "libcuda.so not found: install the NVIDIA driver");
                 }
@@ -509,8 +450,7 @@ mod tests {
         let status = unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) };
         assert_eq!(status, 0, "pipe2 failed");
         // SAFETY: both descriptors are fresh and owned by nothing else.
-        let (read_end, write_end) =
-            unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
+        let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
         let memory = vec![InteropMemory {
             fd: ImportFd::new(write_end),
             allocation_size: 4096,
@@ -521,29 +461,13 @@ mod tests {
             Err(e) => e,
             Ok(_) => panic!("CudaBackend::new succeeded without libcuda"),
         };
-        assert!(
-            matches!(
-                err,
-                ComputeError::Unavailable {
-                    backend: "cuda",
-                    ..
-                }
-            ),
-            "{err}"
-        );
+        assert!(matches!(err, ComputeError::Unavailable { backend: "cuda", .. }), "{err}");
         let mut byte = 0u8;
         // SAFETY: reads at most one byte into `byte` from a descriptor we own.
         let n = unsafe {
-            libc::read(
-                std::os::fd::AsRawFd::as_raw_fd(&read_end),
-                (&mut byte as *mut u8).cast(),
-                1,
-            )
+            libc::read(std::os::fd::AsRawFd::as_raw_fd(&read_end), (&mut byte as *mut u8).cast(), 1)
         };
         let still_open = n != 0;
-        assert!(
-            !still_open,
-            "the slot's fd must be closed when the backend is not created"
-        );
+        assert!(!still_open, "the slot's fd must be closed when the backend is not created");
     }
 }
