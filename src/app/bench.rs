@@ -40,10 +40,15 @@ pub fn cycles(args: &CycleArgs) -> anyhow::Result<ExitCode> {
     let count = args.count.max(2);
     let mut fds = Vec::new();
     let mut free = Vec::new();
+    // Keep the compute API's context alive across cycles, so a leaked import stays visible.
+    let mut _hold = None;
     for i in 0..count {
         {
             let instance = Arc::new(Instance::new(args.common.validation, &[])?);
             let mut session = Session::new(instance, &args.common, false)?;
+            if i == 0 && session.sync.backend_kind() == crate::compute::BackendKind::Cuda {
+                _hold = Some(crate::compute::cuda::hold_context(session.ctx.physical.uuid)?);
+            }
             for f in 0..3u64 {
                 session.sync.throttle(f)?;
                 session.sync.compute(f, &WaveParams::at_time(args.common.grid, f as f64 / 60.0))?;

@@ -277,6 +277,7 @@ fn interop_backend(
     mode: SyncMode,
 ) -> Result<Box<dyn ComputeBackend>, ComputeError> {
     match kind {
+        BackendKind::Cuda => Ok(Box::new(crate::compute::cuda::CudaBackend::new(uuid, memory, semaphores)?)),
         #[cfg(feature = "hip")]
         BackendKind::Hip => Ok(Box::new(crate::compute::hip::HipBackend::new(
             uuid,

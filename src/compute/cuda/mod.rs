@@ -128,6 +128,25 @@ pub fn probe() -> Result<Vec<ComputeDeviceInfo>> {
         .collect())
 }
 
+/// A retained primary context on the device with `device_uuid`, kept across backend lifetimes
+/// (`vkhip cycles`): without it the context would be destroyed whenever the last backend goes,
+/// taking any leaked import with it and hiding the leak.
+pub struct ContextHold {
+    _ctx: PrimaryContext,
+}
+
+/// Retain the primary context of the CUDA device whose UUID is `device_uuid`.
+pub fn hold_context(device_uuid: [u8; 16]) -> Result<ContextHold> {
+    let driver = Driver::get()?;
+    let devices = enumerate(driver)?;
+    let seen: Vec<SeenDevice> = devices
+        .iter()
+        .map(|d| SeenDevice { ordinal: d.ordinal, name: d.name.clone(), uuid: d.uuid })
+        .collect();
+    let device = &devices[plan::choose_device(device_uuid, &seen)?];
+    Ok(ContextHold { _ctx: PrimaryContext::retain(driver, device.handle)? })
+}
+
 /// An imported (computed, rendered) pair.
 struct SemaphorePair {
     computed: ExternalSemaphore,
