@@ -486,12 +486,7 @@ impl Driver {
         size: u64,
         dedicated: bool,
     ) -> Result<sys::CUexternalMemory> {
-        // SAFETY: a plain C struct for which all-zero is a valid (empty) value.
-        let mut desc: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC = unsafe { std::mem::zeroed() };
-        desc.type_ = sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
-        desc.handle.fd = fd;
-        desc.size = size;
-        desc.flags = if dedicated { sys::CUDA_EXTERNAL_MEMORY_DEDICATED } else { 0 };
+        let desc = memory_handle_desc(fd, size, dedicated);
         let mut ext = std::ptr::null_mut();
         // SAFETY: `desc` is fully initialised; fd ownership per this function's contract.
         self.check("cuImportExternalMemory", unsafe { sys::cuImportExternalMemory(&mut ext, &desc) })?;
@@ -544,15 +539,7 @@ impl Driver {
         fd: RawFd,
         timeline: bool,
     ) -> Result<sys::CUexternalSemaphore> {
-        use sys::CUexternalSemaphoreHandleType as T;
-        // SAFETY: a plain C struct for which all-zero is a valid value.
-        let mut desc: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC = unsafe { std::mem::zeroed() };
-        desc.type_ = if timeline {
-            T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD
-        } else {
-            T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD
-        };
-        desc.handle.fd = fd;
+        let desc = semaphore_handle_desc(fd, timeline);
         let mut sem = std::ptr::null_mut();
         // SAFETY: `desc` is initialised; fd ownership per this function's contract.
         self.check("cuImportExternalSemaphore", unsafe { sys::cuImportExternalSemaphore(&mut sem, &desc) })?;
@@ -887,5 +874,75 @@ mod tests {
             assert!(matches!(err, ComputeError::Unavailable { backend: "cuda", .. }));
             assert!(err.to_string().contains("libnvrtc.so"), "{err}");
         }
+    }
+}
+
+/// The import descriptor for an OPAQUE_FD memory handle. Built field by field: the handle-type
+/// field is a Rust enum without a zero variant, so the struct has no valid all-zero value
+/// (`mem::zeroed` panics on it).
+pub fn memory_handle_desc(fd: i32, size: u64, dedicated: bool) -> sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+    let mut desc = std::mem::MaybeUninit::<sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC>::zeroed();
+    let p = desc.as_mut_ptr();
+    // SAFETY: `p` points at zeroed storage of the right type; writing the enum field leaves every
+    // field valid (the rest are integers, raw pointers and unions of those, all valid as zero).
+    unsafe {
+        std::ptr::addr_of_mut!((*p).type_)
+            .write(sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD);
+        let mut desc = desc.assume_init();
+        desc.handle.fd = fd;
+        desc.size = size;
+        desc.flags = if dedicated { sys::CUDA_EXTERNAL_MEMORY_DEDICATED } else { 0 };
+        desc
+    }
+}
+
+/// The import descriptor for a semaphore fd (timeline or binary); see [`memory_handle_desc`].
+pub fn semaphore_handle_desc(fd: i32, timeline: bool) -> sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+    use sys::CUexternalSemaphoreHandleType as T;
+    let ty = if timeline {
+        T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD
+    } else {
+        T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD
+    };
+    let mut desc = std::mem::MaybeUninit::<sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC>::zeroed();
+    let p = desc.as_mut_ptr();
+    // SAFETY: as in `memory_handle_desc`.
+    unsafe {
+        std::ptr::addr_of_mut!((*p).type_).write(ty);
+        let mut desc = desc.assume_init();
+        desc.handle.fd = fd;
+        desc
+    }
+}
+
+#[cfg(test)]
+mod descriptor_tests {
+    use super::*;
+
+    // These structs were once built with `mem::zeroed`, which panics (abort in the import path)
+    // because their handle-type enum has no zero value. Building them must work without a GPU.
+    #[test]
+    fn import_descriptors_build_without_zeroed_enums() {
+        let m = memory_handle_desc(7, 4096, true);
+        assert_eq!(m.type_, sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD);
+        // SAFETY: `fd` is the member just written.
+        assert_eq!(unsafe { m.handle.fd }, 7);
+        assert_eq!((m.size, m.flags), (4096, sys::CUDA_EXTERNAL_MEMORY_DEDICATED));
+        let s = semaphore_handle_desc(9, true);
+        assert_eq!(
+            s.type_,
+            sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD
+        );
+        // SAFETY: as above.
+        assert_eq!(unsafe { s.handle.fd }, 9);
+        // The descriptors that are still built with `mem::zeroed` must stay zero-valid.
+        // SAFETY: zeroed is checked at run time; a type without a zero value panics here.
+        let _: sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let _: sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let _: sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
+        let b = semaphore_handle_desc(3, false);
+        assert_eq!(b.type_, sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD);
     }
 }
