@@ -1,45 +1,123 @@
-//! Compiles shaders/*.{vert,frag,comp} (GLSL 450) to SPIR-V with naga at build time: no glslc or
-//! other tool on PATH. Generates `$OUT_DIR/shaders.rs` with one `&[u32]` per shader.
+//! Build script: compiles every GLSL shader in `shaders/` (`*.vert`, `*.frag`, `*.comp`) to
+//! SPIR-V with naga (GLSL 450 frontend → validator → SPIR-V 1.3 backend, i.e. Vulkan 1.1+), so
+//! no `glslc` or any other tool on PATH is needed.
+//!
+//! Outputs, in `OUT_DIR`:
+//! - `<name>.<stage>.spv`: the binary module (handy for `spirv-val` / `spirv-dis`);
+//! - `shaders.rs`: one `pub const <NAME>_<STAGE>: &[u32]` word array per shader (e.g.
+//!   `surface.vert` → `SURFACE_VERT`), included by `src/shaders.rs`. Words, not bytes, so the
+//!   code is always 4-byte aligned as `vkCreateShaderModule` requires.
+//!
+//! Any parse or validation error fails the build with the file name, line, column and naga's
+//! message (all shaders are compiled, so every broken file is reported at once).
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-fn compile(path: &Path, stage: naga::ShaderStage) -> Vec<u32> {
-    let src = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let name = path.display().to_string();
-    let mut frontend = naga::front::glsl::Frontend::default();
-    let module = frontend
-        .parse(&naga::front::glsl::Options::from(stage), &src)
-        .unwrap_or_else(|e| panic!("GLSL error in {name}:\n{}", e.emit_to_string(&src)));
-    let info = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::IMMEDIATES,
-    )
-    .validate(&module)
-    .unwrap_or_else(|e| panic!("validation error in {name}:\n{}", e.emit_to_string(&src)));
-    let options = naga::back::spv::Options {
+use naga::back::spv;
+use naga::valid::{Capabilities, ValidationFlags, Validator};
+use naga::ShaderStage;
+
+const SHADER_DIR: &str = "shaders";
+
+fn stage_for(ext: &str) -> Option<ShaderStage> {
+    match ext {
+        "vert" => Some(ShaderStage::Vertex),
+        "frag" => Some(ShaderStage::Fragment),
+        "comp" => Some(ShaderStage::Compute),
+        _ => None,
+    }
+}
+
+/// `surface.vert` → `SURFACE_VERT`.
+fn const_name(path: &Path) -> String {
+    let file = path.file_name().unwrap().to_string_lossy();
+    file.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect()
+}
+
+fn compile(path: &Path, stage: ShaderStage) -> Result<Vec<u32>, String> {
+    let shown = path.display().to_string();
+    let source = std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
+
+    let module = naga::front::glsl::Frontend::default()
+        .parse(&naga::front::glsl::Options::from(stage), &source)
+        .map_err(|e| format!("GLSL parse error(s):\n{}", e.emit_to_string_with_path(&source, &shown)))?;
+
+    // IMMEDIATES = push constants (naga's newer name for them).
+    let info = Validator::new(ValidationFlags::all(), Capabilities::IMMEDIATES)
+        .validate(&module)
+        .map_err(|e| format!("naga validation error:\n{}", e.emit_to_string_with_path(&source, &shown)))?;
+
+    let options = spv::Options {
         lang_version: (1, 3),
-        flags: naga::back::spv::WriterFlags::empty(),
-        ..Default::default()
+        // Deliberately NOT `ADJUST_COORDINATE_SPACE` (naga's default): that flag negates
+        // gl_Position.y for WGSL-style clip space. Our GLSL is written for Vulkan clip space,
+        // so the SPIR-V must behave exactly as glslc's would. Also no CLAMP_FRAG_DEPTH.
+        flags: spv::WriterFlags::DEBUG | spv::WriterFlags::LABEL_VARYINGS,
+        ..spv::Options::default()
     };
-    let pipeline = naga::back::spv::PipelineOptions { shader_stage: stage, entry_point: "main".into() };
-    naga::back::spv::write_vec(&module, &info, &options, Some(&pipeline))
-        .unwrap_or_else(|e| panic!("SPIR-V generation failed for {name}: {e}"))
+    let pipeline = spv::PipelineOptions { shader_stage: stage, entry_point: "main".into() };
+    spv::write_vec(&module, &info, &options, Some(&pipeline))
+        .map_err(|e| format!("{shown}: SPIR-V generation failed: {e}"))
+}
+
+/// One line for `cargo:warning`: "file:line:col: message (notes)" from a codespan report.
+fn summary(report: &str) -> String {
+    let location = report.lines().find_map(|l| l.trim().strip_prefix("┌─ "));
+    let message = report.lines().find_map(|l| l.trim().strip_prefix("error: "));
+    let notes: Vec<&str> = report.lines().filter_map(|l| l.trim().strip_prefix("= ")).collect();
+    match (location, message) {
+        (Some(loc), Some(msg)) if notes.is_empty() => format!("{loc}: {msg}"),
+        (Some(loc), Some(msg)) => format!("{loc}: {msg} ({})", notes.join("; ")),
+        _ => report.lines().take(3).collect::<Vec<_>>().join(" "),
+    }
 }
 
 fn main() {
-    println!("cargo:rerun-if-changed=shaders");
-    let out = std::env::var("OUT_DIR").expect("OUT_DIR");
-    let mut rs = String::new();
-    for (file, stage, constant) in [
-        ("surface.vert", naga::ShaderStage::Vertex, "SURFACE_VERT"),
-        ("surface.frag", naga::ShaderStage::Fragment, "SURFACE_FRAG"),
-        ("sinewave.comp", naga::ShaderStage::Compute, "SINEWAVE_COMP"),
-    ] {
-        let path = Path::new("shaders").join(file);
+    println!("cargo:rerun-if-changed={SHADER_DIR}");
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR not set"));
+
+    let mut files: Vec<(PathBuf, ShaderStage)> = std::fs::read_dir(SHADER_DIR)
+        .unwrap_or_else(|e| panic!("cannot read {SHADER_DIR}/: {e}"))
+        .map(|entry| entry.expect("cannot read directory entry").path())
+        .filter_map(|p| {
+            let stage = stage_for(p.extension()?.to_str()?)?;
+            Some((p, stage))
+        })
+        .collect();
+    files.sort();
+
+    let mut generated = String::from("// @generated by build.rs from shaders/*: SPIR-V words.\n");
+    let mut errors = Vec::new();
+    for (path, stage) in &files {
         println!("cargo:rerun-if-changed={}", path.display());
-        let words = compile(&path, stage);
-        let _ = writeln!(rs, "/// SPIR-V of shaders/{file}.\npub const {constant}: &[u32] = &{words:?};");
+        match compile(path, *stage) {
+            Ok(words) => {
+                let name = const_name(path);
+                let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                let file = path.file_name().unwrap().to_string_lossy();
+                std::fs::write(out_dir.join(format!("{file}.spv")), bytes).expect("cannot write .spv");
+                writeln!(generated, "\n/// SPIR-V of `shaders/{file}` ({} words).", words.len()).unwrap();
+                write!(generated, "pub const {name}: &[u32] = &[").unwrap();
+                for (i, w) in words.iter().enumerate() {
+                    if i % 8 == 0 {
+                        generated.push_str("\n   ");
+                    }
+                    write!(generated, " {w:#010x},").unwrap();
+                }
+                generated.push_str("\n];\n");
+            }
+            Err(e) => errors.push(format!("error compiling {}:\n{e}", path.display())),
+        }
     }
-    std::fs::write(Path::new(&out).join("shaders.rs"), rs).expect("write shaders.rs");
+
+    if !errors.is_empty() {
+        for e in &errors {
+            eprintln!("{e}");
+            println!("cargo:warning={}", summary(e));
+        }
+        eprintln!("{} shader(s) failed to compile", errors.len());
+        std::process::exit(1);
+    }
+    std::fs::write(out_dir.join("shaders.rs"), generated).expect("cannot write shaders.rs");
 }
