@@ -9,12 +9,36 @@
 //! Where: `$VKHIP_KERNEL_CACHE` if set (`off` disables the cache), else
 //! `$XDG_CACHE_HOME/vkhip/kernels`, else `~/.cache/vkhip/kernels`.
 
+use crate::sim::Grid;
 use std::path::{Path, PathBuf};
 
 /// The kernel source, embedded at build time so the binary runs from anywhere.
 pub const SINEWAVE_SOURCE: &str = include_str!("../../kernels/sinewave.hip");
 /// The kernel's entry point (`extern "C"`, so the name is not mangled).
 pub const SINEWAVE_ENTRY: &str = "sinewave";
+
+/// Threads per block of `sinewave` (x only): a multiple of every GPU's warp/wavefront size.
+pub const SINEWAVE_BLOCK: u32 = 256;
+
+/// The launch geometry of `sinewave` (see the kernel's header comment): blocks of
+/// [`SINEWAVE_BLOCK`] threads, each thread owning four columns; `grid_x` blocks cover the columns,
+/// `grid_y` row walkers stride over the rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SinewaveLaunch {
+    pub grid_x: u32,
+    pub grid_y: u32,
+    pub block_x: u32,
+}
+
+/// The launch for `grid` on a device that keeps about `resident_blocks` blocks of
+/// [`SINEWAVE_BLOCK`] threads running at once: enough row walkers to fill it, never more than
+/// there are rows (nor than gridDim.y allows).
+pub fn sinewave_launch(grid: Grid, resident_blocks: u32) -> SinewaveLaunch {
+    let quads = grid.width.div_ceil(4);
+    let grid_x = quads.div_ceil(SINEWAVE_BLOCK).max(1);
+    let grid_y = (resident_blocks.max(1) / grid_x).clamp(1, grid.height.min(65535));
+    SinewaveLaunch { grid_x, grid_y, block_x: SINEWAVE_BLOCK }
+}
 
 /// Whether a compiled kernel came from the cache or was compiled in this run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,6 +134,62 @@ fn store_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The kernel's index arithmetic replayed on the host: how often each height is written.
+    fn writes_per_index(grid: Grid, l: SinewaveLaunch) -> Vec<u32> {
+        let (w, h) = (grid.width, grid.height);
+        let mut hits = vec![0u32; grid.len()];
+        for bx in 0..l.grid_x {
+            for tx in 0..l.block_x {
+                let x0 = (bx * l.block_x + tx) * 4;
+                if x0 >= w {
+                    continue;
+                }
+                for by in 0..l.grid_y {
+                    let mut y = by;
+                    while y < h {
+                        for k in 0..4 {
+                            if x0 + k < w {
+                                hits[(y * w + x0 + k) as usize] += 1;
+                            }
+                        }
+                        y += l.grid_y;
+                    }
+                }
+            }
+        }
+        hits
+    }
+
+    #[test]
+    fn every_height_is_written_exactly_once() {
+        let grids = [(2, 2), (3, 3), (5, 7), (1000, 777), (999, 777), (257, 255), (1025, 3), (4, 1000)];
+        for (width, height) in grids {
+            let grid = Grid { width, height };
+            for resident in [1, 7, 1056, 1 << 20] {
+                let l = sinewave_launch(grid, resident);
+                let hits = writes_per_index(grid, l);
+                assert!(
+                    hits.iter().all(|&c| c == 1),
+                    "{grid} with {l:?}: index {:?} written {:?} times",
+                    hits.iter().position(|&c| c != 1),
+                    hits.iter().find(|&&c| c != 1)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn launch_fills_the_gpu_without_idle_walkers() {
+        // 4096 × 4096 on an H100/H200 (132 SMs × 8 resident blocks of 256): 4 column blocks,
+        // 264 row walkers each, 16 rows per walker.
+        let l = sinewave_launch(Grid { width: 4096, height: 4096 }, 132 * 8);
+        assert_eq!(l, SinewaveLaunch { grid_x: 4, grid_y: 264, block_x: 256 });
+        // Never more walkers than rows.
+        assert_eq!(sinewave_launch(Grid { width: 8, height: 3 }, 1056).grid_y, 3);
+        // A grid wider than the device holds still launches one walker per column block.
+        assert_eq!(sinewave_launch(Grid { width: 16384, height: 16384 }, 8).grid_y, 1);
+    }
 
     #[test]
     fn second_lookup_hits_and_skips_compile() {

@@ -26,8 +26,8 @@
 //! - `write_slot_and_wait`: kernel → record an event → wait for the event (CUDA's own object).
 //!
 //! Kernel. `kernels/sinewave.hip` compiled by NVRTC to a cubin for the device (see [`nvrtc`] for
-//! why not PTX), cached by [`KernelCache`]. It is launched with enough 256-thread blocks to fill
-//! the GPU, each thread storing float4s in a grid-stride loop ([`plan::launch_config`]).
+//! why not PTX), cached by [`KernelCache`]. Each thread owns four columns and walks rows; enough
+//! row walkers are launched to fill the GPU ([`plan::launch_config`]).
 //!
 //! Teardown (DESIGN.md "Interop rules"), encoded by [`CudaBackend`]'s field order: its `Drop`
 //! makes the context current and synchronises the stream; then the imported semaphores are
@@ -361,10 +361,11 @@ impl ComputeBackend for CudaBackend {
         let launch = || self.kernel.launch(&self.stream, buffer, params, self.device.limits);
         let cfg = launch()?;
         log::info!(
-            "cuda: benchmark on {}: {} blocks x {} threads, {iterations} timed launches",
+            "cuda: benchmark on {}: {}x{} blocks of {} threads, {iterations} timed launches",
             params.grid,
-            cfg.grid,
-            cfg.block
+            cfg.grid_x,
+            cfg.grid_y,
+            cfg.block_x
         );
         for _ in 0..BENCHMARK_WARMUP {
             launch()?;

@@ -4,12 +4,9 @@
 
 use std::ffi::c_void;
 
+use crate::compute::kernel::{sinewave_launch, SinewaveLaunch, SINEWAVE_BLOCK};
 use crate::compute::{ComputeError, GpuSync};
 use crate::sim::{Grid, WaveParams};
-
-/// Threads per block the launch asks for (clamped to the device's limit). A multiple of the warp
-/// size; the kernel is memory-bound, so the exact value matters little once the GPU is full.
-pub const PREFERRED_BLOCK: u32 = 256;
 
 /// The limits of a device that shape a launch (from `cuDeviceGetAttribute`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,26 +19,12 @@ pub struct DeviceLimits {
     pub max_threads_per_sm: u32,
 }
 
-/// A one-dimensional launch: `grid` blocks of `block` threads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaunchConfig {
-    pub grid: u32,
-    pub block: u32,
-}
-
-/// The launch for `values` heights: the kernel stores `values / 4` float4s in a grid-stride loop,
-/// then the first `values % 4` threads store one float each. Enough blocks for every float4 (and
-/// every tail value) to get its own thread, but no more than the device holds resident at once
-/// (`sm_count × blocks per SM`): beyond that, extra blocks only queue, and the loop does the rest.
-pub fn launch_config(values: u64, limits: DeviceLimits) -> LaunchConfig {
-    // Never below a warp, so the grid always has the ≥ 3 threads the scalar tail needs.
-    let block = PREFERRED_BLOCK.min(limits.max_threads_per_block.max(32));
-    let work_items = (values / 4).max(values % 4).max(1);
-    let needed = work_items.div_ceil(u64::from(block));
-    let blocks_per_sm = (limits.max_threads_per_sm / block).max(1);
-    let resident = u64::from(limits.sm_count.max(1)) * u64::from(blocks_per_sm);
-    let grid = needed.min(resident).clamp(1, u64::from(u32::MAX)) as u32;
-    LaunchConfig { grid, block }
+/// The launch of `sinewave` for `grid` on a device with `limits`: the shared geometry of
+/// [`sinewave_launch`], with as many row walkers as the device keeps resident at once
+/// (`sm_count × max_threads_per_sm / block`); beyond that, extra blocks would only queue.
+pub fn launch_config(grid: Grid, limits: DeviceLimits) -> SinewaveLaunch {
+    let blocks_per_sm = (limits.max_threads_per_sm / SINEWAVE_BLOCK).max(1);
+    sinewave_launch(grid, limits.sm_count.max(1).saturating_mul(blocks_per_sm))
 }
 
 /// The arguments of `sinewave` in `kernels/sinewave.hip`, in the order `cuLaunchKernel` passes
@@ -210,66 +193,17 @@ mod tests {
     const H100: DeviceLimits =
         DeviceLimits { sm_count: 132, max_threads_per_block: 1024, max_threads_per_sm: 2048 };
 
-    /// The kernel's index arithmetic, replayed on the host: how often each height is written.
-    fn writes_per_index(values: u64, cfg: LaunchConfig) -> Vec<u32> {
-        let mut hits = vec![0u32; values as usize];
-        let quads = values / 4;
-        let stride = u64::from(cfg.grid) * u64::from(cfg.block);
-        for first in 0..stride {
-            let mut q = first;
-            while q < quads {
-                for k in 0..4 {
-                    hits[(q * 4 + k) as usize] += 1;
-                }
-                q += stride;
-            }
-            let tail = quads * 4 + first;
-            if tail < values {
-                hits[tail as usize] += 1;
-            }
-        }
-        hits
-    }
-
     #[test]
     fn launch_fills_an_h100_and_no_more() {
-        // 4096 × 4096: 4 Mi float4s, far more than the GPU holds → 8 blocks of 256 on each SM.
-        let cfg = launch_config(4096 * 4096, H100);
-        assert_eq!(cfg, LaunchConfig { grid: 132 * 8, block: 256 });
-        // 256 × 256: 16384 float4s → 64 blocks, one thread per float4.
-        assert_eq!(launch_config(256 * 256, H100), LaunchConfig { grid: 64, block: 256 });
-        // The smallest grid (2 × 2) still launches one block.
-        assert_eq!(launch_config(4, H100), LaunchConfig { grid: 1, block: 256 });
-    }
-
-    #[test]
-    fn launch_respects_small_block_limits_and_bogus_attributes() {
-        let small = DeviceLimits { sm_count: 2, max_threads_per_block: 128, max_threads_per_sm: 256 };
-        assert_eq!(launch_config(1 << 20, small), LaunchConfig { grid: 4, block: 128 });
+        // 4096 × 4096: 132 SMs × 8 resident blocks → 4 column blocks × 264 row walkers.
+        let cfg = launch_config(Grid { width: 4096, height: 4096 }, H100);
+        assert_eq!(cfg, SinewaveLaunch { grid_x: 4, grid_y: 264, block_x: 256 });
+        // Bogus (zero) attributes still give a valid launch.
         let zero = DeviceLimits { sm_count: 0, max_threads_per_block: 0, max_threads_per_sm: 0 };
-        let cfg = launch_config(1 << 20, zero);
-        assert_eq!(cfg, LaunchConfig { grid: 1, block: 32 });
-    }
-
-    #[test]
-    fn every_height_is_written_exactly_once() {
-        let tiny = DeviceLimits { sm_count: 1, max_threads_per_block: 64, max_threads_per_sm: 64 };
-        // Grids from the verify matrix (1000 × 777 has n % 4 = 0; the odd ones exercise the tail),
-        // on a tiny device (the grid-stride loop runs many rounds) and on an H100.
-        let grids = [(2u64, 2u64), (3, 3), (5, 7), (1000, 777), (999, 777), (257, 255), (256, 256)];
-        for (w, h) in grids {
-            for limits in [tiny, H100] {
-                let n = w * h;
-                let cfg = launch_config(n, limits);
-                let hits = writes_per_index(n, cfg);
-                assert!(
-                    hits.iter().all(|&c| c == 1),
-                    "{w}x{h} with {cfg:?}: index {:?} written {:?} times",
-                    hits.iter().position(|&c| c != 1),
-                    hits.iter().find(|&&c| c != 1)
-                );
-            }
-        }
+        assert_eq!(
+            launch_config(Grid { width: 2, height: 2 }, zero),
+            SinewaveLaunch { grid_x: 1, grid_y: 1, block_x: 256 }
+        );
     }
 
     /// The parameter list of `entry` in `source`, as (type, name) with whitespace normalised,

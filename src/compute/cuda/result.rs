@@ -437,8 +437,7 @@ impl Driver {
     pub unsafe fn launch_kernel(
         &self,
         function: sys::CUfunction,
-        grid: u32,
-        block: u32,
+        launch: crate::compute::kernel::SinewaveLaunch,
         stream: sys::CUstream,
         params: &mut [*mut c_void],
     ) -> Result<()> {
@@ -447,10 +446,10 @@ impl Driver {
         self.check("cuLaunchKernel", unsafe {
             sys::cuLaunchKernel(
                 function,
-                grid,
+                launch.grid_x,
+                launch.grid_y,
                 1,
-                1,
-                block,
+                launch.block_x,
                 1,
                 1,
                 0,

@@ -9,9 +9,10 @@
 //! import is destroyed; imports take their fd through [`ImportFd::import`] with
 //! [`FdOwnership::TakenOnSuccess`] (CUDA owns the fd after a successful import).
 
-use super::plan::{self, DeviceLimits, LaunchConfig, SinewaveArgs};
+use super::plan::{self, DeviceLimits, SinewaveArgs};
 use super::result::Driver;
 use crate::compute::fd::{FdOwnership, ImportFd};
+use crate::compute::kernel::SinewaveLaunch;
 use crate::compute::ComputeError;
 use crate::sim::WaveParams;
 use cudarc::driver::sys;
@@ -170,16 +171,16 @@ impl Kernel {
         slot: &MappedBuffer,
         params: &WaveParams,
         limits: DeviceLimits,
-    ) -> Result<LaunchConfig> {
+    ) -> Result<SinewaveLaunch> {
         plan::check_grid_fits(params.grid, slot.size())?;
-        let cfg = plan::launch_config(params.grid.len() as u64, limits);
+        let cfg = plan::launch_config(params.grid, limits);
         let mut args = SinewaveArgs::new(slot.ptr(), params);
         let mut ptrs = args.param_pointers();
         // SAFETY: `function` is `sinewave`, whose parameters are `SinewaveArgs::SIGNATURE` (a unit
         // test checks it against the source) and `ptrs` follows that order; the kernel writes
         // `grid.len()` floats from `slot.ptr()`, which the check above keeps inside the mapping;
         // `args` outlives the call, which copies the values.
-        unsafe { self.driver.launch_kernel(self.function, cfg.grid, cfg.block, stream.raw(), &mut ptrs) }?;
+        unsafe { self.driver.launch_kernel(self.function, cfg, stream.raw(), &mut ptrs) }?;
         Ok(cfg)
     }
 }

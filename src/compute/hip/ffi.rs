@@ -498,8 +498,7 @@ pub unsafe fn module_unload(module: RawModule) -> Result<(), ComputeError> {
 /// pointing at a value of exactly that parameter's type, alive for the duration of the call.
 pub unsafe fn module_launch_kernel(
     f: RawFunction,
-    grid_x: u32,
-    block_x: u32,
+    launch: crate::compute::kernel::SinewaveLaunch,
     stream: RawStream,
     args: &mut [*mut c_void],
 ) -> Result<(), ComputeError> {
@@ -507,10 +506,10 @@ pub unsafe fn module_launch_kernel(
     let status = unsafe {
         hipModuleLaunchKernel(
             f,
-            grid_x,
+            launch.grid_x,
+            launch.grid_y,
             1,
-            1,
-            block_x,
+            launch.block_x,
             1,
             1,
             0,

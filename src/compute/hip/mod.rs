@@ -248,9 +248,6 @@ const _: fn() = || {
     assert_send::<HipBackend>();
 };
 
-/// Threads per block of the sine kernel (four heights per thread).
-const BLOCK: u32 = 256;
-
 impl HipBackend {
     /// Open the HIP device whose PCI-built UUID is `device_uuid`, import and map every slot,
     /// import the semaphores if `try_import_semaphores` (`--sync external`), and build the kernel.
@@ -316,7 +313,8 @@ impl HipBackend {
             semaphores,
             slots,
             stream,
-            max_blocks: device.compute_units.max(1).saturating_mul(32),
+            // Resident blocks of 256 threads: 8 per compute unit (2048 threads, the CDNA/RDNA maximum).
+            max_blocks: device.compute_units.max(1).saturating_mul(8),
             device,
             support,
         })
@@ -345,8 +343,7 @@ impl HipBackend {
     /// Enqueue the kernel for `slot` on the stream.
     fn launch(&self, slot: usize, p: &WaveParams) -> Result<(), ComputeError> {
         let buf = self.slot(slot, p)?;
-        let quads = p.grid.len() as u64 / 4;
-        let blocks = quads.div_ceil(u64::from(BLOCK)).clamp(1, u64::from(self.max_blocks)) as u32;
+        let launch = crate::compute::kernel::sinewave_launch(p.grid, self.max_blocks);
         // Kernel parameters, in the order of kernels/sinewave.hip.
         let mut heights: *mut c_void = buf.ptr();
         let mut width: u32 = p.grid.width;
@@ -366,9 +363,7 @@ impl HipBackend {
         // of exactly the kernel's parameter types (float*, unsigned, unsigned, float, float,
         // float) that outlive the call (the runtime copies them at launch); the kernel writes
         // `width·height` floats, which `slot()` checked fit the mapping.
-        unsafe {
-            ffi::module_launch_kernel(self.module.function(), blocks, BLOCK, self.stream.raw(), &mut args)
-        }
+        unsafe { ffi::module_launch_kernel(self.module.function(), launch, self.stream.raw(), &mut args) }
     }
 
     /// Kernel time against `hipMemsetD32Async` over the same bytes, `iterations` each (after one
