@@ -84,6 +84,7 @@ pub fn choose_backend(
     let mut why_not = Vec::new();
     for kind in [BackendKind::Cuda, BackendKind::Hip] {
         match probe_interop(kind) {
+            Err(ComputeError::Unavailable { reason, .. }) => why_not.push(format!("{kind}: {reason}")),
             Err(e) => why_not.push(format!("{kind}: {e}")),
             Ok(list) => {
                 let candidates: Vec<&PhysicalDeviceInfo> = devices
