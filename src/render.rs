@@ -114,31 +114,11 @@ impl Renderer {
             d.end_command_buffer(cmd).call("vkEndCommandBuffer")?;
         }
 
-        let mut wait_sems: Vec<_> = sync.waits.iter().map(|w| w.0).collect();
-        let mut wait_values: Vec<_> = sync.waits.iter().map(|w| w.1).collect();
-        let mut stages: Vec<_> = sync.waits.iter().map(|w| w.2).collect();
-        for &(s, stage) in extra_waits {
-            wait_sems.push(s);
-            wait_values.push(0);
-            stages.push(stage);
-        }
-        let mut signal_sems: Vec<_> = sync.signals.iter().map(|s| s.0).collect();
-        let mut signal_values: Vec<_> = sync.signals.iter().map(|s| s.1).collect();
-        for &s in extra_signals {
-            signal_sems.push(s);
-            signal_values.push(0);
-        }
-        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
-            .wait_semaphore_values(&wait_values)
-            .signal_semaphore_values(&signal_values);
-        let cmds = [cmd];
-        let submit = vk::SubmitInfo::default()
-            .wait_semaphores(&wait_sems)
-            .wait_dst_stage_mask(&stages)
-            .command_buffers(&cmds)
-            .signal_semaphores(&signal_sems)
-            .push_next(&mut timeline);
-        self.ctx.submit(&[submit], vk::Fence::null())
+        let waits: Vec<_> =
+            sync.waits.iter().copied().chain(extra_waits.iter().map(|&(s, stage)| (s, 0, stage))).collect();
+        let signals: Vec<_> =
+            sync.signals.iter().copied().chain(extra_signals.iter().map(|&s| (s, 0))).collect();
+        self.ctx.submit_with(cmd, &waits, &signals, vk::Fence::null())
     }
 }
 

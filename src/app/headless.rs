@@ -4,7 +4,7 @@ use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget};
 use super::report::frame_report;
 use super::session::Session;
 use crate::camera::OrbitCamera;
-use crate::cli::{RunArgs, TimeMode};
+use crate::cli::{CommonArgs, RunArgs, TimeMode};
 use crate::image::Rgba;
 use crate::profile::{FrameTimes, PhaseTimes};
 use crate::render::{surface_push, Renderer};
@@ -19,24 +19,49 @@ use std::time::Instant;
 /// Default frame count of a headless run.
 pub const DEFAULT_FRAMES: u64 = 120;
 
+/// A session drawing into an offscreen target: what headless runs and `verify` share. Field order
+/// is drop order: the target, the renderer (it waits for the queue), then the session.
+pub struct Offscreen {
+    pub target: OffscreenTarget,
+    pub renderer: Renderer,
+    pub session: Session,
+}
+
+impl Offscreen {
+    /// Build the session for `common` and an offscreen target of `extent`.
+    pub fn new(common: &CommonArgs, extent: vk::Extent2D) -> anyhow::Result<Self> {
+        let instance = Arc::new(Instance::new(common.validation, &[])?);
+        let session = Session::new(instance, common, false)?;
+        let renderer = Renderer::new(
+            &session.ctx,
+            OFFSCREEN_FORMAT,
+            vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+            &session.slots,
+        )?;
+        let target = OffscreenTarget::new(&session.ctx, renderer.render_pass.handle, extent)?;
+        Ok(Offscreen { target, renderer, session })
+    }
+
+    /// The default camera's view of the grid, drawn into the target.
+    pub fn draw_target(&self) -> DrawTarget<'static> {
+        let extent = self.target.extent;
+        DrawTarget {
+            framebuffer: self.target.framebuffer.handle,
+            extent,
+            push: surface_push(&OrbitCamera::default(), self.session.grid, extent),
+            extra_waits: &[],
+            extra_signals: &[],
+        }
+    }
+}
+
 /// Run headless; prints the frame report to stdout.
 pub fn run(args: &RunArgs) -> anyhow::Result<()> {
-    let instance = Arc::new(Instance::new(args.common.validation, &[])?);
-    let mut session = Session::new(instance, &args.common, false)?;
     let extent = vk::Extent2D { width: args.size.width, height: args.size.height };
-    let mut renderer =
-        Renderer::new(&session.ctx, OFFSCREEN_FORMAT, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, &session.slots)?;
-    let target = OffscreenTarget::new(&session.ctx, renderer.render_pass.handle, extent)?;
+    let mut o = Offscreen::new(&args.common, extent)?;
+    let draw_target = o.draw_target();
     let clock = Clock::new(args.time.unwrap_or(TimeMode::Frame), args.dt);
     let frames = args.frames.unwrap_or(DEFAULT_FRAMES);
-    let push = surface_push(&OrbitCamera::default(), session.grid, extent);
-    let draw_target = DrawTarget {
-        framebuffer: target.framebuffer.handle,
-        extent,
-        push,
-        extra_waits: &[],
-        extra_signals: &[],
-    };
 
     let mut times = FrameTimes::default();
     let mut done = 0;
@@ -45,31 +70,31 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
             break;
         }
         let mut t = PhaseTimes::default();
-        throttle(&session, f, &mut t)?;
-        let params = WaveParams::at_time(session.grid, clock.time(f));
-        compute_and_draw(&mut session, &mut renderer, f, &params, &draw_target, &mut t)
+        throttle(&o.session, f, &mut t)?;
+        let params = WaveParams::at_time(o.session.grid, clock.time(f));
+        compute_and_draw(&mut o.session, &mut o.renderer, f, &params, &draw_target, &mut t)
             .with_context(|| format!("frame {f}"))?;
         times.frames.push(t);
         done = f + 1;
     }
     if done > 0 {
-        session.sync.wait_rendered(done)?;
+        o.session.sync.wait_rendered(done)?;
     }
     times.end = Some(Instant::now());
 
     let mut extra = Vec::new();
     if let Some(path) = &args.capture {
         anyhow::ensure!(done > 0, "no frame was rendered, nothing to capture");
-        let pixels = target.read_rgba(&session.ctx, (session.sync.sems.rendered.handle, done))?;
+        let pixels = o.target.read_rgba(&o.session.ctx, (o.session.sync.sems.rendered.handle, done))?;
         Rgba { width: extent.width, height: extent.height, pixels }
             .write_png(path)
             .with_context(|| "writing the capture".to_string())?;
         extra.push(("capture", format!("{} (frame {})", path.display(), done - 1)));
     }
-    let mut backend = session.sync.shutdown()?;
+    let mut backend = o.session.sync.shutdown()?;
     drop(backend.take());
     let report =
-        frame_report(&session, &times, &format!("offscreen {}x{}", extent.width, extent.height), &extra);
+        frame_report(&o.session, &times, &format!("offscreen {}x{}", extent.width, extent.height), &extra);
     print!("{report}");
     Ok(())
 }

@@ -5,20 +5,15 @@
 //! compute (the mode's own path) → draw → read the slot back through Vulkan after the draw →
 //! compare every value with `sim::height`. A value left unwritten stays NaN and fails.
 
-use super::frame::{compute_and_draw, interrupted, throttle, DrawTarget};
-use super::session::Session;
-use crate::camera::OrbitCamera;
+use super::frame::{compute_and_draw, interrupted, throttle};
+use super::headless::Offscreen;
 use crate::cli::{check_dt, VerifyArgs};
 use crate::profile::PhaseTimes;
-use crate::render::{surface_push, Renderer};
 use crate::sim::{compare_with_reference, WaveParams};
 use crate::sync::SyncMode;
-use crate::vk::instance::Instance;
-use crate::vk::target::{OffscreenTarget, OFFSCREEN_FORMAT};
 use anyhow::Context as _;
 use ash::vk;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 /// Run verify; prints one line per frame (debug log) and a summary line last.
 pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
@@ -26,20 +21,9 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     if args.frames == 0 {
         return Err(crate::cli::UsageError("--frames must be at least 1 for verify".into()).into());
     }
-    let instance = Arc::new(Instance::new(args.common.validation, &[])?);
-    let mut session = Session::new(instance, &args.common, false)?;
-    let extent = vk::Extent2D { width: 320, height: 180 };
-    let mut renderer =
-        Renderer::new(&session.ctx, OFFSCREEN_FORMAT, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, &session.slots)?;
-    let target = OffscreenTarget::new(&session.ctx, renderer.render_pass.handle, extent)?;
-    let push = surface_push(&OrbitCamera::default(), session.grid, extent);
-    let draw_target = DrawTarget {
-        framebuffer: target.framebuffer.handle,
-        extent,
-        push,
-        extra_waits: &[],
-        extra_signals: &[],
-    };
+    let mut o = Offscreen::new(&args.common, vk::Extent2D { width: 320, height: 180 })?;
+    let draw_target = o.draw_target();
+    let Offscreen { session, renderer, .. } = &mut o;
 
     let mut max_err = 0f32;
     let mut over = 0usize;
@@ -52,14 +36,14 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         }
         let slot = session.sync.slot_of(f);
         let mut t = PhaseTimes::default();
-        throttle(&session, f, &mut t)?;
+        throttle(session, f, &mut t)?;
         // All earlier draws (so the slot's previous reader) are done before the slot is poisoned.
         if f > 0 {
             session.sync.wait_rendered(f)?;
         }
         session.poison_slot(slot, f).with_context(|| format!("poisoning slot {slot} for frame {f}"))?;
         let params = WaveParams::at_time(session.grid, f as f64 * args.dt);
-        compute_and_draw(&mut session, &mut renderer, f, &params, &draw_target, &mut t)
+        compute_and_draw(session, renderer, f, &params, &draw_target, &mut t)
             .with_context(|| format!("frame {f}"))?;
         session.sync.wait_rendered(f + 1)?;
         let sems = &session.sync.sems;
@@ -104,9 +88,7 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let mode = session.sync.mode();
     let slots = session.sync.slots();
     session.sync.shutdown()?;
-    drop(target);
-    drop(renderer);
-    drop(session);
+    drop(o);
     if let Some(f) = &first_failure {
         eprintln!("verify: {f}");
     }

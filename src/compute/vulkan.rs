@@ -116,22 +116,9 @@ impl VulkanBackend {
         // SAFETY: recording was begun above.
         unsafe { d.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
 
-        let wait_sems: Vec<_> = waits.iter().map(|w| w.0).collect();
-        let wait_values: Vec<_> = waits.iter().map(|w| w.1).collect();
-        let stages = vec![vk::PipelineStageFlags::COMPUTE_SHADER; waits.len()];
-        let signal_sems: Vec<_> = signals.iter().map(|s| s.0).collect();
-        let signal_values: Vec<_> = signals.iter().map(|s| s.1).collect();
-        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
-            .wait_semaphore_values(&wait_values)
-            .signal_semaphore_values(&signal_values);
-        let cmds = [cmd];
-        let submit = vk::SubmitInfo::default()
-            .wait_semaphores(&wait_sems)
-            .wait_dst_stage_mask(&stages)
-            .command_buffers(&cmds)
-            .signal_semaphores(&signal_sems)
-            .push_next(&mut timeline);
-        self.ctx.submit(&[submit], fence)
+        let waits: Vec<_> =
+            waits.iter().map(|&(sem, v)| (sem, v, vk::PipelineStageFlags::COMPUTE_SHADER)).collect();
+        self.ctx.submit_with(cmd, &waits, signals, fence)
     }
 }
 

@@ -319,6 +319,34 @@ impl Context {
         unsafe { self.device.queue_submit(*q, submits, fence) }.call("vkQueueSubmit")
     }
 
+    /// Submit one command buffer waiting on `waits` (semaphore, value — ignored for binary ones,
+    /// stage) and signalling `signals` (semaphore, value — ignored for binary ones), timeline and
+    /// binary semaphores mixed, then `fence`.
+    pub fn submit_with(
+        &self,
+        cmd: vk::CommandBuffer,
+        waits: &[(vk::Semaphore, u64, vk::PipelineStageFlags)],
+        signals: &[(vk::Semaphore, u64)],
+        fence: vk::Fence,
+    ) -> Result<(), VkError> {
+        let wait_sems: Vec<_> = waits.iter().map(|w| w.0).collect();
+        let wait_values: Vec<_> = waits.iter().map(|w| w.1).collect();
+        let stages: Vec<_> = waits.iter().map(|w| w.2).collect();
+        let signal_sems: Vec<_> = signals.iter().map(|s| s.0).collect();
+        let signal_values: Vec<_> = signals.iter().map(|s| s.1).collect();
+        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
+            .wait_semaphore_values(&wait_values)
+            .signal_semaphore_values(&signal_values);
+        let cmds = [cmd];
+        let submit = vk::SubmitInfo::default()
+            .wait_semaphores(&wait_sems)
+            .wait_dst_stage_mask(&stages)
+            .command_buffers(&cmds)
+            .signal_semaphores(&signal_sems)
+            .push_next(&mut timeline);
+        self.submit(&[submit], fence)
+    }
+
     /// vkQueueWaitIdle under the queue lock.
     pub fn queue_wait_idle(&self) -> Result<(), VkError> {
         let q = self.queue();
@@ -385,17 +413,7 @@ impl Context {
                 record(cmd);
                 // SAFETY: recording was begun above.
                 unsafe { d.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
-                let sems: Vec<_> = waits.iter().map(|w| w.0).collect();
-                let values: Vec<_> = waits.iter().map(|w| w.1).collect();
-                let stages: Vec<_> = waits.iter().map(|w| w.2).collect();
-                let mut timeline = vk::TimelineSemaphoreSubmitInfo::default().wait_semaphore_values(&values);
-                let cmds = [cmd];
-                let submit = vk::SubmitInfo::default()
-                    .command_buffers(&cmds)
-                    .wait_semaphores(&sems)
-                    .wait_dst_stage_mask(&stages)
-                    .push_next(&mut timeline);
-                self.submit(&[submit], fence)?;
+                self.submit_with(cmd, waits, &[], fence)?;
                 // SAFETY: the fence was submitted above.
                 match unsafe { d.wait_for_fences(&[fence], true, WAIT_TIMEOUT.as_nanos() as u64) } {
                     Ok(()) => Ok(()),
