@@ -12,8 +12,9 @@ shared height field every frame behind semaphores; Vulkan draws it without a cop
 const AFTER: &str = "\
 Modes:
   With a display, vkhip opens a window (drag rotates, wheel zooms, R resets, Esc quits).
-  Without one (no DISPLAY / WAYLAND_DISPLAY), or with --headless, it renders offscreen, prints a
-  frame report, and writes the last frame with --capture.
+  Without one (no DISPLAY / WAYLAND_DISPLAY) it renders offscreen, prints a frame report and
+  writes the last frame to vkhip-frame.png (or --capture PNG). With --headless it does the same,
+  writing a PNG only if --capture is given.
 
 Examples:
   vkhip                                   window, or a headless run when there is no display
@@ -81,7 +82,8 @@ pub struct RunArgs {
     /// Frames to run (headless default 120; window default 0 = until closed).
     #[arg(long, value_name = "N")]
     pub frames: Option<u64>,
-    /// Write the last frame to this PNG (headless).
+    /// Write the last frame to this PNG (headless; a run that is headless only because there is
+    /// no display writes vkhip-frame.png by default).
     #[arg(long, value_name = "PNG")]
     pub capture: Option<PathBuf>,
     /// Simulation time: wall clock, or frame × --dt (reproducible). Default: wall in a window,

@@ -85,3 +85,21 @@ fn every_backend_mode_and_slot_count_draws_the_same_frame() {
         }
     }
 }
+
+/// The README's quick start without a display: `vkhip` alone renders headless, prints the report
+/// and writes the last frame to ./vkhip-frame.png.
+#[test]
+fn run_without_display_writes_a_png_and_the_report() {
+    let dir = temp_dir("quick-start");
+    let o = run(vkhip().current_dir(&dir).args(["--frames", "5", "--size", "320x180"]));
+    assert_ok(&o, "quick-start run");
+    let out = stdout(&o);
+    assert!(
+        out.contains("vkhip frame report") && out.contains("capture      vkhip-frame.png (frame 4)"),
+        "{out}"
+    );
+    assert!(out.lines().count() <= 24, "the report must fit on one screen:\n{out}");
+    let img = Rgba::read_png(&dir.join("vkhip-frame.png")).expect("vkhip-frame.png");
+    assert_eq!((img.width, img.height), (320, 180));
+    assert_shows_surface(&img, "quick-start frame");
+}

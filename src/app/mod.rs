@@ -13,6 +13,9 @@ pub mod window;
 use crate::cli::{Cli, Command};
 use std::process::ExitCode;
 
+/// Where a run that fell back to headless (no display, no `--headless`) writes its last frame.
+pub const DEFAULT_CAPTURE: &str = "vkhip-frame.png";
+
 /// Run the command `cli` names. `Ok` carries the exit code of checks (verify, cycles, compare).
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
@@ -31,7 +34,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 log::info!("no display (DISPLAY / WAYLAND_DISPLAY unset): running headless");
             }
             crate::cli::check_run(&cli.run, true)?;
-            headless::run(&cli.run)?;
+            let mut args = cli.run;
+            if !args.headless && args.capture.is_none() {
+                // Headless because there is no display: the user asked for a picture, so show one.
+                args.capture = Some(DEFAULT_CAPTURE.into());
+            }
+            headless::run(&args)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Info(a)) => info::run(&a).map(|()| ExitCode::SUCCESS),
