@@ -337,7 +337,13 @@ impl FrameSync {
                     reason: "the backend did not import the semaphores this mode needs".into(),
                 });
             }
-            SyncMode::Auto => unreachable!("resolve_mode never returns auto"),
+            SyncMode::Auto => {
+                return Err(SyncError::Unsupported {
+                    mode,
+                    backend: kind,
+                    reason: "resolve `auto` with resolve_mode() before starting the protocol".into(),
+                })
+            }
             m => m,
         };
         let backend_device = backend.device_name();
@@ -435,7 +441,9 @@ impl FrameSync {
                 }
             }
             (Driver::Done, _) => return Err(SyncError::Bridge("compute() after shutdown".into())),
-            (Driver::Inline(_), m) => unreachable!("inline driver in mode {m}"),
+            (Driver::Inline(_), m) => {
+                return Err(SyncError::Bridge(format!("internal: mode {m} has no inline compute path")))
+            }
         }
         self.requested = frame + 1;
         Ok(())

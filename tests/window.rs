@@ -21,8 +21,9 @@ struct Xvfb {
 }
 
 impl Xvfb {
-    fn start() -> Xvfb {
-        let n = 90 + std::process::id() % 400;
+    /// Start Xvfb on a display number unique to this process and `slot` (one per test).
+    fn start(slot: u32) -> Xvfb {
+        let n = 90 + (std::process::id() % 400) * 4 + slot;
         let display = format!(":{n}");
         let child = Command::new("Xvfb")
             .args([&display, "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
@@ -83,15 +84,49 @@ fn crop(img: &Rgba, w: u32, h: u32) -> Rgba {
     Rgba { width: w, height: h, pixels }
 }
 
-#[test]
-fn window_runs_resizes_and_shows_the_surface() {
+/// Whether the X tools are here; under CI their absence is a failure, elsewhere a skip.
+fn tools_present() -> bool {
     let tools = ["Xvfb", "xdotool", "xwd"];
     if let Some(missing) = tools.iter().find(|t| !have(t)) {
         assert!(std::env::var_os("CI").is_none(), "CI must provide {missing} (see .ci/run)");
         eprintln!("skipping the window test: {missing} is not installed");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn window_runs_are_validation_clean_in_every_mode() {
+    if !tools_present() {
         return;
     }
-    let x = Xvfb::start();
+    let x = Xvfb::start(1);
+    let modes = [
+        ("cpu", "bridged"),
+        ("cpu", "blocking"),
+        ("vulkan", "external"),
+        ("vulkan", "binary"),
+        ("vulkan", "blocking"),
+    ];
+    for (backend, mode) in modes {
+        let o = run(vkhip()
+            .env("DISPLAY", &x.display)
+            .args(["--frames", "20", "--size", "320x200", "--grid", "64x48", "--validation"])
+            .args(["--backend", backend, "--sync", mode, "--slots", "2"]));
+        assert_ok(&o, &format!("window {backend}/{mode}"));
+        let report = stdout(&o);
+        assert!(report.contains("frames       20 (window 320x200)"), "{backend}/{mode}:\n{report}");
+        let v = report.lines().rfind(|l| l.starts_with("validation: ")).unwrap_or_default();
+        assert!(v.starts_with("validation: 0 errors, 0 warnings"), "{backend}/{mode}: {v}\n{}", stderr(&o));
+    }
+}
+
+#[test]
+fn window_runs_resizes_and_shows_the_surface() {
+    if !tools_present() {
+        return;
+    }
+    let x = Xvfb::start(0);
     let mut app = vkhip()
         .env("DISPLAY", &x.display)
         .args([

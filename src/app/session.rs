@@ -225,7 +225,11 @@ impl Session {
                     if export_sems { export_semaphores(&sems)? } else { InteropSemaphores::default() };
                 interop_backend(choice.kind, device_uuid, memory, semaphores, mode)?
             }
-            BackendKind::Auto => unreachable!("choose_backend resolves auto"),
+            BackendKind::Auto => {
+                return Err(
+                    ComputeError::Unsupported { backend: "auto", reason: "not resolved".into() }.into()
+                )
+            }
         };
         let sync = FrameSync::new(&ctx, mode, slots_n, sems, backend)?;
         Ok(Session { sync, slots, ctx, grid: args.grid, device_reason, backend_reason: choice.reason })
