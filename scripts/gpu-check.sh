@@ -226,10 +226,13 @@ done
 for spec in "cuda external 3" "cuda external 1" "cuda binary 1" "cuda bridged 3" "cuda blocking 1" \
     "vulkan external 3"; do
     read -r backend sync slots <<<"$spec"
-    for grid in 1024x1024 4096x4096; do
+    # A small grid in a small image, where the handoff is a visible part of the frame, and two
+    # larger ones at 1280x720, where drawing the grid dominates.
+    for shape in 256x256:320x180 1024x1024:1280x720 4096x4096:1280x720; do
+        grid=${shape%%:*}
         name="frames-$backend-$sync-k$slots-$grid"
         run "$name" "$bin" --headless --backend "$backend" --sync "$sync" --slots "$slots" --grid "$grid" \
-            --frames 600
+            --size "${shape#*:}" --frames 600
         if [ "$rc" -eq 0 ]; then
             record "$name" PASS "$(grep -m 1 'frame time' "$out/$name.stdout" | tr -s ' ' | cut -c 13-80)"
         else
