@@ -33,7 +33,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    app::frame::install_interrupt_handler();
+    if matches!(cli.command, None | Some(Command::Verify(_))) {
+        // Frame loops stop at the next frame and tear down in order; other commands keep the
+        // default (Ctrl-C ends them at once).
+        app::frame::install_interrupt_handler();
+    }
     let validation = match &cli.command {
         None => cli.run.common.validation,
         Some(Command::Verify(a)) => a.common.validation,

@@ -43,10 +43,10 @@
 //!   exports timeline semaphores), else `bridged`.
 //!
 //! ## Teardown
-//! [`FrameSync::shutdown`] stops the bridge thread (joining it), releases any draw still waiting
-//! on a `computed` value that will never come (after an error), waits for the queue, then for the
-//! compute side (stream synchronise), and hands the backend back to be dropped before the Vulkan
-//! memory and semaphores it imported.
+//! [`FrameSync::shutdown`] stops the bridge thread (joining it), waits for the compute side
+//! (stream synchronise), releases any draw still waiting on a `computed` value that will never
+//! come (after an error or Ctrl-C), and waits for the queue. The idle backend is dropped with the
+//! `FrameSync`, before the Vulkan memory and semaphores it imported.
 
 use crate::compute::{BackendKind, ComputeBackend, ComputeError, GpuSync};
 use crate::sim::WaveParams;
@@ -60,9 +60,6 @@ use std::thread::JoinHandle;
 
 /// Frames the render thread may have in flight on the GPU.
 pub const FRAMES_IN_FLIGHT: u64 = 2;
-
-/// `computed` value the bridge signals after a failure: above any frame, so no draw waits forever.
-const RELEASE_VALUE: u64 = 1 << 62;
 
 /// `--sync`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
@@ -113,6 +110,18 @@ pub enum SyncError {
     Unsupported { mode: SyncMode, backend: BackendKind, reason: String },
     #[error("the bridge thread stopped: {0}")]
     Bridge(String),
+}
+
+impl SyncError {
+    /// An environment gap or an impossible request (exit code 2) rather than a failure.
+    pub fn is_environment(&self) -> bool {
+        match self {
+            SyncError::Compute(e) => e.is_environment(),
+            SyncError::Vulkan(e) => e.is_environment(),
+            SyncError::Unsupported { .. } => true,
+            SyncError::Bridge(_) => false,
+        }
+    }
 }
 
 /// Decide the mode before anything is created, from the request, the backend and the device.
@@ -241,8 +250,8 @@ impl Bridge {
         let thread = std::thread::Builder::new()
             .name("vkhip-bridge".into())
             .spawn(move || {
-                for job in rx {
-                    let mut step = || -> Result<(), SyncError> {
+                for job in rx.iter() {
+                    let step = || -> Result<(), SyncError> {
                         if let Some(v) = compute_wait_value(job.frame, slots) {
                             ctx.wait_timeline(sems.rendered, v, || {
                                 format!("'rendered' ≥ {v} (frame {} drawn) on the bridge thread", v - 1)
@@ -252,15 +261,18 @@ impl Bridge {
                         ctx.signal_timeline(sems.computed, job.frame + 1)?;
                         Ok(())
                     };
-                    if let Err(e) = step() {
-                        log::error!("bridge thread, frame {}: {e}", job.frame);
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(step))
+                        .unwrap_or_else(|_| Err(SyncError::Bridge("the compute backend panicked".into())));
+                    if let Err(e) = outcome {
+                        // Returned to the render thread on its next compute(): logged at debug only.
+                        log::debug!("bridge thread, frame {}: {e}", job.frame);
                         *fail.lock().unwrap_or_else(|p| p.into_inner()) =
                             Some(format!("frame {}: {e}", job.frame));
-                        // Release every draw that waits (or will wait) on `computed`, so the queue
-                        // drains and teardown cannot hang; the render thread sees the failure on its
-                        // next compute() and stops.
-                        if let Err(e) = ctx.signal_timeline(sems.computed, RELEASE_VALUE) {
-                            log::error!("bridge thread: could not release waiting draws: {e}");
+                        // Release every draw that waits on `computed` for a frame handed over so
+                        // far, so the queue drains; `FrameSync::shutdown` releases any later one.
+                        let last = rx.try_iter().map(|j| j.frame).fold(job.frame, u64::max);
+                        if let Err(e) = ctx.signal_timeline(sems.computed, last + 1) {
+                            log::warn!("bridge thread: could not release waiting draws: {e}");
                         }
                         break;
                     }
@@ -292,7 +304,9 @@ enum Driver {
     /// The render thread calls the backend itself (external, binary, blocking).
     Inline(Box<dyn ComputeBackend>),
     Bridged(Bridge),
-    /// After shutdown.
+    /// After shutdown: idle, kept until the `FrameSync` drops (before the semaphores it imported).
+    Stopped(Box<dyn ComputeBackend>),
+    /// After shutdown, when the bridge thread did not hand the backend back (it panicked).
     Done,
 }
 
@@ -325,7 +339,10 @@ impl FrameSync {
         let support = backend.gpu_sync_support();
         let mode = match mode {
             SyncMode::External if !support.timeline && kind == BackendKind::Hip => {
-                log::warn!("--sync external: HIP could not import the semaphores (ROCm on Linux cannot); falling back to bridged");
+                log::warn!(
+                    "--sync external: HIP did not import the semaphores (ROCm on Linux cannot, or the Vulkan \
+                     device cannot export them); falling back to bridged"
+                );
                 SyncMode::Bridged
             }
             SyncMode::External | SyncMode::Binary
@@ -440,7 +457,9 @@ impl FrameSync {
                     return Err(SyncError::Bridge(bridge.failure().unwrap_or_else(|| "it is gone".into())));
                 }
             }
-            (Driver::Done, _) => return Err(SyncError::Bridge("compute() after shutdown".into())),
+            (Driver::Done | Driver::Stopped(_), _) => {
+                return Err(SyncError::Bridge("compute() after shutdown".into()))
+            }
             (Driver::Inline(_), m) => {
                 return Err(SyncError::Bridge(format!("internal: mode {m} has no inline compute path")))
             }
@@ -465,40 +484,59 @@ impl FrameSync {
         s
     }
 
-    /// Stop the compute side and wait for everything, then return the backend so the caller drops
-    /// it before the Vulkan objects it imported. Safe to call twice.
-    pub fn shutdown(&mut self) -> Result<Option<Box<dyn ComputeBackend>>, SyncError> {
-        let mut backend = match std::mem::replace(&mut self.driver, Driver::Done) {
-            Driver::Inline(b) => Some(b),
-            Driver::Bridged(mut bridge) => bridge.stop(),
-            Driver::Done => return Ok(None),
+    /// Stop the compute side and wait for everything: join the bridge thread, wait for the
+    /// compute API's work (stream synchronise), release any draw still waiting for a `computed`
+    /// value nobody will signal now (after a failure or an interruption), and wait for the queue.
+    /// Every step runs even if an earlier one failed; the first error is returned. The backend is
+    /// kept, idle, and dropped with the `FrameSync` (before the semaphores it imported). Safe to
+    /// call twice.
+    pub fn shutdown(&mut self) -> Result<(), SyncError> {
+        self.driver = match std::mem::replace(&mut self.driver, Driver::Done) {
+            Driver::Inline(b) | Driver::Stopped(b) => Driver::Stopped(b),
+            Driver::Bridged(mut bridge) => match bridge.stop() {
+                Some(b) => Driver::Stopped(b),
+                None => Driver::Done,
+            },
+            Driver::Done => Driver::Done,
         };
-        // A draw may still wait for a `computed` value nobody will signal now (the bridge failed,
-        // or a run was interrupted): host-signal it so the queue can drain. GPU-side modes signal
-        // from their own queue/stream, which has everything enqueued already.
-        if !self.mode.gpu_side() {
-            let current = self.ctx.timeline_value(self.sems.computed.handle)?;
-            if current < self.requested {
-                log::warn!("releasing draws waiting on 'computed' {} (reached {current})", self.requested);
-                self.ctx.signal_timeline(self.sems.computed.handle, self.requested)?;
+        let mut first: Option<SyncError> = None;
+        let mut keep = |r: Result<(), SyncError>| {
+            if let Err(e) = r {
+                log::warn!("frame-sync teardown: {e}");
+                first.get_or_insert(e);
             }
+        };
+        // The stream first: everything it waits on comes from draws already submitted.
+        if let Driver::Stopped(b) = &mut self.driver {
+            keep(b.finish().map_err(SyncError::from));
         }
-        self.ctx.queue_wait_idle()?;
-        if let Some(b) = backend.as_mut() {
-            b.finish()?;
+        if self.mode != SyncMode::Binary {
+            keep(self.release_waiting_draws());
         }
-        Ok(backend)
+        keep(self.ctx.queue_wait_idle().map_err(SyncError::from));
+        first.map_or(Ok(()), Err)
     }
 
-    /// Run `f` with the backend, after stopping the pipeline (benchmarks, read-backs).
+    /// Host-signal `computed` up to the last value a draw was promised, if it is not there yet.
+    fn release_waiting_draws(&self) -> Result<(), SyncError> {
+        let current = self.ctx.timeline_value(self.sems.computed.handle)?;
+        if current < self.requested {
+            log::warn!("releasing draws waiting on 'computed' {} (reached {current})", self.requested);
+            self.ctx.signal_timeline(self.sems.computed.handle, self.requested)?;
+        }
+        Ok(())
+    }
+
+    /// Run `f` with the backend while nothing else runs on it: either after [`Self::shutdown`], or
+    /// in a mode where the render thread owns it (not `bridged` before shutdown).
     pub fn with_idle_backend<T>(
         &mut self,
         f: impl FnOnce(&mut dyn ComputeBackend) -> Result<T, ComputeError>,
     ) -> Result<T, SyncError> {
         match &mut self.driver {
-            Driver::Inline(b) => {
-                self.ctx.queue_wait_idle()?;
+            Driver::Inline(b) | Driver::Stopped(b) => {
                 b.finish()?;
+                self.ctx.queue_wait_idle()?;
                 Ok(f(b.as_mut())?)
             }
             _ => Err(SyncError::Bridge("the backend is owned by the bridge thread in bridged mode".into())),
@@ -508,10 +546,9 @@ impl FrameSync {
 
 impl Drop for FrameSync {
     fn drop(&mut self) {
-        match self.shutdown() {
-            Ok(backend) => drop(backend),
-            Err(e) => log::error!("frame-sync teardown: {e}"),
-        }
+        // Errors are logged by shutdown; the backend (field `driver`) drops right after this,
+        // before the semaphores.
+        let _ = self.shutdown();
     }
 }
 

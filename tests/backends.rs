@@ -89,7 +89,7 @@ fn ctrl_c_stops_a_run_cleanly_with_a_report() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let o = child.wait_with_output().unwrap();
-    assert_ok(&o, "interrupted run");
+    assert_eq!(o.status.code(), Some(130), "an interrupted run exits 130 after its report\n{}", stderr(&o));
     let report = stdout(&o);
     let frames: u64 = report
         .lines()

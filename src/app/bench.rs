@@ -37,6 +37,12 @@ fn open_fds() -> usize {
 /// Build and tear down the whole setup `--count` times, running a few frames each time; compare
 /// open fds and the compute API's free device memory after the first cycle and after the last.
 pub fn cycles(args: &CycleArgs) -> anyhow::Result<ExitCode> {
+    if args.common.sync == SyncMode::Binary {
+        return Err(crate::cli::UsageError(
+            "cycles does not run --sync binary (its semaphore pairs need real draws); use external".into(),
+        )
+        .into());
+    }
     let count = args.count.max(2);
     let mut fds = Vec::new();
     let mut free = Vec::new();
@@ -55,9 +61,6 @@ pub fn cycles(args: &CycleArgs) -> anyhow::Result<ExitCode> {
                 // No draw here: signal `rendered` from the host once the slot is computed, as
                 // the draw would (host-wait on the Vulkan-signalled path only).
                 let v = f + 1;
-                if session.sync.mode() == SyncMode::Binary {
-                    anyhow::bail!("cycles does not run --sync binary (it needs draws); use external");
-                }
                 if session.sync.mode() == SyncMode::Bridged {
                     // Host-signalled by the bridge thread: a Vulkan value, fine to wait on.
                     session.ctx.wait_timeline(session.sync.sems.computed.handle, v, || {
@@ -69,11 +72,11 @@ pub fn cycles(args: &CycleArgs) -> anyhow::Result<ExitCode> {
                 }
                 session.ctx.signal_timeline(session.sync.sems.rendered.handle, v)?;
             }
-            let mem = session.sync.with_idle_backend(|b| b.device_memory().transpose());
-            if let Ok(Some((f, _))) = mem {
+            // After shutdown the backend is idle but still holds its imports, in every mode.
+            session.sync.shutdown()?;
+            if let Some((f, _)) = session.sync.with_idle_backend(|b| b.device_memory().transpose())? {
                 free.push(f);
             }
-            session.sync.shutdown()?;
         }
         fds.push(open_fds());
         log::info!("cycle {i}: {} open fds, free device memory {:?}", fds[i as usize], free.last());

@@ -63,6 +63,16 @@ pub enum FrameError {
     Vulkan(#[from] VkError),
 }
 
+impl FrameError {
+    /// An environment gap or an impossible request (exit code 2) rather than a failure.
+    pub fn is_environment(&self) -> bool {
+        match self {
+            FrameError::Sync(e) => e.is_environment(),
+            FrameError::Vulkan(e) => e.is_environment(),
+        }
+    }
+}
+
 /// Where and how a frame is drawn.
 pub struct DrawTarget<'a> {
     pub framebuffer: vk::Framebuffer,

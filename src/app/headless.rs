@@ -19,8 +19,9 @@ use std::time::Instant;
 /// Default frame count of a headless run.
 pub const DEFAULT_FRAMES: u64 = 120;
 
-/// A session drawing into an offscreen target: what headless runs and `verify` share. Field order
-/// is drop order: the target, the renderer (it waits for the queue), then the session.
+/// A session drawing into an offscreen target: what headless runs and `verify` share. Its `Drop`
+/// stops the protocol first (so no draw is pending, even after an error), then the fields go in
+/// order: the target's images, the renderer, the session.
 pub struct Offscreen {
     pub target: OffscreenTarget,
     pub renderer: Renderer,
@@ -55,6 +56,13 @@ impl Offscreen {
     }
 }
 
+impl Drop for Offscreen {
+    fn drop(&mut self) {
+        // Errors are logged by shutdown; nothing may be pending when the target goes.
+        let _ = self.session.sync.shutdown();
+    }
+}
+
 /// Run headless; prints the frame report to stdout.
 pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     let extent = vk::Extent2D { width: args.size.width, height: args.size.height };
@@ -83,7 +91,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     times.end = Some(Instant::now());
 
     let mut extra = Vec::new();
-    if let Some(path) = &args.capture {
+    if let Some(path) = args.capture.as_ref().filter(|_| done > 0 || !interrupted()) {
         anyhow::ensure!(done > 0, "no frame was rendered, nothing to capture");
         let pixels = o.target.read_rgba(&o.session.ctx, (o.session.sync.sems.rendered.handle, done))?;
         Rgba { width: extent.width, height: extent.height, pixels }
@@ -91,8 +99,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
             .with_context(|| "writing the capture".to_string())?;
         extra.push(("capture", format!("{} (frame {})", path.display(), done - 1)));
     }
-    let mut backend = o.session.sync.shutdown()?;
-    drop(backend.take());
+    o.session.sync.shutdown()?;
     let report =
         frame_report(&o.session, &times, &format!("offscreen {}x{}", extent.width, extent.height), &extra);
     print!("{report}");

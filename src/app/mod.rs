@@ -26,7 +26,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 match window::event_loop() {
                     Ok(el) => {
                         window::run(&cli.run, el)?;
-                        return Ok(ExitCode::SUCCESS);
+                        return Ok(interrupted_or(ExitCode::SUCCESS));
                     }
                     Err(e) => log::warn!("cannot open a window ({e}); running headless"),
                 }
@@ -40,13 +40,22 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 args.capture = Some(DEFAULT_CAPTURE.into());
             }
             headless::run(&args)?;
-            Ok(ExitCode::SUCCESS)
+            Ok(interrupted_or(ExitCode::SUCCESS))
         }
         Some(Command::Info(a)) => info::run(&a).map(|()| ExitCode::SUCCESS),
-        Some(Command::Verify(a)) => verify::run(&a),
+        Some(Command::Verify(a)) => verify::run(&a).map(interrupted_or),
         Some(Command::BenchKernel(a)) => bench::bench_kernel(&a),
         Some(Command::Cycles(a)) => bench::cycles(&a),
         Some(Command::ComparePng(a)) => compare_png(&a),
+    }
+}
+
+/// Exit code 130 (the shell's code for SIGINT) for a run that Ctrl-C stopped, else `code`.
+fn interrupted_or(code: ExitCode) -> ExitCode {
+    if frame::interrupted() {
+        ExitCode::from(130)
+    } else {
+        code
     }
 }
 
@@ -57,18 +66,16 @@ pub fn display_available() -> bool {
 
 /// Whether an error is a usage or environment problem (exit code 2) rather than a failure.
 pub fn is_environment_error(e: &anyhow::Error) -> bool {
+    // `#[error(transparent)]` wrappers forward `source()` past their inner error, so each layer's
+    // type is asked directly.
     e.chain().any(|c| {
         c.downcast_ref::<crate::cli::UsageError>().is_some()
-            || c.downcast_ref::<session::SessionError>().is_some_and(|s| s.is_environment())
-            || c.downcast_ref::<crate::vk::VkError>().is_some_and(|v| v.is_environment())
-            || c.downcast_ref::<crate::compute::ComputeError>().is_some_and(|c| {
-                matches!(
-                    c,
-                    crate::compute::ComputeError::Unavailable { .. }
-                        | crate::compute::ComputeError::Unsupported { .. }
-                )
-            })
             || c.downcast_ref::<crate::image::ImageError>().is_some()
+            || c.downcast_ref::<session::SessionError>().is_some_and(|s| s.is_environment())
+            || c.downcast_ref::<frame::FrameError>().is_some_and(|f| f.is_environment())
+            || c.downcast_ref::<crate::sync::SyncError>().is_some_and(|s| s.is_environment())
+            || c.downcast_ref::<crate::vk::VkError>().is_some_and(|v| v.is_environment())
+            || c.downcast_ref::<crate::compute::ComputeError>().is_some_and(|c| c.is_environment())
     })
 }
 

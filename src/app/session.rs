@@ -34,18 +34,11 @@ impl SessionError {
     pub fn is_environment(&self) -> bool {
         match self {
             SessionError::Vulkan(e) => e.is_environment(),
-            SessionError::Compute(e) => is_environment_compute(e),
-            SessionError::Sync(SyncError::Unsupported { .. }) => true,
-            SessionError::Sync(SyncError::Compute(e)) => is_environment_compute(e),
-            SessionError::Sync(SyncError::Vulkan(e)) => e.is_environment(),
-            SessionError::Sync(_) => false,
+            SessionError::Compute(e) => e.is_environment(),
+            SessionError::Sync(e) => e.is_environment(),
             SessionError::GridTooLarge { .. } => true,
         }
     }
-}
-
-fn is_environment_compute(e: &ComputeError) -> bool {
-    matches!(e, ComputeError::Unavailable { .. } | ComputeError::Unsupported { .. })
 }
 
 /// Devices each interop API can see (an error says why an API is unavailable).

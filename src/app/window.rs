@@ -13,7 +13,7 @@ use crate::sim::WaveParams;
 use crate::sync::FRAMES_IN_FLIGHT;
 use crate::vk::external::Semaphore;
 use crate::vk::instance::Instance;
-use crate::vk::swapchain::{Surface, Swapchain};
+use crate::vk::swapchain::{Acquire, Surface, Swapchain};
 use crate::vk::VkError;
 use anyhow::Context as _;
 use ash::vk;
@@ -168,9 +168,12 @@ impl App<'_> {
         throttle(&r.session, f, &mut t)?;
         let acquire = r.acquired[(f % FRAMES_IN_FLIGHT) as usize].handle;
         let Some(sc) = r.swapchain.as_ref() else { return Ok(true) };
-        let Some((image, suboptimal)) = sc.acquire(acquire)? else {
-            r.resized = true;
-            return Ok(true);
+        let (image, suboptimal) = match sc.acquire(acquire)? {
+            Acquire::Image { image, suboptimal } => (image, suboptimal),
+            Acquire::Retry { recreate } => {
+                r.resized |= recreate;
+                return Ok(true);
+            }
         };
         let (framebuffer, present) = sc.image(image);
         let extent = sc.extent;
@@ -213,16 +216,15 @@ impl App<'_> {
     /// Drain and tear down in order, then build the report.
     fn finish(&mut self, mut r: Running) {
         let done = r.frame;
-        let result = (|| -> anyhow::Result<()> {
-            if done > 0 {
-                r.session.sync.wait_rendered(done)?;
+        if done > 0 {
+            if let Err(e) = r.session.sync.wait_rendered(done) {
+                self.error.get_or_insert(e.into());
             }
-            r.times.end = Some(Instant::now());
-            r.session.sync.shutdown()?;
-            Ok(())
-        })();
-        if let Err(e) = result {
-            self.error.get_or_insert(e);
+        }
+        r.times.end = Some(Instant::now());
+        // Always, also after an error: nothing may be pending when the swapchain and renderer go.
+        if let Err(e) = r.session.sync.shutdown() {
+            self.error.get_or_insert(e.into());
         }
         let size = r.window.inner_size();
         let extra = vec![("resizes", format!("{} swapchain re-creations", r.recreated))];
@@ -317,6 +319,12 @@ impl ApplicationHandler for App<'_> {
         }
         let max_fps = self.args.max_fps;
         let Some(r) = self.running.as_mut() else { return };
+        let size = r.window.inner_size();
+        if size.width == 0 || size.height == 0 {
+            // Minimised: sleep until the next event (a restore arrives as Resized).
+            el.set_control_flow(ControlFlow::Wait);
+            return;
+        }
         if max_fps > 0.0 {
             let now = Instant::now();
             if now < r.next_frame_at {

@@ -95,6 +95,13 @@ pub enum ComputeError {
     Vulkan(String),
 }
 
+impl ComputeError {
+    /// An environment gap or an impossible request (exit code 2) rather than a failure.
+    pub fn is_environment(&self) -> bool {
+        matches!(self, ComputeError::Unavailable { .. } | ComputeError::Unsupported { .. })
+    }
+}
+
 /// GPU-side synchronisation for one frame, for backends that wait and signal on their own queue
 /// or stream. Values follow [`crate::sync`]: frame f is `f + 1` on both timelines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

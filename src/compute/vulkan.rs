@@ -81,7 +81,6 @@ impl VulkanBackend {
         }
         // SAFETY: the fence is signalled, so the command buffer is no longer pending.
         unsafe {
-            d.reset_fences(&[fence]).call("vkResetFences")?;
             d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()).call("vkResetCommandBuffer")?;
             let begin =
                 vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
@@ -118,7 +117,22 @@ impl VulkanBackend {
 
         let waits: Vec<_> =
             waits.iter().map(|&(sem, v)| (sem, v, vk::PipelineStageFlags::COMPUTE_SHADER)).collect();
-        self.ctx.submit_with(cmd, &waits, signals, fence)
+        // Unsignal the fence only now: if anything above failed it stays signalled, so later
+        // waits on it (finish, teardown) do not wait for a submission that never happened.
+        // SAFETY: the fence is signalled and not in use by a pending submission.
+        unsafe { d.reset_fences(&[fence]) }.call("vkResetFences")?;
+        let submitted = self.ctx.submit_with(cmd, &waits, signals, fence);
+        if submitted.is_err() {
+            // Nothing will signal the fence: replace it with a signalled one.
+            let info = vk::FenceCreateInfo::default().flags(vk::FenceCreateFlags::SIGNALED);
+            // SAFETY: the failed submission did not take the fence; valid device.
+            if let Ok(new) = unsafe { d.create_fence(&info, None) } {
+                // SAFETY: the old fence is not used by any submission.
+                unsafe { d.destroy_fence(fence, None) };
+                self.fences[slot] = new;
+            }
+        }
+        submitted
     }
 }
 
@@ -181,7 +195,12 @@ impl Drop for VulkanBackend {
         // SAFETY: wait for our own fences first, so nothing recorded here is pending; then the
         // pool (freeing its command buffers) and the fences can go.
         unsafe {
-            if let Err(e) = d.wait_for_fences(&self.fences, true, WAIT_TIMEOUT.as_nanos() as u64) {
+            let waited = if self.fences.is_empty() {
+                Ok(())
+            } else {
+                d.wait_for_fences(&self.fences, true, WAIT_TIMEOUT.as_nanos() as u64)
+            };
+            if let Err(e) = waited {
                 log::warn!("vulkan backend teardown: vkWaitForFences: {e}");
                 let _ = self.ctx.queue_wait_idle();
             }

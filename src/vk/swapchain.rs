@@ -70,6 +70,19 @@ impl Drop for Surface {
     }
 }
 
+/// What [`Swapchain::acquire`] got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Acquire {
+    Image {
+        image: u32,
+        suboptimal: bool,
+    },
+    /// No image this time; re-create the swapchain first if `recreate`.
+    Retry {
+        recreate: bool,
+    },
+}
+
 /// Per-image resources of a swapchain.
 struct SwapImage {
     framebuffer: Framebuffer,
@@ -204,14 +217,16 @@ impl Swapchain {
         self.ctx.swapchain_fn.as_ref().ok_or_else(|| VkError::Unsupported("no swapchain extension".into()))
     }
 
-    /// Acquire the next image, signalling `acquired`. `Ok(None)`: out of date, re-create.
-    pub fn acquire(&self, acquired: vk::Semaphore) -> Result<Option<(u32, bool)>, VkError> {
+    /// Acquire the next image, signalling `acquired`. `Ok(Acquire::Retry)` when no image came
+    /// within a second (a hidden window) or the swapchain is out of date (`recreate` set).
+    pub fn acquire(&self, acquired: vk::Semaphore) -> Result<Acquire, VkError> {
         let sc_fn = self.swapchain_fn()?;
         // SAFETY: valid swapchain and unsignalled binary semaphore (its last wait has completed:
-        // the caller throttled).
-        match unsafe { sc_fn.acquire_next_image(self.handle, u64::MAX, acquired, vk::Fence::null()) } {
-            Ok((i, suboptimal)) => Ok(Some((i, suboptimal))),
-            Err(vk::Result::ERROR_OUT_OF_DATE_KHR) => Ok(None),
+        // the caller throttled). A finite timeout keeps Esc and Ctrl-C responsive.
+        match unsafe { sc_fn.acquire_next_image(self.handle, 1_000_000_000, acquired, vk::Fence::null()) } {
+            Ok((image, suboptimal)) => Ok(Acquire::Image { image, suboptimal }),
+            Err(vk::Result::ERROR_OUT_OF_DATE_KHR) => Ok(Acquire::Retry { recreate: true }),
+            Err(vk::Result::TIMEOUT | vk::Result::NOT_READY) => Ok(Acquire::Retry { recreate: false }),
             Err(e) => Err(VkError::Call { call: "vkAcquireNextImageKHR", result: e }),
         }
     }
