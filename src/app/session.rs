@@ -13,7 +13,7 @@ use crate::sync::{resolve_mode, FrameSemaphores, FrameSync, SyncError, SyncMode}
 use crate::vk::device::{choose_device, enumerate, uuid_string, Context, PhysicalDeviceInfo};
 use crate::vk::external::{Slot, SlotMemory};
 use crate::vk::instance::Instance;
-use crate::vk::VkError;
+use crate::vk::{cmd_memory_barrier, VkError};
 use std::sync::Arc;
 
 /// Errors building a session.
@@ -318,20 +318,17 @@ impl Session {
             .into_iter()
             .collect();
         self.ctx.one_shot(&waits, |cmd| {
-            let barrier = vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
             // SAFETY: recording into the one-shot command buffer; the buffer is a live slot.
             unsafe {
                 d.cmd_fill_buffer(cmd, buffer, offset, size, pattern);
-                d.cmd_pipeline_barrier(
+                cmd_memory_barrier(
+                    d,
                     cmd,
-                    vk::PipelineStageFlags::TRANSFER,
-                    vk::PipelineStageFlags::ALL_COMMANDS | vk::PipelineStageFlags::HOST,
-                    vk::DependencyFlags::empty(),
-                    &[barrier],
-                    &[],
-                    &[],
+                    (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+                    (
+                        vk::PipelineStageFlags::ALL_COMMANDS | vk::PipelineStageFlags::HOST,
+                        vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
+                    ),
                 );
             }
         })
@@ -347,34 +344,22 @@ impl Session {
         let waits: Vec<_> =
             waits.iter().map(|&(sem, v)| (sem, v, vk::PipelineStageFlags::TRANSFER)).collect();
         self.ctx.one_shot(&waits, |cmd| {
-            let before = vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
-                .dst_access_mask(vk::AccessFlags::TRANSFER_READ);
-            let after = vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::HOST_READ);
             let region = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: s.size };
             // SAFETY: recording into the one-shot command buffer; both buffers are live and large
             // enough.
             unsafe {
-                d.cmd_pipeline_barrier(
+                cmd_memory_barrier(
+                    d,
                     cmd,
-                    vk::PipelineStageFlags::ALL_COMMANDS,
-                    vk::PipelineStageFlags::TRANSFER,
-                    vk::DependencyFlags::empty(),
-                    &[before],
-                    &[],
-                    &[],
+                    (vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::MEMORY_WRITE),
+                    (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
                 );
                 d.cmd_copy_buffer(cmd, s.buffer, host.buffer, &[region]);
-                d.cmd_pipeline_barrier(
+                cmd_memory_barrier(
+                    d,
                     cmd,
-                    vk::PipelineStageFlags::TRANSFER,
-                    vk::PipelineStageFlags::HOST,
-                    vk::DependencyFlags::empty(),
-                    &[after],
-                    &[],
-                    &[],
+                    (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+                    (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
                 );
             }
         })?;

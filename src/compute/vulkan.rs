@@ -10,7 +10,7 @@ use crate::sync::SemaphoreHandles;
 use crate::vk::device::{Context, WAIT_TIMEOUT};
 use crate::vk::external::Slot;
 use crate::vk::pipeline::SinewavePipeline;
-use crate::vk::{CallContext, VkError};
+use crate::vk::{cmd_memory_barrier, CallContext, VkError};
 use ash::vk;
 use std::sync::Arc;
 
@@ -97,17 +97,13 @@ impl VulkanBackend {
             // Host-synchronised modes: the host already waited for the slot's previous reader, but
             // Vulkan needs its own execution dependency for the write-after-read on the slot: the
             // earlier draws (submission order) finish their vertex reads before this dispatch writes.
-            let barrier = vk::MemoryBarrier::default().dst_access_mask(vk::AccessFlags::SHADER_WRITE);
-            // SAFETY: recording into `cmd`.
+            // SAFETY: recording into `cmd`, outside a render pass.
             unsafe {
-                d.cmd_pipeline_barrier(
+                cmd_memory_barrier(
+                    d,
                     cmd,
-                    vk::PipelineStageFlags::VERTEX_SHADER,
-                    vk::PipelineStageFlags::COMPUTE_SHADER,
-                    vk::DependencyFlags::empty(),
-                    &[barrier],
-                    &[],
-                    &[],
+                    (vk::PipelineStageFlags::VERTEX_SHADER, vk::AccessFlags::empty()),
+                    (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE),
                 )
             };
         }

@@ -63,6 +63,31 @@ impl VkError {
     }
 }
 
+/// Record a global memory barrier: `src_access` in `src_stage` before `dst_access` in `dst_stage`.
+///
+/// # Safety
+/// `cmd` is a command buffer of `device` in the recording state, outside a render pass.
+pub unsafe fn cmd_memory_barrier(
+    device: &ash::Device,
+    cmd: vk::CommandBuffer,
+    (src_stage, src_access): (vk::PipelineStageFlags, vk::AccessFlags),
+    (dst_stage, dst_access): (vk::PipelineStageFlags, vk::AccessFlags),
+) {
+    let barrier = vk::MemoryBarrier::default().src_access_mask(src_access).dst_access_mask(dst_access);
+    // SAFETY: per this function's contract.
+    unsafe {
+        device.cmd_pipeline_barrier(
+            cmd,
+            src_stage,
+            dst_stage,
+            vk::DependencyFlags::empty(),
+            &[barrier],
+            &[],
+            &[],
+        )
+    };
+}
+
 /// Convert an `ash` result into [`VkError::Call`] naming the call.
 pub trait CallContext<T> {
     fn call(self, name: &'static str) -> Result<T, VkError>;

@@ -201,21 +201,11 @@ impl OffscreenTarget {
                     buf.buffer,
                     &[region],
                 );
-                let host = vk::BufferMemoryBarrier::default()
-                    .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                    .dst_access_mask(vk::AccessFlags::HOST_READ)
-                    .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                    .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                    .buffer(buf.buffer)
-                    .size(vk::WHOLE_SIZE);
-                ctx.device.cmd_pipeline_barrier(
+                super::cmd_memory_barrier(
+                    &ctx.device,
                     cmd,
-                    vk::PipelineStageFlags::TRANSFER,
-                    vk::PipelineStageFlags::HOST,
-                    vk::DependencyFlags::empty(),
-                    &[],
-                    &[host],
-                    &[],
+                    (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+                    (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
                 );
             }
         })?;
