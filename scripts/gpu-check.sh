@@ -234,7 +234,9 @@ for spec in "cuda external 3" "cuda external 1" "cuda binary 1" "cuda bridged 3"
         run "$name" "$bin" --headless --backend "$backend" --sync "$sync" --slots "$slots" --grid "$grid" \
             --size "${shape#*:}" --frames 600
         if [ "$rc" -eq 0 ]; then
-            record "$name" PASS "$(grep -m 1 'frame time' "$out/$name.stdout" | tr -s ' ' | cut -c 13-80)"
+            frame=$(grep -m 1 'frame time' "$out/$name.stdout" | tr -s ' ' | cut -d ' ' -f 4-12)
+            gpu=$(grep -m 1 'gpu draw' "$out/$name.stdout" | tr -s ' ' | cut -d ' ' -f 4-6)
+            record "$name" PASS "$frame; gpu draw ${gpu:-n/a}"
         else
             record "$name" "$(status_of)" "exit $rc: $tail_line"
         fi

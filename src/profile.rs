@@ -24,6 +24,8 @@ pub struct FrameTimes {
     pub frames: Vec<PhaseTimes>,
     /// When the last frame's draw was known to be finished.
     pub end: Option<Instant>,
+    /// GPU time of each frame's draw command buffer (timestamp queries), milliseconds.
+    pub gpu_draw_ms: Vec<f64>,
 }
 
 impl FrameTimes {
@@ -107,7 +109,7 @@ mod tests {
             .iter()
             .map(|&o| PhaseTimes { start: Some(t0 + ms(o)), ..Default::default() })
             .collect();
-        let ft = FrameTimes { frames, end: Some(t0 + ms(60)) };
+        let ft = FrameTimes { frames, end: Some(t0 + ms(60)), gpu_draw_ms: Vec::new() };
         let p = ft.periods_ms();
         assert_eq!(p.len(), 3);
         assert!((p[0] - 10.0).abs() < 1e-6 && (p[1] - 20.0).abs() < 1e-6 && (p[2] - 30.0).abs() < 1e-6);

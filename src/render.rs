@@ -8,6 +8,7 @@ use crate::sync::{DrawSync, FRAMES_IN_FLIGHT};
 use crate::vk::device::Context;
 use crate::vk::external::Slot;
 use crate::vk::pipeline::{RenderPass, SurfacePipeline};
+use crate::vk::timestamps::DrawTimer;
 use crate::vk::{CallContext, VkError};
 use ash::vk;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ pub const CLEAR_COLOR: [f32; 4] = [0.055, 0.063, 0.086, 1.0];
 
 /// Records and submits draws for one kind of target (offscreen or swapchain).
 pub struct Renderer {
+    timer: Option<DrawTimer>,
     pool: vk::CommandPool,
     cmds: Vec<vk::CommandBuffer>,
     pipeline: SurfacePipeline,
@@ -52,7 +54,8 @@ impl Renderer {
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
         // SAFETY: valid device.
         let pool = unsafe { ctx.device.create_command_pool(&info, None) }.call("vkCreateCommandPool")?;
-        let mut me = Renderer { pool, cmds: Vec::new(), pipeline, render_pass, ctx: ctx.clone() };
+        let timer = DrawTimer::new(ctx, FRAMES_IN_FLIGHT as usize)?;
+        let mut me = Renderer { timer, pool, cmds: Vec::new(), pipeline, render_pass, ctx: ctx.clone() };
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(pool)
             .level(vk::CommandBufferLevel::PRIMARY)
@@ -78,7 +81,8 @@ impl Renderer {
         extra_signals: &[vk::Semaphore],
     ) -> Result<(), VkError> {
         let d = &self.ctx.device;
-        let cmd = self.cmds[(frame % FRAMES_IN_FLIGHT) as usize];
+        let index = (frame % FRAMES_IN_FLIGHT) as usize;
+        let cmd = self.cmds[index];
         let clear = [
             vk::ClearValue { color: vk::ClearColorValue { float32: CLEAR_COLOR } },
             vk::ClearValue { depth_stencil: vk::ClearDepthStencilValue { depth: 1.0, stencil: 0 } },
@@ -98,6 +102,9 @@ impl Renderer {
             let begin =
                 vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
             d.begin_command_buffer(cmd, &begin).call("vkBeginCommandBuffer")?;
+            if let Some(t) = self.timer.as_mut() {
+                t.begin(cmd, index, frame);
+            }
             let rp = vk::RenderPassBeginInfo::default()
                 .render_pass(self.render_pass.handle)
                 .framebuffer(framebuffer)
@@ -111,6 +118,9 @@ impl Renderer {
         // SAFETY: inside the render pass begun above.
         unsafe {
             d.cmd_end_render_pass(cmd);
+            if let Some(t) = self.timer.as_mut() {
+                t.end(cmd, index);
+            }
             d.end_command_buffer(cmd).call("vkEndCommandBuffer")?;
         }
 
@@ -119,6 +129,14 @@ impl Renderer {
         let signals: Vec<_> =
             sync.signals.iter().copied().chain(extra_signals.iter().map(|&s| (s, 0))).collect();
         self.ctx.submit_with(cmd, &waits, &signals, vk::Fence::null())
+    }
+}
+
+impl Renderer {
+    /// GPU time of each drawn frame's command buffer, milliseconds, in frame order. Call once the
+    /// frames have finished (after the protocol's shutdown); empty without timestamp support.
+    pub fn gpu_draw_ms(&mut self) -> Vec<f64> {
+        self.timer.as_mut().map_or_else(Vec::new, DrawTimer::finish)
     }
 }
 

@@ -103,3 +103,25 @@ fn run_without_display_writes_a_png_and_the_report() {
     assert_eq!((img.width, img.height), (320, 180));
     assert_shows_surface(&img, "quick-start frame");
 }
+
+/// The report's GPU phase: timestamps around each frame's draw give a positive time, no longer
+/// than the frame period it is part of (lavapipe draws on the CPU, so the two are close).
+#[test]
+fn report_has_gpu_draw_time_from_timestamps() {
+    let o = run(vkhip().args(["--headless", "--frames", "20", "--size", "320x180", "--grid", "64x64"]));
+    assert_ok(&o, "headless run");
+    let out = stdout(&o);
+    let mean_after = |label: &str| -> f64 {
+        let line = out
+            .lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} line:\n{out}"));
+        line.split_whitespace()
+            .skip_while(|w| *w != "mean")
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .expect("mean value")
+    };
+    let (gpu, frame) = (mean_after("gpu draw"), mean_after("frame time"));
+    assert!(gpu > 0.0 && gpu <= frame * 1.05, "gpu draw mean {gpu} ms vs frame mean {frame} ms:\n{out}");
+}

@@ -100,6 +100,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         extra.push(("capture", format!("{} (frame {})", path.display(), done - 1)));
     }
     o.session.sync.shutdown()?;
+    times.gpu_draw_ms = o.renderer.gpu_draw_ms();
     let report =
         frame_report(&o.session, &times, &format!("offscreen {}x{}", extent.width, extent.height), &extra);
     print!("{report}");

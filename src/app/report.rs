@@ -18,6 +18,14 @@ pub fn frame_report(session: &Session, times: &FrameTimes, target: &str, extra: 
         "  frame time   mean {:.3} ms   p50 {:.3} ms   p99 {:.3} ms   ({:.1} fps)",
         s.mean_ms, s.p50_ms, s.p99_ms, s.fps
     );
+    if !times.gpu_draw_ms.is_empty() {
+        let g = FrameSummary::of(&times.gpu_draw_ms);
+        let _ = writeln!(
+            out,
+            "  gpu draw     mean {:.3} ms   p50 {:.3} ms   p99 {:.3} ms   (timestamps around each draw)",
+            g.mean_ms, g.p50_ms, g.p99_ms
+        );
+    }
     let _ = writeln!(
         out,
         "  host phases  throttle {throttle:.0} µs   compute {compute:.0} µs   record+submit {submit:.0} µs   (mean per frame)"

@@ -226,6 +226,7 @@ impl App<'_> {
         if let Err(e) = r.session.sync.shutdown() {
             self.error.get_or_insert(e.into());
         }
+        r.times.gpu_draw_ms = r.renderer.gpu_draw_ms();
         let size = r.window.inner_size();
         let extra = vec![("resizes", format!("{} swapchain re-creations", r.recreated))];
         self.report = Some(frame_report(

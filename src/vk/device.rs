@@ -42,6 +42,10 @@ pub struct PhysicalDeviceInfo {
     pub max_memory_allocation_size: u64,
     /// Largest device-local heap, bytes.
     pub device_local_bytes: u64,
+    /// Nanoseconds per timestamp tick (VkPhysicalDeviceLimits::timestampPeriod).
+    pub timestamp_period: f32,
+    /// Valid bits of timestamps on the graphics queue family (0: no timestamps).
+    pub timestamp_bits: u32,
 }
 
 impl PhysicalDeviceInfo {
@@ -151,6 +155,7 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError
         let families = unsafe { inst.get_physical_device_queue_family_properties(handle) };
         let want = vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE;
         let graphics_family = families.iter().position(|f| f.queue_flags.contains(want)).map(|i| i as u32);
+        let timestamp_bits = graphics_family.map_or(0, |i| families[i as usize].timestamp_valid_bits);
         // SAFETY: valid handle.
         let exts = unsafe { inst.enumerate_device_extension_properties(handle) }
             .call("vkEnumerateDeviceExtensionProperties")?;
@@ -217,6 +222,8 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError
             max_storage_buffer_range: props.limits.max_storage_buffer_range,
             max_memory_allocation_size: maint3.max_memory_allocation_size,
             device_local_bytes,
+            timestamp_period: props.limits.timestamp_period,
+            timestamp_bits,
         });
     }
     Ok(out)

@@ -8,6 +8,7 @@
 //! - [`target`]: the offscreen colour + depth target and its read-back.
 //! - [`pipeline`]: render pass, the surface pipeline and the compute pipeline.
 //! - [`swapchain`]: surface + swapchain for window mode.
+//! - [`timestamps`]: GPU timestamps around each frame's draw.
 
 pub mod device;
 pub mod external;
@@ -16,6 +17,7 @@ pub mod memory;
 pub mod pipeline;
 pub mod swapchain;
 pub mod target;
+pub mod timestamps;
 
 use ash::vk;
 
