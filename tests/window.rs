@@ -21,23 +21,22 @@ struct Xvfb {
 }
 
 impl Xvfb {
-    /// Start Xvfb on a display number unique to this process and `slot` (one per test).
-    fn start(slot: u32) -> Xvfb {
-        let n = 90 + (std::process::id() % 400) * 4 + slot;
-        let display = format!(":{n}");
-        let child = Command::new("Xvfb")
-            .args([&display, "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
-            .stdout(Stdio::null())
+    /// Start Xvfb on a free display it picks itself (`-displayfd`), and wait until it says it is
+    /// ready: no display-number collisions with other test processes, no race with its start.
+    fn start() -> Xvfb {
+        use std::io::BufRead;
+        let mut child = Command::new("Xvfb")
+            .args(["-displayfd", "1", "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("start Xvfb");
-        let socket = format!("/tmp/.X11-unix/X{n}");
-        let t0 = Instant::now();
-        while !std::path::Path::new(&socket).exists() {
-            assert!(t0.elapsed() < Duration::from_secs(20), "Xvfb did not come up on {display}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Xvfb { child, display }
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("Xvfb stdout");
+        std::io::BufReader::new(stdout).read_line(&mut line).expect("read Xvfb's display number");
+        let n: u32 =
+            line.trim().parse().unwrap_or_else(|_| panic!("Xvfb printed {line:?}, not a display number"));
+        Xvfb { child, display: format!(":{n}") }
     }
 }
 
@@ -100,7 +99,7 @@ fn window_runs_are_validation_clean_in_every_mode() {
     if !tools_present() {
         return;
     }
-    let x = Xvfb::start(1);
+    let x = Xvfb::start();
     let modes = [
         ("cpu", "bridged"),
         ("cpu", "blocking"),
@@ -126,7 +125,7 @@ fn window_runs_resizes_and_shows_the_surface() {
     if !tools_present() {
         return;
     }
-    let x = Xvfb::start(0);
+    let x = Xvfb::start();
     let mut app = vkhip()
         .env("DISPLAY", &x.display)
         .args([

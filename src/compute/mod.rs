@@ -114,6 +114,71 @@ pub enum GpuSync {
     Binary { slot: usize, wait_rendered: bool },
 }
 
+/// An imported semaphore, by role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SemaphoreRef {
+    TimelineRendered,
+    TimelineComputed,
+    BinaryRendered(usize),
+    BinaryComputed(usize),
+}
+
+/// One semaphore operation (`value` is ignored for binary semaphores).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SemaphoreOp {
+    pub semaphore: SemaphoreRef,
+    pub value: u64,
+}
+
+/// What `enqueue_gpu_synced` does around the kernel, on the backend's stream or queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncPlan {
+    pub wait: Option<SemaphoreOp>,
+    pub signal: SemaphoreOp,
+}
+
+/// The operations for `sync`, given what `backend` has: a timeline pair or not, and how many
+/// binary pairs. Missing semaphores are [`ComputeError::Unsupported`]. Every backend that waits
+/// and signals on the GPU uses this one rule, then maps each [`SemaphoreRef`] to its own handle.
+pub fn plan_sync(
+    backend: &'static str,
+    sync: GpuSync,
+    has_timeline: bool,
+    binary_pairs: usize,
+) -> Result<SyncPlan, ComputeError> {
+    match sync {
+        GpuSync::Timeline { wait_rendered, signal_computed } => {
+            if !has_timeline {
+                return Err(ComputeError::Unsupported {
+                    backend,
+                    reason: "timeline sync requested but no timeline semaphores were imported".into(),
+                });
+            }
+            Ok(SyncPlan {
+                wait: wait_rendered
+                    .map(|value| SemaphoreOp { semaphore: SemaphoreRef::TimelineRendered, value }),
+                signal: SemaphoreOp { semaphore: SemaphoreRef::TimelineComputed, value: signal_computed },
+            })
+        }
+        GpuSync::Binary { slot, wait_rendered } => {
+            if slot >= binary_pairs {
+                return Err(ComputeError::Unsupported {
+                    backend,
+                    reason: format!(
+                        "binary sync for slot {slot} requested but {binary_pairs} binary \
+                         semaphore pair(s) were imported"
+                    ),
+                });
+            }
+            Ok(SyncPlan {
+                wait: wait_rendered
+                    .then_some(SemaphoreOp { semaphore: SemaphoreRef::BinaryRendered(slot), value: 0 }),
+                signal: SemaphoreOp { semaphore: SemaphoreRef::BinaryComputed(slot), value: 0 },
+            })
+        }
+    }
+}
+
 /// Which GPU-side schemes a backend implements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GpuSyncSupport {
@@ -223,5 +288,54 @@ pub fn median(values: &[f64]) -> f64 {
         v[m]
     } else {
         (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeline_plan_waits_only_when_asked() {
+        let plan =
+            plan_sync("cuda", GpuSync::Timeline { wait_rendered: Some(3), signal_computed: 5 }, true, 0)
+                .unwrap();
+        assert_eq!(
+            plan,
+            SyncPlan {
+                wait: Some(SemaphoreOp { semaphore: SemaphoreRef::TimelineRendered, value: 3 }),
+                signal: SemaphoreOp { semaphore: SemaphoreRef::TimelineComputed, value: 5 },
+            }
+        );
+        let first = plan_sync("cuda", GpuSync::Timeline { wait_rendered: None, signal_computed: 1 }, true, 0)
+            .unwrap();
+        assert_eq!(first.wait, None);
+        assert_eq!(first.signal.value, 1);
+    }
+
+    #[test]
+    fn binary_plan_uses_the_slot_pair() {
+        let plan = plan_sync("cuda", GpuSync::Binary { slot: 2, wait_rendered: true }, false, 3).unwrap();
+        assert_eq!(plan.wait.map(|w| w.semaphore), Some(SemaphoreRef::BinaryRendered(2)));
+        assert_eq!(plan.signal.semaphore, SemaphoreRef::BinaryComputed(2));
+        let no_wait = plan_sync("cuda", GpuSync::Binary { slot: 0, wait_rendered: false }, false, 3).unwrap();
+        assert_eq!(no_wait.wait, None);
+    }
+
+    #[test]
+    fn missing_semaphores_are_unsupported() {
+        let t = plan_sync("cuda", GpuSync::Timeline { wait_rendered: None, signal_computed: 1 }, false, 4);
+        assert!(matches!(t, Err(ComputeError::Unsupported { backend: "cuda", .. })));
+        let b = plan_sync("cuda", GpuSync::Binary { slot: 1, wait_rendered: false }, true, 1);
+        let err = b.unwrap_err();
+        assert!(matches!(err, ComputeError::Unsupported { .. }));
+        assert!(err.to_string().contains("slot 1"), "{err}");
+    }
+
+    #[test]
+    fn median_of_odd_even_and_empty_samples() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
     }
 }

@@ -3,7 +3,7 @@
 //! (`external`, `binary`) by submitting its dispatch to the queue with the protocol's waits and
 //! signals, host-side (`bridged`, `blocking`) by waiting on its own fence.
 
-use super::{BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport};
+use super::{plan_sync, BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport, SemaphoreRef};
 use crate::shaders::SinewavePush;
 use crate::sim::WaveParams;
 use crate::sync::SemaphoreHandles;
@@ -151,20 +151,15 @@ impl ComputeBackend for VulkanBackend {
         params: &WaveParams,
         sync: GpuSync,
     ) -> Result<(), ComputeError> {
-        let (waits, signals) = match sync {
-            GpuSync::Timeline { wait_rendered, signal_computed } => (
-                wait_rendered.map(|v| (self.sems.rendered, v)).into_iter().collect::<Vec<_>>(),
-                vec![(self.sems.computed, signal_computed)],
-            ),
-            GpuSync::Binary { slot: pair, wait_rendered } => {
-                let (computed, rendered) =
-                    *self.sems.binary.get(pair).ok_or_else(|| ComputeError::Unsupported {
-                        backend: "vulkan",
-                        reason: "binary semaphores were not created".into(),
-                    })?;
-                (if wait_rendered { vec![(rendered, 0)] } else { vec![] }, vec![(computed, 0)])
-            }
+        let plan = plan_sync("vulkan", sync, true, self.sems.binary.len())?;
+        let handle = |r: SemaphoreRef| match r {
+            SemaphoreRef::TimelineComputed => self.sems.computed,
+            SemaphoreRef::TimelineRendered => self.sems.rendered,
+            SemaphoreRef::BinaryComputed(i) => self.sems.binary[i].0,
+            SemaphoreRef::BinaryRendered(i) => self.sems.binary[i].1,
         };
+        let waits: Vec<_> = plan.wait.map(|w| (handle(w.semaphore), w.value)).into_iter().collect();
+        let signals = [(handle(plan.signal.semaphore), plan.signal.value)];
         self.submit(slot, params, &waits, &signals).map_err(vkerr)
     }
 

@@ -41,13 +41,14 @@ mod result;
 mod safe;
 
 use crate::compute::kernel::{CacheOutcome, KernelCache, SINEWAVE_ENTRY};
+use crate::compute::{plan_sync, SemaphoreRef};
 use crate::compute::{
     BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError, GpuSync, GpuSyncSupport, InteropMemory,
     InteropSemaphorePair, InteropSemaphores, KernelBenchmark,
 };
 use crate::sim::WaveParams;
 use cudarc::driver::sys;
-use plan::{DeviceLimits, SeenDevice, SemaphoreRef};
+use plan::{DeviceLimits, SeenDevice};
 use result::Driver;
 use safe::{Event, ExternalMemory, ExternalSemaphore, Kernel, MappedBuffer, PrimaryContext, Stream};
 
@@ -315,7 +316,7 @@ impl ComputeBackend for CudaBackend {
 
     fn enqueue_gpu_synced(&mut self, slot: usize, params: &WaveParams, sync: GpuSync) -> Result<()> {
         self.ctx.make_current()?;
-        let plan = plan::plan_sync(sync, self.timeline.is_some(), self.binary.len())?;
+        let plan = plan_sync("cuda", sync, self.timeline.is_some(), self.binary.len())?;
         // Resolve and check everything before the first enqueue, so a refused frame leaves no
         // wait behind on the stream.
         let buffer = self.slot(slot)?;

@@ -5,7 +5,7 @@
 use std::ffi::c_void;
 
 use crate::compute::kernel::{sinewave_launch, SinewaveLaunch, SINEWAVE_BLOCK};
-use crate::compute::{ComputeError, GpuSync};
+use crate::compute::ComputeError;
 use crate::sim::{Grid, WaveParams};
 
 /// The limits of a device that shape a launch (from `cuDeviceGetAttribute`).
@@ -88,65 +88,6 @@ pub fn check_grid_fits(grid: Grid, buffer_size: u64) -> Result<(), ComputeError>
         });
     }
     Ok(())
-}
-
-/// An imported semaphore, by role.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SemaphoreRef {
-    TimelineRendered,
-    TimelineComputed,
-    BinaryRendered(usize),
-    BinaryComputed(usize),
-}
-
-/// One semaphore operation on the stream (`value` is ignored for binary semaphores).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SemaphoreOp {
-    pub semaphore: SemaphoreRef,
-    pub value: u64,
-}
-
-/// What `enqueue_gpu_synced` puts on the stream around the kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SyncPlan {
-    pub wait: Option<SemaphoreOp>,
-    pub signal: SemaphoreOp,
-}
-
-/// The stream operations for `sync`, given what was imported: a timeline pair or not, and how
-/// many binary pairs. Missing semaphores are [`ComputeError::Unsupported`].
-pub fn plan_sync(sync: GpuSync, has_timeline: bool, binary_pairs: usize) -> Result<SyncPlan, ComputeError> {
-    match sync {
-        GpuSync::Timeline { wait_rendered, signal_computed } => {
-            if !has_timeline {
-                return Err(ComputeError::Unsupported {
-                    backend: "cuda",
-                    reason: "timeline sync requested but no timeline semaphores were imported".into(),
-                });
-            }
-            Ok(SyncPlan {
-                wait: wait_rendered
-                    .map(|value| SemaphoreOp { semaphore: SemaphoreRef::TimelineRendered, value }),
-                signal: SemaphoreOp { semaphore: SemaphoreRef::TimelineComputed, value: signal_computed },
-            })
-        }
-        GpuSync::Binary { slot, wait_rendered } => {
-            if slot >= binary_pairs {
-                return Err(ComputeError::Unsupported {
-                    backend: "cuda",
-                    reason: format!(
-                        "binary sync for slot {slot} requested but {binary_pairs} binary \
-                         semaphore pair(s) were imported"
-                    ),
-                });
-            }
-            Ok(SyncPlan {
-                wait: wait_rendered
-                    .then_some(SemaphoreOp { semaphore: SemaphoreRef::BinaryRendered(slot), value: 0 }),
-                signal: SemaphoreOp { semaphore: SemaphoreRef::BinaryComputed(slot), value: 0 },
-            })
-        }
-    }
 }
 
 /// A device as CUDA reports it, for matching against Vulkan's deviceUUID.
@@ -272,42 +213,6 @@ mod tests {
         let err = check_grid_fits(grid, grid.bytes() - 4).unwrap_err();
         assert!(matches!(err, ComputeError::Unsupported { backend: "cuda", .. }));
         assert!(err.to_string().contains("1000x777 needs 3108000 bytes"), "{err}");
-    }
-
-    #[test]
-    fn timeline_plan_waits_only_when_asked() {
-        let plan =
-            plan_sync(GpuSync::Timeline { wait_rendered: Some(3), signal_computed: 5 }, true, 0).unwrap();
-        assert_eq!(
-            plan,
-            SyncPlan {
-                wait: Some(SemaphoreOp { semaphore: SemaphoreRef::TimelineRendered, value: 3 }),
-                signal: SemaphoreOp { semaphore: SemaphoreRef::TimelineComputed, value: 5 },
-            }
-        );
-        let first =
-            plan_sync(GpuSync::Timeline { wait_rendered: None, signal_computed: 1 }, true, 0).unwrap();
-        assert_eq!(first.wait, None);
-        assert_eq!(first.signal.value, 1);
-    }
-
-    #[test]
-    fn binary_plan_uses_the_slot_pair() {
-        let plan = plan_sync(GpuSync::Binary { slot: 2, wait_rendered: true }, false, 3).unwrap();
-        assert_eq!(plan.wait.map(|w| w.semaphore), Some(SemaphoreRef::BinaryRendered(2)));
-        assert_eq!(plan.signal.semaphore, SemaphoreRef::BinaryComputed(2));
-        let no_wait = plan_sync(GpuSync::Binary { slot: 0, wait_rendered: false }, false, 3).unwrap();
-        assert_eq!(no_wait.wait, None);
-    }
-
-    #[test]
-    fn missing_semaphores_are_unsupported() {
-        let t = plan_sync(GpuSync::Timeline { wait_rendered: None, signal_computed: 1 }, false, 4);
-        assert!(matches!(t, Err(ComputeError::Unsupported { backend: "cuda", .. })));
-        let b = plan_sync(GpuSync::Binary { slot: 1, wait_rendered: false }, true, 1);
-        let err = b.unwrap_err();
-        assert!(matches!(err, ComputeError::Unsupported { .. }));
-        assert!(err.to_string().contains("slot 1"), "{err}");
     }
 
     #[test]

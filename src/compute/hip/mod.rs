@@ -69,8 +69,8 @@ pub use pci::amd_uuid_from_pci;
 use super::fd::FdOwnership;
 use super::kernel::{KernelCache, SINEWAVE_ENTRY, SINEWAVE_SOURCE};
 use super::{
-    BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError, GpuSync, GpuSyncSupport, InteropMemory,
-    InteropSemaphorePair, InteropSemaphores, KernelBenchmark,
+    plan_sync, BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError, GpuSync, GpuSyncSupport,
+    InteropMemory, InteropSemaphorePair, InteropSemaphores, KernelBenchmark, SemaphoreRef,
 };
 use crate::sim::WaveParams;
 use device::{format_hip_version, HipDevice};
@@ -426,30 +426,30 @@ impl ComputeBackend for HipBackend {
         sync: GpuSync,
     ) -> Result<(), ComputeError> {
         ffi::set_device(self.device.ordinal)?;
-        let unsupported = |what: &str| {
+        let imported = &self.semaphores;
+        let plan = plan_sync("hip", sync, imported.timeline.is_some(), imported.binary.len())?;
+        let pick = |r: SemaphoreRef| match r {
+            SemaphoreRef::TimelineComputed => imported.timeline.as_ref().map(|p| &p.computed),
+            SemaphoreRef::TimelineRendered => imported.timeline.as_ref().map(|p| &p.rendered),
+            SemaphoreRef::BinaryComputed(i) => imported.binary.get(i).map(|p| &p.computed),
+            SemaphoreRef::BinaryRendered(i) => imported.binary.get(i).map(|p| &p.rendered),
+        };
+        // plan_sync checked that every referenced semaphore was imported.
+        let missing = || {
             ComputeError::Unsupported {
             backend: "hip",
-            reason: format!("{what} semaphores were not imported (ROCm on Linux cannot import external semaphores; use --sync bridged)"),
+            reason: "semaphores were not imported (ROCm on Linux cannot import external semaphores; use --sync bridged)"
+                .into(),
         }
         };
-        match sync {
-            GpuSync::Timeline { wait_rendered, signal_computed } => {
-                let pair = self.semaphores.timeline.as_ref().ok_or_else(|| unsupported("timeline"))?;
-                if let Some(value) = wait_rendered {
-                    pair.rendered.wait_async(value, &self.stream)?;
-                }
-                self.launch(slot, params)?;
-                pair.computed.signal_async(signal_computed, &self.stream)
-            }
-            GpuSync::Binary { slot: pair_index, wait_rendered } => {
-                let pair = self.semaphores.binary.get(pair_index).ok_or_else(|| unsupported("binary"))?;
-                if wait_rendered {
-                    pair.rendered.wait_async(0, &self.stream)?;
-                }
-                self.launch(slot, params)?;
-                pair.computed.signal_async(0, &self.stream)
-            }
+        let wait =
+            plan.wait.map(|w| pick(w.semaphore).map(|s| (s, w.value)).ok_or_else(missing)).transpose()?;
+        let signal = pick(plan.signal.semaphore).ok_or_else(missing)?;
+        if let Some((semaphore, value)) = wait {
+            semaphore.wait_async(value, &self.stream)?;
         }
+        self.launch(slot, params)?;
+        signal.signal_async(plan.signal.value, &self.stream)
     }
 
     fn write_slot_and_wait(&mut self, slot: usize, params: &WaveParams) -> Result<(), ComputeError> {
