@@ -29,15 +29,7 @@ pub struct Renderer {
 /// The push constants for a grid seen through `camera` in a viewport of `extent`.
 pub fn surface_push(camera: &OrbitCamera, grid: Grid, extent: vk::Extent2D) -> SurfacePush {
     let aspect = extent.width as f32 / extent.height.max(1) as f32;
-    let eye = camera.eye();
-    SurfacePush {
-        view_proj: camera.view_proj(aspect).to_cols_array_2d(),
-        eye_pos: [eye.x, eye.y, eye.z, 1.0],
-        width: grid.width,
-        height: grid.height,
-        height_scale: 1.0,
-        _pad: 0.0,
-    }
+    SurfacePush::new(camera.view_proj(aspect), camera.eye(), grid, 1.0)
 }
 
 impl Renderer {

@@ -86,13 +86,7 @@ impl VulkanBackend {
                 vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
             d.begin_command_buffer(cmd, &begin).call("vkBeginCommandBuffer")?;
         }
-        let push = SinewavePush {
-            width: params.grid.width,
-            height: params.grid.height,
-            phase: params.phase,
-            amplitude: params.amplitude,
-            frequency: params.frequency,
-        };
+        let push = SinewavePush::from(params);
         if waits.is_empty() {
             // Host-synchronised modes: the host already waited for the slot's previous reader, but
             // Vulkan needs its own execution dependency for the write-after-read on the slot: the

@@ -5,7 +5,8 @@ use super::device::Context;
 use super::external::Slot;
 use super::target::DEPTH_FORMAT;
 use super::{CallContext, VkError};
-use crate::shaders::{SinewavePush, SurfacePush};
+use crate::shaders::{sinewave_dispatch, surface_draw, SinewavePush, SurfacePush};
+use crate::sim::Grid;
 use ash::vk;
 use std::sync::Arc;
 
@@ -307,7 +308,8 @@ impl SurfacePipeline {
                 &[],
             );
             d.cmd_push_constants(cmd, self.pipeline.layout, SURFACE_PUSH_STAGES, 0, push.as_bytes());
-            d.cmd_draw(cmd, 2 * push.width, push.height - 1, 0, 0);
+            let (vertices, instances) = surface_draw(Grid { width: push.width, height: push.height });
+            d.cmd_draw(cmd, vertices, instances, 0, 0);
         }
     }
 }
@@ -340,7 +342,7 @@ impl SinewavePipeline {
         Ok(SinewavePipeline { pipeline, descriptors })
     }
 
-    /// Record the dispatch that writes `slot` (16×16 invocations per workgroup).
+    /// Record the dispatch that writes `slot` (workgroup counts from `shaders::sinewave_dispatch`).
     pub fn record_dispatch(&self, cmd: vk::CommandBuffer, slot: usize, push: &SinewavePush) {
         let d = &self.pipeline.ctx.device;
         // SAFETY: recording state is managed by the caller; the set for `slot` exists.
@@ -361,7 +363,8 @@ impl SinewavePipeline {
                 0,
                 push.as_bytes(),
             );
-            d.cmd_dispatch(cmd, push.width.div_ceil(16), push.height.div_ceil(16), 1);
+            let (x, y, z) = sinewave_dispatch(Grid { width: push.width, height: push.height });
+            d.cmd_dispatch(cmd, x, y, z);
         }
     }
 }
