@@ -2,10 +2,12 @@
 //! maps them onto the host clock, and at the end writes the trace (`--trace`).
 
 use super::session::Session;
+use crate::profile::clock::ClockInfo;
 use crate::profile::trace::{self, TraceMeta};
 use crate::profile::{Profiler, RenderMarks, Span};
 use crate::render::Renderer;
 use crate::sync::FRAMES_IN_FLIGHT;
+use crate::vk::clock::GpuClock;
 use std::path::Path;
 
 /// Errors writing the trace.
@@ -51,20 +53,19 @@ impl FrameProfile {
     }
 
     /// How each clock was aligned, for the report and the trace: (vulkan, compute).
-    pub fn clocks(session: &Session) -> (String, u64, String, u64) {
-        let (vk, vk_acc) = session
-            .clock
-            .as_ref()
-            .map_or(("no timestamps".to_string(), 0), |c| (c.method.clone(), c.accuracy_ns()));
-        let (cm, cm_acc) =
-            session.sync.compute_clock().map_or((String::new(), 0), |c| (c.method, c.accuracy_ns));
-        (vk, vk_acc, cm, cm_acc)
+    pub fn clocks(session: &Session) -> (ClockInfo, Option<ClockInfo>) {
+        let vk = session.clock.as_ref().map_or_else(
+            || ClockInfo { method: "no timestamps".into(), ..Default::default() },
+            GpuClock::info,
+        );
+        (vk, session.sync.compute_clock())
     }
 
     /// Write the trace (if tracing) to `path`.
     pub fn write_trace(&self, session: &Session, path: &Path) -> Result<Option<usize>, TraceError> {
         let Some(ring) = self.profiler.trace() else { return Ok(None) };
-        let (vulkan_clock, vulkan_accuracy_ns, compute_clock, compute_accuracy_ns) = Self::clocks(session);
+        let (vk, compute) = Self::clocks(session);
+        let compute = compute.unwrap_or_default();
         let meta = TraceMeta {
             backend: session.sync.backend_kind().to_string(),
             sync: session.sync.mode().to_string(),
@@ -72,10 +73,12 @@ impl FrameProfile {
             frames_in_flight: FRAMES_IN_FLIGHT,
             grid: session.grid.to_string(),
             device: session.ctx.physical.name.clone(),
-            vulkan_clock,
-            vulkan_accuracy_ns,
-            compute_clock,
-            compute_accuracy_ns,
+            vulkan_clock: vk.method,
+            vulkan_accuracy_ns: vk.accuracy_ns,
+            vulkan_drift_ns: vk.drift_ns,
+            compute_clock: compute.method,
+            compute_accuracy_ns: compute.accuracy_ns,
+            compute_drift_ns: compute.drift_ns,
             late_spans: self.profiler.late_spans,
         };
         trace::write(path, ring, &meta)

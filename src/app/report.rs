@@ -2,6 +2,7 @@
 
 use super::profiling::FrameProfile;
 use super::session::Session;
+use crate::profile::clock::ClockInfo;
 use crate::profile::Stat;
 use std::fmt::Write as _;
 
@@ -11,6 +12,15 @@ fn ms_line(s: &Stat) -> String {
 
 fn us_line(s: &Stat) -> String {
     format!("p50 {:.1} µs   p99 {:.1} µs", s.p50_ms() * 1e3, s.p99_ms() * 1e3)
+}
+
+fn clock_line(c: &ClockInfo) -> String {
+    format!(
+        "{}, ±{:.1} µs (largest drift between anchors {:.1} µs)",
+        c.method,
+        c.accuracy_ns as f64 / 1e3,
+        c.drift_ns as f64 / 1e3
+    )
 }
 
 fn mib(bytes: u64) -> f64 {
@@ -84,13 +94,11 @@ pub fn frame_report(
             (end as f64 - warm as f64) / (1024.0 * 1024.0)
         );
     }
-    let (vk, vk_acc, cm, cm_acc) = FrameProfile::clocks(session);
-    let compute_clock = if cm.is_empty() {
-        String::new()
-    } else {
-        format!("; compute: {cm} (±{:.1} µs)", cm_acc as f64 / 1e3)
-    };
-    let _ = writeln!(out, "  clocks       vulkan: {vk} (±{:.1} µs){compute_clock}", vk_acc as f64 / 1e3);
+    let (vk, compute) = FrameProfile::clocks(session);
+    let _ = writeln!(out, "  clock        vulkan: {}", clock_line(&vk));
+    if let Some(c) = compute {
+        let _ = writeln!(out, "  clock        compute: {}", clock_line(&c));
+    }
     let _ = writeln!(
         out,
         "  backend      {} on {} ({})",

@@ -35,6 +35,13 @@ pub const REANCHOR_NS: u64 = 250_000_000;
 /// Anchor tries per anchoring; the narrowest window wins.
 const ANCHOR_TRIES: usize = 5;
 
+/// A re-anchor whose window is wider than this (half-width, ns) is not taken (the GPU was busy
+/// with another context); it is tried again [`RETRY_NS`] later.
+const REANCHOR_ACCEPT_NS: u64 = 25_000;
+
+/// How soon a refused re-anchor is tried again, ns.
+const RETRY_NS: u64 = 10_000_000;
+
 /// A window this narrow (half-width, ns) ends the anchor tries.
 const ANCHOR_GOOD_NS: u64 = 5_000;
 
@@ -77,6 +84,9 @@ pub struct StreamTimer<E: TimedEvent> {
     clock_stream: E::Stream,
     anchored_at_ns: u64,
     max_drift_ns: u64,
+    /// Anchors taken, and re-anchors refused for a wide window.
+    anchors: u64,
+    refused_anchors: u64,
     /// Frames whose events were overwritten before they completed, or failed to read.
     pub dropped: u64,
     api: &'static str,
@@ -108,6 +118,8 @@ impl<E: TimedEvent> StreamTimer<E> {
             clock_stream,
             anchored_at_ns: host_now_ns(),
             max_drift_ns: 0,
+            anchors: 1,
+            refused_anchors: 0,
             dropped: 0,
             api,
         })
@@ -150,28 +162,32 @@ impl<E: TimedEvent> StreamTimer<E> {
     pub fn clock_info(&self) -> ClockInfo {
         ClockInfo {
             method: format!(
-                "{} events against an anchor event on an idle stream, re-anchored every {} ms",
+                "{} events against an anchor event on an idle stream, re-anchored every {} ms ({} anchors, {} refused)",
                 self.api,
-                REANCHOR_NS / 1_000_000
+                REANCHOR_NS / 1_000_000,
+                self.anchors,
+                self.refused_anchors
             ),
             accuracy_ns: self.anchor.1.accuracy_ns + self.max_drift_ns,
+            drift_ns: self.max_drift_ns,
         }
     }
 
-    /// Largest drift seen between consecutive anchors, ns.
-    pub fn max_drift_ns(&self) -> u64 {
-        self.max_drift_ns
-    }
-
     fn reanchor(&mut self) {
-        self.anchored_at_ns = host_now_ns();
+        let now = host_now_ns();
         let fresh = match take_anchor(&self.spare, &self.clock_stream) {
-            Ok(a) => a,
-            Err(e) => {
-                log::debug!("{}: re-anchoring failed: {e}", self.api);
+            Ok(a) if a.accuracy_ns <= REANCHOR_ACCEPT_NS.max(2 * self.anchor.1.accuracy_ns) => a,
+            refused => {
+                if let Err(e) = refused {
+                    log::debug!("{}: re-anchoring failed: {e}", self.api);
+                }
+                self.refused_anchors += 1;
+                self.anchored_at_ns = now.saturating_sub(REANCHOR_NS) + RETRY_NS;
                 return;
             }
         };
+        self.anchored_at_ns = now;
+        self.anchors += 1;
         match self.spare.ms_since(&self.anchor.0) {
             Ok(ms) => {
                 let predicted = self.anchor.1.host_ns as f64 + f64::from(ms) * 1e6;

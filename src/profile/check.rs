@@ -63,6 +63,10 @@ pub struct CheckReport {
     /// Frames with a read but no write, or the reverse (not violations: the trace lacks a span).
     pub incomplete: usize,
     pub violations: Vec<Violation>,
+    /// Draws whose read span overlapped GPU compute work (any span on the compute track of
+    /// another frame), and those that did not: (count, median read duration in µs) each.
+    pub overlapped: (usize, f64),
+    pub alone: (usize, f64),
 }
 
 impl CheckReport {
@@ -93,6 +97,12 @@ impl CheckReport {
         if self.violations.len() > max {
             out.push_str(&format!("  … and {} more\n", self.violations.len() - max));
         }
+        if self.overlapped.0 + self.alone.0 > 0 {
+            out.push_str(&format!(
+                "  draws overlapped by GPU compute work: {} (median {:.1} µs); not overlapped: {} (median {:.1} µs)\n",
+                self.overlapped.0, self.overlapped.1, self.alone.0, self.alone.1
+            ));
+        }
         if self.read_after_write_checks == 0 {
             out.push_str("  nothing to check: the trace has no frame with both a write and a read span\n");
         }
@@ -119,7 +129,16 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
         / 1000.0;
     let tolerance_us = tolerance_us.unwrap_or(accuracy_us);
     let mut frames: BTreeMap<u64, Access> = BTreeMap::new();
+    // GPU compute spans (track 4), for the overlap figures.
+    let mut compute: Vec<(u64, Interval)> = Vec::new();
     for e in events.iter().filter(|e| e["ph"] == "X") {
+        if e["tid"] == 4 {
+            if let (Some(f), Some(ts), Some(dur)) =
+                (e["args"]["frame"].as_u64(), e["ts"].as_f64(), e["dur"].as_f64())
+            {
+                compute.push((f, Interval { start_us: ts, end_us: ts + dur }));
+            }
+        }
         let Some(role) = e["args"]["role"].as_str() else { continue };
         let (Some(frame), Some(ts), Some(dur)) =
             (e["args"]["frame"].as_u64(), e["ts"].as_f64(), e["dur"].as_f64())
@@ -137,6 +156,13 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
         *slot = Some(slot.map_or(iv, |old| old.join(iv)));
     }
     let mut report = CheckReport { frames: frames.len(), slots, tolerance_us, ..Default::default() };
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for (&f, r) in frames.iter().filter_map(|(f, a)| a.read.map(|r| (f, r))) {
+        let hit = compute.iter().any(|&(g, c)| g != f && c.start_us < r.end_us && c.end_us > r.start_us);
+        if hit { &mut with } else { &mut without }.push(r.end_us - r.start_us);
+    }
+    report.overlapped = (with.len(), crate::compute::median(&with));
+    report.alone = (without.len(), crate::compute::median(&without));
     let first = frames.keys().next().copied().unwrap_or(0);
     for (&f, a) in &frames {
         let slot = a.slot.unwrap_or(f % slots);
@@ -248,6 +274,18 @@ mod tests {
         assert_eq!(check(&doc(e.clone(), 10_000), None).unwrap().violations.len(), 0);
         assert_eq!(check(&doc(e.clone(), 1_000), None).unwrap().violations.len(), 1);
         assert_eq!(check(&doc(e, 0), Some(6.0)).unwrap().violations.len(), 0);
+    }
+
+    #[test]
+    fn draws_overlapped_by_compute_work_are_counted_apart() {
+        let mut e = good();
+        // A compute span of frame 9 inside frame 2's read (220–270 µs) only.
+        e.push(json!({"ph": "X", "name": "write slot", "pid": 1, "tid": 4, "ts": 230.0, "dur": 5.0,
+                      "args": {"frame": 9, "slot": 1}}));
+        let r = check(&doc(e, 0), None).unwrap();
+        assert_eq!(r.overlapped, (1, 50.0));
+        assert_eq!(r.alone, (5, 50.0));
+        assert!(r.render("t", 1).contains("overlapped by GPU compute work: 1"));
     }
 
     #[test]

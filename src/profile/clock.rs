@@ -42,6 +42,9 @@ pub struct ClockInfo {
     pub method: String,
     /// Largest error of a mapped time, ns (anchor accuracy plus the largest drift seen).
     pub accuracy_ns: u64,
+    /// Largest difference between where one anchor predicted the next and where it was measured
+    /// (0 when the clock is anchored once), ns. It includes both anchors' own error.
+    pub drift_ns: u64,
 }
 
 /// One instant seen on a device clock and on the host clock, and the device clock's rate: a

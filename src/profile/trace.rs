@@ -86,9 +86,11 @@ pub struct TraceMeta {
     /// How Vulkan timestamps were mapped to the host clock, and the accuracy in ns.
     pub vulkan_clock: String,
     pub vulkan_accuracy_ns: u64,
+    pub vulkan_drift_ns: u64,
     /// How the compute API's events were mapped (empty when there are none), and the accuracy.
     pub compute_clock: String,
     pub compute_accuracy_ns: u64,
+    pub compute_drift_ns: u64,
     pub late_spans: u64,
 }
 
@@ -180,8 +182,10 @@ pub fn document(ring: &TraceRing, meta: &TraceMeta) -> Value {
             "late_spans": meta.late_spans,
             "vulkan_clock": meta.vulkan_clock,
             "vulkan_accuracy_ns": meta.vulkan_accuracy_ns,
+            "vulkan_drift_ns": meta.vulkan_drift_ns,
             "compute_clock": meta.compute_clock,
             "compute_accuracy_ns": meta.compute_accuracy_ns,
+            "compute_drift_ns": meta.compute_drift_ns,
         }
     })
 }
