@@ -63,8 +63,8 @@ pub struct CheckReport {
     /// Frames with a read but no write, or the reverse (not violations: the trace lacks a span).
     pub incomplete: usize,
     pub violations: Vec<Violation>,
-    /// Draws whose read span overlapped GPU compute work (any span on the compute track of
-    /// another frame), and those that did not: (count, median read duration in µs) each.
+    /// Draws whose read span a GPU write of another frame (a kernel or dispatch on the compute
+    /// track) overlapped, and those it did not: (count, median read duration in µs) each.
     pub overlapped: (usize, f64),
     pub alone: (usize, f64),
 }
@@ -99,7 +99,7 @@ impl CheckReport {
         }
         if self.overlapped.0 + self.alone.0 > 0 {
             out.push_str(&format!(
-                "  draws overlapped by GPU compute work: {} (median {:.1} µs); not overlapped: {} (median {:.1} µs)\n",
+                "  draws with a GPU kernel or dispatch running inside them: {} (median draw {:.1} µs); without: {} (median draw {:.1} µs)\n",
                 self.overlapped.0, self.overlapped.1, self.alone.0, self.alone.1
             ));
         }
@@ -129,10 +129,10 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
         / 1000.0;
     let tolerance_us = tolerance_us.unwrap_or(accuracy_us);
     let mut frames: BTreeMap<u64, Access> = BTreeMap::new();
-    // GPU compute spans (track 4), for the overlap figures.
+    // GPU writes (kernels, dispatches: track 4), for the overlap figures.
     let mut compute: Vec<(u64, Interval)> = Vec::new();
     for e in events.iter().filter(|e| e["ph"] == "X") {
-        if e["tid"] == 4 {
+        if e["tid"] == 4 && e["args"]["role"] == "write" {
             if let (Some(f), Some(ts), Some(dur)) =
                 (e["args"]["frame"].as_u64(), e["ts"].as_f64(), e["dur"].as_f64())
             {
@@ -281,11 +281,14 @@ mod tests {
         let mut e = good();
         // A compute span of frame 9 inside frame 2's read (220–270 µs) only.
         e.push(json!({"ph": "X", "name": "write slot", "pid": 1, "tid": 4, "ts": 230.0, "dur": 5.0,
+                      "args": {"frame": 9, "slot": 1, "role": "write"}}));
+        // A compute-side wait is not work: it does not count.
+        e.push(json!({"ph": "X", "name": "wait rendered", "pid": 1, "tid": 4, "ts": 320.0, "dur": 30.0,
                       "args": {"frame": 9, "slot": 1}}));
         let r = check(&doc(e, 0), None).unwrap();
         assert_eq!(r.overlapped, (1, 50.0));
         assert_eq!(r.alone, (5, 50.0));
-        assert!(r.render("t", 1).contains("overlapped by GPU compute work: 1"));
+        assert!(r.render("t", 1).contains("running inside them: 1 (median draw 50.0 µs)"));
     }
 
     #[test]

@@ -234,7 +234,7 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError
     Ok(out)
 }
 
-/// The calibrated-timestamps extension to use on `handle` (KHR preferred), if it can read the
+/// The calibrated-timestamps extension to use on `handle` (EXT preferred), if it can read the
 /// device clock and CLOCK_MONOTONIC together.
 fn calibrated_timestamps(
     instance: &Instance,
@@ -243,18 +243,20 @@ fn calibrated_timestamps(
 ) -> Option<super::clock::CalibratedExt> {
     use super::clock::CalibratedExt;
     let (entry, inst) = (&instance.entry, &instance.instance);
-    let domains = if has(khr::calibrated_timestamps::NAME) {
-        let f = khr::calibrated_timestamps::Instance::new(entry, inst);
+    // EXT first: the same entry points, and validation layers older than 1.3.255 warn about the
+    // KHR name they do not know.
+    let domains = if has(ash::ext::calibrated_timestamps::NAME) {
+        let f = ash::ext::calibrated_timestamps::Instance::new(entry, inst);
         // SAFETY: valid physical device; the extension is present.
         unsafe { f.get_physical_device_calibrateable_time_domains(handle) }
             .ok()
-            .map(|d| (CalibratedExt::Khr, d))
-    } else if has(ash::ext::calibrated_timestamps::NAME) {
-        let f = ash::ext::calibrated_timestamps::Instance::new(entry, inst);
+            .map(|d| (CalibratedExt::Ext, d))
+    } else if has(khr::calibrated_timestamps::NAME) {
+        let f = khr::calibrated_timestamps::Instance::new(entry, inst);
         // SAFETY: as above.
         unsafe { f.get_physical_device_calibrateable_time_domains(handle) }
             .ok()
-            .map(|d| (CalibratedExt::Ext, d))
+            .map(|d| (CalibratedExt::Khr, d))
     } else {
         None
     };
