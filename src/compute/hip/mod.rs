@@ -56,6 +56,7 @@ mod compile;
 mod device;
 mod elf;
 mod ffi;
+mod layout;
 mod pci;
 mod raii;
 mod rtc;
@@ -64,6 +65,7 @@ use std::ffi::c_void;
 
 pub use compile::{compile_sinewave, hiprtc_version, supported_offload_archs};
 pub use elf::code_object_has_symbol;
+pub use layout::{interop_layout, LayoutEntry, Since};
 pub use pci::amd_uuid_from_pci;
 
 use super::fd::FdOwnership;
@@ -161,6 +163,13 @@ fn kernel_code(dev: &HipDevice, runtime: i32, driver: i32) -> Result<Vec<u8>, Co
     }
 }
 
+/// Whether `--sync external` asks this runtime to import the timeline semaphores: only runtimes
+/// whose headers define `hipExternalSemaphoreHandleTypeTimelineSemaphoreFd` (HIP >= 6.4); an
+/// older one would reject (or misread) the value.
+fn offers_timeline_import(runtime: i32) -> bool {
+    runtime >= ffi::FIRST_TIMELINE_RUNTIME
+}
+
 struct SemaphorePair {
     computed: ExternalSemaphore,
     rendered: ExternalSemaphore,
@@ -187,7 +196,7 @@ impl ImportedSemaphores {
     fn import(semaphores: InteropSemaphores, runtime: i32) -> ImportedSemaphores {
         let mut out = ImportedSemaphores::default();
         if let Some(pair) = semaphores.timeline {
-            if runtime < ffi::FIRST_TIMELINE_RUNTIME {
+            if !offers_timeline_import(runtime) {
                 log::warn!(
                     "hip: HIP runtime {} has no timeline semaphore handle type (HIP 6.4 adds it); \
                      not importing the timeline semaphores",
@@ -558,6 +567,41 @@ mod tests {
         let r = HipBackend::new([0; 16], memory, InteropSemaphores::default(), true);
         assert!(matches!(r, Err(ComputeError::Unavailable { backend: "hip", .. })));
         assert!(!is_open(raw), "fds handed to a backend that could not start are closed");
+    }
+
+    #[test]
+    fn timeline_import_is_offered_from_hip_6_4_on() {
+        assert!(!offers_timeline_import(50_221_153), "Debian 12's HIP 5.2.3");
+        assert!(!offers_timeline_import(60_342_134), "HIP 6.3");
+        assert!(offers_timeline_import(60_443_484), "Debian sid's HIP 6.4.3");
+        assert!(offers_timeline_import(70_000_000), "HIP 7.0");
+    }
+
+    #[test]
+    fn failed_semaphore_import_leaves_gpu_sync_off_and_closes_the_fds() {
+        if std::path::Path::new("/dev/kfd").exists() {
+            return; // needs a runtime that cannot import (no device)
+        }
+        let runtime = runtime_version().unwrap();
+        let files = [(); 4].map(|()| OwnedFd::from(std::fs::File::open("/dev/null").unwrap()));
+        let raws: Vec<i32> = files.iter().map(AsRawFd::as_raw_fd).collect();
+        let [a, b, c, d] = files.map(ImportFd::new);
+        let semaphores = InteropSemaphores {
+            timeline: Some(InteropSemaphorePair { computed: a, rendered: b }),
+            binary: vec![InteropSemaphorePair { computed: c, rendered: d }],
+        };
+        // HIP >= 6.4 is asked for the timeline type and fails (no device; on Linux also the
+        // stub); older runtimes are not asked for it. Either way: a warning, not an error, and
+        // `FrameSync` then falls back to bridged.
+        let imported = ImportedSemaphores::import(semaphores, runtime);
+        assert_eq!(
+            imported.support(),
+            GpuSyncSupport { timeline: false, binary: false },
+            "runtime {runtime}"
+        );
+        for raw in raws {
+            assert!(!is_open(raw), "fd {raw} closed after the attempt (runtime {runtime})");
+        }
     }
 
     #[test]
