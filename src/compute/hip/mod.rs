@@ -10,10 +10,30 @@
 //!   interop structs are declared in the ROCm 6 layout, whose prefix is the 5.x layout (checked
 //!   at compile time against hip-runtime-sys). `rtc` loads hiprtc with libloading: separate
 //!   `libhiprtc.so.N` on ROCm 6+, inside `libamdhip64.so.5` on Debian 12's HIP 5.2.
+//! - `layout`: the interop structs' offsets, sizes and handle-type constants as data, for the
+//!   test that compares them with the installed `hip_runtime_api.h` (`tests/hip_layout.rs`).
+//! - `elf`: what a code object is (machine, flags, symbols), read with the `object` crate.
 //! - `raii`: one owning type per object (stream, event, module, imported memory, mapped
 //!   pointer, imported semaphore). Drop never panics.
 //! - this file: [`HipBackend`] (the [`ComputeBackend`]), [`probe`], and the pure pieces
 //!   ([`amd_uuid_from_pci`], [`code_object_has_symbol`], [`compile_sinewave`]).
+//!
+//! # One build for ROCm 5.2 to 7.x
+//!
+//! The backend is built and tested against two ROCm releases, neither on an AMD GPU: Debian 12's
+//! HIP 5.2.3 (the host CI job) and Debian sid's HIP 6.4.3 with comgr 7.0.2 (`.ci/hip-sid.sh`).
+//! Nothing is chosen at compile time: no `cfg` on the ROCm version, because the binary may meet
+//! another runtime than the headers it was built with. Instead:
+//!
+//! - structs: one layout, ROCm 6.4's, whose every field a 5.x runtime reads is either at the
+//!   same offset or always zero (see `ffi`);
+//! - functions: only symbols both releases export under the same name and meaning (the plain
+//!   `hipGetDeviceProperties` keeps the 5.x struct in 6.x and 7.x, as `hipDevicePropR0000`);
+//! - hiprtc and comgr: found at run time (`rtc`), in `libhiprtc.so.6` + comgr 3 on 6.4 and in
+//!   `libamdhip64.so.5` + comgr 2 on 5.2; targets comgr does not list are refused before hiprtc;
+//! - behaviour: decided from `hipRuntimeGetVersion` (`HIP_VERSION` encoding), which needs no
+//!   GPU: the timeline semaphore handle type is offered only to runtimes >= 6.4
+//!   (`offers_timeline_import`).
 //!
 //! # Matching the Vulkan device
 //!
@@ -30,8 +50,12 @@
 //! assert in debug builds of clr; hipamd#48, clr#72: "implemented only in the PAL backend"). So
 //! the semaphores are imported only when the user asked for `--sync external`
 //! (`try_import_semaphores`), a failure is a warning, and [`ComputeBackend::gpu_sync_support`]
-//! then reports nothing, which sends `crate::sync` to `bridged`. Timeline handle types exist
-//! only from HIP 6.4 on; older runtimes are not asked for them.
+//! then reports nothing, which sends `crate::sync` to `bridged` with a warning. `--sync external`
+//! imports the timeline pair with `hipExternalSemaphoreHandleTypeTimelineSemaphoreFd` (9), a
+//! handle type that exists only from HIP 6.4 on; older runtimes are not asked for it. ROCm 6.4 on
+//! Linux still refuses it: clr's Linux `importExtSemaphore` is a stub, and the newer rocr path for
+//! external semaphores returns NOT_SUPPORTED on Linux (libhsakmt: Windows
+//! only). The attempt is kept so that a runtime that implements it is used without a change here.
 //!
 //! In `bridged` and `blocking`, [`ComputeBackend::write_slot_and_wait`] enqueues the kernel, records
 //! an event behind it and waits on that event on the host. An event, because it is HIP's own
