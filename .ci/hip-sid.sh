@@ -48,6 +48,8 @@ rootfs_ok() {
     [ -z "$(find "$ROOTFS/$STAMP_NAME" -mtime "+$MAX_AGE_DAYS")" ] &&
     [ -f "$ROOTFS/usr/include/hip/hip_runtime_api.h" ] &&
     chroot "$ROOTFS" dpkg-query -W libamdhip64-dev libhiprtc6 >/dev/null 2>&1 &&
+    # Every file of the ROCm packages present with its packaged checksum (prints nothing then).
+    [ -z "$(chroot "$ROOTFS" dpkg --verify libamdhip64-dev libamdhip64-6 libhiprtc6 libamd-comgr3 2>&1)" ] &&
     chroot "$ROOTFS" gcc --version >/dev/null 2>&1
 }
 
