@@ -178,6 +178,7 @@ impl App<'_> {
         throttle(&r.session, f, &mut marks)?;
         r.overlay.frame_started(f, marks.start_ns);
         r.overlay.draw_measured(r.renderer.newest_draw_ms());
+        // the profiler feeds Series::Compute (r.overlay.history.set(frame, Series::Compute, ms))
         let acquire = r.acquired[(f % FRAMES_IN_FLIGHT) as usize].handle;
         let Some(sc) = r.swapchain.as_ref() else { return Ok(true) };
         let (image, suboptimal) = match sc.acquire(acquire)? {
