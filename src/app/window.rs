@@ -291,7 +291,9 @@ impl ApplicationHandler for App<'_> {
     fn window_event(&mut self, el: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
         match event {
             WindowEvent::CloseRequested => el.exit(),
-            WindowEvent::KeyboardInput { event, .. } if event.state == ElementState::Pressed => {
+            WindowEvent::KeyboardInput { event, is_synthetic, .. }
+                if event.state == ElementState::Pressed =>
+            {
                 match event.logical_key {
                     Key::Named(NamedKey::Escape) => el.exit(),
                     Key::Character(c) if c.eq_ignore_ascii_case("r") => {
@@ -299,7 +301,8 @@ impl ApplicationHandler for App<'_> {
                             r.camera.reset();
                         }
                     }
-                    Key::Character(c) if c.eq_ignore_ascii_case("g") && !event.repeat => {
+                    // Not the presses winit makes up for keys held as the window gains focus.
+                    Key::Character(c) if c.eq_ignore_ascii_case("g") && !event.repeat && !is_synthetic => {
                         if let Some(r) = self.running.as_mut() {
                             r.overlay.visible = !r.overlay.visible;
                             log::info!("frame-time overlay {}", if r.overlay.visible { "on" } else { "off" });

@@ -27,21 +27,44 @@ pub struct Xvfb {
 }
 
 impl Xvfb {
-    /// Start Xvfb on a free display it picks itself (`-displayfd`) and wait until it is ready.
+    /// Start Xvfb on a display of its own and wait until it answers.
+    ///
+    /// Not `-displayfd`: on a machine shared by several test runs, a stale or foreign server can
+    /// sit on a low display number without its lock file, and `-displayfd` then hands out that
+    /// number again (two servers, clients reaching either). So: a display number from a high,
+    /// per-process range whose socket and lock file are both absent, and a screen size unique
+    /// to this process, which is checked to be the one that answers.
     pub fn start() -> Xvfb {
-        use std::io::BufRead;
-        let mut child = Command::new("Xvfb")
-            .args(["-displayfd", "1", "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start Xvfb");
-        let mut line = String::new();
-        let stdout = child.stdout.take().expect("Xvfb stdout");
-        std::io::BufReader::new(stdout).read_line(&mut line).expect("read Xvfb's display number");
-        let n: u32 =
-            line.trim().parse().unwrap_or_else(|_| panic!("Xvfb printed {line:?}, not a display number"));
-        Xvfb { child, display: format!(":{n}") }
+        let pid = std::process::id();
+        let (width, height) = (1024 + 8 * (pid % 97), 768);
+        for attempt in 0..20 {
+            let n = 200 + (pid * 7 + attempt * 13) % 700;
+            let taken = |p: String| std::path::Path::new(&p).exists();
+            if taken(format!("/tmp/.X11-unix/X{n}")) || taken(format!("/tmp/.X{n}-lock")) {
+                continue;
+            }
+            let child = Command::new("Xvfb")
+                .args([&format!(":{n}"), "-screen", "0", &format!("{width}x{height}x24"), "-nolisten", "tcp"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start Xvfb");
+            let mut x = Xvfb { child, display: format!(":{n}") };
+            let want = format!("{width} {height}");
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(10) && x.child.try_wait().ok().flatten().is_none() {
+                let o = x.xdotool(&["getdisplaygeometry"]);
+                if o.status.success() {
+                    if String::from_utf8_lossy(&o.stdout).trim() == want {
+                        return x;
+                    }
+                    break; // another server answers on this display: try the next one
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            drop(x);
+        }
+        panic!("could not start Xvfb on a display of its own");
     }
 
     /// Run xdotool on this display.
@@ -51,7 +74,7 @@ impl Xvfb {
 
     /// The id of the first window whose name starts with `vkhip`, waiting up to 30 s for it;
     /// fails early if `app` exits first.
-    pub fn wait_for_vkhip_window(&self, app: &mut Child) -> String {
+    pub fn wait_for_vkhip_window(&mut self, app: &mut Child) -> String {
         let t0 = Instant::now();
         loop {
             let o = self.xdotool(&["search", "--name", "^vkhip"]);
@@ -59,7 +82,20 @@ impl Xvfb {
                 return id.to_string();
             }
             assert!(t0.elapsed() < Duration::from_secs(30), "no vkhip window appeared");
-            assert!(app.try_wait().unwrap().is_none(), "vkhip exited before its window appeared");
+            if let Some(status) = app.try_wait().unwrap() {
+                let mut err = String::new();
+                if let Some(mut e) = app.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                let alive = self.child.try_wait().map(|s| s.is_none()).unwrap_or(false);
+                let geometry = self.xdotool(&["getdisplaygeometry"]);
+                panic!(
+                    "vkhip exited ({status}) before its window appeared (Xvfb {} alive: {alive}, \
+                     connects now: {}):\n{err}",
+                    self.display,
+                    geometry.status.success()
+                );
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -75,6 +111,12 @@ impl Xvfb {
 
 impl Drop for Xvfb {
     fn drop(&mut self) {
+        // SIGTERM first, so that the server removes its socket and lock file.
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let t0 = Instant::now();
+        while self.child.try_wait().ok().flatten().is_none() && t0.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
