@@ -101,13 +101,13 @@ impl Drop for RenderPass {
 }
 
 /// A shader module that lives only while pipelines are created.
-struct ShaderModule<'a> {
+pub(super) struct ShaderModule<'a> {
     ctx: &'a Context,
-    handle: vk::ShaderModule,
+    pub(super) handle: vk::ShaderModule,
 }
 
 impl<'a> ShaderModule<'a> {
-    fn new(ctx: &'a Context, words: &[u32]) -> Result<Self, VkError> {
+    pub(super) fn new(ctx: &'a Context, words: &[u32]) -> Result<Self, VkError> {
         let info = vk::ShaderModuleCreateInfo::default().code(words);
         // SAFETY: SPIR-V produced and validated by naga at build time.
         let handle = unsafe { ctx.device.create_shader_module(&info, None) }.call("vkCreateShaderModule")?;
@@ -182,14 +182,14 @@ impl Drop for SlotDescriptors {
 }
 
 /// A pipeline with its layout.
-struct Pipeline {
+pub(super) struct Pipeline {
     ctx: Arc<Context>,
-    layout: vk::PipelineLayout,
-    handle: vk::Pipeline,
+    pub(super) layout: vk::PipelineLayout,
+    pub(super) handle: vk::Pipeline,
 }
 
 impl Pipeline {
-    fn layout(
+    pub(super) fn layout(
         ctx: &Arc<Context>,
         set_layout: vk::DescriptorSetLayout,
         push_stages: vk::ShaderStageFlags,
