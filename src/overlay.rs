@@ -11,9 +11,11 @@
 //! What the graph shows (oldest frame on the left, newest on the right, one column per frame):
 //! - [`Series::Frame`], blue line over a dark blue band down to 0: frame time, the host time from
 //!   one frame's start to the next one's (so frame f's value arrives when frame f + 1 starts);
-//! - [`Series::Draw`], orange line: GPU time of the frame's draw command buffer (timestamps; it
-//!   arrives a few frames late, when the command buffer is reused);
-//! - [`Series::Compute`], green line: the compute side's time (fed by the profiler);
+//! - [`Series::Draw`], orange line: the draw's GPU time from the moment its heights were readable
+//!   to its end (the profiler's `draw`; it arrives when the profiler closes the frame, a few
+//!   frames late);
+//! - [`Series::Compute`], green line: the compute side's write of the slot (the profiler's
+//!   `compute`: kernel or dispatch on the GPU, or the host write);
 //! - a red reference line at [`REFERENCE_MS`] (16.7 ms, one frame at 60 Hz);
 //! - all on a translucent dark background with a thin grey border.
 //!
@@ -25,6 +27,8 @@
 //! line sits at mid-height or lower and a fast run keeps a steady scale) and never more than
 //! 8 × 16.7 ms (a single slow frame, e.g. the first one, is clipped at the top rather than
 //! squashing the rest). Snapping to whole frames keeps the scale from jittering.
+
+use crate::profile::FrameFigures;
 
 /// Frames the overlay keeps and shows (one column each).
 pub const OVERLAY_FRAMES: usize = 256;
@@ -235,7 +239,7 @@ pub fn overlay_rect(width: u32, height: u32) -> PixelRect {
 }
 
 /// The overlay's state on a render thread: whether it is shown, and the history it draws, fed
-/// from what the render thread measures itself (frame starts, the renderer's draw timestamps).
+/// from the frame starts and from the profiler's closed frames.
 #[derive(Debug, Default)]
 pub struct OverlayFeed {
     /// Whether the overlay is drawn.
@@ -260,12 +264,15 @@ impl OverlayFeed {
         self.last_start = Some((frame, start_ns));
     }
 
-    /// The newest measured draw GPU time (frame, ms), if any.
-    pub fn draw_measured(&mut self, measured: Option<(u64, f64)>) {
-        if let Some((frame, ms)) = measured {
-            self.history.set(frame, Series::Draw, ms as f32);
+    /// A frame the profiler closed: its draw and compute times.
+    pub fn profiled(&mut self, f: &FrameFigures) {
+        let ms = |ns: u64| ns as f32 / 1e6;
+        if let Some(ns) = f.draw_ns {
+            self.history.set(f.frame, Series::Draw, ms(ns));
         }
-        // the profiler feeds Series::Compute
+        if let Some(ns) = f.compute_ns {
+            self.history.set(f.frame, Series::Compute, ms(ns));
+        }
     }
 
     /// The history to draw this frame, or `None` while hidden.
@@ -424,11 +431,18 @@ mod tests {
         assert!(feed.shown().is_none());
         feed.frame_started(0, 5_000_000_000);
         feed.frame_started(1, 5_020_000_000);
-        feed.draw_measured(Some((0, 5.0)));
-        feed.draw_measured(None);
+        feed.profiled(&FrameFigures {
+            frame: 0,
+            draw_ns: Some(5_000_000),
+            compute_ns: Some(250_000),
+            ..Default::default()
+        });
+        feed.profiled(&FrameFigures { frame: 1, ..Default::default() });
         let h = &feed.history;
         assert!((h.get(0, Series::Frame).unwrap() - 20.0).abs() < 1e-3);
         assert_eq!(h.get(0, Series::Draw), Some(5.0));
+        assert_eq!(h.get(0, Series::Compute), Some(0.25));
+        assert_eq!(h.get(1, Series::Draw), None);
         assert_eq!(h.get(1, Series::Frame), None, "frame 1's period ends when frame 2 starts");
         feed.visible = true;
         assert!(feed.shown().is_some());

@@ -161,11 +161,6 @@ impl Renderer {
             t.take_spans(out);
         }
     }
-
-    /// The newest measured draw: (frame, GPU ms of its whole command buffer).
-    pub fn newest_draw_ms(&self) -> Option<(u64, f64)> {
-        self.timer.as_ref().and_then(|t| t.newest)
-    }
 }
 
 impl Drop for Renderer {

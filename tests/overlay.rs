@@ -207,7 +207,7 @@ fn headless_overlay_is_drawn_in_its_rectangle_only() {
     assert_eq!(a.count(Class::Other), 0, "pixels that are none of the overlay's colours: {:?}", a.counts);
     a.assert_shown(rect, "overlay capture");
     assert!(a.count(Class::Series(Series::Draw)) > 20, "no draw GPU times: {:?}", a.counts);
-    assert_eq!(a.count(Class::Series(Series::Compute)), 0, "compute is not fed yet: {:?}", a.counts);
+    assert!(a.count(Class::Series(Series::Compute)) > 20, "no compute times: {:?}", a.counts);
     // 60 frames of a 256-frame graph, newest on the right: data only in the rightmost ~60 columns,
     // and in nearly all of them.
     let first_data = rect.x + rect.width - 64;

@@ -88,13 +88,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         throttle(&o.session, f, &mut marks)?;
         if let Some(feed) = overlay.as_mut() {
             feed.frame_started(f, marks.start_ns);
-            feed.draw_measured(o.renderer.newest_draw_ms());
         }
         let params = WaveParams::at_time(o.session.grid, clock.time(f));
         let target = DrawTarget { overlay: overlay.as_ref().and_then(OverlayFeed::shown), ..draw_target };
         compute_and_draw(&mut o.session, &mut o.renderer, f, &params, &target, &mut marks)
             .with_context(|| format!("frame {f}"))?;
         profile.end_frame(&mut o.session, &mut o.renderer, marks);
+        if let Some(feed) = overlay.as_mut() {
+            profile.profiler.drain_closed().for_each(|c| feed.profiled(&c));
+        }
         done = f + 1;
     }
     if done > 0 {

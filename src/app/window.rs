@@ -177,8 +177,6 @@ impl App<'_> {
         let mut marks = RenderMarks::start(f);
         throttle(&r.session, f, &mut marks)?;
         r.overlay.frame_started(f, marks.start_ns);
-        r.overlay.draw_measured(r.renderer.newest_draw_ms());
-        // the profiler feeds Series::Compute (r.overlay.history.set(frame, Series::Compute, ms))
         let acquire = r.acquired[(f % FRAMES_IN_FLIGHT) as usize].handle;
         let Some(sc) = r.swapchain.as_ref() else { return Ok(true) };
         let (image, suboptimal) = match sc.acquire(acquire)? {
@@ -207,6 +205,9 @@ impl App<'_> {
         }
         marks.lap(Phase::Present);
         r.profile.end_frame(&mut r.session, &mut r.renderer, marks);
+        for closed in r.profile.profiler.drain_closed() {
+            r.overlay.profiled(&closed);
+        }
         r.frame += 1;
         r.title_frames += 1;
         let since = r.title_at.elapsed();
