@@ -100,16 +100,13 @@ impl OverlayPipeline {
         // SAFETY: per this function's contract; the set for `index` exists and points at a buffer
         // of OVERLAY_FRAMES samples, which is what `count` lets the shader read.
         unsafe {
-            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, self.pipeline.handle);
-            d.cmd_bind_descriptor_sets(
+            self.pipeline.bind(
                 cmd,
                 vk::PipelineBindPoint::GRAPHICS,
-                self.pipeline.layout,
-                0,
-                &[self.descriptors.sets[index]],
-                &[],
+                self.descriptors.sets[index],
+                PUSH_STAGES,
+                push.as_bytes(),
             );
-            d.cmd_push_constants(cmd, self.pipeline.layout, PUSH_STAGES, 0, push.as_bytes());
             d.cmd_draw(cmd, 4, 1, 0, 0);
         }
     }

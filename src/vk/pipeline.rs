@@ -220,6 +220,28 @@ impl Pipeline {
             unsafe { ctx.device.create_pipeline_layout(&info, None) }.call("vkCreatePipelineLayout")?;
         Ok(Pipeline { ctx: ctx.clone(), layout, handle: vk::Pipeline::null() })
     }
+
+    /// Bind the pipeline at `point` with descriptor set `set` (set 0) and push `push` to `stages`.
+    ///
+    /// # Safety
+    /// `cmd` is recording (inside a render pass for a graphics pipeline); `set` was allocated
+    /// with this pipeline's set layout; `stages` and `push` match its push-constant range.
+    pub(super) unsafe fn bind(
+        &self,
+        cmd: vk::CommandBuffer,
+        point: vk::PipelineBindPoint,
+        set: vk::DescriptorSet,
+        stages: vk::ShaderStageFlags,
+        push: &[u8],
+    ) {
+        let d = &self.ctx.device;
+        // SAFETY: per this function's contract.
+        unsafe {
+            d.cmd_bind_pipeline(cmd, point, self.handle);
+            d.cmd_bind_descriptor_sets(cmd, point, self.layout, 0, &[set], &[]);
+            d.cmd_push_constants(cmd, self.layout, stages, 0, push);
+        }
+    }
 }
 
 impl Drop for Pipeline {
@@ -339,16 +361,13 @@ impl SurfacePipeline {
         // SAFETY: recording state is managed by the caller; the set for `slot` exists; the draw
         // reads exactly width × height floats (2·W vertices per strip, H−1 strips).
         unsafe {
-            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, self.pipeline.handle);
-            d.cmd_bind_descriptor_sets(
+            self.pipeline.bind(
                 cmd,
                 vk::PipelineBindPoint::GRAPHICS,
-                self.pipeline.layout,
-                0,
-                &[self.descriptors.sets[slot]],
-                &[],
+                self.descriptors.sets[slot],
+                SURFACE_PUSH_STAGES,
+                push.as_bytes(),
             );
-            d.cmd_push_constants(cmd, self.pipeline.layout, SURFACE_PUSH_STAGES, 0, push.as_bytes());
             let (vertices, instances) = surface_draw(Grid { width: push.width, height: push.height });
             d.cmd_draw(cmd, vertices, instances, 0, 0);
         }
@@ -388,20 +407,11 @@ impl SinewavePipeline {
         let d = &self.pipeline.ctx.device;
         // SAFETY: recording state is managed by the caller; the set for `slot` exists.
         unsafe {
-            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, self.pipeline.handle);
-            d.cmd_bind_descriptor_sets(
+            self.pipeline.bind(
                 cmd,
                 vk::PipelineBindPoint::COMPUTE,
-                self.pipeline.layout,
-                0,
-                &[self.descriptors.sets[slot]],
-                &[],
-            );
-            d.cmd_push_constants(
-                cmd,
-                self.pipeline.layout,
+                self.descriptors.sets[slot],
                 vk::ShaderStageFlags::COMPUTE,
-                0,
                 push.as_bytes(),
             );
             let (x, y, z) = sinewave_dispatch(Grid { width: push.width, height: push.height });
