@@ -45,6 +45,8 @@ impl HipStatus {
     pub const SUCCESS: HipStatus = HipStatus(0);
     pub const NO_DEVICE: HipStatus = HipStatus(100);
     pub const INSUFFICIENT_DRIVER: HipStatus = HipStatus(35);
+    /// `hipErrorNotReady`: the work before an event (or on a stream) has not completed yet.
+    pub const NOT_READY: HipStatus = HipStatus(600);
     /// `hipErrorUnknown`: what `hipGetErrorName` answers for any value it does not know.
     pub const UNKNOWN: HipStatus = HipStatus(999);
 }
@@ -304,6 +306,7 @@ extern "C" {
     fn hipEventCreateWithFlags(event: *mut RawEvent, flags: c_uint) -> HipStatus;
     fn hipEventRecord(event: RawEvent, stream: RawStream) -> HipStatus;
     fn hipEventSynchronize(event: RawEvent) -> HipStatus;
+    fn hipEventQuery(event: RawEvent) -> HipStatus;
     fn hipEventElapsedTime(ms: *mut f32, start: RawEvent, stop: RawEvent) -> HipStatus;
     fn hipEventDestroy(event: RawEvent) -> HipStatus;
 
@@ -549,6 +552,20 @@ pub unsafe fn event_record(event: RawEvent, stream: RawStream) -> Result<(), Com
 pub unsafe fn event_synchronize(event: RawEvent) -> Result<(), ComputeError> {
     // SAFETY: the caller guarantees `event` is live.
     check(unsafe { hipEventSynchronize(event) }, "hipEventSynchronize")
+}
+
+/// Whether the work before the event's last record has completed (`hipErrorNotReady`: not yet).
+/// Never blocks.
+///
+/// # Safety
+/// `event` must be live, and the stream it was recorded on must still exist.
+pub unsafe fn event_query(event: RawEvent) -> Result<bool, ComputeError> {
+    // SAFETY: the caller guarantees `event` is live.
+    let status = unsafe { hipEventQuery(event) };
+    if status == HipStatus::NOT_READY {
+        return Ok(false);
+    }
+    check(status, "hipEventQuery").map(|()| true)
 }
 
 /// # Safety

@@ -64,6 +64,13 @@
 //! direction: it makes the *stream* wait for a memory value, it does not tell the host that the
 //! stream finished (the host would have to poll a value written by `hipStreamWriteValue32`).
 //!
+//! # Profiling
+//!
+//! Each frame records hipEvents around the wait, the kernel and the signal on the stream, read
+//! back later without blocking and put on the host clock through an anchor event
+//! ([`crate::compute::timing`], shared with CUDA). Compiled and unit-tested here; never run on AMD
+//! hardware.
+//!
 //! # File descriptors
 //!
 //! Both imports borrow the fd: see [`MEMORY_FD_OWNERSHIP`] and [`SEMAPHORE_FD_OWNERSHIP`].
@@ -94,10 +101,13 @@ pub use pci::amd_uuid_from_pci;
 
 use super::fd::FdOwnership;
 use super::kernel::{KernelCache, SINEWAVE_ENTRY, SINEWAVE_SOURCE};
+use super::timing::{Mark, StreamTimer, SPAN_CAP};
 use super::{
     plan_sync, BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError, GpuSync, GpuSyncSupport,
     InteropMemory, InteropSemaphorePair, InteropSemaphores, KernelBenchmark, SemaphoreRef,
 };
+use crate::profile::clock::ClockInfo;
+use crate::profile::Span;
 use crate::sim::WaveParams;
 use device::{format_hip_version, HipDevice};
 use raii::{Event, ExternalMemory, ExternalSemaphore, MappedBuffer, Module, Stream};
@@ -264,8 +274,12 @@ impl ImportedSemaphores {
 
 /// The HIP compute backend. See the module notes for the layers, the sync rules and teardown.
 pub struct HipBackend {
-    // Drop order (after `Drop::drop` synchronised the stream): events, module, semaphores, slot
-    // mappings and their imports, then the stream.
+    // Drop order (after `Drop::drop` synchronised the stream): the profiler's events and its
+    // anchor stream, events, module, semaphores, slot mappings and their imports, then the stream.
+    /// Per-frame events for the profiler (see `compute::timing`).
+    timer: StreamTimer<Event>,
+    /// Spans the timer produced, until taken.
+    spans: Vec<Span>,
     done: Event,
     module: Module,
     semaphores: ImportedSemaphores,
@@ -317,6 +331,7 @@ impl HipBackend {
         let module = unsafe { Module::load(&code, SINEWAVE_ENTRY) }?;
         let stream = Stream::new_non_blocking()?;
         let done = Event::new_sync_only()?;
+        let timer = StreamTimer::new("hip", Stream::new_non_blocking()?, Event::new_timed)?;
 
         let mut slots = Vec::with_capacity(memory.len());
         for (i, m) in memory.into_iter().enumerate() {
@@ -341,6 +356,8 @@ impl HipBackend {
         };
         let support = semaphores.support();
         Ok(HipBackend {
+            timer,
+            spans: Vec::new(),
             done,
             module,
             semaphores,
@@ -454,12 +471,14 @@ impl ComputeBackend for HipBackend {
 
     fn enqueue_gpu_synced(
         &mut self,
-        _frame: u64,
+        frame: u64,
         slot: usize,
         params: &WaveParams,
         sync: GpuSync,
     ) -> Result<(), ComputeError> {
         ffi::set_device(self.device.ordinal)?;
+        let i = self.timer.begin(frame, &mut self.spans);
+        self.spans.truncate(SPAN_CAP);
         let imported = &self.semaphores;
         let plan = plan_sync("hip", sync, imported.timeline.is_some(), imported.binary.len())?;
         let pick = |r: SemaphoreRef| match r {
@@ -480,22 +499,43 @@ impl ComputeBackend for HipBackend {
             plan.wait.map(|w| pick(w.semaphore).map(|s| (s, w.value)).ok_or_else(missing)).transpose()?;
         let signal = pick(plan.signal.semaphore).ok_or_else(missing)?;
         if let Some((semaphore, value)) = wait {
+            self.timer.mark(i, Mark::BeforeWait, &self.stream)?;
             semaphore.wait_async(value, &self.stream)?;
         }
+        self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
         self.launch(slot, params)?;
-        signal.signal_async(plan.signal.value, &self.stream)
+        self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
+        signal.signal_async(plan.signal.value, &self.stream)?;
+        self.timer.mark(i, Mark::AfterSignal, &self.stream)
     }
 
     fn write_slot_and_wait(
         &mut self,
-        _frame: u64,
+        frame: u64,
         slot: usize,
         params: &WaveParams,
     ) -> Result<(), ComputeError> {
         ffi::set_device(self.device.ordinal)?;
+        let i = self.timer.begin(frame, &mut self.spans);
+        self.spans.truncate(SPAN_CAP);
+        self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
         self.launch(slot, params)?;
+        self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
         self.done.record(&self.stream)?;
         self.done.synchronize()
+    }
+
+    fn take_spans(&mut self, out: &mut Vec<Span>) {
+        if let Err(e) = ffi::set_device(self.device.ordinal) {
+            log::debug!("hip: timing skipped: {e}");
+            return;
+        }
+        self.timer.poll(&mut self.spans);
+        out.append(&mut self.spans);
+    }
+
+    fn clock_info(&self) -> Option<ClockInfo> {
+        Some(self.timer.clock_info())
     }
 
     fn finish(&mut self) -> Result<(), ComputeError> {
