@@ -70,8 +70,11 @@ pub fn frame_report(
         );
     }
     if !st.handoff.is_empty() {
-        let _ =
-            writeln!(out, "  hand-off     {}   (compute signalled → draw could read)", us_line(&st.handoff));
+        let _ = writeln!(
+            out,
+            "  hand-off     {}   (compute signalled, or queue free if later → draw could read)",
+            us_line(&st.handoff)
+        );
     }
     if !st.overhead.is_empty() {
         let _ =

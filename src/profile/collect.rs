@@ -63,7 +63,8 @@ pub struct FrameFigures {
     pub compute_ns: Option<u64>,
     /// GPU-side wait for `rendered` plus the signal of `computed` (cuda/hip/vulkan in GPU modes).
     pub wait_signal_ns: Option<u64>,
-    /// From the later of (compute signalled, draw started) to the draw's heights being readable.
+    /// From the later of (compute signalled, the queue done with the previous draw) to the draw's
+    /// heights being readable.
     pub handoff_ns: Option<u64>,
     /// Frame time minus the longer of the draw and the compute write (clamped at 0).
     pub overhead_ns: Option<u64>,
@@ -103,8 +104,9 @@ pub struct Profiler {
     pub stats: Stats,
     trace: Option<TraceRing>,
     slots: usize,
-    /// (submit end, draw end) of the last few closed frames, for the frames-in-flight counter.
-    recent: VecDeque<(u64, u64)>,
+    /// (frame, submit end, draw end) of the last few closed frames: the frames-in-flight counter
+    /// and the previous draw's end for the hand-off.
+    recent: VecDeque<(u64, u64, u64)>,
     /// Spans that arrived for a frame already closed.
     pub late_spans: u64,
     /// Spans whose clock could not be mapped (no Vulkan clock).
@@ -215,14 +217,15 @@ impl Profiler {
             return;
         };
         let next_start = self.open.front().and_then(|o| o.start_ns).or(end_ns);
-        let figures = figures(&open, start, next_start);
+        let prev_draw_end = self.recent.back().filter(|r| r.0 + 1 == open.frame).map(|r| r.2);
+        let figures = figures(&open, start, next_start, prev_draw_end);
         self.record(&figures, &open.spans);
         let submit_end = find(&open.spans, Track::Render, Phase::Submit).map(|s| s.end_ns);
         let draw_end = find(&open.spans, Track::Queue, Phase::Draw).map(|s| s.end_ns);
         if let Some(trace) = self.trace.as_mut() {
             let mut counters = Vec::new();
             if let Some(t) = submit_end {
-                let earlier = self.recent.iter().filter(|&&(_, d)| d > t).count() as u64;
+                let earlier = self.recent.iter().filter(|&&(_, _, d)| d > t).count() as u64;
                 counters.push(CounterSample { ts_ns: t, frames: earlier + 1 });
             }
             if let Some(t) = draw_end {
@@ -242,7 +245,7 @@ impl Profiler {
             });
         }
         if let (Some(s), Some(d)) = (submit_end, draw_end) {
-            self.recent.push_back((s, d));
+            self.recent.push_back((open.frame, s, d));
             if self.recent.len() > 8 {
                 self.recent.pop_front();
             }
@@ -291,8 +294,14 @@ fn find(spans: &[HostSpan], track: Track, phase: Phase) -> Option<&HostSpan> {
     spans.iter().find(|s| s.track == track && s.phase == phase)
 }
 
-/// The figures of one frame from its spans.
-fn figures(open: &Open, start_ns: u64, next_start_ns: Option<u64>) -> FrameFigures {
+/// The figures of one frame from its spans (`prev_draw_end`: when the previous frame's draw
+/// ended, if known).
+fn figures(
+    open: &Open,
+    start_ns: u64,
+    next_start_ns: Option<u64>,
+    prev_draw_end: Option<u64>,
+) -> FrameFigures {
     let spans = &open.spans;
     let draw = find(spans, Track::Queue, Phase::Draw);
     let draw_wait = find(spans, Track::Queue, Phase::WaitComputed);
@@ -315,10 +324,13 @@ fn figures(open: &Open, start_ns: u64, next_start_ns: Option<u64>) -> FrameFigur
         (None, Some(d)) => Some(d.dur_ns()),
         _ => None,
     };
+    // The hand-off: from the moment the draw could have started reading had the heights been
+    // there (the later of `computed` signalled and the queue done with the previous draw) to the
+    // moment they were readable. Queueing behind earlier draws is not part of it.
     let handoff_ns = match (draw, signalled) {
         (Some(d), Some(sig)) => {
-            let ready = draw_wait.map_or(sig, |w| sig.max(w.start_ns));
-            Some(d.start_ns.saturating_sub(ready))
+            let queue_free = prev_draw_end.or(draw_wait.map(|w| w.start_ns)).unwrap_or(sig);
+            Some(d.start_ns.saturating_sub(sig.max(queue_free)))
         }
         _ => None,
     };
@@ -396,6 +408,42 @@ mod tests {
         assert!((s.throttle.mean_ms() - 0.005).abs() < 1e-9);
         assert_eq!(p.trace().map(|t| t.len()), Some(40));
         assert_eq!(p.late_spans, 0);
+    }
+
+    #[test]
+    fn hand_off_starts_when_the_queue_is_free_if_that_is_later_than_the_signal() {
+        // Frame 1's kernel signals at 100 µs, but draw 0 occupies the queue until 300 µs; draw 1 is
+        // readable at 310 µs: a 10 µs hand-off, not 210.
+        let mut p = Profiler::new(2, None);
+        let us = 1000;
+        for (f, t0) in [(0u64, 0u64), (1, 50 * us)] {
+            p.add(host(f, Track::Compute, Phase::Write, t0, t0 + 40 * us), &no_vk);
+            p.add(host(f, Track::Compute, Phase::Signal, t0 + 40 * us, t0 + 50 * us), &no_vk);
+        }
+        p.add(host(0, Track::Queue, Phase::WaitComputed, 0, 60 * us), &no_vk);
+        p.add(host(0, Track::Queue, Phase::Draw, 60 * us, 300 * us), &no_vk);
+        p.add(host(1, Track::Queue, Phase::WaitComputed, 305 * us, 310 * us), &no_vk);
+        p.add(host(1, Track::Queue, Phase::Draw, 310 * us, 500 * us), &no_vk);
+        for f in 0..2 {
+            let mut m = RenderMarks::start(f);
+            m.start_ns = f * 50 * us;
+            m.spans.push(HostSpan {
+                track: Track::Render,
+                phase: Phase::Submit,
+                start_ns: m.start_ns,
+                end_ns: m.start_ns + us,
+            });
+            p.end_frame(m);
+        }
+        p.finish(500 * us);
+        let closed: Vec<_> = p.drain_closed().collect();
+        assert_eq!(
+            closed[0].handoff_ns,
+            Some(10 * us),
+            "frame 0: signalled at 50 µs, readable at 60 µs: {:?}",
+            closed[0]
+        );
+        assert_eq!(closed[1].handoff_ns, Some(10 * us), "{:?}", closed[1]);
     }
 
     #[test]
