@@ -145,7 +145,11 @@ impl Renderer {
             sync.waits.iter().copied().chain(extra_waits.iter().map(|&(s, stage)| (s, 0, stage))).collect();
         let signals: Vec<_> =
             sync.signals.iter().copied().chain(extra_signals.iter().map(|&s| (s, 0))).collect();
-        self.ctx.submit_with(cmd, &waits, &signals, vk::Fence::null())
+        self.ctx.submit_with(cmd, &waits, &signals, vk::Fence::null())?;
+        if let Some(t) = self.timer.as_mut() {
+            t.submitted(index);
+        }
+        Ok(())
     }
 }
 

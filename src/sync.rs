@@ -259,7 +259,7 @@ struct Job {
 
 /// The bridge thread of `bridged` (and `none`) mode; owns the backend while it runs.
 struct Bridge {
-    jobs: Option<mpsc::Sender<Job>>,
+    jobs: Option<mpsc::SyncSender<Job>>,
     thread: Option<JoinHandle<Box<dyn ComputeBackend>>>,
     failure: Arc<Mutex<Option<String>>>,
 }
@@ -273,7 +273,11 @@ impl Bridge {
         wait: bool,
         mut backend: Box<dyn ComputeBackend>,
     ) -> Result<(Self, mpsc::Receiver<Span>), SyncError> {
-        let (tx, rx) = mpsc::channel::<Job>();
+        // Bounded: in `none` nothing else ties the render thread to the bridge, and a slow writer
+        // must not let jobs pile up. In `bridged` the protocol already keeps the bridge within
+        // K + 2 frames, and job f's wait is for a draw submitted before job f was sent, so a full
+        // queue cannot deadlock.
+        let (tx, rx) = mpsc::sync_channel::<Job>(slots + FRAMES_IN_FLIGHT as usize);
         let (span_tx, spans) = mpsc::sync_channel::<Span>(SPAN_BUFFER);
         let failure = Arc::new(Mutex::new(None));
         let fail = failure.clone();

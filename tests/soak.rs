@@ -1,23 +1,29 @@
-//! Constant memory: statistics are streaming histograms, not per-frame lists. A long headless run
-//! at a tiny grid must not grow its resident set after warm-up (the report measures RSS after
-//! frame 10,000 and at the end, from /proc/self/statm).
+//! Constant memory: statistics are streaming histograms, not per-frame lists, and the trace keeps
+//! only its last N frames. A long headless, traced run at a tiny grid must not grow its resident
+//! set after warm-up (the report measures RSS after frame 10,000 and at the end, from
+//! /proc/self/statm).
 
 mod common;
 use common::*;
 
 #[test]
 fn two_hundred_thousand_frames_in_constant_memory() {
-    let o = run(vkhip().args([
-        "--headless",
-        "--backend",
-        "vulkan",
-        "--size",
-        "8x8",
-        "--grid",
-        "2x2",
-        "--frames",
-        "200000",
-    ]));
+    let o = run(vkhip()
+        .args([
+            "--headless",
+            "--backend",
+            "vulkan",
+            "--size",
+            "8x8",
+            "--grid",
+            "2x2",
+            "--frames",
+            "200000",
+            "--trace-frames",
+            "2000",
+            "--trace",
+        ])
+        .arg(std::env::temp_dir().join(format!("vkhip-soak-{}.json", std::process::id()))));
     assert_ok(&o, "200k-frame run");
     let report = stdout(&o);
     assert!(report.contains("frames       200000"), "{report}");
@@ -30,4 +36,6 @@ fn two_hundred_thousand_frames_in_constant_memory() {
         .and_then(|(_, g)| g.trim_end_matches(')').trim_end_matches(" MiB").parse().ok())
         .unwrap_or_else(|| panic!("no growth figure in {line:?}"));
     assert!(growth < 1.0, "RSS grew by {growth} MiB after warm-up: {line}");
+    let _ =
+        std::fs::remove_file(std::env::temp_dir().join(format!("vkhip-soak-{}.json", std::process::id())));
 }

@@ -48,6 +48,9 @@ impl FrameProfile {
     /// The run is over and the protocol shut down (nothing pending): collect the rest and close
     /// every frame; the last frame's draw finished at `end_ns`.
     pub fn finish(&mut self, session: &mut Session, renderer: &mut Renderer, end_ns: u64) {
+        if let Some(c) = &session.clock {
+            c.recheck_idle(&session.ctx);
+        }
         self.gather(session, renderer, true);
         self.profiler.finish(end_ns);
     }

@@ -39,7 +39,7 @@ const ANCHOR_TRIES: usize = 5;
 /// with another context); it is tried again [`RETRY_NS`] later.
 const REANCHOR_ACCEPT_NS: u64 = 25_000;
 
-/// How soon a refused re-anchor is tried again, ns.
+/// How soon a refused re-anchor is first tried again (doubling up to [`REANCHOR_NS`]), ns.
 const RETRY_NS: u64 = 10_000_000;
 
 /// A window this narrow (half-width, ns) ends the anchor tries.
@@ -47,6 +47,9 @@ const ANCHOR_GOOD_NS: u64 = 5_000;
 
 /// A try whose event takes longer than this to complete is abandoned (the GPU was busy).
 const ANCHOR_GIVE_UP_NS: u64 = 2_000_000;
+
+/// The same for a re-anchor, which runs on the render thread: one short try.
+const REANCHOR_GIVE_UP_NS: u64 = 200_000;
 
 /// What the timer needs from an API's events.
 pub trait TimedEvent: Sized {
@@ -57,6 +60,8 @@ pub trait TimedEvent: Sized {
     fn is_done(&self) -> Result<bool>;
     /// Milliseconds from `earlier` to `self` (both completed; negative when `self` came first).
     fn ms_since(&self, earlier: &Self) -> Result<f32>;
+    /// Block until the work before the last record has completed (teardown only).
+    fn wait(&self) -> Result<()>;
 }
 
 /// The event slots of one frame, in stream order.
@@ -79,11 +84,19 @@ struct Entry<E> {
 /// Per-frame events of one stream, and the anchor that puts them on the host clock.
 pub struct StreamTimer<E: TimedEvent> {
     ring: Vec<Entry<E>>,
-    anchor: (E, Anchor),
+    /// The anchor event and, once one was taken, its host time.
+    anchor: (E, Option<Anchor>),
     spare: E,
     clock_stream: E::Stream,
-    anchored_at_ns: u64,
+    /// When the next re-anchor is due (host ns), and the back-off after a refused one.
+    next_anchor_ns: u64,
+    backoff_ns: u64,
     max_drift_ns: u64,
+    /// The widest anchor window accepted so far (the accuracy of any span mapped through one).
+    max_anchor_ns: u64,
+    /// The largest f32 step of an elapsed time mapped so far (ms since the anchor lose precision
+    /// as the anchor ages), ns.
+    max_f32_step_ns: u64,
     /// Anchors taken, and re-anchors refused for a wide window.
     anchors: u64,
     refused_anchors: u64,
@@ -109,16 +122,30 @@ impl<E: TimedEvent> StreamTimer<E> {
             })
             .collect::<Result<Vec<_>>>()?;
         let first = new_event()?;
-        let anchor = take_anchor(&first, &clock_stream)?;
-        log::info!("{api} clock: anchor event, accuracy ±{} ns", anchor.accuracy_ns);
+        // Profiling must not stop the backend from opening: without an anchor (a GPU busy with
+        // another context), spans wait for one taken later.
+        let anchor = match take_anchor(&first, &clock_stream, ANCHOR_TRIES, ANCHOR_GIVE_UP_NS) {
+            Ok(a) => {
+                log::info!("{api} clock: anchor event, accuracy ±{} ns", a.accuracy_ns);
+                Some(a)
+            }
+            Err(e) => {
+                log::warn!("{api} clock: no anchor yet ({e}); compute spans start once one is taken");
+                None
+            }
+        };
+        let now = host_now_ns();
         Ok(StreamTimer {
             ring,
+            max_anchor_ns: anchor.map_or(0, |a| a.accuracy_ns),
+            anchors: u64::from(anchor.is_some()),
             anchor: (first, anchor),
             spare: new_event()?,
             clock_stream,
-            anchored_at_ns: host_now_ns(),
+            next_anchor_ns: now + if anchor.is_some() { REANCHOR_NS } else { RETRY_NS },
+            backoff_ns: RETRY_NS,
             max_drift_ns: 0,
-            anchors: 1,
+            max_f32_step_ns: 0,
             refused_anchors: 0,
             dropped: 0,
             api,
@@ -148,7 +175,7 @@ impl<E: TimedEvent> StreamTimer<E> {
 
     /// Spans of every frame whose events have completed, oldest first; re-anchors when due.
     pub fn poll(&mut self, out: &mut Vec<Span>) {
-        if host_now_ns().saturating_sub(self.anchored_at_ns) >= REANCHOR_NS {
+        if host_now_ns() >= self.next_anchor_ns {
             self.reanchor();
         }
         let mut order: Vec<usize> = (0..DEPTH).filter(|&i| self.ring[i].frame.is_some()).collect();
@@ -168,36 +195,44 @@ impl<E: TimedEvent> StreamTimer<E> {
                 self.anchors,
                 self.refused_anchors
             ),
-            accuracy_ns: self.anchor.1.accuracy_ns + self.max_drift_ns,
+            accuracy_ns: self.max_anchor_ns + self.max_drift_ns + self.max_f32_step_ns,
             drift_ns: self.max_drift_ns,
         }
     }
 
+    /// Take a new anchor: one short try on the render thread (never a long spin while the GPU
+    /// is busy with another context); a refused or failed try backs off exponentially.
     fn reanchor(&mut self) {
         let now = host_now_ns();
-        let fresh = match take_anchor(&self.spare, &self.clock_stream) {
-            Ok(a) if a.accuracy_ns <= REANCHOR_ACCEPT_NS.max(2 * self.anchor.1.accuracy_ns) => a,
+        let limit = self.anchor.1.map_or(u64::MAX, |a| REANCHOR_ACCEPT_NS.max(2 * a.accuracy_ns));
+        let fresh = match take_anchor(&self.spare, &self.clock_stream, 1, REANCHOR_GIVE_UP_NS) {
+            Ok(a) if a.accuracy_ns <= limit => a,
             refused => {
                 if let Err(e) = refused {
                     log::debug!("{}: re-anchoring failed: {e}", self.api);
                 }
                 self.refused_anchors += 1;
-                self.anchored_at_ns = now.saturating_sub(REANCHOR_NS) + RETRY_NS;
+                self.next_anchor_ns = now + self.backoff_ns;
+                self.backoff_ns = (2 * self.backoff_ns).min(REANCHOR_NS);
                 return;
             }
         };
-        self.anchored_at_ns = now;
+        self.next_anchor_ns = now + REANCHOR_NS;
+        self.backoff_ns = RETRY_NS;
         self.anchors += 1;
-        match self.spare.ms_since(&self.anchor.0) {
-            Ok(ms) => {
-                let predicted = self.anchor.1.host_ns as f64 + f64::from(ms) * 1e6;
-                let drift = (predicted - fresh.host_ns as f64).abs() as u64;
-                self.max_drift_ns = self.max_drift_ns.max(drift);
+        self.max_anchor_ns = self.max_anchor_ns.max(fresh.accuracy_ns);
+        if let Some(old) = self.anchor.1 {
+            match self.spare.ms_since(&self.anchor.0) {
+                Ok(ms) => {
+                    let predicted = old.host_ns as f64 + f64::from(ms) * 1e6;
+                    let drift = (predicted - fresh.host_ns as f64).abs() as u64;
+                    self.max_drift_ns = self.max_drift_ns.max(drift);
+                }
+                Err(e) => log::debug!("{}: comparing anchors failed: {e}", self.api),
             }
-            Err(e) => log::debug!("{}: comparing anchors failed: {e}", self.api),
         }
         std::mem::swap(&mut self.anchor.0, &mut self.spare);
-        self.anchor.1 = fresh;
+        self.anchor.1 = Some(fresh);
     }
 
     /// Turn entry `i` into spans if its last event completed (then the entry is free).
@@ -219,9 +254,18 @@ impl<E: TimedEvent> StreamTimer<E> {
                 return;
             }
         }
-        let (anchor_event, anchor) = (&self.anchor.0, self.anchor.1);
-        let host = |m: usize| -> Option<u64> {
+        let Some(anchor) = self.anchor.1 else {
+            // No anchor yet: the events cannot be placed on the host clock.
+            self.ring[i].frame = None;
+            self.dropped += 1;
+            return;
+        };
+        let anchor_event = &self.anchor.0;
+        let mut step_ns = 0u64;
+        let mut host = |m: usize| -> Option<u64> {
             let ms = e.events[m].ms_since(anchor_event).ok()?;
+            // One unit in the last place of an f32 of this size, in ns.
+            step_ns = step_ns.max((f64::from(ms.abs()) * f64::from(f32::EPSILON) * 1e6) as u64);
             Some((anchor.host_ns as f64 + f64::from(ms) * 1e6).max(0.0) as u64)
         };
         let pairs = [(0, 1, Phase::WaitRendered), (1, 2, Phase::Write), (2, 3, Phase::Signal)];
@@ -232,16 +276,35 @@ impl<E: TimedEvent> StreamTimer<E> {
                 }
             }
         }
+        self.max_f32_step_ns = self.max_f32_step_ns.max(step_ns);
         self.ring[i].frame = None;
     }
 }
 
-/// Record `event` on the idle `stream` between two host readings, polling until it completes.
-/// Each try re-records the event, so the anchor is the last try's: the first window narrower than
-/// [`ANCHOR_GOOD_NS`] ends the tries.
-fn take_anchor<E: TimedEvent>(event: &E, stream: &E::Stream) -> Result<Anchor> {
+impl<E: TimedEvent> Drop for StreamTimer<E> {
+    fn drop(&mut self) {
+        // An abandoned anchor try may still be pending on the clock stream: finish it before the
+        // events and the stream go (the owner synchronised its own stream, which the ring's
+        // events were recorded on).
+        for e in [&self.anchor.0, &self.spare] {
+            if let Err(err) = e.wait() {
+                log::warn!("{}: waiting for an anchor event at teardown: {err}", self.api);
+            }
+        }
+    }
+}
+
+/// Record `event` on the idle `stream` between two host readings, polling until it completes
+/// (giving up after `give_up_ns`). Each try re-records the event, so the anchor is the last
+/// try's: the first window narrower than [`ANCHOR_GOOD_NS`] ends the tries.
+fn take_anchor<E: TimedEvent>(
+    event: &E,
+    stream: &E::Stream,
+    tries: usize,
+    give_up_ns: u64,
+) -> Result<Anchor> {
     let mut last = None;
-    for _ in 0..ANCHOR_TRIES {
+    for _ in 0..tries {
         let before = host_now_ns();
         event.record_on(stream)?;
         let mut after;
@@ -249,7 +312,7 @@ fn take_anchor<E: TimedEvent>(event: &E, stream: &E::Stream) -> Result<Anchor> {
         loop {
             done = event.is_done()?;
             after = host_now_ns();
-            if done || after - before > ANCHOR_GIVE_UP_NS {
+            if done || after - before > give_up_ns {
                 break;
             }
             std::hint::spin_loop();
@@ -268,7 +331,7 @@ fn take_anchor<E: TimedEvent>(event: &E, stream: &E::Stream) -> Result<Anchor> {
     last.ok_or_else(|| ComputeError::Api {
         api: "timing",
         call: "anchor event",
-        message: format!("no anchor event completed within {} µs", ANCHOR_GIVE_UP_NS / 1000),
+        message: format!("no anchor event completed within {} µs", give_up_ns / 1000),
     })
 }
 
@@ -297,6 +360,9 @@ mod tests {
         fn ms_since(&self, earlier: &Self) -> Result<f32> {
             let (a, b) = (earlier.at.get().unwrap_or(0), self.at.get().unwrap_or(0));
             Ok(((b as f64 - a as f64) / 1e6) as f32)
+        }
+        fn wait(&self) -> Result<()> {
+            Ok(())
         }
     }
 
@@ -327,8 +393,25 @@ mod tests {
         // the anchor's accuracy plus float rounding of the elapsed time.
         let slack = t.clock_info().accuracy_ns + 2_000;
         assert!(start + slack >= before + 200_000, "start {start} before {before}");
+        // Recorded right after `before`: not later than that plus the delay, slack and a little
+        // scheduling time.
+        assert!(start <= before + 200_000 + slack + 3_000_000, "start {start} long after {before}");
         let dur = end - start;
         assert!((2_000_000..3_000_000).contains(&dur), "{dur}");
+    }
+
+    #[test]
+    fn a_timer_without_an_anchor_opens_and_maps_nothing_until_it_has_one() {
+        // The anchor stream never completes within the give-up time (a GPU busy elsewhere).
+        let mut t = StreamTimer::new("fake", FakeStream { delay_ns: 10_000_000_000 }, event).unwrap();
+        assert!(t.clock_info().method.contains("(0 anchors"), "{}", t.clock_info().method);
+        let mut out = Vec::new();
+        let i = t.begin(0, &mut out);
+        t.mark(i, Mark::BeforeKernel, &FakeStream { delay_ns: 0 }).unwrap();
+        t.mark(i, Mark::AfterKernel, &FakeStream { delay_ns: 0 }).unwrap();
+        t.poll(&mut out);
+        assert!(out.is_empty(), "no anchor: no spans");
+        assert_eq!(t.dropped, 1);
     }
 
     #[test]

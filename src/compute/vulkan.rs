@@ -142,7 +142,7 @@ impl VulkanBackend {
                     &[],
                     &[],
                 );
-                d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, q, first + 1);
+                d.cmd_write_timestamp(cmd, WRITE_STAGE, q, first + 1);
             }
         }
         let push = SinewavePush::from(params);

@@ -62,6 +62,8 @@ pub struct CheckReport {
     pub write_after_read_checks: usize,
     /// Frames with a read but no write, or the reverse (not violations: the trace lacks a span).
     pub incomplete: usize,
+    /// Writes whose slot's previous read (frame f−K, inside the trace) has no span.
+    pub unverifiable: usize,
     pub violations: Vec<Violation>,
     /// Draws whose read span a GPU write of another frame (a kernel or dispatch on the compute
     /// track) overlapped, and those it did not: (count, median read duration in µs) each.
@@ -70,8 +72,12 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
+    /// No violation, and both promises were actually checked (the second needs more than K
+    /// frames).
     pub fn clean(&self) -> bool {
-        self.violations.is_empty() && self.read_after_write_checks > 0
+        self.violations.is_empty()
+            && self.read_after_write_checks > 0
+            && (self.frames as u64 <= self.slots || self.write_after_read_checks > 0)
     }
 
     /// The summary line and the first `max` violations.
@@ -190,7 +196,10 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
         if prev < first {
             continue;
         }
-        let Some(r) = frames.get(&prev).and_then(|p| p.read) else { continue };
+        let Some(r) = frames.get(&prev).and_then(|p| p.read) else {
+            report.unverifiable += 1;
+            continue;
+        };
         report.write_after_read_checks += 1;
         let early = r.end_us - w.start_us;
         if early > tolerance_us {

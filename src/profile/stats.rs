@@ -110,16 +110,4 @@ mod tests {
         s.record(u64::MAX);
         assert!(s.p50_ms() >= 59_000.0 && s.p50_ms() <= 60_100.0, "{}", s.p50_ms());
     }
-
-    #[test]
-    fn memory_does_not_grow_with_samples() {
-        let mut s = Stat::default();
-        let before = s.hist.distinct_values();
-        for i in 0..1_000_000u64 {
-            s.record(100_000 + (i % 5000) * 97);
-        }
-        // The bucket array is allocated up front for the whole range: recording adds counts only.
-        assert_eq!(s.hist.distinct_values(), before);
-        assert_eq!(s.count(), 1_000_000);
-    }
 }

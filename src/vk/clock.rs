@@ -12,8 +12,9 @@
 //!   one timestamp; the host reads its clock when recording ends and after the fence says the
 //!   buffer ran. The timestamp lies between the two readings; the narrowest of several tries
 //!   gives the anchor (its midpoint) and the accuracy (half its width). It cannot be re-taken
-//!   during a run without disturbing the queue, so drift is not corrected (lavapipe's timestamps
-//!   are the host clock itself, so there it does not matter).
+//!   during a run without disturbing the queue, so drift is not corrected; it is measured once
+//!   more when the run is over ([`GpuClock::recheck_idle`]) and the difference is reported as the
+//!   drift.
 
 use super::device::Context;
 use super::{CallContext, VkError};
@@ -130,6 +131,24 @@ impl GpuClock {
             }
         }
         s.anchor.to_host_ns(ticks, self.mask)
+    }
+
+    /// With the one-off method, calibrate once more (the queue must be idle again: after the
+    /// run) and keep how far the first anchor had drifted by then. Calibrated clocks re-anchor
+    /// while mapping and need nothing here.
+    pub fn recheck_idle(&self, ctx: &Arc<Context>) {
+        if self.calibrator.is_some() {
+            return;
+        }
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        match one_off_anchor(ctx, s.anchor.ns_per_unit) {
+            Ok(a) => {
+                let predicted = s.anchor.to_host_ns(a.device, self.mask);
+                s.max_drift_ns = s.max_drift_ns.max(predicted.abs_diff(a.host_ns));
+                s.anchors += 1;
+            }
+            Err(e) => log::debug!("re-checking the vulkan clock failed: {e}"),
+        }
     }
 
     /// How the mapping was made and how accurate it is: the anchor's own accuracy plus the

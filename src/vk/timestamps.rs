@@ -5,10 +5,13 @@
 //!    can come before the submission's wait on `computed` is satisfied (the wait is at the vertex
 //!    stage, and the implementation may start earlier stages).
 //! 2. **readable** — after a pipeline barrier whose source stage is the stage the submission waits
-//!    `computed` at, and whose destination is all commands. A barrier whose first scope includes
-//!    the wait's stage chains with the semaphore wait (as for a swapchain acquire semaphore), so
-//!    this timestamp is written only once `computed` was reached: from here the heights are
-//!    readable.
+//!    `computed` at, and whose destination is all commands, a timestamp at that same stage. A
+//!    barrier whose first scope includes the wait's stage chains with the semaphore wait (as for a
+//!    swapchain acquire semaphore), and the timestamp write is in the barrier's second scope, so
+//!    this timestamp is written only once `computed` was reached. At the wait's stage (not bottom
+//!    of pipe) it does not also wait for the previous draw's fragment work. The spec lets an
+//!    implementation write a timestamp at any later stage, so "readable" is an upper bound of the
+//!    moment the wait was satisfied; the checker treats it as the start of the draw's reads.
 //! 3. **end** — bottom of pipe, last command: the draw finished.
 //!
 //! Spans leave as raw ticks ([`Stamp::Vulkan`]); the profiler maps them to the host clock.
@@ -25,8 +28,11 @@ const PER_FRAME: u32 = 3;
 pub struct DrawTimer {
     ctx: Arc<Context>,
     pool: vk::QueryPool,
-    /// Which frame each triple last recorded (None: nothing pending).
+    /// Which frame each triple holds once its command buffer was submitted (None: nothing
+    /// pending).
     pending: Vec<Option<u64>>,
+    /// Which frame each triple was recorded for, until [`Self::submitted`].
+    recorded: Vec<Option<u64>>,
     mask: u64,
     /// Spans read back and not yet taken.
     ready: Vec<Span>,
@@ -48,6 +54,7 @@ impl DrawTimer {
             ctx: ctx.clone(),
             pool,
             pending: vec![None; buffers],
+            recorded: vec![None; buffers],
             mask: if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 },
             ready: Vec::new(),
         }))
@@ -115,9 +122,16 @@ impl DrawTimer {
                 &[],
                 &[],
             );
-            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, self.pool, first + 1);
+            d.cmd_write_timestamp(cmd, wait_stage, self.pool, first + 1);
         }
-        self.pending[index] = Some(frame);
+        self.recorded[index] = Some(frame);
+    }
+
+    /// The command buffer that recorded triple `index` was submitted: its results will come.
+    /// (Until then nothing reads the triple: a command buffer that failed to end or submit never
+    /// reset it.)
+    pub fn submitted(&mut self, index: usize) {
+        self.pending[index] = self.recorded[index].take();
     }
 
     /// At the end of `cmd`: the end timestamp of triple `index`.

@@ -350,4 +350,8 @@ impl crate::compute::timing::TimedEvent for Event {
         // error code, not undefined behaviour.
         unsafe { self.driver.event_elapsed_ms(earlier.raw, self.raw) }
     }
+
+    fn wait(&self) -> Result<()> {
+        self.synchronize()
+    }
 }

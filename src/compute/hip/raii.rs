@@ -115,6 +115,10 @@ impl crate::compute::timing::TimedEvent for Event {
     fn ms_since(&self, earlier: &Event) -> Result<f32, ComputeError> {
         Event::elapsed_ms(earlier, self)
     }
+
+    fn wait(&self) -> Result<(), ComputeError> {
+        self.synchronize()
+    }
 }
 
 impl Drop for Event {
