@@ -16,7 +16,7 @@ pub fn bench_kernel(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let instance = Arc::new(Instance::new(common.validation, &[])?);
     let mut session = Session::new(instance, &common, false)?;
     let params = WaveParams::at_time(common.grid, 0.25);
-    let iterations = args.iterations.max(1);
+    let iterations = args.iterations;
     let b = session.sync.with_idle_backend(|b| b.benchmark(0, &params, iterations))?;
     let (k, f) = (median(&b.kernel_us), median(&b.fill_us));
     println!(
@@ -43,7 +43,7 @@ pub fn cycles(args: &CycleArgs) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
-    let count = args.count.max(2);
+    let count = args.count;
     let mut fds = Vec::new();
     let mut free = Vec::new();
     // Keep the compute API's context alive across cycles, so a leaked import stays visible.
