@@ -1,0 +1,123 @@
+//! Issue 10 ("Reliability"): bad input, environment faults and signals end in one line on stderr
+//! and a documented exit code, never a panic, and never a half-written file.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+/// The one non-empty stderr line of `o` (asserts there is exactly one and no panic).
+fn one_error_line(o: &Output) -> String {
+    let err = stderr(o);
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(!err.contains("panicked"), "panic:\n{err}");
+    assert_eq!(lines.len(), 1, "expected one stderr line, got:\n{err}");
+    lines[0].to_string()
+}
+
+/// Files in `dir` (names), sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+// ---- item 3: captures ----
+
+#[test]
+fn an_unwritable_capture_path_fails_before_the_first_frame() {
+    let dir = temp_dir("capture-early");
+    let cases = [
+        (
+            dir.join("missing").join("f.png"),
+            format!("directory {} does not exist", dir.join("missing").display()),
+        ),
+        (dir.clone(), "it is a directory".to_string()),
+    ];
+    for (path, why) in cases {
+        let t = Instant::now();
+        // A million frames would take hours: the check must come first.
+        let o = run(vkhip().args(["--headless", "--frames", "1000000", "--capture"]).arg(&path));
+        assert!(t.elapsed() < Duration::from_secs(30), "took {:?}", t.elapsed());
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let line = one_error_line(&o);
+        assert_eq!(line, format!("vkhip: error: {}: cannot write here: {why}", path.display()));
+        assert!(stdout(&o).is_empty(), "no frames, no report:\n{}", stdout(&o));
+    }
+    assert!(listing(&dir).is_empty(), "nothing left behind: {:?}", listing(&dir));
+}
+
+#[test]
+fn a_failed_capture_write_keeps_the_previous_file_and_the_report() {
+    let dir = temp_dir("capture-fail");
+    let png = dir.join("f.png");
+    std::fs::copy(assets().join("reference-frame.png"), &png).unwrap();
+    let before = std::fs::read(&png).unwrap();
+    // A 2 KiB file-size limit (SIGXFSZ ignored, so the write fails with EFBIG): the pre-check
+    // passes, the real write fails part-way.
+    let o = run(std::process::Command::new("bash")
+        .args(["-c", "trap '' XFSZ; ulimit -f 2; exec \"$@\"", "vkhip"])
+        .arg(env!("CARGO_BIN_EXE_vkhip"))
+        .args(["--headless", "--frames", "3", "--size", "320x180", "--capture"])
+        .arg(&png)
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env("RUST_LOG", "warn")
+        .env("MESA_SHADER_CACHE_DISABLE", "true")
+        .env("VKHIP_KERNEL_CACHE", "off"));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let line = one_error_line(&o);
+    assert_eq!(
+        line,
+        format!(
+            "vkhip: error: writing the capture: {}: writing the PNG failed: File too large (os error 27) (the previous file, if any, is unchanged)",
+            png.display()
+        )
+    );
+    assert!(stdout(&o).contains("vkhip frame report"), "the report is kept:\n{}", stdout(&o));
+    assert_eq!(std::fs::read(&png).unwrap(), before, "the previous capture is unchanged");
+    assert_eq!(listing(&dir), vec!["f.png".to_string()], "no temporary file left behind");
+}
+
+#[test]
+fn a_capture_replaces_the_previous_file_whole() {
+    let dir = temp_dir("capture-ok");
+    let png = dir.join("f.png");
+    std::fs::write(&png, b"old").unwrap();
+    let o = run(vkhip().args(["--headless", "--frames", "2", "--size", "160x90", "--capture"]).arg(&png));
+    assert_ok(&o, "capture");
+    let img = vkhip::image::Rgba::read_png(&png).expect("a whole PNG");
+    assert_eq!((img.width, img.height), (160, 90));
+    assert_eq!(listing(&dir), vec!["f.png".to_string()]);
+}
+
+// ---- item 4: no panics ----
+
+/// A PNG whose header says `width` x `height`, with no image data.
+fn png_header_only(path: &Path, width: u32, height: u32) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut enc = png::Encoder::new(file, width, height);
+    enc.set_color(png::ColorType::Rgba);
+    enc.set_depth(png::BitDepth::Eight);
+    let mut w = enc.write_header().unwrap();
+    // One tiny IDAT (an empty zlib stream) so decoders get past the header; IEND follows on drop.
+    w.write_chunk(png::chunk::IDAT, &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]).unwrap();
+}
+
+#[test]
+fn compare_png_refuses_absurd_header_dimensions_before_allocating() {
+    let dir = temp_dir("huge-png");
+    let huge = dir.join("huge.png");
+    png_header_only(&huge, 100_000, 100_000); // 40 GB of RGBA: used to abort
+    let o = run(vkhip().arg("compare-png").arg(&huge).arg(assets().join("reference-frame.png")));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let line = one_error_line(&o);
+    assert!(line.starts_with(&format!("vkhip: error: {}: ", huge.display())), "{line}");
+    assert!(
+        line.ends_with("PNG header declares 100000x100000 pixels, more than the 268435456 vkhip reads"),
+        "{line}"
+    );
+}
