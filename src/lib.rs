@@ -13,6 +13,7 @@ pub mod camera;
 pub mod cli;
 pub mod compute;
 pub mod image;
+pub mod output;
 pub mod profile;
 pub mod render;
 pub mod shaders;

@@ -1,5 +1,6 @@
 //! vkhip command line: parse, dispatch, and turn errors into one line and an exit code
-//! (0 success, 1 a failed check or run, 2 a usage or environment problem).
+//! (0 success, 1 a failed check or run, 2 a usage or environment problem, 130 after an
+//! interrupt). stdout goes through [`vkhip::output`], so a closed or full stdout never panics.
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -29,7 +30,7 @@ fn main() -> ExitCode {
                 .filter(|l| !l.is_empty())
                 .collect();
             let line = line.join(" ");
-            eprintln!("vkhip: error: {} (see vkhip --help)", line.trim_start_matches("error: "));
+            vkhip::errln!("vkhip: error: {} (see vkhip --help)", line.trim_start_matches("error: "));
             return ExitCode::from(2);
         }
     };
@@ -48,12 +49,20 @@ fn main() -> ExitCode {
     let result = app::dispatch(cli);
     // Everything Vulkan is destroyed by now, so teardown messages are counted too.
     if validation {
-        println!("validation: {}", ValidationCounts::current());
+        vkhip::outln!("validation: {}", ValidationCounts::current());
     }
+    let stdout_error = vkhip::output::finish();
     match result {
-        Ok(code) => code,
+        Ok(code) => match stdout_error {
+            // A closed stdout (EPIPE) is not reported: `finish` filters it out.
+            Some(e) => {
+                vkhip::errln!("vkhip: error: writing to stdout: {e}");
+                ExitCode::from(2)
+            }
+            None => code,
+        },
         Err(e) => {
-            eprintln!("vkhip: error: {e:#}");
+            vkhip::errln!("vkhip: error: {e:#}");
             ExitCode::from(if app::is_environment_error(&e) { 2 } else { 1 })
         }
     }

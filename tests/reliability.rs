@@ -121,3 +121,122 @@ fn compare_png_refuses_absurd_header_dimensions_before_allocating() {
         "{line}"
     );
 }
+
+#[test]
+fn a_closed_stdout_ends_quietly_and_a_full_one_in_one_line() {
+    use std::process::Stdio;
+    for args in [&["info"][..], &["--headless", "--frames", "2", "--size", "64x64"]] {
+        // Closed: the reader is gone before vkhip writes (`vkhip info | head -0`).
+        let mut child = vkhip().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).trim().is_empty(), "{args:?}: EPIPE is quiet:\n{}", stderr(&o));
+        // Full: ENOSPC on every write.
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let o = run(vkhip().args(args).stdout(full));
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(
+            one_error_line(&o),
+            "vkhip: error: writing to stdout: No space left on device (os error 28)",
+            "{args:?}"
+        );
+    }
+}
+
+// ---- windows under Xvfb ----
+
+fn have(tool: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Whether Xvfb and xdotool are here; under CI their absence is a failure, elsewhere a skip.
+fn have_x_tools() -> bool {
+    let missing: Vec<&str> = ["Xvfb", "xdotool"].into_iter().filter(|t| !have(t)).collect();
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "CI must provide {missing:?}");
+    eprintln!("skipping: {missing:?} not installed");
+    false
+}
+
+/// An Xvfb on a display it picks itself; killed on drop.
+struct Xvfb {
+    child: std::process::Child,
+    display: String,
+}
+
+impl Xvfb {
+    fn start() -> Xvfb {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new("Xvfb")
+            .args(["-displayfd", "1", "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start Xvfb");
+        let mut line = String::new();
+        let out = child.stdout.take().expect("Xvfb stdout");
+        std::io::BufReader::new(out).read_line(&mut line).expect("Xvfb's display number");
+        let n: u32 = line.trim().parse().unwrap_or_else(|_| panic!("Xvfb printed {line:?}"));
+        Xvfb { child, display: format!(":{n}") }
+    }
+
+    fn xdotool(&self, args: &[&str]) -> Output {
+        run(std::process::Command::new("xdotool").env("DISPLAY", &self.display).args(args))
+    }
+
+    /// The id of vkhip's window, waiting up to 30 s for it to appear.
+    fn vkhip_window(&self, app: &mut std::process::Child) -> String {
+        let t = Instant::now();
+        loop {
+            let o = self.xdotool(&["search", "--name", "^vkhip"]);
+            if let Some(id) = stdout(&o).lines().next() {
+                return id.to_string();
+            }
+            assert!(app.try_wait().unwrap().is_none(), "vkhip exited before its window appeared");
+            assert!(t.elapsed() < Duration::from_secs(30), "no vkhip window after 30 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A window vkhip runs in, under `x`.
+fn window_app(x: &Xvfb, args: &[&str]) -> std::process::Child {
+    vkhip()
+        .env("DISPLAY", &x.display)
+        .args(["--backend", "cpu", "--size", "320x200"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start vkhip")
+}
+
+#[test]
+fn a_window_destroyed_from_outside_ends_the_run_with_its_report() {
+    if !have_x_tools() {
+        return;
+    }
+    let x = Xvfb::start();
+    let mut app = window_app(&x, &[]);
+    let id = x.vkhip_window(&mut app);
+    std::thread::sleep(Duration::from_millis(500));
+    let o = x.xdotool(&["windowclose", &id]); // XDestroyWindow, as a crashing WM would
+    assert!(o.status.success(), "xdotool windowclose: {}", stderr(&o));
+    let o = app.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(one_error_line(&o), "vkhip: the window was destroyed from outside; ending the run");
+    assert!(stdout(&o).contains("vkhip frame report"), "{}", stdout(&o));
+}

@@ -107,6 +107,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     times.gpu_draw_ms = o.renderer.gpu_draw_ms();
     let report =
         frame_report(&o.session, &times, &format!("offscreen {}x{}", extent.width, extent.height), &extra);
-    print!("{report}");
+    crate::output::print(&report);
     capture_failed.map_or(Ok(()), Err)
 }

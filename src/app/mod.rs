@@ -79,18 +79,41 @@ pub fn is_environment_error(e: &anyhow::Error) -> bool {
     })
 }
 
+/// Whether `e` says the window's surface is gone (the window was destroyed from outside).
+pub fn is_surface_lost(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<crate::vk::VkError>(),
+            Some(crate::vk::VkError::Call { result: ash::vk::Result::ERROR_SURFACE_LOST_KHR, .. })
+        )
+    })
+}
+
+/// The window was destroyed from outside (`xdotool windowclose`, a compositor): say so once and
+/// end the run as if it had been closed (report, exit 0).
+pub fn window_gone(el: &winit::event_loop::ActiveEventLoop) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        crate::errln!("vkhip: the window was destroyed from outside; ending the run");
+    }
+    el.exit();
+}
+
 fn compare_png(a: &crate::cli::CompareArgs) -> anyhow::Result<ExitCode> {
     use crate::image::{compare, Rgba};
     let (x, y) = (Rgba::read_png(&a.a)?, Rgba::read_png(&a.b)?);
     let Some(d) = compare(&x, &y, a.tolerance) else {
-        println!(
+        crate::outln!(
             "compare-png: size={}x{} vs {}x{} result=DIFFERENT (sizes differ)",
-            x.width, x.height, y.width, y.height
+            x.width,
+            x.height,
+            y.width,
+            y.height
         );
         return Ok(ExitCode::from(1));
     };
     let same = d.same();
-    println!(
+    crate::outln!(
         "compare-png: size={}x{} max_channel_diff={} pixels_over_tolerance={} tolerance={} result={}",
         x.width,
         x.height,

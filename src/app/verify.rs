@@ -90,9 +90,9 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     session.sync.shutdown()?;
     drop(o);
     if let Some(f) = &first_failure {
-        eprintln!("verify: {f}");
+        crate::errln!("verify: {f}");
     }
-    println!(
+    crate::outln!(
         "verify: {} backend={backend} sync={mode} slots={slots} grid={} frames={frames_done} values={values} max_abs_error={max_err:.3e} over_tolerance={over}",
         if pass { "PASS" } else { "FAIL" },
         args.common.grid,

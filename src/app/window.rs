@@ -38,6 +38,9 @@ struct Running {
     surface: Surface,
     format: vk::SurfaceFormatKHR,
     window: Arc<Window>,
+    /// The window's size as the last `Resized` said: asking winit (`inner_size`) panics once the
+    /// window is destroyed from outside.
+    size: PhysicalSize<u32>,
     camera: OrbitCamera,
     clock: Clock,
     frame: u64,
@@ -79,7 +82,7 @@ pub fn run(args: &RunArgs, event_loop: EventLoop<()>) -> anyhow::Result<()> {
         app.finish(r);
     }
     if let Some(report) = &app.report {
-        print!("{report}");
+        crate::output::print(report);
     }
     app.error.map_or(Ok(()), Err)
 }
@@ -121,6 +124,7 @@ impl App<'_> {
             session,
             surface,
             format,
+            size: window.inner_size(),
             window,
             camera: OrbitCamera::default(),
             clock: Clock::new(args.time.unwrap_or(TimeMode::Wall), args.dt),
@@ -140,7 +144,7 @@ impl App<'_> {
     fn frame(&mut self) -> anyhow::Result<bool> {
         let args = self.args;
         let Some(r) = self.running.as_mut() else { return Ok(true) };
-        let size = r.window.inner_size();
+        let size = r.size;
         if size.width == 0 || size.height == 0 {
             return Ok(true); // minimised: nothing to draw, keep the swapchain until restored
         }
@@ -227,7 +231,7 @@ impl App<'_> {
             self.error.get_or_insert(e.into());
         }
         r.times.gpu_draw_ms = r.renderer.gpu_draw_ms();
-        let size = r.window.inner_size();
+        let size = r.size;
         let extra = vec![("resizes", format!("{} swapchain re-creations", r.recreated))];
         self.report = Some(frame_report(
             &r.session,
@@ -265,6 +269,7 @@ impl ApplicationHandler for App<'_> {
     fn window_event(&mut self, el: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
         match event {
             WindowEvent::CloseRequested => el.exit(),
+            WindowEvent::Destroyed => super::window_gone(el),
             WindowEvent::KeyboardInput { event, .. } if event.state == ElementState::Pressed => {
                 match event.logical_key {
                     Key::Named(NamedKey::Escape) => el.exit(),
@@ -276,8 +281,9 @@ impl ApplicationHandler for App<'_> {
                     _ => {}
                 }
             }
-            WindowEvent::Resized(_) => {
+            WindowEvent::Resized(size) => {
                 if let Some(r) = self.running.as_mut() {
+                    r.size = size;
                     r.resized = true;
                 }
             }
@@ -307,6 +313,7 @@ impl ApplicationHandler for App<'_> {
             WindowEvent::RedrawRequested => match self.frame() {
                 Ok(true) => {}
                 Ok(false) => el.exit(),
+                Err(e) if super::is_surface_lost(&e) => super::window_gone(el),
                 Err(e) => self.fail(el, e),
             },
             _ => {}
@@ -320,7 +327,7 @@ impl ApplicationHandler for App<'_> {
         }
         let max_fps = self.args.max_fps;
         let Some(r) = self.running.as_mut() else { return };
-        let size = r.window.inner_size();
+        let size = r.size;
         if size.width == 0 || size.height == 0 {
             // Minimised: sleep until the next event (a restore arrives as Resized).
             el.set_control_flow(ControlFlow::Wait);
