@@ -240,3 +240,80 @@ fn a_window_destroyed_from_outside_ends_the_run_with_its_report() {
     assert_eq!(one_error_line(&o), "vkhip: the window was destroyed from outside; ending the run");
     assert!(stdout(&o).contains("vkhip frame report"), "{}", stdout(&o));
 }
+
+// ---- item 5: signals ----
+
+/// Send `sig` to `child` `times` times back to back (as `timeout` does: process, then group).
+fn signal(child: &std::process::Child, sig: i32, times: usize) {
+    for _ in 0..times {
+        // SAFETY: plain kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+    }
+}
+
+/// Wait for `child` (at most 30 s after the signal) and return its output.
+fn wait_stopped(mut child: std::process::Child) -> Output {
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "vkhip did not stop after the signal");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn spawn(cmd: &mut std::process::Command) -> std::process::Child {
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start vkhip")
+}
+
+#[test]
+fn sigterm_and_sighup_stop_like_ctrl_c_and_a_burst_counts_once() {
+    for (sig, times) in [(libc::SIGTERM, 2), (libc::SIGHUP, 1), (libc::SIGINT, 3)] {
+        let child =
+            spawn(vkhip().args(["--headless", "--frames", "1000000", "--size", "64x64", "--backend", "cpu"]));
+        std::thread::sleep(Duration::from_millis(1500));
+        signal(&child, sig, times);
+        let o = wait_stopped(child);
+        assert_eq!(o.status.code(), Some(130), "signal {sig} x{times}: {}", stderr(&o));
+        assert_eq!(
+            one_error_line(&o),
+            "vkhip: interrupted, finishing the frames in flight (interrupt again to abort)"
+        );
+        assert!(
+            stdout(&o).contains("vkhip frame report"),
+            "signal {sig}: the report is kept\n{}",
+            stdout(&o)
+        );
+    }
+}
+
+#[test]
+fn an_interrupted_verify_says_so() {
+    let child =
+        spawn(vkhip().args(["verify", "--backend", "cpu", "--grid", "128x128", "--frames", "1000000"]));
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&child, libc::SIGTERM, 1);
+    let o = wait_stopped(child);
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let summary = stdout(&o).lines().rfind(|l| l.starts_with("verify: ")).unwrap_or_default().to_string();
+    assert!(summary.starts_with("verify: INTERRUPTED backend=cpu"), "{summary}");
+}
+
+#[test]
+fn an_interrupt_wakes_a_window_paced_by_a_low_max_fps() {
+    if !have_x_tools() {
+        return;
+    }
+    let x = Xvfb::start();
+    let mut app = window_app(&x, &["--max-fps", "0.1"]); // a frame every 10 s
+    let _ = x.vkhip_window(&mut app);
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&app, libc::SIGINT, 1);
+    let t = Instant::now();
+    let o = wait_stopped(app);
+    assert!(t.elapsed() < Duration::from_secs(3), "took {:?} to stop", t.elapsed());
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(stdout(&o).contains("vkhip frame report"), "{}", stdout(&o));
+}

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod frame;
 pub mod headless;
 pub mod info;
+pub mod interrupt;
 pub mod report;
 pub mod session;
 pub mod verify;

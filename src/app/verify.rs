@@ -92,9 +92,16 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     if let Some(f) = &first_failure {
         crate::errln!("verify: {f}");
     }
+    // An interrupted run is neither a pass nor a failure of the data (exit 130, see dispatch).
+    let verdict = if interrupted() && frames_done < args.frames {
+        "INTERRUPTED"
+    } else if pass {
+        "PASS"
+    } else {
+        "FAIL"
+    };
     crate::outln!(
-        "verify: {} backend={backend} sync={mode} slots={slots} grid={} frames={frames_done} values={values} max_abs_error={max_err:.3e} over_tolerance={over}",
-        if pass { "PASS" } else { "FAIL" },
+        "verify: {verdict} backend={backend} sync={mode} slots={slots} grid={} frames={frames_done} values={values} max_abs_error={max_err:.3e} over_tolerance={over}",
         args.common.grid,
     );
     Ok(if pass { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -77,7 +77,14 @@ pub fn event_loop() -> Result<EventLoop<()>, winit::error::EventLoopError> {
 /// Run the window until it is closed (or `--frames` is reached); prints the frame report.
 pub fn run(args: &RunArgs, event_loop: EventLoop<()>) -> anyhow::Result<()> {
     let mut app = App { args, running: None, error: None, report: None };
-    event_loop.run_app(&mut app).context("window event loop")?;
+    let proxy = event_loop.create_proxy();
+    // An interrupt wakes a loop that sleeps until the next --max-fps deadline.
+    super::interrupt::set_waker(move || {
+        let _ = proxy.send_event(());
+    });
+    let ran = event_loop.run_app(&mut app).context("window event loop");
+    super::interrupt::clear_waker();
+    ran?;
     if let Some(r) = app.running.take() {
         app.finish(r);
     }
