@@ -83,6 +83,11 @@ const CASES: &[Case] = &[
     },
     Case { args: &["cycles", "--count", "0"], env: &[], expect: "0 is not in 2..=10000" },
     Case { args: &["bench-kernel", "--iterations", "0"], env: &[], expect: "0 is not in 1..=100000" },
+    Case {
+        args: &["info", "--device", "99"],
+        env: &[],
+        expect: "--device 99: there are only 1 Vulkan devices",
+    },
     Case { args: &["--headless", "--bogus-flag"], env: &[], expect: "unexpected argument '--bogus-flag'" },
 ];
 

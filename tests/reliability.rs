@@ -317,3 +317,38 @@ fn an_interrupt_wakes_a_window_paced_by_a_low_max_fps() {
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(stdout(&o).contains("vkhip frame report"), "{}", stdout(&o));
 }
+
+// ---- item 6: environment errors ----
+
+#[test]
+fn an_icd_for_absent_hardware_is_an_environment_error_in_one_line() {
+    let icd = "/usr/share/vulkan/icd.d/radeon_icd.x86_64.json";
+    if !Path::new(icd).exists() {
+        eprintln!("skipping: {icd} is not installed");
+        return;
+    }
+    if std::fs::read_dir("/dev/dri").is_ok_and(|mut d| d.next().is_some()) {
+        eprintln!("skipping: this machine has a DRM device, radv might find hardware");
+        return;
+    }
+    for args in [&["--headless", "--frames", "1"][..], &["info"]] {
+        let o = run(vkhip().args(args).env("VK_ICD_FILENAMES", icd).env("VK_DRIVER_FILES", icd));
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(
+            one_error_line(&o),
+            "vkhip: error: no usable Vulkan device: the Vulkan driver found no hardware it supports (check VK_ICD_FILENAMES / VK_DRIVER_FILES and that the GPU's driver is loaded)"
+        );
+    }
+}
+
+#[test]
+fn a_dead_display_falls_back_to_headless_and_keeps_capture() {
+    let dir = temp_dir("dead-display");
+    let png = dir.join("f.png");
+    let o =
+        run(vkhip().env("DISPLAY", ":987").args(["--frames", "2", "--size", "64x64", "--capture"]).arg(&png));
+    assert_ok(&o, "run with a dead DISPLAY");
+    assert!(stderr(&o).contains("cannot open a window"), "{}", stderr(&o));
+    assert!(stdout(&o).contains(&format!("capture      {} (frame 1)", png.display())), "{}", stdout(&o));
+    assert!(vkhip::image::Rgba::read_png(&png).is_ok());
+}

@@ -21,6 +21,10 @@ fn yes(b: bool) -> &'static str {
 pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
     let instance = Instance::new(false, &[])?;
     let devices = enumerate(&instance)?;
+    if let Some(index) = args.device.filter(|&i| i >= devices.len()) {
+        // A mistake in the request, not something to report on: exit 2 before printing anything.
+        return Err(crate::vk::VkError::BadDeviceIndex { index, count: devices.len() }.into());
+    }
     crate::outln!("Vulkan devices ({}):", devices.len());
     for d in &devices {
         crate::outln!(

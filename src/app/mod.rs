@@ -22,10 +22,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         None => {
             let headless = cli.run.headless || !display_available();
-            crate::cli::check_run(&cli.run, headless)?;
             if !headless {
+                // Window-only checks (e.g. --capture needs a headless run) apply only once a
+                // window can really open: a dead DISPLAY falls back to headless, where they don't.
                 match window::event_loop() {
                     Ok(el) => {
+                        crate::cli::check_run(&cli.run, false)?;
                         window::run(&cli.run, el)?;
                         return Ok(interrupted_or(ExitCode::SUCCESS));
                     }

@@ -134,7 +134,16 @@ fn c_array_to_string(chars: &[std::ffi::c_char]) -> String {
 pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError> {
     let inst = &instance.instance;
     // SAFETY: valid instance.
-    let handles = unsafe { inst.enumerate_physical_devices() }.call("vkEnumeratePhysicalDevices")?;
+    let handles = unsafe { inst.enumerate_physical_devices() }.map_err(|e| match e {
+        // The loader found a driver, but not the hardware it drives (e.g. VK_ICD_FILENAMES names
+        // radeon_icd.json on a machine without an AMD GPU).
+        vk::Result::ERROR_INITIALIZATION_FAILED => VkError::NoDevice(
+            "the Vulkan driver found no hardware it supports (check VK_ICD_FILENAMES / VK_DRIVER_FILES \
+             and that the GPU's driver is loaded)"
+                .into(),
+        ),
+        e => VkError::Call { call: "vkEnumeratePhysicalDevices", result: e },
+    })?;
     let mut out = Vec::new();
     for (index, &handle) in handles.iter().enumerate() {
         let mut id = vk::PhysicalDeviceIDProperties::default();
