@@ -352,3 +352,40 @@ fn a_dead_display_falls_back_to_headless_and_keeps_capture() {
     assert!(stdout(&o).contains(&format!("capture      {} (frame 1)", png.display())), "{}", stdout(&o));
     assert!(vkhip::image::Rgba::read_png(&png).is_ok());
 }
+
+// ---- item 1: oversized windows ----
+
+#[test]
+fn a_window_beyond_the_device_limits_still_renders() {
+    if !have_x_tools() {
+        return;
+    }
+    let x = Xvfb::start();
+    let mut app = window_app(&x, &["--validation"]);
+    let id = x.vkhip_window(&mut app);
+    std::thread::sleep(Duration::from_millis(1000));
+    // lavapipe's limits are 16384 (image, framebuffer, viewport).
+    assert!(x.xdotool(&["windowsize", &id, "20000", "300"]).status.success());
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(app.try_wait().unwrap().is_none(), "vkhip ended after the resize");
+    let geometry = stdout(&x.xdotool(&["getwindowgeometry", &id]));
+    signal(&app, libc::SIGINT, 1);
+    let o = wait_stopped(app);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("the window is 20000x300; rendering 16384x300"), "{err}");
+    assert!(!err.contains("failed"), "{err}");
+    assert!(geometry.contains("Geometry: 16384x300"), "the window was asked to shrink: {geometry}");
+    let report = stdout(&o);
+    assert!(report.contains("vkhip frame report"), "{report}");
+    // X11 allows no swapchain extent but the window's own, so the one clamped swapchain is
+    // reported (VUID-VkSwapchainCreateInfoKHR-imageExtent-01274); nothing else is.
+    let v = report.lines().rfind(|l| l.starts_with("validation: ")).unwrap_or_default();
+    assert!(
+        v.starts_with("validation: 1 errors, 0 warnings")
+            || v.starts_with("validation: 0 errors, 0 warnings"),
+        "{v}\n{err}"
+    );
+    let vuids: Vec<&str> = err.lines().filter(|l| l.contains("Validation Error")).collect();
+    assert!(vuids.iter().all(|l| l.contains("VUID-VkSwapchainCreateInfoKHR-imageExtent-01274")), "{vuids:?}");
+}

@@ -167,6 +167,10 @@ impl App<'_> {
                 present_mode(args.present_mode),
                 old.as_ref(),
             )?;
+            if sc.clamped {
+                // Larger than the device can render: ask for the size it can (a WM may refuse).
+                let _ = r.window.request_inner_size(PhysicalSize::new(sc.extent.width, sc.extent.height));
+            }
             if old.is_some() {
                 r.recreated += 1;
             }
