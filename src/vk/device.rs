@@ -377,6 +377,9 @@ impl Context {
         value: u64,
         what: impl FnOnce() -> String,
     ) -> Result<(), VkError> {
+        if self.instance.validation {
+            return self.poll_timeline(sem, value, what);
+        }
         let sems = [sem];
         let values = [value];
         let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
@@ -387,6 +390,35 @@ impl Context {
                 Err(VkError::Timeout { what: what(), seconds: WAIT_TIMEOUT.as_secs() })
             }
             Err(e) => Err(VkError::Call { call: "vkWaitSemaphores", result: e }),
+        }
+    }
+
+    /// [`Self::wait_timeline`] for validation runs: poll vkGetSemaphoreCounterValue instead of
+    /// blocking in vkWaitSemaphores. Khronos validation 1.3.239 (Debian 12) follows a successful
+    /// vkWaitSemaphores with a wait on its own model of the timeline, which misses values another
+    /// thread host-signals and stalls 10 s per wait (UNASSIGNED-VkSemaphore-state-timeout; fixed
+    /// upstream in 2024). A counter query only moves the model forward, so validation runs stay
+    /// fast and every other check stays on. Costs up to 1 ms of latency per wait (validation only).
+    fn poll_timeline(
+        &self,
+        sem: vk::Semaphore,
+        value: u64,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), VkError> {
+        let start = std::time::Instant::now();
+        let mut nap = Duration::from_micros(20);
+        loop {
+            // SAFETY: valid timeline semaphore of this device.
+            let now =
+                unsafe { self.device.get_semaphore_counter_value(sem) }.call("vkGetSemaphoreCounterValue")?;
+            if now >= value {
+                return Ok(());
+            }
+            if start.elapsed() >= WAIT_TIMEOUT {
+                return Err(VkError::Timeout { what: what(), seconds: WAIT_TIMEOUT.as_secs() });
+            }
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_millis(1));
         }
     }
 
