@@ -12,6 +12,7 @@ pub mod app;
 pub mod camera;
 pub mod cli;
 pub mod compute;
+pub mod fault;
 pub mod image;
 pub mod output;
 pub mod profile;

@@ -34,6 +34,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Err(e) = vkhip::fault::check_env() {
+        vkhip::errln!("vkhip: error: {e}");
+        return ExitCode::from(2);
+    }
     if matches!(cli.command, None | Some(Command::Verify(_))) {
         // Frame loops stop at the next frame and tear down in order; other commands keep the
         // default (Ctrl-C ends them at once).
@@ -62,8 +66,25 @@ fn main() -> ExitCode {
             None => code,
         },
         Err(e) => {
-            vkhip::errln!("vkhip: error: {e:#}");
+            vkhip::errln!("vkhip: error: {}", one_line(&e));
             ExitCode::from(if app::is_environment_error(&e) { 2 } else { 1 })
         }
     }
+}
+
+/// The error chain as one line, like `{:#}`, but without a cause its parent already printed
+/// (an error whose message embeds its `#[from]` source would otherwise say everything twice).
+fn one_line(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out.lines().map(str::trim).collect::<Vec<_>>().join(" ")
 }

@@ -402,3 +402,37 @@ fn cycles_with_validation_do_not_stall_on_the_layers_timeline_bug() {
     let v = stdout(&o).lines().rfind(|l| l.starts_with("validation: ")).unwrap_or_default().to_string();
     assert!(v.starts_with("validation: 0 errors, 0 warnings") && !v.contains("layer bug"), "{v}");
 }
+
+// ---- item 9 in a window: an injected fault tears everything down ----
+
+#[test]
+fn an_injected_fault_in_a_window_tears_down_cleanly() {
+    if !have_x_tools() {
+        return;
+    }
+    let x = Xvfb::start();
+    for (spec, code, line) in [
+        ("device-lost@12", 1, "vkhip: error: frame 11: draw: vkQueueSubmit failed: VK_ERROR_DEVICE_LOST"),
+        (
+            "queue-submit@8",
+            2,
+            "vkhip: error: frame 7: draw: vkQueueSubmit failed: VK_ERROR_OUT_OF_HOST_MEMORY",
+        ),
+    ] {
+        let t = Instant::now();
+        let o = run(vkhip().env("DISPLAY", &x.display).env("VKHIP_FAULT", spec).args([
+            "--backend",
+            "cpu",
+            "--size",
+            "320x200",
+            "--validation",
+        ]));
+        assert!(t.elapsed() < Duration::from_secs(30), "{spec}: took {:?}", t.elapsed());
+        assert_eq!(o.status.code(), Some(code), "{spec}: {}", stderr(&o));
+        assert!(one_error_line(&o).starts_with(line), "{spec}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.contains("vkhip frame report"), "{spec}: {out}");
+        let v = out.lines().rfind(|l| l.starts_with("validation: ")).unwrap_or_default();
+        assert!(v.starts_with("validation: 0 errors, 0 warnings"), "{spec}: teardown after the fault: {v}");
+    }
+}

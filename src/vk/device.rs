@@ -332,7 +332,11 @@ impl Context {
     pub fn submit(&self, submits: &[vk::SubmitInfo<'_>], fence: vk::Fence) -> Result<(), VkError> {
         let q = self.queue();
         // SAFETY: the queue is locked; the caller guarantees the submit infos are valid.
-        unsafe { self.device.queue_submit(*q, submits, fence) }.call("vkQueueSubmit")
+        crate::fault::inject(crate::fault::Fault::QueueSubmit)
+            .and_then(|()| crate::fault::inject(crate::fault::Fault::DeviceLost))
+            // SAFETY: as above.
+            .and_then(|()| unsafe { self.device.queue_submit(*q, submits, fence) })
+            .call("vkQueueSubmit")
     }
 
     /// Submit one command buffer waiting on `waits` (semaphore, value — ignored for binary ones,
