@@ -11,6 +11,9 @@
 #   3. headless captures of the same frame with cuda and cpu, then BIN compare-png
 #   4. BIN bench-kernel --backend cuda --grid 4096x4096 --iterations 200
 #   5. BIN cycles --backend cuda --count 10 (fd and device-memory leak check)
+#   6. profiler: --trace of cuda external K=3 at 256² and 1024² (and K=1, blocking, the vulkan
+#      baseline), each checked by `BIN trace check`; --sync none must fail the check; tracing cost
+#      (with vs without --trace, interleaved, 3 repetitions) at most 3% of frame time
 #
 # If the loader cannot find libnvrtc (.13 or .12), the script looks in the CUDA toolkit's and
 # NVIDIA's pip wheels' usual directories and adds the first hit to LD_LIBRARY_PATH (the summary
@@ -263,7 +266,73 @@ else
     record cycles "$(status_of)" "exit $rc: $tail_line"
 fi
 
-# --- 6. summary --------------------------------------------------------------------------------------
+# --- 6. profiler: traces, the protocol checker, what tracing costs ------------------------------------
+# Traces of the hand-off at 256² and 1024² in a 320x180 image: K=3 (compute overlaps drawing), K=1
+# (the APIs alternate), blocking (nothing overlaps) and the vulkan baseline. Each trace must pass
+# `vkhip trace check`; the row shows the report's new figures and the checker's overlap line.
+for spec in "cuda external 3 256x256" "cuda external 3 1024x1024" "cuda external 1 1024x1024" \
+    "cuda blocking 1 1024x1024" "vulkan external 3 1024x1024"; do
+    read -r backend sync slots grid <<<"$spec"
+    name="trace-$backend-$sync-k$slots-$grid"
+    run "$name" "$bin" --headless --backend "$backend" --sync "$sync" --slots "$slots" --grid "$grid" \
+        --size 320x180 --frames 1500 --trace "$out/$name.json"
+    if [ "$rc" -ne 0 ]; then
+        record "$name" "$(status_of)" "exit $rc: $tail_line"
+        continue
+    fi
+    report="$out/$name.stdout"
+    pick() { grep -m 1 "^  $1" "$report" | tr -s ' ' | cut -d ' ' -f "$2"; }
+    figure="frame $(pick 'frame time' 4-6); draw $(pick 'draw  ' 3-5); hand-off $(pick hand-off 3-5); overhead $(pick 'sync overhead' 4-6)"
+    run "$name-check" "$bin" trace check "$out/$name.json"
+    overlap=$(grep -m 1 'running inside them' "$out/$name-check.stdout" | sed 's/^ *draws //')
+    if [ "$rc" -eq 0 ]; then
+        record "$name" PASS "$figure; $overlap"
+    else
+        record "$name" FAIL "trace check exit $rc: $last"
+    fi
+done
+
+# `--sync none` must race, and the checker must say so (exit 1).
+run trace-none "$bin" --headless --backend cuda --sync none --slots 1 --grid 1024x1024 --size 320x180 \
+    --frames 300 --trace "$out/trace-none.json"
+run trace-none-check "$bin" trace check "$out/trace-none.json"
+violations=$(head -n 1 "$out/trace-none-check.stdout" | grep -o '[0-9]* violation(s)')
+if [ "$rc" -eq 1 ] && [ -n "$violations" ]; then
+    record trace-none PASS "checker exit 1: $violations"
+else
+    record trace-none FAIL "checker exit $rc: ${last:-$tail_line}"
+fi
+
+# Tracing cost: the same configuration with and without --trace, interleaved, 3 repetitions each;
+# the ratio of the median frame means must be at most 1.03.
+for grid in 256x256 1024x1024; do
+    on=()
+    off=()
+    for rep in 1 2 3; do
+        for mode in on off; do
+            name="tracecost-$grid-$mode-$rep"
+            extra=()
+            [ "$mode" = on ] && extra=(--trace "$out/$name.json")
+            run "$name" "$bin" --headless --backend cuda --sync external --slots 3 --grid "$grid" \
+                --size 320x180 --frames 1500 "${extra[@]}"
+            mean=$(grep -m 1 'frame time' "$out/$name.stdout" | tr -s ' ' | cut -d ' ' -f 5)
+            rm -f "$out/$name.json"
+            if [ "$mode" = on ]; then on+=("$mean"); else off+=("$mean"); fi
+        done
+    done
+    median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+    m_on=$(median "${on[@]}")
+    m_off=$(median "${off[@]}")
+    ratio=$(awk -v a="$m_on" -v b="$m_off" 'BEGIN { if (b > 0) printf "%.4f", a / b }')
+    figure="median frame ${m_on} ms traced vs ${m_off} ms (runs: ${on[*]} / ${off[*]}), ratio ${ratio:-n/a}"
+    if [ -n "$ratio" ] && awk -v r="$ratio" 'BEGIN { exit !(r <= 1.03) }'; then
+        record "tracecost-$grid" PASS "$figure"
+    else
+        record "tracecost-$grid" FAIL "$figure"
+    fi
+done
+
+# --- 7. summary --------------------------------------------------------------------------------------
 {
     echo
     printf '%-34s %-8s %s\n' CHECK RESULT "KEY FIGURE"

@@ -22,6 +22,8 @@ Examples:
   vkhip --backend cpu --sync bridged --slots 2 --grid 1024x1024
   vkhip info                              devices, capabilities, and which pair vkhip would use
   vkhip verify --backend vulkan --grid 513x257
+  vkhip --headless --frames 600 --trace t.json   then open t.json in ui.perfetto.dev
+  vkhip trace check t.json                proves the protocol's orderings from the trace
   RUST_LOG=debug vkhip ...                more detail (RUST_LOG=vulkan=trace for the messenger)
 
 Exit codes: 0 success, 1 a failed check or run, 2 a usage or environment problem.";
@@ -47,6 +49,25 @@ pub enum Command {
     Cycles(CycleArgs),
     /// Compare two PNGs with vkhip's image tolerance (exit 1 if they differ).
     ComparePng(CompareArgs),
+    /// Work with a trace written by --trace.
+    #[command(subcommand)]
+    Trace(TraceCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TraceCommand {
+    /// Prove from the timeline that no draw read a slot before its write finished and no write
+    /// began before the slot's previous draw finished (exit 0 clean, 1 violations, 2 bad file).
+    Check(TraceCheckArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct TraceCheckArgs {
+    /// A trace written by `vkhip --trace FILE`.
+    pub file: PathBuf,
+    /// Allowed clock disagreement in µs (default: the alignment accuracy the trace states).
+    #[arg(long, value_name = "US")]
+    pub tolerance_us: Option<f64>,
 }
 
 /// Options shared by every command that runs frames.
@@ -102,6 +123,15 @@ pub struct RunArgs {
     /// Cap the window frame rate (0 = no cap beyond the present mode; else 0.01..=10000).
     #[arg(long, value_name = "FPS", default_value_t = 0.0, value_parser = parse_max_fps, allow_hyphen_values = true)]
     pub max_fps: f64,
+    /// Write a timeline of the last --trace-frames frames (render thread, bridge thread, graphics
+    /// queue, compute stream) as Chrome trace-event JSON: open it in ui.perfetto.dev, check it
+    /// with `vkhip trace check FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Frames the trace keeps (the last N; memory stays bounded on any run length).
+    #[arg(long, value_name = "N", default_value_t = crate::profile::trace::DEFAULT_TRACE_FRAMES,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub trace_frames: u32,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -2,9 +2,10 @@
 //! the waits and signals the frame-sync protocol gives ([`crate::sync::DrawSync`]).
 
 use crate::camera::OrbitCamera;
+use crate::profile::Span;
 use crate::shaders::SurfacePush;
 use crate::sim::Grid;
-use crate::sync::{DrawSync, FRAMES_IN_FLIGHT};
+use crate::sync::{DrawSync, FRAMES_IN_FLIGHT, HEIGHTS_READ_STAGE};
 use crate::vk::device::Context;
 use crate::vk::external::Slot;
 use crate::vk::pipeline::{RenderPass, SurfacePipeline};
@@ -95,7 +96,7 @@ impl Renderer {
                 vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
             d.begin_command_buffer(cmd, &begin).call("vkBeginCommandBuffer")?;
             if let Some(t) = self.timer.as_mut() {
-                t.begin(cmd, index, frame);
+                t.begin(cmd, index, frame, HEIGHTS_READ_STAGE);
             }
             let rp = vk::RenderPassBeginInfo::default()
                 .render_pass(self.render_pass.handle)
@@ -125,10 +126,21 @@ impl Renderer {
 }
 
 impl Renderer {
-    /// GPU time of each drawn frame's command buffer, milliseconds, in frame order. Call once the
-    /// frames have finished (after the protocol's shutdown); empty without timestamp support.
-    pub fn gpu_draw_ms(&mut self) -> Vec<f64> {
-        self.timer.as_mut().map_or_else(Vec::new, DrawTimer::finish)
+    /// Move the draws' GPU spans read back so far into `out` (Vulkan ticks). With `finish`, first
+    /// read every pending one: only once the frames have finished (after the protocol's
+    /// shutdown). Nothing without timestamp support.
+    pub fn take_spans(&mut self, out: &mut Vec<Span>, finish: bool) {
+        if let Some(t) = self.timer.as_mut() {
+            if finish {
+                t.finish();
+            }
+            t.take_spans(out);
+        }
+    }
+
+    /// The newest measured draw: (frame, GPU ms of its whole command buffer).
+    pub fn newest_draw_ms(&self) -> Option<(u64, f64)> {
+        self.timer.as_ref().and_then(|t| t.newest)
     }
 }
 

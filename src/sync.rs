@@ -41,6 +41,17 @@
 //!   wait for the kernel after it, then the host signals `computed`. A measured baseline only.
 //! - `auto` — `external` when the backend can wait/signal on the GPU (vulkan; cuda when the driver
 //!   exports timeline semaphores), else `bridged`.
+//! - `none` — **unsafe, for demonstration only**: the bridge thread writes each slot as soon as it
+//!   gets the frame, without waiting for `rendered`, and the draw waits for nothing. Slots are
+//!   overwritten while drawn and drawn while written; `vkhip trace check` shows where. It exists to
+//!   answer "does my sync do anything?". Refused for the `vulkan` backend, whose dispatch and draw
+//!   share one queue.
+//!
+//! ## What the profiler sees
+//! Every actor reports its spans ([`crate::profile`]): the bridge thread times its wait, write and
+//! signal on the host clock and sends them over a bounded channel; `blocking` times its steps on
+//! the render thread; GPU-side backends time their own stream or queue. [`FrameSync::take_spans`]
+//! gathers them all for the render thread's profiler.
 //!
 //! ## Teardown
 //! [`FrameSync::shutdown`] stops the bridge thread (joining it), waits for the compute side
@@ -49,6 +60,8 @@
 //! `FrameSync`, before the Vulkan memory and semaphores it imported.
 
 use crate::compute::{BackendKind, ComputeBackend, ComputeError, GpuSync};
+use crate::profile::clock::{host_now_ns, ClockInfo};
+use crate::profile::{Phase, Span, Track};
 use crate::sim::WaveParams;
 use crate::vk::device::{Context, PhysicalDeviceInfo};
 use crate::vk::external::Semaphore;
@@ -60,6 +73,12 @@ use std::thread::JoinHandle;
 
 /// Frames the render thread may have in flight on the GPU.
 pub const FRAMES_IN_FLIGHT: u64 = 2;
+
+/// The stage at which a draw first reads the heights, and so waits for `computed`.
+pub const HEIGHTS_READ_STAGE: vk::PipelineStageFlags = vk::PipelineStageFlags::VERTEX_SHADER;
+
+/// Spans buffered for the profiler before the oldest are dropped (nobody is collecting them).
+const SPAN_BUFFER: usize = 4096;
 
 /// `--sync`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
@@ -74,6 +93,9 @@ pub enum SyncMode {
     Bridged,
     /// Queue wait idle → kernel → wait for the kernel (the reference fallback; baseline only).
     Blocking,
+    /// UNSAFE, demonstration only: no waits at all, so slots race (see `vkhip trace check`).
+    #[value(name = "none")]
+    Unsynchronized,
 }
 
 impl SyncMode {
@@ -84,6 +106,7 @@ impl SyncMode {
             SyncMode::Binary => "binary",
             SyncMode::Bridged => "bridged",
             SyncMode::Blocking => "blocking",
+            SyncMode::Unsynchronized => "none",
         }
     }
 
@@ -140,6 +163,10 @@ pub fn resolve_mode(
         (SyncMode::External | SyncMode::Binary, BackendKind::Cpu) => {
             Err(unsupported("the cpu backend cannot wait or signal on the GPU; use bridged or blocking"))
         }
+        (SyncMode::Unsynchronized, BackendKind::Vulkan) => Err(unsupported(
+            "the dispatch and the draw share one queue, which orders them anyway; use --backend cpu or \
+             cuda to see what no synchronisation does",
+        )),
         (SyncMode::Bridged, BackendKind::Vulkan) => Err(unsupported(
             "the dispatch would queue behind the draw that waits for it on the same queue (deadlock); \
              use external, binary or blocking",
@@ -230,7 +257,7 @@ struct Job {
     params: WaveParams,
 }
 
-/// The bridge thread of `bridged` mode; owns the backend while it runs.
+/// The bridge thread of `bridged` (and `none`) mode; owns the backend while it runs.
 struct Bridge {
     jobs: Option<mpsc::Sender<Job>>,
     thread: Option<JoinHandle<Box<dyn ComputeBackend>>>,
@@ -238,30 +265,49 @@ struct Bridge {
 }
 
 impl Bridge {
+    /// `wait`: wait for the slot's previous reader before writing (false only in `none`).
     fn start(
         ctx: Arc<Context>,
         sems: SemaphoreHandles,
         slots: usize,
+        wait: bool,
         mut backend: Box<dyn ComputeBackend>,
-    ) -> Result<Self, SyncError> {
+    ) -> Result<(Self, mpsc::Receiver<Span>), SyncError> {
         let (tx, rx) = mpsc::channel::<Job>();
+        let (span_tx, spans) = mpsc::sync_channel::<Span>(SPAN_BUFFER);
         let failure = Arc::new(Mutex::new(None));
         let fail = failure.clone();
         let thread = std::thread::Builder::new()
             .name("vkhip-bridge".into())
             .spawn(move || {
+                let mut gpu_spans = Vec::new();
                 for job in rx.iter() {
-                    let step = || -> Result<(), SyncError> {
-                        if let Some(v) = compute_wait_value(job.frame, slots) {
+                    let f = job.frame;
+                    let span = |phase, a, b| {
+                        // A full channel means nobody collects: drop the span.
+                        let _ = span_tx.try_send(Span::host(f, Track::Bridge, phase, a, b));
+                    };
+                    let mut step = || -> Result<(), SyncError> {
+                        let t0 = host_now_ns();
+                        if let Some(v) = compute_wait_value(f, slots).filter(|_| wait) {
                             ctx.wait_timeline(sems.rendered, v, || {
                                 format!("'rendered' ≥ {v} (frame {} drawn) on the bridge thread", v - 1)
                             })?;
+                            span(Phase::WaitRendered, t0, host_now_ns());
                         }
-                        backend.write_slot_and_wait(job.slot, &job.params)?;
-                        ctx.signal_timeline(sems.computed, job.frame + 1)?;
+                        let t1 = host_now_ns();
+                        backend.write_slot_and_wait(f, job.slot, &job.params)?;
+                        let t2 = host_now_ns();
+                        span(Phase::Write, t1, t2);
+                        ctx.signal_timeline(sems.computed, f + 1)?;
+                        span(Phase::Signal, t2, host_now_ns());
+                        backend.take_spans(&mut gpu_spans);
+                        for s in gpu_spans.drain(..) {
+                            let _ = span_tx.try_send(s);
+                        }
                         Ok(())
                     };
-                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(step))
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut step))
                         .unwrap_or_else(|_| Err(SyncError::Bridge("the compute backend panicked".into())));
                     if let Err(e) = outcome {
                         // Returned to the render thread on its next compute(): logged at debug only.
@@ -280,7 +326,7 @@ impl Bridge {
                 backend
             })
             .map_err(|e| SyncError::Bridge(format!("could not start: {e}")))?;
-        Ok(Bridge { jobs: Some(tx), thread: Some(thread), failure })
+        Ok((Bridge { jobs: Some(tx), thread: Some(thread), failure }, spans))
     }
 
     fn failure(&self) -> Option<String> {
@@ -323,6 +369,10 @@ pub struct FrameSync {
     backend_device: String,
     /// Highest `computed` value requested so far (frame + 1).
     requested: u64,
+    /// The bridge thread's spans (bounded channel; `bridged` and `none`).
+    bridge_spans: Option<mpsc::Receiver<Span>>,
+    /// Spans the render thread timed itself (`blocking`), until taken.
+    local_spans: Vec<Span>,
 }
 
 impl FrameSync {
@@ -364,8 +414,12 @@ impl FrameSync {
             m => m,
         };
         let backend_device = backend.device_name();
-        let driver = if mode == SyncMode::Bridged {
-            Driver::Bridged(Bridge::start(ctx.clone(), sems.handles(), slots, backend)?)
+        let mut bridge_spans = None;
+        let driver = if matches!(mode, SyncMode::Bridged | SyncMode::Unsynchronized) {
+            let wait = mode == SyncMode::Bridged;
+            let (bridge, spans) = Bridge::start(ctx.clone(), sems.handles(), slots, wait, backend)?;
+            bridge_spans = Some(spans);
+            Driver::Bridged(bridge)
         } else {
             Driver::Inline(backend)
         };
@@ -379,6 +433,8 @@ impl FrameSync {
             backend_kind: kind,
             backend_device,
             requested: 0,
+            bridge_spans,
+            local_spans: Vec::new(),
         })
     }
 
@@ -431,6 +487,7 @@ impl FrameSync {
         let slots = self.slots;
         match (&mut self.driver, self.mode) {
             (Driver::Inline(b), SyncMode::External) => b.enqueue_gpu_synced(
+                frame,
                 slot,
                 params,
                 GpuSync::Timeline {
@@ -439,14 +496,26 @@ impl FrameSync {
                 },
             )?,
             (Driver::Inline(b), SyncMode::Binary) => b.enqueue_gpu_synced(
+                frame,
                 slot,
                 params,
                 GpuSync::Binary { slot, wait_rendered: frame >= slots as u64 },
             )?,
             (Driver::Inline(b), SyncMode::Blocking) => {
+                let t0 = host_now_ns();
                 self.ctx.queue_wait_idle()?;
-                b.write_slot_and_wait(slot, params)?;
+                let t1 = host_now_ns();
+                b.write_slot_and_wait(frame, slot, params)?;
+                let t2 = host_now_ns();
                 self.ctx.signal_timeline(self.sems.computed.handle, frame + 1)?;
+                let t3 = host_now_ns();
+                if self.local_spans.len() + 3 <= SPAN_BUFFER {
+                    self.local_spans.extend([
+                        Span::host(frame, Track::Render, Phase::QueueIdle, t0, t1),
+                        Span::host(frame, Track::Render, Phase::Write, t1, t2),
+                        Span::host(frame, Track::Render, Phase::Signal, t2, t3),
+                    ]);
+                }
             }
             (Driver::Bridged(bridge), _) => {
                 if let Some(f) = bridge.failure() {
@@ -471,14 +540,17 @@ impl FrameSync {
     /// Step 3: the waits and signals of frame `f`'s draw submission.
     pub fn draw_sync(&self, frame: u64) -> DrawSync {
         let slot = self.slot_of(frame);
-        let read_stage = vk::PipelineStageFlags::VERTEX_SHADER;
+        let read_stage = HEIGHTS_READ_STAGE;
         let mut s = DrawSync::default();
-        if self.mode == SyncMode::Binary {
-            let (computed, rendered) = &self.sems.binary[slot];
-            s.waits.push((computed.handle, 0, read_stage));
-            s.signals.push((rendered.handle, 0));
-        } else {
-            s.waits.push((self.sems.computed.handle, frame + 1, read_stage));
+        match self.mode {
+            SyncMode::Binary => {
+                let (computed, rendered) = &self.sems.binary[slot];
+                s.waits.push((computed.handle, 0, read_stage));
+                s.signals.push((rendered.handle, 0));
+            }
+            // No wait at all: the point of `none`.
+            SyncMode::Unsynchronized => {}
+            _ => s.waits.push((self.sems.computed.handle, frame + 1, read_stage)),
         }
         s.signals.push((self.sems.rendered.handle, frame + 1));
         s
@@ -525,6 +597,28 @@ impl FrameSync {
             self.ctx.signal_timeline(self.sems.computed.handle, self.requested)?;
         }
         Ok(())
+    }
+
+    /// Move every compute-side span reported so far into `out`: the bridge thread's, the
+    /// render thread's own (`blocking`), and the backend's GPU timing (when the render thread
+    /// owns the backend, or after shutdown). Never blocks.
+    pub fn take_spans(&mut self, out: &mut Vec<Span>) {
+        out.append(&mut self.local_spans);
+        if let Some(rx) = &self.bridge_spans {
+            out.extend(rx.try_iter());
+        }
+        if let Driver::Inline(b) | Driver::Stopped(b) = &mut self.driver {
+            b.take_spans(out);
+        }
+    }
+
+    /// How the backend's GPU times were put on the host clock (None: it has none, or the bridge
+    /// thread still owns it).
+    pub fn compute_clock(&self) -> Option<ClockInfo> {
+        match &self.driver {
+            Driver::Inline(b) | Driver::Stopped(b) => b.clock_info(),
+            _ => None,
+        }
     }
 
     /// Run `f` with the backend while nothing else runs on it: either after [`Self::shutdown`], or

@@ -2,7 +2,7 @@
 
 use super::session::Session;
 use crate::cli::TimeMode;
-use crate::profile::PhaseTimes;
+use crate::profile::{Phase, RenderMarks};
 use crate::render::Renderer;
 use crate::shaders::SurfacePush;
 use crate::sim::WaveParams;
@@ -66,11 +66,9 @@ pub struct DrawTarget<'a> {
 }
 
 /// Throttle: host-wait until frame `frame`'s per-frame resources are free.
-pub fn throttle(session: &Session, frame: u64, times: &mut PhaseTimes) -> Result<(), FrameError> {
-    let t = Instant::now();
-    times.start.get_or_insert(t);
+pub fn throttle(session: &Session, frame: u64, marks: &mut RenderMarks) -> Result<(), FrameError> {
     session.sync.throttle(frame)?;
-    times.throttle = t.elapsed();
+    marks.lap(Phase::Throttle);
     Ok(())
 }
 
@@ -81,12 +79,10 @@ pub fn compute_and_draw(
     frame: u64,
     params: &WaveParams,
     target: &DrawTarget<'_>,
-    times: &mut PhaseTimes,
+    marks: &mut RenderMarks,
 ) -> Result<(), FrameError> {
-    let t = Instant::now();
     session.sync.compute(frame, params)?;
-    times.compute = t.elapsed();
-    let t = Instant::now();
+    marks.lap(Phase::Handoff);
     let sync = session.sync.draw_sync(frame);
     renderer.draw(
         frame,
@@ -98,6 +94,6 @@ pub fn compute_and_draw(
         target.extra_waits,
         target.extra_signals,
     )?;
-    times.submit = t.elapsed();
+    marks.lap(Phase::Submit);
     Ok(())
 }

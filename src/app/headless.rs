@@ -1,12 +1,14 @@
 //! Headless run: render offscreen, print the frame report, optionally write the last frame.
 
 use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget};
+use super::profiling::{check_writable, FrameProfile};
 use super::report::frame_report;
 use super::session::Session;
 use crate::camera::OrbitCamera;
 use crate::cli::{CommonArgs, RunArgs, TimeMode};
 use crate::image::Rgba;
-use crate::profile::{FrameTimes, PhaseTimes};
+use crate::profile::clock::host_now_ns;
+use crate::profile::RenderMarks;
 use crate::render::{surface_push, Renderer};
 use crate::sim::WaveParams;
 use crate::vk::instance::Instance;
@@ -14,7 +16,6 @@ use crate::vk::target::{OffscreenTarget, OFFSCREEN_FORMAT};
 use anyhow::Context as _;
 use ash::vk;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Default frame count of a headless run.
 pub const DEFAULT_FRAMES: u64 = 120;
@@ -65,6 +66,9 @@ impl Drop for Offscreen {
 
 /// Run headless; prints the frame report to stdout.
 pub fn run(args: &RunArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.trace {
+        check_writable(path)?;
+    }
     let extent = vk::Extent2D { width: args.size.width, height: args.size.height };
     // Before the first frame: an unwritable capture path fails now, not after the run.
     let capture = args.capture.as_deref().map(crate::image::PendingPng::create).transpose()?;
@@ -73,24 +77,24 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     let clock = Clock::new(args.time.unwrap_or(TimeMode::Frame), args.dt);
     let frames = args.frames.unwrap_or(DEFAULT_FRAMES);
 
-    let mut times = FrameTimes::default();
+    let mut profile = FrameProfile::new(&o.session, args.trace.as_ref().map(|_| args.trace_frames as usize));
     let mut done = 0;
     for f in 0..frames {
         if interrupted() {
             break;
         }
-        let mut t = PhaseTimes::default();
-        throttle(&o.session, f, &mut t)?;
+        let mut marks = RenderMarks::start(f);
+        throttle(&o.session, f, &mut marks)?;
         let params = WaveParams::at_time(o.session.grid, clock.time(f));
-        compute_and_draw(&mut o.session, &mut o.renderer, f, &params, &draw_target, &mut t)
+        compute_and_draw(&mut o.session, &mut o.renderer, f, &params, &draw_target, &mut marks)
             .with_context(|| format!("frame {f}"))?;
-        times.frames.push(t);
+        profile.end_frame(&mut o.session, &mut o.renderer, marks);
         done = f + 1;
     }
     if done > 0 {
         o.session.sync.wait_rendered(done)?;
     }
-    times.end = Some(Instant::now());
+    let end_ns = host_now_ns();
 
     let mut extra = Vec::new();
     let mut capture_failed = None;
@@ -104,9 +108,14 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         }
     }
     o.session.sync.shutdown()?;
-    times.gpu_draw_ms = o.renderer.gpu_draw_ms();
+    profile.finish(&mut o.session, &mut o.renderer, end_ns);
+    if let Some(path) = &args.trace {
+        if let Some(n) = profile.write_trace(&o.session, path)? {
+            extra.push(("trace", format!("{} (last {n} frames; open in ui.perfetto.dev)", path.display())));
+        }
+    }
     let report =
-        frame_report(&o.session, &times, &format!("offscreen {}x{}", extent.width, extent.height), &extra);
+        frame_report(&o.session, &profile, &format!("offscreen {}x{}", extent.width, extent.height), &extra);
     crate::output::print(&report);
     capture_failed.map_or(Ok(()), Err)
 }

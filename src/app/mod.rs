@@ -6,6 +6,7 @@ pub mod frame;
 pub mod headless;
 pub mod info;
 pub mod interrupt;
+pub mod profiling;
 pub mod report;
 pub mod session;
 pub mod verify;
@@ -50,6 +51,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::BenchKernel(a)) => bench::bench_kernel(&a),
         Some(Command::Cycles(a)) => bench::cycles(&a),
         Some(Command::ComparePng(a)) => compare_png(&a),
+        Some(Command::Trace(crate::cli::TraceCommand::Check(a))) => trace_check(&a),
     }
 }
 
@@ -74,6 +76,8 @@ pub fn is_environment_error(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<crate::cli::UsageError>().is_some()
             || c.downcast_ref::<crate::image::ImageError>().is_some()
+            || c.downcast_ref::<crate::profile::check::CheckError>().is_some()
+            || c.downcast_ref::<profiling::TraceError>().is_some()
             || c.downcast_ref::<session::SessionError>().is_some_and(|s| s.is_environment())
             || c.downcast_ref::<frame::FrameError>().is_some_and(|f| f.is_environment())
             || c.downcast_ref::<crate::sync::SyncError>().is_some_and(|s| s.is_environment())
@@ -100,6 +104,15 @@ pub fn window_gone(el: &winit::event_loop::ActiveEventLoop) {
         crate::errln!("vkhip: the window was destroyed from outside; ending the run");
     }
     el.exit();
+}
+
+fn trace_check(a: &crate::cli::TraceCheckArgs) -> anyhow::Result<ExitCode> {
+    if let Some(t) = a.tolerance_us.filter(|t| !(t.is_finite() && *t >= 0.0)) {
+        return Err(crate::cli::UsageError(format!("--tolerance-us {t} must be a finite number ≥ 0")).into());
+    }
+    let report = crate::profile::check::check_file(&a.file, a.tolerance_us)?;
+    crate::output::print(&report.render(&a.file.display().to_string(), 20));
+    Ok(if report.clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 fn compare_png(a: &crate::cli::CompareArgs) -> anyhow::Result<ExitCode> {

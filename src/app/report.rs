@@ -1,35 +1,104 @@
 //! The one-screen frame report printed at the end of every headless run (and window run).
 
+use super::profiling::FrameProfile;
 use super::session::Session;
-use crate::profile::{FrameSummary, FrameTimes};
+use crate::profile::clock::ClockInfo;
+use crate::profile::Stat;
 use std::fmt::Write as _;
 
+fn ms_line(s: &Stat) -> String {
+    format!("p50 {:.3} ms   p99 {:.3} ms", s.p50_ms(), s.p99_ms())
+}
+
+fn us_line(s: &Stat) -> String {
+    format!("p50 {:.1} µs   p99 {:.1} µs", s.p50_ms() * 1e3, s.p99_ms() * 1e3)
+}
+
+fn clock_line(c: &ClockInfo) -> String {
+    format!(
+        "{}, ±{:.1} µs (largest drift between anchors {:.1} µs)",
+        c.method,
+        c.accuracy_ns as f64 / 1e3,
+        c.drift_ns as f64 / 1e3
+    )
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
 /// Render the frame report.
-pub fn frame_report(session: &Session, times: &FrameTimes, target: &str, extra: &[(&str, String)]) -> String {
-    let s = FrameSummary::of(&times.periods_ms());
-    let (throttle, compute, submit) = times.phase_means_us();
+pub fn frame_report(
+    session: &Session,
+    profile: &FrameProfile,
+    target: &str,
+    extra: &[(&str, String)],
+) -> String {
+    let p = &profile.profiler;
+    let st = &p.stats;
+    let s = st.frame.summary();
     let sync = &session.sync;
     let dev = &session.ctx.physical;
     let mut out = String::new();
     let _ = writeln!(out, "vkhip frame report");
-    let _ = writeln!(out, "  frames       {} ({target})", times.frames.len());
+    let _ = writeln!(out, "  frames       {} ({target})", st.frame.count());
     let _ = writeln!(
         out,
         "  frame time   mean {:.3} ms   p50 {:.3} ms   p99 {:.3} ms   ({:.1} fps)",
         s.mean_ms, s.p50_ms, s.p99_ms, s.fps
     );
-    if !times.gpu_draw_ms.is_empty() {
-        let g = FrameSummary::of(&times.gpu_draw_ms);
+    if !st.draw_cmd.is_empty() {
+        let g = st.draw_cmd.summary();
         let _ = writeln!(
             out,
-            "  gpu draw     mean {:.3} ms   p50 {:.3} ms   p99 {:.3} ms   (timestamps around each draw)",
+            "  gpu draw     mean {:.3} ms   p50 {:.3} ms   p99 {:.3} ms   (the draw's whole command buffer, any wait included)",
             g.mean_ms, g.p50_ms, g.p99_ms
         );
+        let _ =
+            writeln!(out, "  draw         {}   (GPU, from heights readable to the end)", ms_line(&st.draw));
     }
+    if !st.compute.is_empty() {
+        let gpu = !st.wait_signal.is_empty() || session.sync.compute_clock().is_some();
+        let what = if gpu { "GPU: kernel or dispatch" } else { "host: write and wait" };
+        let _ = writeln!(out, "  compute      {}   ({what})", ms_line(&st.compute));
+    }
+    if !st.wait_signal.is_empty() {
+        let _ = writeln!(
+            out,
+            "  wait+signal  {}   (GPU: compute waits 'rendered', signals 'computed')",
+            us_line(&st.wait_signal)
+        );
+    }
+    if !st.handoff.is_empty() {
+        let _ =
+            writeln!(out, "  hand-off     {}   (compute signalled → draw could read)", us_line(&st.handoff));
+    }
+    if !st.overhead.is_empty() {
+        let _ =
+            writeln!(out, "  sync overhead {}   (frame time − max(draw, compute))", ms_line(&st.overhead));
+    }
+    let _ = writeln!(out, "  render cpu   {}   (render thread CPU time per frame)", us_line(&st.cpu));
     let _ = writeln!(
         out,
-        "  host phases  throttle {throttle:.0} µs   compute {compute:.0} µs   record+submit {submit:.0} µs   (mean per frame)"
+        "  host phases  throttle {:.0} µs   compute {:.0} µs   record+submit {:.0} µs   (mean per frame)",
+        st.throttle.mean_ms() * 1e3,
+        st.handoff_host.mean_ms() * 1e3,
+        st.submit.mean_ms() * 1e3
     );
+    if let (Some((frame, warm)), Some(end)) = (p.rss_warm, p.rss_end) {
+        let _ = writeln!(
+            out,
+            "  memory       RSS {:.1} MiB after frame {frame}, {:.1} MiB at the end ({:+.3} MiB)",
+            mib(warm),
+            mib(end),
+            (end as f64 - warm as f64) / (1024.0 * 1024.0)
+        );
+    }
+    let (vk, compute) = FrameProfile::clocks(session);
+    let _ = writeln!(out, "  clock        vulkan: {}", clock_line(&vk));
+    if let Some(c) = compute {
+        let _ = writeln!(out, "  clock        compute: {}", clock_line(&c));
+    }
     let _ = writeln!(
         out,
         "  backend      {} on {} ({})",

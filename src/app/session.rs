@@ -10,6 +10,7 @@ use crate::compute::{
 };
 use crate::sim::Grid;
 use crate::sync::{resolve_mode, FrameSemaphores, FrameSync, SyncError, SyncMode};
+use crate::vk::clock::GpuClock;
 use crate::vk::device::{choose_device, enumerate, uuid_string, Context, PhysicalDeviceInfo};
 use crate::vk::external::{Slot, SlotMemory};
 use crate::vk::instance::Instance;
@@ -139,6 +140,8 @@ pub struct Session {
     // the queue and the stream, drops the backend and with it every import), then the slots'
     // Vulkan memory, then the device.
     pub sync: FrameSync,
+    /// Vulkan timestamps → host clock, for the profiler (None: the queue has no timestamps).
+    pub clock: Option<GpuClock>,
     pub slots: Vec<Slot>,
     pub ctx: Arc<Context>,
     pub grid: Grid,
@@ -192,6 +195,8 @@ impl Session {
         }
         let device_uuid = physical.uuid;
         let ctx = Context::new(instance, physical, swapchain)?;
+        // Calibrate while the queue is still idle.
+        let clock = GpuClock::new(&ctx)?;
 
         // Export: slots and (for GPU-side modes) the semaphores the compute API will import.
         let memory =
@@ -225,7 +230,7 @@ impl Session {
             }
         };
         let sync = FrameSync::new(&ctx, mode, slots_n, sems, backend)?;
-        Ok(Session { sync, slots, ctx, grid: args.grid, device_reason, backend_reason: choice.reason })
+        Ok(Session { sync, clock, slots, ctx, grid: args.grid, device_reason, backend_reason: choice.reason })
     }
 }
 

@@ -8,7 +8,7 @@
 use super::frame::{compute_and_draw, interrupted, throttle};
 use super::headless::Offscreen;
 use crate::cli::{check_dt, VerifyArgs};
-use crate::profile::PhaseTimes;
+use crate::profile::RenderMarks;
 use crate::sim::{compare_with_reference_progress, WaveParams};
 use crate::sync::SyncMode;
 use anyhow::Context as _;
@@ -38,7 +38,7 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         let slot = session.sync.slot_of(f);
         let t_frame = std::time::Instant::now();
         bar.set_message(format!("frame {f}: computing and drawing"));
-        let mut t = PhaseTimes::default();
+        let mut t = RenderMarks::start(f);
         throttle(session, f, &mut t)?;
         // All earlier draws (so the slot's previous reader) are done before the slot is poisoned.
         if f > 0 {

@@ -3,11 +3,13 @@
 //! resets the camera, Esc or closing the window exits (with the frame report).
 
 use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget};
+use super::profiling::{check_writable, FrameProfile};
 use super::report::frame_report;
 use super::session::Session;
 use crate::camera::OrbitCamera;
 use crate::cli::{PresentMode, RunArgs, TimeMode};
-use crate::profile::{FrameSummary, FrameTimes, PhaseTimes};
+use crate::profile::clock::host_now_ns;
+use crate::profile::{Phase, RenderMarks};
 use crate::render::{surface_push, Renderer};
 use crate::sim::WaveParams;
 use crate::sync::FRAMES_IN_FLIGHT;
@@ -44,7 +46,7 @@ struct Running {
     camera: OrbitCamera,
     clock: Clock,
     frame: u64,
-    times: FrameTimes,
+    profile: FrameProfile,
     resized: bool,
     recreated: u32,
     drag: Option<(f64, f64)>,
@@ -76,6 +78,9 @@ pub fn event_loop() -> Result<EventLoop<()>, winit::error::EventLoopError> {
 
 /// Run the window until it is closed (or `--frames` is reached); prints the frame report.
 pub fn run(args: &RunArgs, event_loop: EventLoop<()>) -> anyhow::Result<()> {
+    if let Some(path) = &args.trace {
+        check_writable(path)?;
+    }
     let mut app = App { args, running: None, error: None, report: None };
     let proxy = event_loop.create_proxy();
     // An interrupt wakes a loop that sleeps until the next --max-fps deadline.
@@ -124,6 +129,7 @@ impl App<'_> {
             .map(|_| Semaphore::binary(&session.ctx, false))
             .collect::<Result<Vec<_>, _>>()?;
         let now = Instant::now();
+        let profile = FrameProfile::new(&session, args.trace.as_ref().map(|_| args.trace_frames as usize));
         Ok(Running {
             swapchain: None,
             renderer,
@@ -136,7 +142,7 @@ impl App<'_> {
             camera: OrbitCamera::default(),
             clock: Clock::new(args.time.unwrap_or(TimeMode::Wall), args.dt),
             frame: 0,
-            times: FrameTimes::default(),
+            profile,
             resized: true,
             recreated: 0,
             drag: None,
@@ -179,8 +185,8 @@ impl App<'_> {
             r.resized = false;
         }
         let f = r.frame;
-        let mut t = PhaseTimes::default();
-        throttle(&r.session, f, &mut t)?;
+        let mut marks = RenderMarks::start(f);
+        throttle(&r.session, f, &mut marks)?;
         let acquire = r.acquired[(f % FRAMES_IN_FLIGHT) as usize].handle;
         let Some(sc) = r.swapchain.as_ref() else { return Ok(true) };
         let (image, suboptimal) = match sc.acquire(acquire)? {
@@ -190,6 +196,7 @@ impl App<'_> {
                 return Ok(true);
             }
         };
+        marks.lap(Phase::Acquire);
         let (framebuffer, present) = sc.image(image);
         let extent = sc.extent;
         let target = DrawTarget {
@@ -200,14 +207,13 @@ impl App<'_> {
             extra_signals: &[present],
         };
         let params = WaveParams::at_time(r.session.grid, r.clock.time(f));
-        compute_and_draw(&mut r.session, &mut r.renderer, f, &params, &target, &mut t)
+        compute_and_draw(&mut r.session, &mut r.renderer, f, &params, &target, &mut marks)
             .with_context(|| format!("frame {f}"))?;
-        let t_present = Instant::now();
         if !sc.present(image)? || suboptimal {
             r.resized = true;
         }
-        t.submit += t_present.elapsed();
-        r.times.frames.push(t);
+        marks.lap(Phase::Present);
+        r.profile.end_frame(&mut r.session, &mut r.renderer, marks);
         r.frame += 1;
         r.title_frames += 1;
         let since = r.title_at.elapsed();
@@ -236,23 +242,35 @@ impl App<'_> {
                 self.error.get_or_insert(e.into());
             }
         }
-        r.times.end = Some(Instant::now());
+        let end_ns = host_now_ns();
         // Always, also after an error: nothing may be pending when the swapchain and renderer go.
         if let Err(e) = r.session.sync.shutdown() {
             self.error.get_or_insert(e.into());
         }
-        r.times.gpu_draw_ms = r.renderer.gpu_draw_ms();
+        r.profile.finish(&mut r.session, &mut r.renderer, end_ns);
         let size = r.size;
-        let extra = vec![("resizes", format!("{} swapchain re-creations", r.recreated))];
+        let mut extra = vec![("resizes", format!("{} swapchain re-creations", r.recreated))];
+        if let Some(path) = &self.args.trace {
+            match r.profile.write_trace(&r.session, path) {
+                Ok(Some(n)) => extra.push((
+                    "trace",
+                    format!("{} (last {n} frames; open in ui.perfetto.dev)", path.display()),
+                )),
+                Ok(None) => {}
+                Err(e) => {
+                    self.error.get_or_insert(e.into());
+                }
+            }
+        }
         self.report = Some(frame_report(
             &r.session,
-            &r.times,
+            &r.profile,
             &format!("window {}x{}", size.width, size.height),
             &extra,
         ));
         log::info!(
             "window closed after {done} frames ({:.1} fps)",
-            FrameSummary::of(&r.times.periods_ms()).fps
+            r.profile.profiler.stats.frame.summary().fps
         );
         drop(r);
     }

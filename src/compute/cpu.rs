@@ -46,11 +46,22 @@ impl ComputeBackend for CpuBackend {
         GpuSyncSupport { timeline: false, binary: false }
     }
 
-    fn enqueue_gpu_synced(&mut self, _: usize, _: &WaveParams, _: GpuSync) -> Result<(), ComputeError> {
+    fn enqueue_gpu_synced(
+        &mut self,
+        _: u64,
+        _: usize,
+        _: &WaveParams,
+        _: GpuSync,
+    ) -> Result<(), ComputeError> {
         Err(ComputeError::Unsupported { backend: "cpu", reason: "cannot wait or signal on the GPU".into() })
     }
 
-    fn write_slot_and_wait(&mut self, slot: usize, params: &WaveParams) -> Result<(), ComputeError> {
+    fn write_slot_and_wait(
+        &mut self,
+        _frame: u64,
+        slot: usize,
+        params: &WaveParams,
+    ) -> Result<(), ComputeError> {
         let (ptr, len) = self.slots[slot];
         let n = params.grid.len();
         if n > len {

@@ -18,8 +18,11 @@ pub mod fd;
 #[cfg(feature = "hip")]
 pub mod hip;
 pub mod kernel;
+pub mod timing;
 pub mod vulkan;
 
+use crate::profile::clock::ClockInfo;
+use crate::profile::Span;
 use crate::sim::WaveParams;
 use fd::ImportFd;
 
@@ -228,10 +231,11 @@ pub trait ComputeBackend: Send {
     /// Which GPU-side schemes [`ComputeBackend::enqueue_gpu_synced`] accepts.
     fn gpu_sync_support(&self) -> GpuSyncSupport;
 
-    /// GPU-side path: enqueue wait → kernel (write `slot` for `params`) → signal, and return at
-    /// once. The host does not wait for anything the compute API signals.
+    /// GPU-side path: enqueue wait → kernel (write `slot` for `params`) → signal for `frame`, and
+    /// return at once. The host does not wait for anything the compute API signals.
     fn enqueue_gpu_synced(
         &mut self,
+        frame: u64,
         slot: usize,
         params: &WaveParams,
         sync: GpuSync,
@@ -239,7 +243,22 @@ pub trait ComputeBackend: Send {
 
     /// Host-synchronous path (`bridged`, `blocking`): write `slot` for `params` and return when the
     /// values are complete and visible to Vulkan. The wait uses the API's own event or fence.
-    fn write_slot_and_wait(&mut self, slot: usize, params: &WaveParams) -> Result<(), ComputeError>;
+    fn write_slot_and_wait(
+        &mut self,
+        frame: u64,
+        slot: usize,
+        params: &WaveParams,
+    ) -> Result<(), ComputeError>;
+
+    /// Move the GPU spans of finished frames measured so far into `out` (the profiler's
+    /// timeline; see [`crate::profile`]). Never blocks; backends without GPU timing add nothing.
+    fn take_spans(&mut self, _out: &mut Vec<Span>) {}
+
+    /// How this backend's GPU times are put on the host clock (None: it reports host or Vulkan
+    /// times only).
+    fn clock_info(&self) -> Option<ClockInfo> {
+        None
+    }
 
     /// Wait until everything this backend has enqueued has finished (teardown, mode switches).
     fn finish(&mut self) -> Result<(), ComputeError>;

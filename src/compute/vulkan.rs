@@ -2,8 +2,14 @@
 //! the baseline a user would pick instead of CUDA or HIP. It can run every mode: GPU-side
 //! (`external`, `binary`) by submitting its dispatch to the queue with the protocol's waits and
 //! signals, host-side (`bridged`, `blocking`) by waiting on its own fence.
+//!
+//! Profiling: each dispatch's command buffer writes three timestamps, as the draw's do
+//! ([`crate::vk::timestamps`]): its start, the moment its wait for `rendered` was satisfied (a
+//! barrier from the wait's stage chains with the semaphore wait), and its end. They are read once
+//! the slot's fence says the dispatch finished, and leave as Vulkan ticks.
 
 use super::{plan_sync, BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport, SemaphoreRef};
+use crate::profile::{Phase, Span, Stamp, Track};
 use crate::shaders::SinewavePush;
 use crate::sim::WaveParams;
 use crate::sync::SemaphoreHandles;
@@ -18,9 +24,21 @@ fn vkerr(e: VkError) -> ComputeError {
     ComputeError::Vulkan(e.to_string())
 }
 
+/// The stage at which a dispatch waits for `rendered` (its first write of the slot).
+const WRITE_STAGE: vk::PipelineStageFlags = vk::PipelineStageFlags::COMPUTE_SHADER;
+
+/// Timestamps per dispatch: start, after the wait, end.
+const STAMPS: u32 = 3;
+
 /// One command buffer + fence per slot: a slot's buffer is re-recorded only after its fence says
 /// the previous dispatch for that slot finished (a Vulkan fence: never a compute-API value).
 pub struct VulkanBackend {
+    /// Timestamp triples, one per slot (None without timestamp support).
+    queries: Option<vk::QueryPool>,
+    /// (frame, waited for `rendered`) each slot's triple holds, until read.
+    timed: Vec<Option<(u64, bool)>>,
+    mask: u64,
+    spans: Vec<Span>,
     pipeline: SinewavePipeline,
     pool: vk::CommandPool,
     cmds: Vec<vk::CommandBuffer>,
@@ -42,8 +60,26 @@ impl VulkanBackend {
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
         // SAFETY: valid device.
         let pool = unsafe { d.create_command_pool(&info, None) }.call("vkCreateCommandPool")?;
-        let mut me =
-            VulkanBackend { pipeline, pool, cmds: Vec::new(), fences: Vec::new(), sems, ctx: ctx.clone() };
+        let bits = ctx.physical.timestamp_bits;
+        let mut me = VulkanBackend {
+            queries: None,
+            timed: vec![None; slots.len()],
+            mask: if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 },
+            spans: Vec::new(),
+            pipeline,
+            pool,
+            cmds: Vec::new(),
+            fences: Vec::new(),
+            sems,
+            ctx: ctx.clone(),
+        };
+        if bits > 0 {
+            let info = vk::QueryPoolCreateInfo::default()
+                .query_type(vk::QueryType::TIMESTAMP)
+                .query_count(STAMPS * slots.len() as u32);
+            // SAFETY: valid device; the pool is destroyed in Drop.
+            me.queries = Some(unsafe { d.create_query_pool(&info, None) }.call("vkCreateQueryPool")?);
+        }
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(pool)
             .level(vk::CommandBufferLevel::PRIMARY)
@@ -61,12 +97,14 @@ impl VulkanBackend {
     /// Wait for the slot's previous dispatch, re-record its command buffer, and submit it.
     fn submit(
         &mut self,
+        frame: u64,
         slot: usize,
         params: &WaveParams,
         waits: &[(vk::Semaphore, u64)],
         signals: &[(vk::Semaphore, u64)],
     ) -> Result<(), VkError> {
-        let d = &self.ctx.device;
+        let ctx = self.ctx.clone();
+        let d = &ctx.device;
         let (cmd, fence) = (self.cmds[slot], self.fences[slot]);
         // SAFETY: the fence belongs to this device; it is signalled when the last use finished.
         match unsafe { d.wait_for_fences(&[fence], true, WAIT_TIMEOUT.as_nanos() as u64) } {
@@ -79,12 +117,33 @@ impl VulkanBackend {
             }
             Err(e) => return Err(VkError::Call { call: "vkWaitForFences", result: e }),
         }
+        self.collect(slot);
         // SAFETY: the fence is signalled, so the command buffer is no longer pending.
         unsafe {
             d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()).call("vkResetCommandBuffer")?;
             let begin =
                 vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
             d.begin_command_buffer(cmd, &begin).call("vkBeginCommandBuffer")?;
+        }
+        let stamps = self.queries.map(|q| (q, STAMPS * slot as u32));
+        if let Some((q, first)) = stamps {
+            // SAFETY: recording into `cmd`, outside a render pass; the triple's previous results
+            // were read above. The execution-only barrier orders the second timestamp after the
+            // submission's wait (at WRITE_STAGE), as in `vk::timestamps`.
+            unsafe {
+                d.cmd_reset_query_pool(cmd, q, first, STAMPS);
+                d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, q, first);
+                d.cmd_pipeline_barrier(
+                    cmd,
+                    WRITE_STAGE,
+                    vk::PipelineStageFlags::ALL_COMMANDS,
+                    vk::DependencyFlags::empty(),
+                    &[],
+                    &[],
+                    &[],
+                );
+                d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, q, first + 1);
+            }
         }
         let push = SinewavePush::from(params);
         if waits.is_empty() {
@@ -102,16 +161,22 @@ impl VulkanBackend {
             };
         }
         self.pipeline.record_dispatch(cmd, slot, &push);
+        if let Some((q, first)) = stamps {
+            // SAFETY: recording into `cmd`; the triple was reset above.
+            unsafe { d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, q, first + 2) };
+        }
         // SAFETY: recording was begun above.
         unsafe { d.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
 
-        let waits: Vec<_> =
-            waits.iter().map(|&(sem, v)| (sem, v, vk::PipelineStageFlags::COMPUTE_SHADER)).collect();
+        let waits: Vec<_> = waits.iter().map(|&(sem, v)| (sem, v, WRITE_STAGE)).collect();
         // Unsignal the fence only now: if anything above failed it stays signalled, so later
         // waits on it (finish, teardown) do not wait for a submission that never happened.
         // SAFETY: the fence is signalled and not in use by a pending submission.
         unsafe { d.reset_fences(&[fence]) }.call("vkResetFences")?;
         let submitted = self.ctx.submit_with(cmd, &waits, signals, fence);
+        if submitted.is_ok() && stamps.is_some() {
+            self.timed[slot] = Some((frame, !waits.is_empty()));
+        }
         if submitted.is_err() {
             // Nothing will signal the fence: replace it with a signalled one.
             let info = vk::FenceCreateInfo::default().flags(vk::FenceCreateFlags::SIGNALED);
@@ -141,6 +206,7 @@ impl ComputeBackend for VulkanBackend {
 
     fn enqueue_gpu_synced(
         &mut self,
+        frame: u64,
         slot: usize,
         params: &WaveParams,
         sync: GpuSync,
@@ -154,11 +220,16 @@ impl ComputeBackend for VulkanBackend {
         };
         let waits: Vec<_> = plan.wait.map(|w| (handle(w.semaphore), w.value)).into_iter().collect();
         let signals = [(handle(plan.signal.semaphore), plan.signal.value)];
-        self.submit(slot, params, &waits, &signals).map_err(vkerr)
+        self.submit(frame, slot, params, &waits, &signals).map_err(vkerr)
     }
 
-    fn write_slot_and_wait(&mut self, slot: usize, params: &WaveParams) -> Result<(), ComputeError> {
-        self.submit(slot, params, &[], &[]).map_err(vkerr)?;
+    fn write_slot_and_wait(
+        &mut self,
+        frame: u64,
+        slot: usize,
+        params: &WaveParams,
+    ) -> Result<(), ComputeError> {
+        self.submit(frame, slot, params, &[], &[]).map_err(vkerr)?;
         let fence = self.fences[slot];
         // SAFETY: fence submitted above.
         unsafe { self.ctx.device.wait_for_fences(&[fence], true, WAIT_TIMEOUT.as_nanos() as u64) }
@@ -171,6 +242,53 @@ impl ComputeBackend for VulkanBackend {
         unsafe { self.ctx.device.wait_for_fences(&self.fences, true, WAIT_TIMEOUT.as_nanos() as u64) }
             .call("vkWaitForFences")
             .map_err(vkerr)
+    }
+
+    fn take_spans(&mut self, out: &mut Vec<Span>) {
+        for slot in 0..self.timed.len() {
+            // SAFETY: a fence of this device.
+            if self.timed[slot].is_some()
+                && unsafe { self.ctx.device.get_fence_status(self.fences[slot]) } == Ok(true)
+            {
+                self.collect(slot);
+            }
+        }
+        out.append(&mut self.spans);
+    }
+}
+
+impl VulkanBackend {
+    /// Read slot `slot`'s timestamps, if a dispatch left some (call only once its fence is
+    /// signalled).
+    fn collect(&mut self, slot: usize) {
+        let (Some(q), Some((frame, waited))) = (self.queries, self.timed[slot].take()) else { return };
+        let mut ticks = [0u64; STAMPS as usize];
+        // SAFETY: the dispatch that wrote the triple finished (its fence is signalled).
+        let read = unsafe {
+            self.ctx.device.get_query_pool_results(
+                q,
+                STAMPS * slot as u32,
+                &mut ticks,
+                vk::QueryResultFlags::TYPE_64,
+            )
+        };
+        if let Err(e) = read {
+            log::debug!("vulkan backend: timestamps of frame {frame}: {e}");
+            return;
+        }
+        let [start, ready, end] = ticks.map(|t| t & self.mask);
+        let span = |phase, a, b| Span {
+            frame,
+            track: Track::Compute,
+            phase,
+            start: Stamp::Vulkan(a),
+            end: Stamp::Vulkan(b),
+        };
+        if waited {
+            self.spans.push(span(Phase::WaitRendered, start, ready));
+        }
+        self.spans.push(span(Phase::Write, ready, end));
+        self.spans.truncate(super::timing::SPAN_CAP);
     }
 }
 
@@ -191,6 +309,9 @@ impl Drop for VulkanBackend {
             }
             for &f in &self.fences {
                 d.destroy_fence(f, None);
+            }
+            if let Some(q) = self.queries {
+                d.destroy_query_pool(q, None);
             }
             d.destroy_command_pool(self.pool, None);
         }

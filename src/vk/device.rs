@@ -46,6 +46,8 @@ pub struct PhysicalDeviceInfo {
     pub timestamp_period: f32,
     /// Valid bits of timestamps on the graphics queue family (0: no timestamps).
     pub timestamp_bits: u32,
+    /// A calibrated-timestamps extension with the DEVICE and CLOCK_MONOTONIC domains, if any.
+    pub calibrated: Option<super::clock::CalibratedExt>,
 }
 
 impl PhysicalDeviceInfo {
@@ -207,6 +209,8 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError
             p.external_semaphore_features.contains(vk::ExternalSemaphoreFeatureFlags::EXPORTABLE)
         };
 
+        let calibrated = calibrated_timestamps(instance, handle, &has);
+
         out.push(PhysicalDeviceInfo {
             index,
             handle,
@@ -233,9 +237,41 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError
             device_local_bytes,
             timestamp_period: props.limits.timestamp_period,
             timestamp_bits,
+            calibrated,
         });
     }
     Ok(out)
+}
+
+/// The calibrated-timestamps extension to use on `handle` (EXT preferred), if it can read the
+/// device clock and CLOCK_MONOTONIC together.
+fn calibrated_timestamps(
+    instance: &Instance,
+    handle: vk::PhysicalDevice,
+    has: &dyn Fn(&CStr) -> bool,
+) -> Option<super::clock::CalibratedExt> {
+    use super::clock::CalibratedExt;
+    let (entry, inst) = (&instance.entry, &instance.instance);
+    // EXT first: the same entry points, and validation layers older than 1.3.255 warn about the
+    // KHR name they do not know.
+    let domains = if has(ash::ext::calibrated_timestamps::NAME) {
+        let f = ash::ext::calibrated_timestamps::Instance::new(entry, inst);
+        // SAFETY: valid physical device; the extension is present.
+        unsafe { f.get_physical_device_calibrateable_time_domains(handle) }
+            .ok()
+            .map(|d| (CalibratedExt::Ext, d))
+    } else if has(khr::calibrated_timestamps::NAME) {
+        let f = khr::calibrated_timestamps::Instance::new(entry, inst);
+        // SAFETY: as above.
+        unsafe { f.get_physical_device_calibrateable_time_domains(handle) }
+            .ok()
+            .map(|d| (CalibratedExt::Khr, d))
+    } else {
+        None
+    };
+    let (ext, domains) = domains?;
+    (domains.contains(&vk::TimeDomainKHR::DEVICE) && domains.contains(&vk::TimeDomainKHR::CLOCK_MONOTONIC))
+        .then_some(ext)
 }
 
 /// The logical device, its one queue, and the extension loaders. Shared as `Arc<Context>` by every
@@ -269,6 +305,9 @@ impl Context {
         }
         if physical.timeline_export || physical.binary_export {
             exts.push(khr::external_semaphore_fd::NAME.as_ptr());
+        }
+        if let Some(ext) = physical.calibrated {
+            exts.push(ext.name().as_ptr());
         }
         if swapchain {
             if !physical.swapchain_ext {

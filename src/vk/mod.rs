@@ -10,6 +10,7 @@
 //! - [`swapchain`]: surface + swapchain for window mode.
 //! - [`timestamps`]: GPU timestamps around each frame's draw.
 
+pub mod clock;
 pub mod device;
 pub mod external;
 pub mod instance;

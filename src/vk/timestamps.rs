@@ -1,60 +1,89 @@
-//! GPU timestamps around each frame's draw command buffer: the per-phase GPU-time seam the
-//! profiler builds on. One pair of queries per frame in flight; a pair is read back when its
-//! command buffer is reused (the throttle has then seen that frame finish) or at the end.
+//! GPU timestamps of each frame's draw: three per command buffer, read back without waiting
+//! when the command buffer is reused (the throttle has then seen that frame finish) or at the end.
+//!
+//! 1. **start** — top of pipe, first command: when the queue started the command buffer. This
+//!    can come before the submission's wait on `computed` is satisfied (the wait is at the vertex
+//!    stage, and the implementation may start earlier stages).
+//! 2. **readable** — after a pipeline barrier whose source stage is the stage the submission waits
+//!    `computed` at, and whose destination is all commands. A barrier whose first scope includes
+//!    the wait's stage chains with the semaphore wait (as for a swapchain acquire semaphore), so
+//!    this timestamp is written only once `computed` was reached: from here the heights are
+//!    readable.
+//! 3. **end** — bottom of pipe, last command: the draw finished.
+//!
+//! Spans leave as raw ticks ([`Stamp::Vulkan`]); the profiler maps them to the host clock.
 
 use super::device::Context;
 use super::{CallContext, VkError};
+use crate::profile::{Phase, Span, Stamp, Track};
 use ash::vk;
 use std::sync::Arc;
 
-/// Timestamp pairs for `slots` command buffers used round-robin.
+const PER_FRAME: u32 = 3;
+
+/// Timestamp triples for command buffers used round-robin.
 pub struct DrawTimer {
     ctx: Arc<Context>,
     pool: vk::QueryPool,
-    /// Which frame each pair last recorded (None: nothing pending).
+    /// Which frame each triple last recorded (None: nothing pending).
     pending: Vec<Option<u64>>,
     mask: u64,
-    ns_per_tick: f64,
-    /// (frame, GPU milliseconds) of every frame read back so far.
-    pub measured: Vec<(u64, f64)>,
+    /// Spans read back and not yet taken.
+    ready: Vec<Span>,
+    /// The newest measured draw: (frame, whole command buffer in ms).
+    pub newest: Option<(u64, f64)>,
 }
 
 impl DrawTimer {
     /// `Ok(None)` when the queue has no timestamps.
-    pub fn new(ctx: &Arc<Context>, slots: usize) -> Result<Option<Self>, VkError> {
+    pub fn new(ctx: &Arc<Context>, buffers: usize) -> Result<Option<Self>, VkError> {
         let bits = ctx.physical.timestamp_bits;
         if bits == 0 || ctx.physical.timestamp_period <= 0.0 {
             return Ok(None);
         }
         let info = vk::QueryPoolCreateInfo::default()
             .query_type(vk::QueryType::TIMESTAMP)
-            .query_count(2 * slots as u32);
+            .query_count(PER_FRAME * buffers as u32);
         // SAFETY: valid device.
         let pool = unsafe { ctx.device.create_query_pool(&info, None) }.call("vkCreateQueryPool")?;
         Ok(Some(DrawTimer {
             ctx: ctx.clone(),
             pool,
-            pending: vec![None; slots],
+            pending: vec![None; buffers],
             mask: if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 },
-            ns_per_tick: ctx.physical.timestamp_period as f64,
-            measured: Vec::new(),
+            ready: Vec::new(),
+            newest: None,
         }))
     }
 
-    /// Read pair `index` if a finished frame left results there. With `wait`, block until they are
-    /// available (only after the queue is idle).
+    /// Read triple `index` if a finished frame left results there. With `wait`, block until they
+    /// are available (only after the queue is idle).
     fn collect(&mut self, index: usize, wait: bool) {
         let Some(frame) = self.pending[index] else { return };
-        let mut ticks = [0u64; 2];
+        let mut ticks = [0u64; PER_FRAME as usize];
         let flags = vk::QueryResultFlags::TYPE_64
             | if wait { vk::QueryResultFlags::WAIT } else { vk::QueryResultFlags::empty() };
-        // SAFETY: the pair was written by a submitted command buffer; results are copied out.
+        // SAFETY: the triple was written by a submitted command buffer; results are copied out.
         match unsafe {
-            self.ctx.device.get_query_pool_results(self.pool, 2 * index as u32, &mut ticks, flags)
+            self.ctx.device.get_query_pool_results(self.pool, PER_FRAME * index as u32, &mut ticks, flags)
         } {
             Ok(()) => {
-                let dt = ticks[1].wrapping_sub(ticks[0]) & self.mask;
-                self.measured.push((frame, dt as f64 * self.ns_per_tick / 1e6));
+                let [start, readable, end] = ticks.map(|t| t & self.mask);
+                let span = |phase, a, b| Span {
+                    frame,
+                    track: Track::Queue,
+                    phase,
+                    start: Stamp::Vulkan(a),
+                    end: Stamp::Vulkan(b),
+                };
+                self.ready.push(span(Phase::WaitComputed, start, readable));
+                self.ready.push(span(Phase::Draw, readable, end));
+                let ms = (end.wrapping_sub(start) & self.mask) as f64
+                    * f64::from(self.ctx.physical.timestamp_period)
+                    / 1e6;
+                if self.newest.is_none_or(|(f, _)| frame > f) {
+                    self.newest = Some((frame, ms));
+                }
             }
             Err(vk::Result::NOT_READY) => log::debug!("timestamps of frame {frame} not ready; skipped"),
             Err(e) => log::debug!("vkGetQueryPoolResults: {e}"),
@@ -62,23 +91,43 @@ impl DrawTimer {
         self.pending[index] = None;
     }
 
-    /// At the start of `cmd` (outside a render pass): read what pair `index` held, reset it,
-    /// write the start timestamp for `frame`.
+    /// At the start of `cmd` (outside a render pass): read what triple `index` held, reset it,
+    /// write the start timestamp for `frame`, then the barrier and the readable timestamp (see
+    /// the module note). `wait_stage` is the stage the submission waits for the heights at.
     ///
     /// # Safety
-    /// `cmd` is recording; the previous command buffer that used pair `index` has finished.
-    pub unsafe fn begin(&mut self, cmd: vk::CommandBuffer, index: usize, frame: u64) {
+    /// `cmd` is recording; the previous command buffer that used triple `index` has finished.
+    pub unsafe fn begin(
+        &mut self,
+        cmd: vk::CommandBuffer,
+        index: usize,
+        frame: u64,
+        wait_stage: vk::PipelineStageFlags,
+    ) {
         self.collect(index, false);
         let d = &self.ctx.device;
+        let first = PER_FRAME * index as u32;
         // SAFETY: per this function's contract.
         unsafe {
-            d.cmd_reset_query_pool(cmd, self.pool, 2 * index as u32, 2);
-            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, self.pool, 2 * index as u32);
+            d.cmd_reset_query_pool(cmd, self.pool, first, PER_FRAME);
+            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, self.pool, first);
+            // An execution-only barrier: no memory is made visible here (the draw's own
+            // semaphore wait does that); it only orders the next timestamp after the wait.
+            d.cmd_pipeline_barrier(
+                cmd,
+                wait_stage,
+                vk::PipelineStageFlags::ALL_COMMANDS,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[],
+                &[],
+            );
+            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, self.pool, first + 1);
         }
         self.pending[index] = Some(frame);
     }
 
-    /// At the end of `cmd`: the end timestamp of pair `index`.
+    /// At the end of `cmd`: the end timestamp of triple `index`.
     ///
     /// # Safety
     /// `cmd` is recording and [`Self::begin`] was recorded into it for `index`.
@@ -89,18 +138,21 @@ impl DrawTimer {
                 cmd,
                 vk::PipelineStageFlags::BOTTOM_OF_PIPE,
                 self.pool,
-                2 * index as u32 + 1,
+                PER_FRAME * index as u32 + 2,
             )
         };
     }
 
-    /// Read every pending pair (call after the queue is idle); results sorted by frame.
-    pub fn finish(&mut self) -> Vec<f64> {
+    /// Move the spans read back so far into `out`.
+    pub fn take_spans(&mut self, out: &mut Vec<Span>) {
+        out.append(&mut self.ready);
+    }
+
+    /// Read every pending triple (call after the queue is idle).
+    pub fn finish(&mut self) {
         for i in 0..self.pending.len() {
             self.collect(i, true);
         }
-        self.measured.sort_by_key(|m| m.0);
-        self.measured.iter().map(|m| m.1).collect()
     }
 }
 

@@ -41,11 +41,14 @@ mod result;
 mod safe;
 
 use crate::compute::kernel::{CacheOutcome, KernelCache, SINEWAVE_ENTRY};
+use crate::compute::timing::{Mark, StreamTimer};
 use crate::compute::{plan_sync, SemaphoreRef};
 use crate::compute::{
     BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError, GpuSync, GpuSyncSupport, InteropMemory,
     InteropSemaphorePair, InteropSemaphores, KernelBenchmark,
 };
+use crate::profile::clock::ClockInfo;
+use crate::profile::Span;
 use crate::sim::WaveParams;
 use cudarc::driver::sys;
 use plan::{DeviceLimits, SeenDevice};
@@ -172,6 +175,10 @@ pub struct CudaBackend {
     timeline: Option<SemaphorePair>,
     binary: Vec<SemaphorePair>,
     slots: Vec<MappedBuffer>,
+    /// Per-frame events for the profiler (their own idle stream for the clock anchor).
+    timer: StreamTimer<Event>,
+    /// Spans the timer produced, until taken.
+    spans: Vec<Span>,
     done: Event,
     kernel: Kernel,
     stream: Stream,
@@ -215,6 +222,7 @@ impl CudaBackend {
         let stream = Stream::new_non_blocking(driver)?;
         let kernel = load_kernel(driver, &device, driver_version)?;
         let done = Event::new(driver, false)?;
+        let timer = StreamTimer::new("cuda", Stream::new_non_blocking(driver)?, || Event::new(driver, true))?;
         let slots = memory
             .into_iter()
             .enumerate()
@@ -236,7 +244,19 @@ impl CudaBackend {
             if timeline.is_some() { "yes" } else { "no" },
             binary.len()
         );
-        Ok(CudaBackend { timeline, binary, slots, done, kernel, stream, ctx, device, driver })
+        Ok(CudaBackend {
+            timeline,
+            binary,
+            slots,
+            timer,
+            spans: Vec::new(),
+            done,
+            kernel,
+            stream,
+            ctx,
+            device,
+            driver,
+        })
     }
 
     /// (free, total) device memory in bytes (`cuMemGetInfo`), for the leak check. Through
@@ -314,8 +334,16 @@ impl ComputeBackend for CudaBackend {
         GpuSyncSupport { timeline: self.timeline.is_some(), binary: !self.binary.is_empty() }
     }
 
-    fn enqueue_gpu_synced(&mut self, slot: usize, params: &WaveParams, sync: GpuSync) -> Result<()> {
+    fn enqueue_gpu_synced(
+        &mut self,
+        frame: u64,
+        slot: usize,
+        params: &WaveParams,
+        sync: GpuSync,
+    ) -> Result<()> {
         self.ctx.make_current()?;
+        let i = self.timer.begin(frame, &mut self.spans);
+        self.spans.truncate(crate::compute::timing::SPAN_CAP);
         let plan = plan_sync("cuda", sync, self.timeline.is_some(), self.binary.len())?;
         // Resolve and check everything before the first enqueue, so a refused frame leaves no
         // wait behind on the stream.
@@ -324,17 +352,38 @@ impl ComputeBackend for CudaBackend {
         let wait = plan.wait.map(|w| self.semaphore(w.semaphore).map(|s| (s, w.value))).transpose()?;
         let signal = self.semaphore(plan.signal.semaphore)?;
         if let Some((semaphore, value)) = wait {
+            self.timer.mark(i, Mark::BeforeWait, &self.stream)?;
             semaphore.wait(value, &self.stream)?;
         }
+        self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
         self.kernel.launch(&self.stream, buffer, params, self.device.limits)?;
-        signal.signal(plan.signal.value, &self.stream)
+        self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
+        signal.signal(plan.signal.value, &self.stream)?;
+        self.timer.mark(i, Mark::AfterSignal, &self.stream)
     }
 
-    fn write_slot_and_wait(&mut self, slot: usize, params: &WaveParams) -> Result<()> {
+    fn write_slot_and_wait(&mut self, frame: u64, slot: usize, params: &WaveParams) -> Result<()> {
         self.ctx.make_current()?;
+        let i = self.timer.begin(frame, &mut self.spans);
+        self.spans.truncate(crate::compute::timing::SPAN_CAP);
+        self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
         self.launch(slot, params)?;
+        self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
         self.done.record(&self.stream)?;
         self.done.synchronize()
+    }
+
+    fn take_spans(&mut self, out: &mut Vec<Span>) {
+        if let Err(e) = self.ctx.make_current() {
+            log::debug!("cuda: timing skipped: {e}");
+            return;
+        }
+        self.timer.poll(&mut self.spans);
+        out.append(&mut self.spans);
+    }
+
+    fn clock_info(&self) -> Option<ClockInfo> {
+        Some(self.timer.clock_info())
     }
 
     fn finish(&mut self) -> Result<()> {

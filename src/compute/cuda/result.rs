@@ -45,6 +45,7 @@ pub const DRIVER_SYMBOLS: &[&str] = &[
     "cuDriverGetVersion",
     "cuEventCreate",
     "cuEventDestroy_v2",
+    "cuEventQuery",
     "cuEventRecord",
     "cuEventSynchronize",
     "cuExternalMemoryGetMappedBuffer",
@@ -358,6 +359,20 @@ impl Driver {
     pub unsafe fn event_record(&self, event: sys::CUevent, stream: sys::CUstream) -> Result<()> {
         // SAFETY: per this function's contract.
         self.check("cuEventRecord", unsafe { sys::cuEventRecord(event, stream) })
+    }
+
+    /// Whether the work before the event's last record has completed (`CUDA_ERROR_NOT_READY`:
+    /// not yet). Never blocks.
+    ///
+    /// # Safety
+    /// `event` is a live event of the current context.
+    pub unsafe fn event_query(&self, event: sys::CUevent) -> Result<bool> {
+        // SAFETY: per this function's contract.
+        let status = unsafe { sys::cuEventQuery(event) };
+        if status == sys::CUresult::CUDA_ERROR_NOT_READY {
+            return Ok(false);
+        }
+        self.check("cuEventQuery", status).map(|()| true)
     }
 
     /// # Safety

@@ -111,6 +111,12 @@ impl Event {
         unsafe { self.driver.event_record(self.raw, stream.raw()) }
     }
 
+    /// Whether the work before the last record has finished (never blocks).
+    pub fn query(&self) -> Result<bool> {
+        // SAFETY: live while borrowed.
+        unsafe { self.driver.event_query(self.raw) }
+    }
+
     /// Block the host until the work before the last record has finished.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: live while borrowed.
@@ -325,5 +331,23 @@ impl Drop for ExternalSemaphore {
         if let Err(e) = unsafe { self.driver.destroy_external_semaphore(self.raw) } {
             log::warn!("cuda: destroying an imported semaphore failed: {e}");
         }
+    }
+}
+
+impl crate::compute::timing::TimedEvent for Event {
+    type Stream = Stream;
+
+    fn record_on(&self, stream: &Stream) -> Result<()> {
+        self.record(stream)
+    }
+
+    fn is_done(&self) -> Result<bool> {
+        self.query()
+    }
+
+    fn ms_since(&self, earlier: &Event) -> Result<f32> {
+        // SAFETY: both events are live while borrowed; incomplete or untimed events are an
+        // error code, not undefined behaviour.
+        unsafe { self.driver.event_elapsed_ms(earlier.raw, self.raw) }
     }
 }

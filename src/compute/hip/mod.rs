@@ -421,6 +421,7 @@ impl ComputeBackend for HipBackend {
 
     fn enqueue_gpu_synced(
         &mut self,
+        _frame: u64,
         slot: usize,
         params: &WaveParams,
         sync: GpuSync,
@@ -452,7 +453,12 @@ impl ComputeBackend for HipBackend {
         signal.signal_async(plan.signal.value, &self.stream)
     }
 
-    fn write_slot_and_wait(&mut self, slot: usize, params: &WaveParams) -> Result<(), ComputeError> {
+    fn write_slot_and_wait(
+        &mut self,
+        _frame: u64,
+        slot: usize,
+        params: &WaveParams,
+    ) -> Result<(), ComputeError> {
         ffi::set_device(self.device.ordinal)?;
         self.launch(slot, params)?;
         self.done.record(&self.stream)?;

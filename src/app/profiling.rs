@@ -1,0 +1,98 @@
+//! The profiler of a frame loop (headless or window): gathers every actor's spans once per frame,
+//! maps them onto the host clock, and at the end writes the trace (`--trace`).
+
+use super::session::Session;
+use crate::profile::clock::ClockInfo;
+use crate::profile::trace::{self, TraceMeta};
+use crate::profile::{Profiler, RenderMarks, Span};
+use crate::render::Renderer;
+use crate::sync::FRAMES_IN_FLIGHT;
+use crate::vk::clock::GpuClock;
+use std::path::Path;
+
+/// Errors writing the trace.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("cannot write the trace to {path}: {source}")]
+    Write { path: String, source: std::io::Error },
+}
+
+/// One run's profiler and the buffer its spans pass through.
+pub struct FrameProfile {
+    pub profiler: Profiler,
+    scratch: Vec<Span>,
+}
+
+impl FrameProfile {
+    /// `trace_frames`: keep the last N frames for `--trace` (None: statistics only).
+    pub fn new(session: &Session, trace_frames: Option<usize>) -> Self {
+        FrameProfile { profiler: Profiler::new(session.sync.slots(), trace_frames), scratch: Vec::new() }
+    }
+
+    fn gather(&mut self, session: &mut Session, renderer: &mut Renderer, finish: bool) {
+        renderer.take_spans(&mut self.scratch, finish);
+        session.sync.take_spans(&mut self.scratch);
+        let clock = session.clock.as_ref();
+        let map = |t: u64| clock.map(|c| c.to_host_ns(t));
+        for s in self.scratch.drain(..) {
+            self.profiler.add(s, &map);
+        }
+    }
+
+    /// The render thread finished a frame: collect what every actor measured so far.
+    pub fn end_frame(&mut self, session: &mut Session, renderer: &mut Renderer, marks: RenderMarks) {
+        self.gather(session, renderer, false);
+        self.profiler.end_frame(marks);
+    }
+
+    /// The run is over and the protocol shut down (nothing pending): collect the rest and close
+    /// every frame; the last frame's draw finished at `end_ns`.
+    pub fn finish(&mut self, session: &mut Session, renderer: &mut Renderer, end_ns: u64) {
+        self.gather(session, renderer, true);
+        self.profiler.finish(end_ns);
+    }
+
+    /// How each clock was aligned, for the report and the trace: (vulkan, compute).
+    pub fn clocks(session: &Session) -> (ClockInfo, Option<ClockInfo>) {
+        let vk = session.clock.as_ref().map_or_else(
+            || ClockInfo { method: "no timestamps".into(), ..Default::default() },
+            GpuClock::info,
+        );
+        (vk, session.sync.compute_clock())
+    }
+
+    /// Write the trace (if tracing) to `path`.
+    pub fn write_trace(&self, session: &Session, path: &Path) -> Result<Option<usize>, TraceError> {
+        let Some(ring) = self.profiler.trace() else { return Ok(None) };
+        let (vk, compute) = Self::clocks(session);
+        let compute = compute.unwrap_or_default();
+        let meta = TraceMeta {
+            backend: session.sync.backend_kind().to_string(),
+            sync: session.sync.mode().to_string(),
+            slots: session.sync.slots(),
+            frames_in_flight: FRAMES_IN_FLIGHT,
+            grid: session.grid.to_string(),
+            device: session.ctx.physical.name.clone(),
+            vulkan_clock: vk.method,
+            vulkan_accuracy_ns: vk.accuracy_ns,
+            vulkan_drift_ns: vk.drift_ns,
+            compute_clock: compute.method,
+            compute_accuracy_ns: compute.accuracy_ns,
+            compute_drift_ns: compute.drift_ns,
+            late_spans: self.profiler.late_spans,
+        };
+        trace::write(path, ring, &meta)
+            .map_err(|source| TraceError::Write { path: path.display().to_string(), source })?;
+        Ok(Some(ring.len()))
+    }
+}
+
+/// Fail early (before any frame) when `path` cannot be written: create and remove a file beside
+/// it.
+pub fn check_writable(path: &Path) -> Result<(), TraceError> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let probe = dir.join(format!(".vkhip-probe-{}", std::process::id()));
+    std::fs::File::create(&probe)
+        .and_then(|_| std::fs::remove_file(&probe))
+        .map_err(|source| TraceError::Write { path: path.display().to_string(), source })
+}

@@ -1,0 +1,346 @@
+//! GPU timing of a compute stream (CUDA, HIP) on the host clock, without ever blocking the host on
+//! the stream.
+//!
+//! Each frame records up to four events on the stream: before the wait for `rendered`, before the
+//! kernel, after the kernel, after the signal of `computed`. The events of the last [`DEPTH`]
+//! frames live in a ring; [`StreamTimer::poll`] asks (without waiting) whether a frame's last
+//! event has completed and, if so, turns its events into spans.
+//!
+//! Events carry no absolute time, only the time between two of them. An **anchor** event gives
+//! them one: it is recorded on a separate, idle stream between two host clock readings and polled
+//! until complete; it happened inside that window, so its midpoint is its host time and half the
+//! window the accuracy. The narrowest of a few tries is kept. Every other event's host time is
+//! the anchor's plus the elapsed time from the anchor to it. The anchor is re-taken every
+//! [`REANCHOR_NS`]; where the previous anchor predicted the new one, compared with where it was
+//! measured, is the drift between the two clocks, and the largest seen is added to the stated
+//! accuracy (250 ms between anchors keeps it to a few µs on any ordinary oscillator).
+
+use super::ComputeError;
+use crate::profile::clock::{host_now_ns, Anchor, ClockInfo};
+use crate::profile::{Phase, Span, Track};
+use std::cell::Cell;
+
+type Result<T> = std::result::Result<T, ComputeError>;
+
+/// Frames whose events are kept; a frame not complete by the time its ring entry is reused is
+/// dropped from the timeline (counted).
+pub const DEPTH: usize = 16;
+
+/// Spans a backend buffers before it drops the newest (nobody is taking them: `verify`, `cycles`).
+pub const SPAN_CAP: usize = 4096;
+
+/// How often the anchor is re-taken, ns.
+pub const REANCHOR_NS: u64 = 250_000_000;
+
+/// Anchor tries per anchoring; the narrowest window wins.
+const ANCHOR_TRIES: usize = 5;
+
+/// A re-anchor whose window is wider than this (half-width, ns) is not taken (the GPU was busy
+/// with another context); it is tried again [`RETRY_NS`] later.
+const REANCHOR_ACCEPT_NS: u64 = 25_000;
+
+/// How soon a refused re-anchor is tried again, ns.
+const RETRY_NS: u64 = 10_000_000;
+
+/// A window this narrow (half-width, ns) ends the anchor tries.
+const ANCHOR_GOOD_NS: u64 = 5_000;
+
+/// A try whose event takes longer than this to complete is abandoned (the GPU was busy).
+const ANCHOR_GIVE_UP_NS: u64 = 2_000_000;
+
+/// What the timer needs from an API's events.
+pub trait TimedEvent: Sized {
+    type Stream;
+    /// Record the event on `stream`.
+    fn record_on(&self, stream: &Self::Stream) -> Result<()>;
+    /// Whether the work before the last record has completed (never blocks).
+    fn is_done(&self) -> Result<bool>;
+    /// Milliseconds from `earlier` to `self` (both completed; negative when `self` came first).
+    fn ms_since(&self, earlier: &Self) -> Result<f32>;
+}
+
+/// The event slots of one frame, in stream order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    BeforeWait = 0,
+    BeforeKernel = 1,
+    AfterKernel = 2,
+    AfterSignal = 3,
+}
+
+struct Entry<E> {
+    frame: Option<u64>,
+    events: [E; 4],
+    /// Which events were recorded for `frame` (a Cell, so marks need only `&self` while the
+    /// caller holds other borrows of its backend).
+    used: [Cell<bool>; 4],
+}
+
+/// Per-frame events of one stream, and the anchor that puts them on the host clock.
+pub struct StreamTimer<E: TimedEvent> {
+    ring: Vec<Entry<E>>,
+    anchor: (E, Anchor),
+    spare: E,
+    clock_stream: E::Stream,
+    anchored_at_ns: u64,
+    max_drift_ns: u64,
+    /// Anchors taken, and re-anchors refused for a wide window.
+    anchors: u64,
+    refused_anchors: u64,
+    /// Frames whose events were overwritten before they completed, or failed to read.
+    pub dropped: u64,
+    api: &'static str,
+}
+
+impl<E: TimedEvent> StreamTimer<E> {
+    /// `new_event` makes timing-enabled events; `clock_stream` is a stream used only for anchors.
+    pub fn new(
+        api: &'static str,
+        clock_stream: E::Stream,
+        mut new_event: impl FnMut() -> Result<E>,
+    ) -> Result<Self> {
+        let ring = (0..DEPTH)
+            .map(|_| {
+                Ok(Entry {
+                    frame: None,
+                    events: [new_event()?, new_event()?, new_event()?, new_event()?],
+                    used: Default::default(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let first = new_event()?;
+        let anchor = take_anchor(&first, &clock_stream)?;
+        log::info!("{api} clock: anchor event, accuracy ±{} ns", anchor.accuracy_ns);
+        Ok(StreamTimer {
+            ring,
+            anchor: (first, anchor),
+            spare: new_event()?,
+            clock_stream,
+            anchored_at_ns: host_now_ns(),
+            max_drift_ns: 0,
+            anchors: 1,
+            refused_anchors: 0,
+            dropped: 0,
+            api,
+        })
+    }
+
+    /// Start frame `frame`'s events; returns the ring entry to [`Self::mark`].
+    pub fn begin(&mut self, frame: u64, out: &mut Vec<Span>) -> usize {
+        let i = (frame % DEPTH as u64) as usize;
+        if self.ring[i].frame.is_some() {
+            self.collect(i, out);
+            if self.ring[i].frame.take().is_some() {
+                self.dropped += 1;
+            }
+        }
+        self.ring[i].frame = Some(frame);
+        self.ring[i].used.iter().for_each(|u| u.set(false));
+        i
+    }
+
+    /// Record `mark` of entry `i` on `stream`.
+    pub fn mark(&self, i: usize, mark: Mark, stream: &E::Stream) -> Result<()> {
+        self.ring[i].events[mark as usize].record_on(stream)?;
+        self.ring[i].used[mark as usize].set(true);
+        Ok(())
+    }
+
+    /// Spans of every frame whose events have completed, oldest first; re-anchors when due.
+    pub fn poll(&mut self, out: &mut Vec<Span>) {
+        if host_now_ns().saturating_sub(self.anchored_at_ns) >= REANCHOR_NS {
+            self.reanchor();
+        }
+        let mut order: Vec<usize> = (0..DEPTH).filter(|&i| self.ring[i].frame.is_some()).collect();
+        order.sort_by_key(|&i| self.ring[i].frame);
+        for i in order {
+            self.collect(i, out);
+        }
+    }
+
+    /// The mapping's method and accuracy.
+    pub fn clock_info(&self) -> ClockInfo {
+        ClockInfo {
+            method: format!(
+                "{} events against an anchor event on an idle stream, re-anchored every {} ms ({} anchors, {} refused)",
+                self.api,
+                REANCHOR_NS / 1_000_000,
+                self.anchors,
+                self.refused_anchors
+            ),
+            accuracy_ns: self.anchor.1.accuracy_ns + self.max_drift_ns,
+            drift_ns: self.max_drift_ns,
+        }
+    }
+
+    fn reanchor(&mut self) {
+        let now = host_now_ns();
+        let fresh = match take_anchor(&self.spare, &self.clock_stream) {
+            Ok(a) if a.accuracy_ns <= REANCHOR_ACCEPT_NS.max(2 * self.anchor.1.accuracy_ns) => a,
+            refused => {
+                if let Err(e) = refused {
+                    log::debug!("{}: re-anchoring failed: {e}", self.api);
+                }
+                self.refused_anchors += 1;
+                self.anchored_at_ns = now.saturating_sub(REANCHOR_NS) + RETRY_NS;
+                return;
+            }
+        };
+        self.anchored_at_ns = now;
+        self.anchors += 1;
+        match self.spare.ms_since(&self.anchor.0) {
+            Ok(ms) => {
+                let predicted = self.anchor.1.host_ns as f64 + f64::from(ms) * 1e6;
+                let drift = (predicted - fresh.host_ns as f64).abs() as u64;
+                self.max_drift_ns = self.max_drift_ns.max(drift);
+            }
+            Err(e) => log::debug!("{}: comparing anchors failed: {e}", self.api),
+        }
+        std::mem::swap(&mut self.anchor.0, &mut self.spare);
+        self.anchor.1 = fresh;
+    }
+
+    /// Turn entry `i` into spans if its last event completed (then the entry is free).
+    fn collect(&mut self, i: usize, out: &mut Vec<Span>) {
+        let e = &self.ring[i];
+        let Some(frame) = e.frame else { return };
+        let used = e.used.each_ref().map(Cell::get);
+        let Some(last) = (0..4).rev().find(|&m| used[m]) else {
+            self.ring[i].frame = None;
+            return;
+        };
+        match e.events[last].is_done() {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(err) => {
+                log::debug!("{}: event of frame {frame}: {err}", self.api);
+                self.ring[i].frame = None;
+                self.dropped += 1;
+                return;
+            }
+        }
+        let (anchor_event, anchor) = (&self.anchor.0, self.anchor.1);
+        let host = |m: usize| -> Option<u64> {
+            let ms = e.events[m].ms_since(anchor_event).ok()?;
+            Some((anchor.host_ns as f64 + f64::from(ms) * 1e6).max(0.0) as u64)
+        };
+        let pairs = [(0, 1, Phase::WaitRendered), (1, 2, Phase::Write), (2, 3, Phase::Signal)];
+        for (a, b, phase) in pairs {
+            if used[a] && used[b] {
+                if let (Some(s), Some(t)) = (host(a), host(b)) {
+                    out.push(Span::host(frame, Track::Compute, phase, s, t));
+                }
+            }
+        }
+        self.ring[i].frame = None;
+    }
+}
+
+/// Record `event` on the idle `stream` between two host readings, polling until it completes.
+/// Each try re-records the event, so the anchor is the last try's: the first window narrower than
+/// [`ANCHOR_GOOD_NS`] ends the tries.
+fn take_anchor<E: TimedEvent>(event: &E, stream: &E::Stream) -> Result<Anchor> {
+    let mut last = None;
+    for _ in 0..ANCHOR_TRIES {
+        let before = host_now_ns();
+        event.record_on(stream)?;
+        let mut after;
+        let mut done;
+        loop {
+            done = event.is_done()?;
+            after = host_now_ns();
+            if done || after - before > ANCHOR_GIVE_UP_NS {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        if !done {
+            last = None;
+            continue;
+        }
+        let half = (after - before) / 2;
+        let a = Anchor { device: 0, host_ns: before + half, ns_per_unit: 1.0, accuracy_ns: half };
+        last = Some(a);
+        if half <= ANCHOR_GOOD_NS {
+            break;
+        }
+    }
+    last.ok_or_else(|| ComputeError::Api {
+        api: "timing",
+        call: "anchor event",
+        message: format!("no anchor event completed within {} µs", ANCHOR_GIVE_UP_NS / 1000),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake stream: events complete `delay_ns` after they are recorded, on the host clock.
+    struct FakeStream {
+        delay_ns: u64,
+    }
+
+    struct FakeEvent {
+        at: Cell<Option<u64>>,
+    }
+
+    impl TimedEvent for FakeEvent {
+        type Stream = FakeStream;
+        fn record_on(&self, s: &FakeStream) -> Result<()> {
+            self.at.set(Some(host_now_ns() + s.delay_ns));
+            Ok(())
+        }
+        fn is_done(&self) -> Result<bool> {
+            Ok(self.at.get().is_some_and(|t| host_now_ns() >= t))
+        }
+        fn ms_since(&self, earlier: &Self) -> Result<f32> {
+            let (a, b) = (earlier.at.get().unwrap_or(0), self.at.get().unwrap_or(0));
+            Ok(((b as f64 - a as f64) / 1e6) as f32)
+        }
+    }
+
+    fn event() -> Result<FakeEvent> {
+        Ok(FakeEvent { at: Cell::new(None) })
+    }
+
+    #[test]
+    fn spans_land_on_the_host_clock_within_the_stated_accuracy() {
+        let mut t = StreamTimer::new("fake", FakeStream { delay_ns: 0 }, event).unwrap();
+        let stream = FakeStream { delay_ns: 200_000 };
+        let mut out = Vec::new();
+        let before = host_now_ns();
+        let i = t.begin(7, &mut out);
+        t.mark(i, Mark::BeforeKernel, &stream).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        t.mark(i, Mark::AfterKernel, &stream).unwrap();
+        t.poll(&mut out);
+        assert!(out.is_empty(), "not complete yet: the second event completes 200 µs later");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        t.poll(&mut out);
+        assert_eq!(out.len(), 1);
+        let s = out[0];
+        assert_eq!((s.frame, s.track, s.phase), (7, Track::Compute, Phase::Write));
+        let crate::profile::Stamp::Host(start) = s.start else { panic!("host stamp") };
+        let crate::profile::Stamp::Host(end) = s.end else { panic!("host stamp") };
+        // The fake event "happens" 200 µs after its record: the mapping must say so, to within
+        // the anchor's accuracy plus float rounding of the elapsed time.
+        let slack = t.clock_info().accuracy_ns + 2_000;
+        assert!(start + slack >= before + 200_000, "start {start} before {before}");
+        let dur = end - start;
+        assert!((2_000_000..3_000_000).contains(&dur), "{dur}");
+    }
+
+    #[test]
+    fn a_frame_overwritten_before_it_completed_is_dropped() {
+        let mut t = StreamTimer::new("fake", FakeStream { delay_ns: 0 }, event).unwrap();
+        let slow = FakeStream { delay_ns: 10_000_000_000 };
+        let mut out = Vec::new();
+        let i = t.begin(0, &mut out);
+        t.mark(i, Mark::AfterKernel, &slow).unwrap();
+        let j = t.begin(DEPTH as u64, &mut out);
+        assert_eq!(i, j);
+        assert_eq!(t.dropped, 1);
+        assert!(out.is_empty());
+    }
+}

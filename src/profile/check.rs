@@ -1,0 +1,302 @@
+//! `vkhip trace check`: prove from a measured timeline that the protocol kept its two promises.
+//!
+//! 1. **Read after write**: no draw read a slot before the write of its frame finished — the read
+//!    span (`role: read`, from the moment the draw's heights were readable) of frame f starts
+//!    after every write span (`role: write`) of frame f ends.
+//! 2. **Write after read**: no write of a slot began before that slot's previous draw finished —
+//!    the write of frame f starts after the read of frame f−K ends (K = slots, from the trace).
+//!
+//! Spans come from different clocks (host, Vulkan timestamps, CUDA/HIP events) mapped onto one;
+//! a comparison fails only by more than the alignment's stated accuracy (`otherData`), or by more
+//! than an explicit `--tolerance-us`.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Errors reading a trace (exit 2: the file, not the protocol, is at fault).
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("cannot read the trace {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{path} is not a vkhip trace: {why}")]
+    Format { path: String, why: String },
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Interval {
+    start_us: f64,
+    end_us: f64,
+}
+
+impl Interval {
+    fn join(self, o: Interval) -> Interval {
+        Interval { start_us: self.start_us.min(o.start_us), end_us: self.end_us.max(o.end_us) }
+    }
+}
+
+/// One frame's slot accesses.
+#[derive(Clone, Copy, Debug, Default)]
+struct Access {
+    slot: Option<u64>,
+    write: Option<Interval>,
+    read: Option<Interval>,
+}
+
+/// One broken promise.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Violation {
+    pub frame: u64,
+    pub slot: u64,
+    /// By how much the order was broken, µs.
+    pub by_us: f64,
+    pub text: String,
+}
+
+/// The outcome of a check.
+#[derive(Clone, Debug, Default)]
+pub struct CheckReport {
+    pub frames: usize,
+    pub slots: u64,
+    pub tolerance_us: f64,
+    pub read_after_write_checks: usize,
+    pub write_after_read_checks: usize,
+    /// Frames with a read but no write, or the reverse (not violations: the trace lacks a span).
+    pub incomplete: usize,
+    pub violations: Vec<Violation>,
+    /// Draws whose read span a GPU write of another frame (a kernel or dispatch on the compute
+    /// track) overlapped, and those it did not: (count, median read duration in µs) each.
+    pub overlapped: (usize, f64),
+    pub alone: (usize, f64),
+}
+
+impl CheckReport {
+    pub fn clean(&self) -> bool {
+        self.violations.is_empty() && self.read_after_write_checks > 0
+    }
+
+    /// The summary line and the first `max` violations.
+    pub fn render(&self, path: &str, max: usize) -> String {
+        let mut out = format!(
+            "trace check: {path}: {} frames, K={}, tolerance {:.1} µs: {} read-after-write and {} \
+             write-after-read checks, {} violation(s){}\n",
+            self.frames,
+            self.slots,
+            self.tolerance_us,
+            self.read_after_write_checks,
+            self.write_after_read_checks,
+            self.violations.len(),
+            if self.incomplete > 0 {
+                format!(", {} frame(s) lack a span", self.incomplete)
+            } else {
+                String::new()
+            }
+        );
+        for v in self.violations.iter().take(max) {
+            out.push_str(&format!("  violation: {}\n", v.text));
+        }
+        if self.violations.len() > max {
+            out.push_str(&format!("  … and {} more\n", self.violations.len() - max));
+        }
+        if self.overlapped.0 + self.alone.0 > 0 {
+            out.push_str(&format!(
+                "  draws with a GPU kernel or dispatch running inside them: {} (median draw {:.1} µs); without: {} (median draw {:.1} µs)\n",
+                self.overlapped.0, self.overlapped.1, self.alone.0, self.alone.1
+            ));
+        }
+        if self.read_after_write_checks == 0 {
+            out.push_str("  nothing to check: the trace has no frame with both a write and a read span\n");
+        }
+        out
+    }
+}
+
+/// Read and check the trace at `path`.
+pub fn check_file(path: &std::path::Path, tolerance_us: Option<f64>) -> Result<CheckReport, CheckError> {
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| CheckError::Io { path: shown.clone(), source })?;
+    let doc: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| CheckError::Format { path: shown.clone(), why: format!("invalid JSON ({e})") })?;
+    check(&doc, tolerance_us).map_err(|why| CheckError::Format { path: shown, why })
+}
+
+/// Check a parsed trace document.
+pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, String> {
+    let events = doc["traceEvents"].as_array().ok_or("no traceEvents array")?;
+    let other = &doc["otherData"];
+    let slots = other["slots"].as_u64().filter(|&k| k > 0).ok_or("otherData.slots is missing")?;
+    let accuracy_us = (other["vulkan_accuracy_ns"].as_u64().unwrap_or(0)
+        + other["compute_accuracy_ns"].as_u64().unwrap_or(0)) as f64
+        / 1000.0;
+    let tolerance_us = tolerance_us.unwrap_or(accuracy_us);
+    let mut frames: BTreeMap<u64, Access> = BTreeMap::new();
+    // GPU writes (kernels, dispatches: track 4), for the overlap figures.
+    let mut compute: Vec<(u64, Interval)> = Vec::new();
+    for e in events.iter().filter(|e| e["ph"] == "X") {
+        if e["tid"] == 4 && e["args"]["role"] == "write" {
+            if let (Some(f), Some(ts), Some(dur)) =
+                (e["args"]["frame"].as_u64(), e["ts"].as_f64(), e["dur"].as_f64())
+            {
+                compute.push((f, Interval { start_us: ts, end_us: ts + dur }));
+            }
+        }
+        let Some(role) = e["args"]["role"].as_str() else { continue };
+        let (Some(frame), Some(ts), Some(dur)) =
+            (e["args"]["frame"].as_u64(), e["ts"].as_f64(), e["dur"].as_f64())
+        else {
+            return Err(format!("a '{role}' span lacks frame, ts or dur: {e}"));
+        };
+        let iv = Interval { start_us: ts, end_us: ts + dur };
+        let a = frames.entry(frame).or_default();
+        a.slot = e["args"]["slot"].as_u64().or(a.slot);
+        let slot = match role {
+            "write" => &mut a.write,
+            "read" => &mut a.read,
+            other => return Err(format!("unknown role '{other}'")),
+        };
+        *slot = Some(slot.map_or(iv, |old| old.join(iv)));
+    }
+    let mut report = CheckReport { frames: frames.len(), slots, tolerance_us, ..Default::default() };
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for (&f, r) in frames.iter().filter_map(|(f, a)| a.read.map(|r| (f, r))) {
+        let hit = compute.iter().any(|&(g, c)| g != f && c.start_us < r.end_us && c.end_us > r.start_us);
+        if hit { &mut with } else { &mut without }.push(r.end_us - r.start_us);
+    }
+    report.overlapped = (with.len(), crate::compute::median(&with));
+    report.alone = (without.len(), crate::compute::median(&without));
+    let first = frames.keys().next().copied().unwrap_or(0);
+    for (&f, a) in &frames {
+        let slot = a.slot.unwrap_or(f % slots);
+        match (a.write, a.read) {
+            (Some(w), Some(r)) => {
+                report.read_after_write_checks += 1;
+                let early = w.end_us - r.start_us;
+                if early > tolerance_us {
+                    report.violations.push(Violation {
+                        frame: f,
+                        slot,
+                        by_us: early,
+                        text: format!(
+                            "frame {f} (slot {slot}): the draw read the slot {early:.1} µs before its \
+                             write finished (write {:.1}–{:.1} µs, read from {:.1} µs)",
+                            w.start_us, w.end_us, r.start_us
+                        ),
+                    });
+                }
+            }
+            _ => report.incomplete += 1,
+        }
+        // The previous reader of this slot: frame f − K (absent for the first K frames traced).
+        let (Some(w), Some(prev)) = (a.write, f.checked_sub(slots)) else { continue };
+        if prev < first {
+            continue;
+        }
+        let Some(r) = frames.get(&prev).and_then(|p| p.read) else { continue };
+        report.write_after_read_checks += 1;
+        let early = r.end_us - w.start_us;
+        if early > tolerance_us {
+            report.violations.push(Violation {
+                frame: f,
+                slot,
+                by_us: early,
+                text: format!(
+                    "frame {f} (slot {slot}): the write began {early:.1} µs before frame {prev}'s draw \
+                     finished reading the slot (write from {:.1} µs, read until {:.1} µs)",
+                    w.start_us, r.end_us
+                ),
+            });
+        }
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn x(frame: u64, role: &str, ts: f64, dur: f64) -> Value {
+        json!({"ph": "X", "name": role, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
+               "args": {"frame": frame, "slot": frame % 2, "role": role}})
+    }
+
+    fn doc(events: Vec<Value>, acc_ns: u64) -> Value {
+        json!({"traceEvents": events, "otherData": {"slots": 2, "vulkan_accuracy_ns": acc_ns,
+               "compute_accuracy_ns": 0}})
+    }
+
+    /// K = 2; frame f writes at 100f, reads at 100f + 20 .. + 70.
+    fn good() -> Vec<Value> {
+        (0..6u64)
+            .flat_map(|f| {
+                let t = 100.0 * f as f64;
+                [x(f, "write", t, 10.0), x(f, "read", t + 20.0, 50.0)]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_correct_timeline_is_clean() {
+        let r = check(&doc(good(), 0), None).unwrap();
+        assert!(r.clean(), "{}", r.render("t", 10));
+        assert_eq!(r.read_after_write_checks, 6);
+        assert_eq!(r.write_after_read_checks, 4);
+    }
+
+    #[test]
+    fn a_read_before_the_write_finished_is_reported() {
+        let mut e = good();
+        e.push(x(6, "write", 600.0, 30.0));
+        e.push(x(6, "read", 610.0, 50.0)); // reads 20 µs before the write ends
+        let r = check(&doc(e, 0), None).unwrap();
+        assert_eq!(r.violations.len(), 1, "{}", r.render("t", 10));
+        let v = &r.violations[0];
+        assert_eq!((v.frame, v.slot), (6, 0));
+        assert!((v.by_us - 20.0).abs() < 1e-9);
+        assert!(v.text.contains("read the slot 20.0 µs before its write finished"), "{}", v.text);
+    }
+
+    #[test]
+    fn a_write_before_the_previous_read_ended_is_reported() {
+        let mut e = good();
+        // Frame 6 reuses slot 0 of frame 4, whose read ends at 470 µs: write at 450.
+        e.push(x(6, "write", 450.0, 10.0));
+        e.push(x(6, "read", 480.0, 50.0));
+        let r = check(&doc(e, 0), None).unwrap();
+        assert_eq!(r.violations.len(), 1);
+        assert!(r.violations[0].text.contains("before frame 4's draw finished"), "{}", r.violations[0].text);
+    }
+
+    #[test]
+    fn clock_accuracy_is_the_tolerance() {
+        let mut e = good();
+        e.push(x(6, "write", 600.0, 30.0));
+        e.push(x(6, "read", 625.0, 50.0)); // 5 µs early
+        assert_eq!(check(&doc(e.clone(), 10_000), None).unwrap().violations.len(), 0);
+        assert_eq!(check(&doc(e.clone(), 1_000), None).unwrap().violations.len(), 1);
+        assert_eq!(check(&doc(e, 0), Some(6.0)).unwrap().violations.len(), 0);
+    }
+
+    #[test]
+    fn draws_overlapped_by_compute_work_are_counted_apart() {
+        let mut e = good();
+        // A compute span of frame 9 inside frame 2's read (220–270 µs) only.
+        e.push(json!({"ph": "X", "name": "write slot", "pid": 1, "tid": 4, "ts": 230.0, "dur": 5.0,
+                      "args": {"frame": 9, "slot": 1, "role": "write"}}));
+        // A compute-side wait is not work: it does not count.
+        e.push(json!({"ph": "X", "name": "wait rendered", "pid": 1, "tid": 4, "ts": 320.0, "dur": 30.0,
+                      "args": {"frame": 9, "slot": 1}}));
+        let r = check(&doc(e, 0), None).unwrap();
+        assert_eq!(r.overlapped, (1, 50.0));
+        assert_eq!(r.alone, (5, 50.0));
+        assert!(r.render("t", 1).contains("running inside them: 1 (median draw 50.0 µs)"));
+    }
+
+    #[test]
+    fn malformed_traces_are_refused() {
+        assert!(check(&json!({"otherData": {"slots": 2}}), None).is_err());
+        assert!(check(&json!({"traceEvents": []}), None).is_err());
+        let empty = check(&doc(vec![], 0), None).unwrap();
+        assert!(!empty.clean(), "nothing checked is not clean");
+        assert!(empty.render("t", 5).contains("nothing to check"));
+    }
+}

@@ -1,0 +1,449 @@
+//! The collector: spans of each frame arrive from several places and at different times (the
+//! render thread's own marks at once, the bridge thread's through a channel, CUDA events and Vulkan
+//! timestamps a few frames later); the collector keeps the last [`LAG`] frames open, and closes a
+//! frame once it is older than that: its figures go to the streaming statistics, its spans to the
+//! trace ring (when tracing), and then the frame is forgotten. Memory is constant.
+
+use super::clock::{host_now_ns, rss_bytes, thread_cpu_ns};
+use super::span::{HostSpan, Phase, Span, Stamp, Track};
+use super::stats::Stat;
+use super::trace::{CounterSample, FrameTrace, TraceRing};
+use std::collections::VecDeque;
+
+/// Frames kept open for late spans. CUDA events and draw timestamps arrive within a few frames
+/// (K ≤ 4 slots, 2 frames in flight); a span for a frame already closed is counted as late.
+pub const LAG: u64 = 16;
+
+/// The frame at which the report's "after warm-up" memory figure is taken (or the last frame of
+/// a shorter run).
+pub const RSS_WARMUP_FRAME: u64 = 10_000;
+
+/// The render thread's marks for one frame: each [`RenderMarks::lap`] closes a phase that began
+/// where the previous one ended.
+#[derive(Clone, Debug)]
+pub struct RenderMarks {
+    pub frame: u64,
+    pub start_ns: u64,
+    last_ns: u64,
+    cpu0_ns: u64,
+    spans: Vec<HostSpan>,
+}
+
+impl RenderMarks {
+    /// Frame `frame` starts now.
+    pub fn start(frame: u64) -> Self {
+        let now = host_now_ns();
+        RenderMarks { frame, start_ns: now, last_ns: now, cpu0_ns: thread_cpu_ns(), spans: Vec::new() }
+    }
+
+    /// Close `phase`: it ran from the previous mark until now.
+    pub fn lap(&mut self, phase: Phase) {
+        let now = host_now_ns();
+        self.spans.push(HostSpan { track: Track::Render, phase, start_ns: self.last_ns, end_ns: now });
+        self.last_ns = now;
+    }
+
+    /// Host time spent in `phase` so far, ns.
+    pub fn phase_ns(&self, phase: Phase) -> u64 {
+        self.spans.iter().filter(|s| s.phase == phase).map(HostSpan::dur_ns).sum()
+    }
+}
+
+/// The per-frame figures the report and the overlay use, once a frame is closed. Times in ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FrameFigures {
+    pub frame: u64,
+    /// Start of this frame to the start of the next (the last: to the end of its draw).
+    pub frame_ns: u64,
+    /// The draw's GPU time from the moment its heights were readable to its end.
+    pub draw_ns: Option<u64>,
+    /// The whole draw command buffer, including any GPU wait for `computed`.
+    pub draw_cmd_ns: Option<u64>,
+    /// The compute side's write: kernel or dispatch on the GPU, else the host write.
+    pub compute_ns: Option<u64>,
+    /// GPU-side wait for `rendered` plus the signal of `computed` (cuda/hip/vulkan in GPU modes).
+    pub wait_signal_ns: Option<u64>,
+    /// From the later of (compute signalled, draw started) to the draw's heights being readable.
+    pub handoff_ns: Option<u64>,
+    /// Frame time minus the longer of the draw and the compute write (clamped at 0).
+    pub overhead_ns: Option<u64>,
+    /// Render thread CPU time for the frame.
+    pub cpu_ns: u64,
+}
+
+/// All streaming statistics of a run.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub frame: Stat,
+    pub draw: Stat,
+    pub draw_cmd: Stat,
+    pub compute: Stat,
+    pub wait_signal: Stat,
+    pub handoff: Stat,
+    pub overhead: Stat,
+    pub cpu: Stat,
+    pub throttle: Stat,
+    pub handoff_host: Stat,
+    pub submit: Stat,
+}
+
+#[derive(Debug)]
+struct Open {
+    frame: u64,
+    start_ns: Option<u64>,
+    cpu_ns: u64,
+    spans: Vec<HostSpan>,
+}
+
+/// The collector of one run.
+pub struct Profiler {
+    open: VecDeque<Open>,
+    /// Frame number of `open[0]`.
+    first_open: u64,
+    pub stats: Stats,
+    trace: Option<TraceRing>,
+    slots: usize,
+    /// (submit end, draw end) of the last few closed frames, for the frames-in-flight counter.
+    recent: VecDeque<(u64, u64)>,
+    /// Spans that arrived for a frame already closed.
+    pub late_spans: u64,
+    /// Spans whose clock could not be mapped (no Vulkan clock).
+    pub unmapped_spans: u64,
+    /// RSS after warm-up: (frame, bytes).
+    pub rss_warm: Option<(u64, u64)>,
+    /// RSS at the end of the run.
+    pub rss_end: Option<u64>,
+    closed: VecDeque<FrameFigures>,
+    frames_closed: u64,
+}
+
+impl Profiler {
+    /// `trace_frames`: keep the spans of the last N frames for a trace (None: no trace).
+    pub fn new(slots: usize, trace_frames: Option<usize>) -> Self {
+        Profiler {
+            open: VecDeque::new(),
+            first_open: 0,
+            stats: Stats::default(),
+            trace: trace_frames.map(TraceRing::new),
+            slots,
+            recent: VecDeque::new(),
+            late_spans: 0,
+            unmapped_spans: 0,
+            rss_warm: None,
+            rss_end: None,
+            closed: VecDeque::new(),
+            frames_closed: 0,
+        }
+    }
+
+    pub fn frames_closed(&self) -> u64 {
+        self.frames_closed
+    }
+
+    fn open_frame(&mut self, frame: u64) -> Option<&mut Open> {
+        if frame < self.first_open {
+            return None;
+        }
+        if self.open.is_empty() {
+            self.first_open = frame;
+        }
+        while self.first_open + (self.open.len() as u64) <= frame {
+            let f = self.first_open + self.open.len() as u64;
+            self.open.push_back(Open { frame: f, start_ns: None, cpu_ns: 0, spans: Vec::new() });
+        }
+        self.open.get_mut((frame - self.first_open) as usize)
+    }
+
+    /// Add a span from anywhere; `vulkan` maps Vulkan ticks to host ns (None: no timestamps).
+    pub fn add(&mut self, span: Span, vulkan: &dyn Fn(u64) -> Option<u64>) {
+        let map = |s: Stamp| match s {
+            Stamp::Host(ns) => Some(ns),
+            Stamp::Vulkan(t) => vulkan(t),
+        };
+        let (Some(start_ns), Some(end_ns)) = (map(span.start), map(span.end)) else {
+            self.unmapped_spans += 1;
+            return;
+        };
+        let host = HostSpan { track: span.track, phase: span.phase, start_ns, end_ns: end_ns.max(start_ns) };
+        match self.open_frame(span.frame) {
+            Some(open) => open.spans.push(host),
+            None => self.late_spans += 1,
+        }
+    }
+
+    /// The render thread finished frame `marks.frame`: record its marks and close frames older
+    /// than [`LAG`].
+    pub fn end_frame(&mut self, marks: RenderMarks) {
+        let cpu = thread_cpu_ns().saturating_sub(marks.cpu0_ns);
+        let frame = marks.frame;
+        if let Some(open) = self.open_frame(frame) {
+            open.start_ns = Some(marks.start_ns);
+            open.cpu_ns = cpu;
+            open.spans.extend(marks.spans);
+        } else {
+            self.late_spans += marks.spans.len() as u64;
+        }
+        if frame + 1 == RSS_WARMUP_FRAME {
+            self.rss_warm = rss_bytes().map(|b| (frame + 1, b));
+        }
+        while self.first_open + LAG < frame && !self.open.is_empty() {
+            self.close_first(None);
+        }
+    }
+
+    /// Close every open frame: the run ended, its last draw finished at `end_ns`.
+    pub fn finish(&mut self, end_ns: u64) {
+        while !self.open.is_empty() {
+            self.close_first(Some(end_ns));
+        }
+        if self.rss_warm.is_none() {
+            self.rss_warm = rss_bytes().map(|b| (self.frames_closed, b));
+        }
+        self.rss_end = rss_bytes();
+    }
+
+    /// Figures of frames closed since the last call (for the overlay); at most [`LAG`] × 4 kept.
+    pub fn drain_closed(&mut self) -> impl Iterator<Item = FrameFigures> + '_ {
+        self.closed.drain(..)
+    }
+
+    fn close_first(&mut self, end_ns: Option<u64>) {
+        let Some(open) = self.open.pop_front() else { return };
+        self.first_open = open.frame + 1;
+        let Some(start) = open.start_ns else {
+            // Spans for a frame the render thread never finished (an interrupted run): dropped.
+            return;
+        };
+        let next_start = self.open.front().and_then(|o| o.start_ns).or(end_ns);
+        let figures = figures(&open, start, next_start);
+        self.record(&figures, &open.spans);
+        let submit_end = find(&open.spans, Track::Render, Phase::Submit).map(|s| s.end_ns);
+        let draw_end = find(&open.spans, Track::Queue, Phase::Draw).map(|s| s.end_ns);
+        if let Some(trace) = self.trace.as_mut() {
+            let mut counters = Vec::new();
+            if let Some(t) = submit_end {
+                let earlier = self.recent.iter().filter(|&&(_, d)| d > t).count() as u64;
+                counters.push(CounterSample { ts_ns: t, frames: earlier + 1 });
+            }
+            if let Some(t) = draw_end {
+                let later = self
+                    .open
+                    .iter()
+                    .filter_map(|o| find(&o.spans, Track::Render, Phase::Submit))
+                    .filter(|s| s.end_ns <= t)
+                    .count() as u64;
+                counters.push(CounterSample { ts_ns: t, frames: later });
+            }
+            trace.push(FrameTrace {
+                frame: open.frame,
+                slot: (open.frame % self.slots.max(1) as u64) as usize,
+                spans: open.spans,
+                counters,
+            });
+        }
+        if let (Some(s), Some(d)) = (submit_end, draw_end) {
+            self.recent.push_back((s, d));
+            if self.recent.len() > 8 {
+                self.recent.pop_front();
+            }
+        }
+        self.frames_closed += 1;
+        self.closed.push_back(figures);
+        while self.closed.len() > 4 * LAG as usize {
+            self.closed.pop_front();
+        }
+    }
+
+    fn record(&mut self, f: &FrameFigures, spans: &[HostSpan]) {
+        let s = &mut self.stats;
+        s.frame.record(f.frame_ns);
+        s.cpu.record(f.cpu_ns);
+        let opt = |stat: &mut Stat, v: Option<u64>| {
+            if let Some(v) = v {
+                stat.record(v)
+            }
+        };
+        opt(&mut s.draw, f.draw_ns);
+        opt(&mut s.draw_cmd, f.draw_cmd_ns);
+        opt(&mut s.compute, f.compute_ns);
+        opt(&mut s.wait_signal, f.wait_signal_ns);
+        opt(&mut s.handoff, f.handoff_ns);
+        opt(&mut s.overhead, f.overhead_ns);
+        let host = |phases: &[Phase]| -> u64 {
+            spans
+                .iter()
+                .filter(|x| x.track == Track::Render && phases.contains(&x.phase))
+                .map(HostSpan::dur_ns)
+                .sum()
+        };
+        s.throttle.record(host(&[Phase::Throttle]));
+        s.handoff_host.record(host(&[Phase::Handoff]));
+        s.submit.record(host(&[Phase::Submit, Phase::Present]));
+    }
+
+    /// The trace ring (when tracing).
+    pub fn trace(&self) -> Option<&TraceRing> {
+        self.trace.as_ref()
+    }
+}
+
+fn find(spans: &[HostSpan], track: Track, phase: Phase) -> Option<&HostSpan> {
+    spans.iter().find(|s| s.track == track && s.phase == phase)
+}
+
+/// The figures of one frame from its spans.
+fn figures(open: &Open, start_ns: u64, next_start_ns: Option<u64>) -> FrameFigures {
+    let spans = &open.spans;
+    let draw = find(spans, Track::Queue, Phase::Draw);
+    let draw_wait = find(spans, Track::Queue, Phase::WaitComputed);
+    // The compute side's write: the GPU's own timing when there is one, else the host's.
+    let write = find(spans, Track::Compute, Phase::Write)
+        .or_else(|| find(spans, Track::Bridge, Phase::Write))
+        .or_else(|| find(spans, Track::Render, Phase::Write));
+    let gpu_wait_signal: Vec<&HostSpan> = spans
+        .iter()
+        .filter(|s| s.track == Track::Compute && matches!(s.phase, Phase::WaitRendered | Phase::Signal))
+        .collect();
+    // When `computed` was signalled: the signal span's end, else the end of the write (the
+    // vulkan backend signals with its dispatch's submission).
+    let signalled = spans.iter().find(|s| s.phase == Phase::Signal).or(write).map(|s| s.end_ns);
+    let frame_ns = next_start_ns.map_or(0, |n| n.saturating_sub(start_ns));
+    let draw_ns = draw.map(HostSpan::dur_ns);
+    let compute_ns = write.map(HostSpan::dur_ns);
+    let draw_cmd_ns = match (draw_wait, draw) {
+        (Some(w), Some(d)) => Some(d.end_ns.saturating_sub(w.start_ns)),
+        (None, Some(d)) => Some(d.dur_ns()),
+        _ => None,
+    };
+    let handoff_ns = match (draw, signalled) {
+        (Some(d), Some(sig)) => {
+            let ready = draw_wait.map_or(sig, |w| sig.max(w.start_ns));
+            Some(d.start_ns.saturating_sub(ready))
+        }
+        _ => None,
+    };
+    let busiest = draw_ns.into_iter().chain(compute_ns).max();
+    FrameFigures {
+        frame: open.frame,
+        frame_ns,
+        draw_ns,
+        draw_cmd_ns,
+        compute_ns,
+        wait_signal_ns: (!gpu_wait_signal.is_empty())
+            .then(|| gpu_wait_signal.iter().map(|s| s.dur_ns()).sum()),
+        handoff_ns,
+        overhead_ns: (next_start_ns.is_some() && busiest.is_some())
+            .then(|| frame_ns.saturating_sub(busiest.unwrap_or(0))),
+        cpu_ns: open.cpu_ns,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(frame: u64, track: Track, phase: Phase, a: u64, b: u64) -> Span {
+        Span::host(frame, track, phase, a, b)
+    }
+
+    fn no_vk(_: u64) -> Option<u64> {
+        None
+    }
+
+    /// A frame of `external` mode: draw waits 20 µs for the kernel, which ends at +50 µs.
+    fn feed_frame(p: &mut Profiler, f: u64, t0: u64) {
+        let us = 1000;
+        let mut m = RenderMarks::start(f);
+        m.start_ns = t0;
+        m.spans.push(HostSpan {
+            track: Track::Render,
+            phase: Phase::Throttle,
+            start_ns: t0,
+            end_ns: t0 + 5 * us,
+        });
+        m.spans.push(HostSpan {
+            track: Track::Render,
+            phase: Phase::Submit,
+            start_ns: t0 + 6 * us,
+            end_ns: t0 + 10 * us,
+        });
+        p.add(host(f, Track::Compute, Phase::WaitRendered, t0 + 10 * us, t0 + 20 * us), &no_vk);
+        p.add(host(f, Track::Compute, Phase::Write, t0 + 20 * us, t0 + 50 * us), &no_vk);
+        p.add(host(f, Track::Compute, Phase::Signal, t0 + 50 * us, t0 + 52 * us), &no_vk);
+        p.add(host(f, Track::Queue, Phase::WaitComputed, t0 + 40 * us, t0 + 60 * us), &no_vk);
+        p.add(host(f, Track::Queue, Phase::Draw, t0 + 60 * us, t0 + 160 * us), &no_vk);
+        p.end_frame(m);
+    }
+
+    #[test]
+    fn figures_of_a_steady_run() {
+        let mut p = Profiler::new(3, Some(100));
+        for f in 0..40 {
+            feed_frame(&mut p, f, f * 200_000);
+        }
+        p.finish(40 * 200_000);
+        let s = &p.stats;
+        assert_eq!(s.frame.count(), 40);
+        assert!((s.frame.p50_ms() - 0.200).abs() < 0.001, "{}", s.frame.p50_ms());
+        assert!((s.draw.p50_ms() - 0.100).abs() < 0.001);
+        assert!((s.draw_cmd.p50_ms() - 0.120).abs() < 0.001);
+        assert!((s.compute.p50_ms() - 0.030).abs() < 0.001);
+        assert!((s.wait_signal.p50_ms() - 0.012).abs() < 0.001);
+        // Signalled at +52 µs, draw started at +40 µs, readable at +60 µs: 8 µs hand-off.
+        assert!((s.handoff.p50_ms() - 0.008).abs() < 0.0005, "{}", s.handoff.p50_ms());
+        // 200 µs frame − max(100 draw, 30 compute).
+        assert!((s.overhead.p50_ms() - 0.100).abs() < 0.001);
+        assert!((s.throttle.mean_ms() - 0.005).abs() < 1e-9);
+        assert_eq!(p.trace().map(|t| t.len()), Some(40));
+        assert_eq!(p.late_spans, 0);
+    }
+
+    #[test]
+    fn open_frames_are_bounded_and_late_spans_counted() {
+        let mut p = Profiler::new(2, None);
+        for f in 0..1000 {
+            feed_frame(&mut p, f, f * 200_000);
+            assert!(p.open.len() as u64 <= LAG + 2, "{} open", p.open.len());
+        }
+        p.add(host(3, Track::Compute, Phase::Write, 1, 2), &no_vk);
+        assert_eq!(p.late_spans, 1);
+        p.finish(1000 * 200_000);
+        assert_eq!(p.frames_closed(), 1000);
+        assert!(p.closed.len() <= 4 * LAG as usize);
+    }
+
+    #[test]
+    fn trace_ring_keeps_the_last_frames() {
+        let mut p = Profiler::new(3, Some(10));
+        for f in 0..50 {
+            feed_frame(&mut p, f, f * 200_000);
+        }
+        p.finish(50 * 200_000);
+        let ring = p.trace().unwrap();
+        assert_eq!(ring.len(), 10);
+        assert_eq!(ring.frames().next().map(|f| f.frame), Some(40));
+        // Frames in flight: at each submit the previous frame's draw (ends at +160 µs of a
+        // 200 µs frame) is done, so one frame is in flight.
+        let last = ring.frames().last().unwrap();
+        assert_eq!(last.counters[0].frames, 1);
+    }
+
+    #[test]
+    fn vulkan_stamps_need_a_clock() {
+        let mut p = Profiler::new(1, None);
+        let s = Span {
+            frame: 0,
+            track: Track::Queue,
+            phase: Phase::Draw,
+            start: Stamp::Vulkan(10),
+            end: Stamp::Vulkan(20),
+        };
+        p.add(s, &no_vk);
+        assert_eq!(p.unmapped_spans, 1);
+        p.add(s, &|t| Some(t * 1000));
+        let m = RenderMarks::start(0);
+        p.end_frame(m);
+        p.finish(host_now_ns());
+        assert!((p.stats.draw.p50_ms() - 0.010).abs() < 1e-4);
+    }
+}

@@ -1,0 +1,52 @@
+//! The frame-sync profiler: one timeline of every actor of the protocol, on one clock.
+//!
+//! ## What is measured, by whom
+//! | track | spans | measured with |
+//! |---|---|---|
+//! | render thread | throttle, compute hand-off, record+submit, present | host clock at each phase boundary ([`RenderMarks`]), and its CPU time (`CLOCK_THREAD_CPUTIME_ID`) |
+//! | bridge thread (`bridged`, `none`) | wait rendered, write slot, signal computed | host clock on the bridge thread, sent over a channel |
+//! | graphics queue | wait computed, draw | three Vulkan timestamps per draw: start of the command buffer; the moment the heights became readable; end |
+//! | compute (cuda, hip) | wait rendered, write slot (the kernel), signal computed | four CUDA/HIP events per frame, read back frames later without blocking |
+//! | compute (vulkan) | wait rendered, write slot (the dispatch) | Vulkan timestamps in the dispatch's command buffer |
+//! | render/bridge (cpu) | write slot | host clock around the host write |
+//!
+//! The "readable" timestamp of a draw is sound, not a guess: the draw's submission waits
+//! `computed` at the vertex stage; its command buffer starts with a pipeline barrier whose source
+//! stage is that same vertex stage (so it chains with the semaphore wait: the pattern the Vulkan
+//! spec uses for a swapchain image's acquire semaphore) and whose destination is all commands,
+//! then writes a timestamp. That timestamp cannot be written before the wait was satisfied. The
+//! command buffer's first timestamp (top of pipe) can be, which is why the draw is split in two
+//! spans: "wait computed" (start → readable) and "draw" (readable → end).
+//!
+//! ## One clock
+//! Everything is mapped onto the host's `CLOCK_MONOTONIC` ([`clock`]):
+//! - **Vulkan timestamps** (`vk::clock`): with VK_KHR/EXT_calibrated_timestamps, an anchor from
+//!   `vkGetCalibratedTimestamps{KHR,EXT}` (device + CLOCK_MONOTONIC in one call, accurate to the
+//!   driver's reported maximum deviation), re-taken every 250 ms so the two clocks cannot drift
+//!   apart; without it, a one-off calibration: a timestamp written on the idle queue between two
+//!   host readings, the narrowest of several tries, accurate to half that window.
+//! - **CUDA/HIP events** (`compute::timing`): an anchor event recorded on an idle stream of its
+//!   own, with host readings before the record and after the event completed; the narrowest of
+//!   several tries gives the anchor and its accuracy. Every event's time is the anchor's plus
+//!   `cuEventElapsedTime(anchor, event)`. The anchor is re-taken every 250 ms, and the difference
+//!   between where the old anchor predicted the new one and where it was measured is the drift
+//!   (kept below 10 µs by the re-anchoring interval; the largest seen is in the trace).
+//!
+//! ## Figures, trace, checker
+//! [`collect::Profiler`] keeps the last few frames open for late spans, then turns each frame
+//! into figures ([`collect::FrameFigures`]: frame time, draw, compute, hand-off latency, sync
+//! overhead, render-thread CPU time) recorded in constant-memory histograms ([`stats`]), and, with
+//! `--trace`, keeps the spans of the last N frames in a ring written as Chrome trace-event JSON at
+//! the end ([`trace`]). [`check`] reads such a file back and proves the protocol's two orderings
+//! (`vkhip trace check`).
+
+pub mod check;
+pub mod clock;
+pub mod collect;
+pub mod span;
+pub mod stats;
+pub mod trace;
+
+pub use collect::{FrameFigures, Profiler, RenderMarks};
+pub use span::{Phase, Span, Stamp, Track};
+pub use stats::{FrameSummary, Stat};

@@ -1,0 +1,135 @@
+//! What the timeline is made of: spans of one frame's phases, each on one track (actor), and
+//! times on one of two clocks until the profiler maps them onto the host's.
+
+/// The actors of the protocol: one trace track each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Track {
+    /// The render thread: throttle, compute hand-off, record+submit, present.
+    Render,
+    /// The bridge thread (`bridged`, `none`): wait for `rendered`, write the slot, host signal.
+    Bridge,
+    /// The graphics queue (GPU): the draw, split at the moment its heights became readable.
+    Queue,
+    /// The compute side on the GPU: the CUDA/HIP stream, or the `vulkan` backend's dispatch.
+    Compute,
+}
+
+impl Track {
+    pub const ALL: [Track; 4] = [Track::Render, Track::Bridge, Track::Queue, Track::Compute];
+
+    /// Trace thread id (stable: the checker and tests rely on it).
+    pub fn tid(self) -> u64 {
+        match self {
+            Track::Render => 1,
+            Track::Bridge => 2,
+            Track::Queue => 3,
+            Track::Compute => 4,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Track::Render => "render thread (host)",
+            Track::Bridge => "bridge thread (host)",
+            Track::Queue => "graphics queue (GPU)",
+            Track::Compute => "compute (GPU)",
+        }
+    }
+}
+
+/// What a span is. Names are the trace's slice names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Render thread: the frames-in-flight throttle (host wait on `rendered`).
+    Throttle,
+    /// Render thread (window): acquiring the swapchain image.
+    Acquire,
+    /// Render thread: handing the frame to the compute side.
+    Handoff,
+    /// Render thread: recording and submitting the draw.
+    Submit,
+    /// Render thread: presenting (window).
+    Present,
+    /// `blocking`: vkQueueWaitIdle before the kernel.
+    QueueIdle,
+    /// Compute side waiting for `rendered` (GPU wait on a stream or queue, or a host wait).
+    WaitRendered,
+    /// The compute side writing the slot: kernel, dispatch, or host write.
+    Write,
+    /// The compute side signalling `computed` (on the GPU, or from the host).
+    Signal,
+    /// Graphics queue: the draw's command buffer started but its heights are not yet readable
+    /// (waiting for `computed`).
+    WaitComputed,
+    /// Graphics queue: the draw from the moment its heights were readable to its end.
+    Draw,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Throttle => "throttle",
+            Phase::Acquire => "acquire image",
+            Phase::Handoff => "compute hand-off",
+            Phase::Submit => "record+submit",
+            Phase::Present => "present",
+            Phase::QueueIdle => "queue wait idle",
+            Phase::WaitRendered => "wait rendered",
+            Phase::Write => "write slot",
+            Phase::Signal => "signal computed",
+            Phase::WaitComputed => "wait computed",
+            Phase::Draw => "draw",
+        }
+    }
+
+    /// The slot access a span stands for, for the protocol checker: `write` (the slot is being
+    /// written) or `read` (the draw may read it).
+    pub fn role(self) -> Option<&'static str> {
+        match self {
+            Phase::Write => Some("write"),
+            Phase::Draw => Some("read"),
+            _ => None,
+        }
+    }
+}
+
+/// A time on the clock it was taken on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stamp {
+    /// Host `CLOCK_MONOTONIC` nanoseconds (also CUDA/HIP event times already mapped by their
+    /// backend).
+    Host(u64),
+    /// A Vulkan timestamp query value in ticks (mapped by the profiler's Vulkan clock).
+    Vulkan(u64),
+}
+
+/// One phase of one frame on one track.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub frame: u64,
+    pub track: Track,
+    pub phase: Phase,
+    pub start: Stamp,
+    pub end: Stamp,
+}
+
+impl Span {
+    pub fn host(frame: u64, track: Track, phase: Phase, start_ns: u64, end_ns: u64) -> Self {
+        Span { frame, track, phase, start: Stamp::Host(start_ns), end: Stamp::Host(end_ns) }
+    }
+}
+
+/// A span on the host clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostSpan {
+    pub track: Track,
+    pub phase: Phase,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+impl HostSpan {
+    pub fn dur_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+}

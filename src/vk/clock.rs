@@ -1,0 +1,224 @@
+//! Vulkan timestamps on the host clock (`CLOCK_MONOTONIC`), for the profiler's one timeline.
+//!
+//! Two ways, best first:
+//! - **Calibrated** (VK_KHR_calibrated_timestamps or VK_EXT_calibrated_timestamps, with the
+//!   DEVICE and CLOCK_MONOTONIC time domains): one `vkGetCalibratedTimestamps*` call reads both
+//!   clocks together and says how far apart the two readings may be (`maxDeviation`, ns). That is
+//!   the anchor and its accuracy. It is re-taken every [`REANCHOR_NS`] while mapping, so the GPU
+//!   clock's rate error cannot accumulate; the difference between where the previous anchor put
+//!   the new one and where it is measured is the drift, and the largest drift seen is added to
+//!   the stated accuracy.
+//! - **One-off** (any device with timestamps): while the queue is idle, a command buffer writes
+//!   one timestamp; the host reads its clock when recording ends and after the fence says the
+//!   buffer ran. The timestamp lies between the two readings; the narrowest of several tries
+//!   gives the anchor (its midpoint) and the accuracy (half its width). It cannot be re-taken
+//!   during a run without disturbing the queue, so drift is not corrected (lavapipe's timestamps
+//!   are the host clock itself, so there it does not matter).
+
+use super::device::Context;
+use super::{CallContext, VkError};
+use crate::profile::clock::{host_now_ns, Anchor, ClockInfo};
+use ash::{ext, khr, vk};
+use std::sync::{Arc, Mutex};
+
+/// How often a calibrated anchor is re-taken, ns.
+pub const REANCHOR_NS: u64 = 250_000_000;
+
+/// One-off calibration tries; the narrowest window wins.
+const ONE_OFF_TRIES: usize = 7;
+
+/// Which calibrated-timestamps extension a device has (both have the same entry points).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CalibratedExt {
+    Khr,
+    Ext,
+}
+
+impl CalibratedExt {
+    pub fn name(self) -> &'static std::ffi::CStr {
+        match self {
+            CalibratedExt::Khr => khr::calibrated_timestamps::NAME,
+            CalibratedExt::Ext => ext::calibrated_timestamps::NAME,
+        }
+    }
+}
+
+enum Calibrator {
+    Khr(khr::calibrated_timestamps::Device),
+    Ext(ext::calibrated_timestamps::Device),
+}
+
+struct State {
+    anchor: Anchor,
+    taken_at_ns: u64,
+    max_drift_ns: u64,
+    anchors: u64,
+}
+
+/// Maps the graphics queue's timestamps to host ns.
+pub struct GpuClock {
+    calibrator: Option<Calibrator>,
+    state: Mutex<State>,
+    mask: u64,
+    /// How the anchor was taken, for the report and the trace.
+    pub method: String,
+}
+
+impl GpuClock {
+    /// Take the first anchor. The queue must be idle (no frame submitted yet). `Ok(None)` when
+    /// the queue has no timestamps.
+    pub fn new(ctx: &Arc<Context>) -> Result<Option<Self>, VkError> {
+        let p = &ctx.physical;
+        if p.timestamp_bits == 0 || p.timestamp_period <= 0.0 {
+            return Ok(None);
+        }
+        let mask = if p.timestamp_bits >= 64 { u64::MAX } else { (1u64 << p.timestamp_bits) - 1 };
+        let inst = &ctx.instance.instance;
+        let calibrator = match p.calibrated {
+            Some(CalibratedExt::Khr) => {
+                Some(Calibrator::Khr(khr::calibrated_timestamps::Device::new(inst, &ctx.device)))
+            }
+            Some(CalibratedExt::Ext) => {
+                Some(Calibrator::Ext(ext::calibrated_timestamps::Device::new(inst, &ctx.device)))
+            }
+            None => None,
+        };
+        let period = f64::from(p.timestamp_period);
+        let (anchor, method) = match calibrator.as_ref().map(|c| calibrated_anchor(c, period)) {
+            Some(Ok(a)) => {
+                let ext = p.calibrated.map_or("", |e| if e == CalibratedExt::Khr { "KHR" } else { "EXT" });
+                (
+                    a,
+                    format!(
+                        "VK_{ext}_calibrated_timestamps, re-anchored every {} ms",
+                        REANCHOR_NS / 1_000_000
+                    ),
+                )
+            }
+            Some(Err(e)) => {
+                log::warn!("calibrated timestamps failed ({e}); calibrating once instead");
+                (one_off_anchor(ctx, period)?, "one-off calibration on the idle queue".to_string())
+            }
+            None => (one_off_anchor(ctx, period)?, "one-off calibration on the idle queue".to_string()),
+        };
+        log::info!("vulkan clock: {method}, accuracy ±{} ns", anchor.accuracy_ns);
+        let calibrator = calibrator.filter(|_| method.starts_with("VK_"));
+        Ok(Some(GpuClock {
+            calibrator,
+            state: Mutex::new(State { anchor, taken_at_ns: host_now_ns(), max_drift_ns: 0, anchors: 1 }),
+            mask,
+            method,
+        }))
+    }
+
+    /// Host ns of the timestamp `ticks` (re-anchoring first when due).
+    pub fn to_host_ns(&self, ticks: u64) -> u64 {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = &self.calibrator {
+            let now = host_now_ns();
+            if now.saturating_sub(s.taken_at_ns) >= REANCHOR_NS {
+                match calibrated_anchor(c, s.anchor.ns_per_unit) {
+                    Ok(a) => {
+                        let predicted = s.anchor.to_host_ns(a.device, self.mask);
+                        s.max_drift_ns = s.max_drift_ns.max(predicted.abs_diff(a.host_ns));
+                        s.anchor = a;
+                        s.anchors += 1;
+                    }
+                    Err(e) => log::debug!("re-anchoring the vulkan clock failed: {e}"),
+                }
+                s.taken_at_ns = now;
+            }
+        }
+        s.anchor.to_host_ns(ticks, self.mask)
+    }
+
+    /// How the mapping was made and how accurate it is: the anchor's own accuracy plus the
+    /// largest drift seen between anchors.
+    pub fn info(&self) -> ClockInfo {
+        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let method = if self.calibrator.is_some() {
+            format!("{} ({} anchors)", self.method, s.anchors)
+        } else {
+            self.method.clone()
+        };
+        ClockInfo { method, accuracy_ns: s.anchor.accuracy_ns + s.max_drift_ns, drift_ns: s.max_drift_ns }
+    }
+}
+
+/// Calls per calibrated anchor; the one with the smallest maximum deviation wins.
+const CALIBRATED_TRIES: usize = 3;
+
+fn calibrated_anchor(c: &Calibrator, ns_per_tick: f64) -> Result<Anchor, VkError> {
+    let mut best: Option<Anchor> = None;
+    for _ in 0..CALIBRATED_TRIES {
+        let a = calibrated_once(c, ns_per_tick)?;
+        if best.is_none_or(|b| a.accuracy_ns < b.accuracy_ns) {
+            best = Some(a);
+        }
+    }
+    best.ok_or_else(|| VkError::Unsupported("no calibrated timestamps".into()))
+}
+
+fn calibrated_once(c: &Calibrator, ns_per_tick: f64) -> Result<Anchor, VkError> {
+    let infos = [
+        vk::CalibratedTimestampInfoKHR::default().time_domain(vk::TimeDomainKHR::DEVICE),
+        vk::CalibratedTimestampInfoKHR::default().time_domain(vk::TimeDomainKHR::CLOCK_MONOTONIC),
+    ];
+    // SAFETY: valid device; `infos` lives across the call; the EXT entry point takes the same
+    // structure (the KHR type is an alias of the EXT one).
+    let (ts, deviation) = unsafe {
+        match c {
+            Calibrator::Khr(d) => d.get_calibrated_timestamps(&infos),
+            Calibrator::Ext(d) => d.get_calibrated_timestamps(&infos),
+        }
+    }
+    .call("vkGetCalibratedTimestamps")?;
+    Ok(Anchor { device: ts[0], host_ns: ts[1], ns_per_unit: ns_per_tick, accuracy_ns: deviation })
+}
+
+fn one_off_anchor(ctx: &Arc<Context>, ns_per_tick: f64) -> Result<Anchor, VkError> {
+    let d = &ctx.device;
+    let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(1);
+    // SAFETY: valid device.
+    let pool = unsafe { d.create_query_pool(&info, None) }.call("vkCreateQueryPool")?;
+    let result = (|| {
+        let mut best: Option<Anchor> = None;
+        for _ in 0..ONE_OFF_TRIES {
+            let mut before = 0;
+            ctx.one_shot(&[], |cmd| {
+                // SAFETY: recording into the one-shot command buffer; the pool is live.
+                unsafe {
+                    d.cmd_reset_query_pool(cmd, pool, 0, 1);
+                    d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, pool, 0);
+                }
+                before = host_now_ns();
+            })?;
+            let after = host_now_ns();
+            let mut ticks = [0u64; 1];
+            // SAFETY: the command buffer finished (one_shot waited on its fence).
+            unsafe {
+                d.get_query_pool_results(
+                    pool,
+                    0,
+                    &mut ticks,
+                    vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+                )
+            }
+            .call("vkGetQueryPoolResults")?;
+            let half = (after - before) / 2;
+            let a = Anchor {
+                device: ticks[0],
+                host_ns: before + half,
+                ns_per_unit: ns_per_tick,
+                accuracy_ns: half,
+            };
+            if best.is_none_or(|b| a.accuracy_ns < b.accuracy_ns) {
+                best = Some(a);
+            }
+        }
+        best.ok_or_else(|| VkError::Unsupported("no timestamp calibration".into()))
+    })();
+    // SAFETY: every command buffer that used the pool has finished.
+    unsafe { d.destroy_query_pool(pool, None) };
+    result
+}

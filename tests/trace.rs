@@ -1,0 +1,197 @@
+//! The profiler's trace on lavapipe: `--trace` writes Chrome trace-event JSON with every track and
+//! one span per frame per phase; `vkhip trace check` passes every real mode and catches the races
+//! of `--sync none`.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::Path;
+
+const FRAMES: u64 = 60;
+
+fn traced_run(dir: &Path, name: &str, args: &[&str]) -> (Value, String) {
+    let path = dir.join(format!("{name}.json"));
+    let o = run(vkhip()
+        .args([
+            "--headless",
+            "--size",
+            "160x90",
+            "--grid",
+            "32x32",
+            "--frames",
+            &FRAMES.to_string(),
+            "--trace",
+        ])
+        .arg(&path)
+        .args(args));
+    assert_ok(&o, name);
+    let report = stdout(&o);
+    assert!(
+        report.contains(&format!("trace        {}", path.display())),
+        "report names the trace:\n{report}"
+    );
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("trace written")).expect("trace is JSON");
+    (doc, report)
+}
+
+/// (tid, slice name) → how many frames have that span, and whether any frame has two.
+fn spans_per_phase(doc: &Value) -> HashMap<(u64, String), u64> {
+    let mut per_frame: HashMap<(u64, String, u64), u64> = HashMap::new();
+    for e in doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X") {
+        let key = (
+            e["tid"].as_u64().unwrap(),
+            e["name"].as_str().unwrap().to_string(),
+            e["args"]["frame"].as_u64().unwrap(),
+        );
+        *per_frame.entry(key).or_default() += 1;
+        assert!(e["dur"].as_f64().unwrap() >= 0.0, "negative duration: {e}");
+    }
+    let mut out = HashMap::new();
+    for ((tid, name, _), n) in per_frame {
+        assert_eq!(n, 1, "two '{name}' spans for one frame on track {tid}");
+        *out.entry((tid, name)).or_default() += 1;
+    }
+    out
+}
+
+fn assert_tracks(doc: &Value) {
+    let names: Vec<&str> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    for t in ["render thread (host)", "bridge thread (host)", "graphics queue (GPU)", "compute (GPU)"] {
+        assert!(names.contains(&t), "track {t} missing: {names:?}");
+    }
+    let events = doc["traceEvents"].as_array().unwrap();
+    let flows_out = events.iter().filter(|e| e["ph"] == "s").count();
+    let flows_in = events.iter().filter(|e| e["ph"] == "f").count();
+    assert!(flows_out > 0 && flows_out == flows_in, "flow arrows: {flows_out} starts, {flows_in} ends");
+    let counters = events.iter().filter(|e| e["ph"] == "C" && e["name"] == "frames in flight").count();
+    assert!(counters as u64 >= FRAMES, "frames-in-flight counter: {counters} samples");
+}
+
+fn check(path: &Path) -> (i32, String) {
+    let o = run(vkhip().args(["trace", "check"]).arg(path));
+    (o.status.code().unwrap_or(-1), format!("{}{}", stdout(&o), stderr(&o)))
+}
+
+#[test]
+fn cpu_bridged_trace_has_every_track_and_one_span_per_frame_per_phase() {
+    let dir = temp_dir("trace-cpu");
+    let (doc, report) = traced_run(&dir, "cpu", &["--backend", "cpu", "--sync", "bridged", "--slots", "3"]);
+    assert_tracks(&doc);
+    let n = spans_per_phase(&doc);
+    let want = |tid: u64, name: &str, frames: u64| {
+        assert_eq!(
+            n.get(&(tid, name.to_string())).copied().unwrap_or(0),
+            frames,
+            "track {tid} '{name}': {n:?}"
+        );
+    };
+    for phase in ["throttle", "compute hand-off", "record+submit"] {
+        want(1, phase, FRAMES);
+    }
+    want(2, "write slot", FRAMES);
+    want(2, "signal computed", FRAMES);
+    want(2, "wait rendered", FRAMES - 3); // the first K frames have no previous reader
+    want(3, "wait computed", FRAMES);
+    want(3, "draw", FRAMES);
+    assert_eq!(doc["otherData"]["sync"], "bridged");
+    assert_eq!(doc["otherData"]["late_spans"], 0);
+    for line in ["hand-off", "sync overhead", "render cpu", "compute "] {
+        assert!(report.contains(line), "report lacks '{line}':\n{report}");
+    }
+    let (code, out) = check(&dir.join("cpu.json"));
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(&format!("{FRAMES} read-after-write")) && out.contains(" 0 violation(s)"), "{out}");
+}
+
+#[test]
+fn vulkan_external_trace_has_the_dispatch_on_the_compute_track() {
+    let dir = temp_dir("trace-vulkan");
+    let (doc, report) =
+        traced_run(&dir, "vk", &["--backend", "vulkan", "--sync", "external", "--slots", "2"]);
+    assert_tracks(&doc);
+    let n = spans_per_phase(&doc);
+    assert_eq!(n.get(&(4, "write slot".into())), Some(&FRAMES), "{n:?}");
+    assert_eq!(n.get(&(4, "wait rendered".into())), Some(&(FRAMES - 2)), "{n:?}");
+    assert_eq!(n.get(&(3, "draw".into())), Some(&FRAMES), "{n:?}");
+    assert_eq!(n.get(&(1, "record+submit".into())), Some(&FRAMES), "{n:?}");
+    assert!(report.contains("wait+signal"), "{report}");
+    let (code, out) = check(&dir.join("vk.json"));
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn every_real_mode_passes_the_checker() {
+    let dir = temp_dir("trace-modes");
+    for (i, args) in [
+        ["--backend", "cpu", "--sync", "bridged", "--slots", "1"],
+        ["--backend", "cpu", "--sync", "blocking", "--slots", "2"],
+        ["--backend", "vulkan", "--sync", "binary", "--slots", "3"],
+        ["--backend", "vulkan", "--sync", "blocking", "--slots", "1"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let name = format!("m{i}");
+        traced_run(&dir, &name, args);
+        let (code, out) = check(&dir.join(format!("{name}.json")));
+        assert_eq!(code, 0, "{args:?}: {out}");
+        assert!(out.contains(" 0 violation(s)"), "{args:?}: {out}");
+    }
+}
+
+/// `--sync none` drops every wait: with one slot the bridge thread rewrites it while the previous
+/// draw still reads it, and the checker must say so (exit 1, naming frames).
+#[test]
+fn sync_none_races_and_the_checker_reports_them() {
+    let dir = temp_dir("trace-none");
+    let path = dir.join("none.json");
+    let o = run(vkhip()
+        .args(["--headless", "--size", "640x360", "--grid", "64x64", "--frames", "120"])
+        .args(["--backend", "cpu", "--sync", "none", "--slots", "1", "--trace"])
+        .arg(&path));
+    assert_ok(&o, "--sync none run");
+    assert!(stdout(&o).contains("sync         none, 1 slot(s)"), "{}", stdout(&o));
+    let (code, out) = check(&path);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("violation: frame "), "{out}");
+    assert!(!out.contains(" 0 violation(s)"), "{out}");
+}
+
+#[test]
+fn sync_none_is_refused_for_the_vulkan_backend() {
+    let o = run(vkhip().args(["--headless", "--frames", "2", "--backend", "vulkan", "--sync", "none"]));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("share one queue"), "{}", stderr(&o));
+}
+
+#[test]
+fn unreadable_traces_and_unwritable_paths_exit_2_with_one_line() {
+    let dir = temp_dir("trace-bad");
+    let missing = dir.join("missing.json");
+    let (code, out) = check(&missing);
+    assert_eq!(code, 2, "{out}");
+    assert_eq!(out.trim().lines().count(), 1, "{out}");
+    assert!(out.contains("cannot read the trace"), "{out}");
+
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, b"{\"traceEvents\": 5}").unwrap();
+    let (code, out) = check(&bad);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("not a vkhip trace"), "{out}");
+
+    // The trace path is checked before the first frame, not after the run.
+    let o = run(vkhip()
+        .args(["--headless", "--frames", "100000", "--trace"])
+        .arg(dir.join("no/such/dir/t.json")));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot write the trace"), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("frame report"), "no frames should have run: {}", stdout(&o));
+}
