@@ -8,6 +8,7 @@
 //! | `queue-submit` | every vkQueueSubmit (`Context::submit`: draws, Vulkan-backend dispatches, one-shot copies) | VK_ERROR_OUT_OF_HOST_MEMORY |
 //! | `device-lost` | the same submits | VK_ERROR_DEVICE_LOST |
 //! | `memory-import` | Vulkan's import of an exported slot fd | VK_ERROR_INVALID_EXTERNAL_HANDLE |
+//! | `kernel-compile` | the Vulkan backend's compute pipeline (its kernel compilation) | VK_ERROR_INVALID_SHADER_NV |
 //!
 //! Unset, each point costs a `Once` check and one relaxed atomic load. A malformed value is a usage error (exit 2),
 //! checked at start-up by [`check_env`].
@@ -26,10 +27,12 @@ pub enum Fault {
     QueueSubmit,
     DeviceLost,
     MemoryImport,
+    KernelCompile,
 }
 
 impl Fault {
-    const ALL: [Fault; 4] = [Fault::VkAlloc, Fault::QueueSubmit, Fault::DeviceLost, Fault::MemoryImport];
+    const ALL: [Fault; N] =
+        [Fault::VkAlloc, Fault::QueueSubmit, Fault::DeviceLost, Fault::MemoryImport, Fault::KernelCompile];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -37,6 +40,7 @@ impl Fault {
             Fault::QueueSubmit => "queue-submit",
             Fault::DeviceLost => "device-lost",
             Fault::MemoryImport => "memory-import",
+            Fault::KernelCompile => "kernel-compile",
         }
     }
 
@@ -47,6 +51,7 @@ impl Fault {
             Fault::QueueSubmit => vk::Result::ERROR_OUT_OF_HOST_MEMORY,
             Fault::DeviceLost => vk::Result::ERROR_DEVICE_LOST,
             Fault::MemoryImport => vk::Result::ERROR_INVALID_EXTERNAL_HANDLE,
+            Fault::KernelCompile => vk::Result::ERROR_INVALID_SHADER_NV,
         }
     }
 
@@ -56,22 +61,23 @@ impl Fault {
 }
 
 /// Which call fails at each point (0 = never), and how many calls each point has seen.
-static FAIL_AT: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
-static SEEN: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+const N: usize = 5;
+static FAIL_AT: [AtomicU64; N] = [const { AtomicU64::new(0) }; N];
+static SEEN: [AtomicU64; N] = [const { AtomicU64::new(0) }; N];
 static FROM_ENV: Once = Once::new();
 
 /// A malformed `VKHIP_FAULT`.
 #[derive(Debug, thiserror::Error)]
-#[error("{ENV}={value}: {why} (points: vk-alloc, queue-submit, device-lost, memory-import; POINT[@N],…)")]
+#[error("{ENV}={value}: {why} (points: vk-alloc, queue-submit, device-lost, memory-import, kernel-compile; POINT[@N],…)")]
 pub struct FaultSpecError {
     value: String,
     why: String,
 }
 
 /// Parse `POINT[@N][,POINT[@N]…]` into the call number that fails at each point.
-fn parse(value: &str) -> Result<[u64; 4], FaultSpecError> {
+fn parse(value: &str) -> Result<[u64; N], FaultSpecError> {
     let bad = |why: String| FaultSpecError { value: value.to_string(), why };
-    let mut fail_at = [0u64; 4];
+    let mut fail_at = [0u64; N];
     for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (name, n) = match item.split_once('@') {
             Some((name, n)) => {
@@ -89,7 +95,7 @@ fn parse(value: &str) -> Result<[u64; 4], FaultSpecError> {
     Ok(fail_at)
 }
 
-fn store(fail_at: [u64; 4]) {
+fn store(fail_at: [u64; N]) {
     for (i, n) in fail_at.into_iter().enumerate() {
         SEEN[i].store(0, Ordering::SeqCst);
         FAIL_AT[i].store(n, Ordering::SeqCst);
@@ -149,10 +155,10 @@ mod tests {
 
     #[test]
     fn specs_parse_and_typos_are_refused() {
-        assert_eq!(parse("").unwrap(), [0; 4]);
-        assert_eq!(parse("vk-alloc").unwrap(), [1, 0, 0, 0]);
-        assert_eq!(parse("queue-submit@7, device-lost@2").unwrap(), [0, 7, 2, 0]);
-        assert_eq!(parse("memory-import@3").unwrap(), [0, 0, 0, 3]);
+        assert_eq!(parse("").unwrap(), [0; N]);
+        assert_eq!(parse("vk-alloc").unwrap(), [1, 0, 0, 0, 0]);
+        assert_eq!(parse("queue-submit@7, device-lost@2").unwrap(), [0, 7, 2, 0, 0]);
+        assert_eq!(parse("memory-import@3,kernel-compile").unwrap(), [0, 0, 0, 3, 1]);
         for bad in ["vk-aloc", "queue-submit@0", "device-lost@x", "@3"] {
             assert!(parse(bad).is_err(), "{bad} accepted");
         }

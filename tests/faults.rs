@@ -28,9 +28,13 @@ fn rss_kib() -> u64 {
 #[test]
 fn injected_faults_leak_no_fds_or_memory() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let specs =
+    let common =
         ["vk-alloc@1", "vk-alloc@2", "vk-alloc@4", "queue-submit@1", "queue-submit@6", "device-lost@3"];
     for backend in ["cpu", "vulkan"] {
+        let mut specs = common.to_vec();
+        if backend == "vulkan" {
+            specs.push("kernel-compile");
+        }
         let cli = Cli::try_parse_from([
             "vkhip",
             "--headless",
@@ -49,7 +53,7 @@ fn injected_faults_leak_no_fds_or_memory() {
         vkhip::app::headless::run(&args).expect("a clean run (warms up the driver)");
         let (fds, rss) = (open_fds(), rss_kib());
         for round in 0..3 {
-            for spec in specs {
+            for &spec in &specs {
                 vkhip::fault::arm(spec).unwrap();
                 let t = Instant::now();
                 let e = vkhip::app::headless::run(&args).expect_err(spec);
@@ -58,6 +62,7 @@ fn injected_faults_leak_no_fds_or_memory() {
                 let want = match spec.split('@').next().unwrap_or_default() {
                     "vk-alloc" => "VK_ERROR_OUT_OF_DEVICE_MEMORY",
                     "queue-submit" => "VK_ERROR_OUT_OF_HOST_MEMORY",
+                    "kernel-compile" => "VK_ERROR_INVALID_SHADER_NV",
                     _ => "VK_ERROR_DEVICE_LOST",
                 };
                 assert!(text.contains(want), "{backend} {spec} round {round}: {text}");
@@ -94,6 +99,12 @@ fn injected_faults_exit_with_their_documented_code_and_one_line() {
             "device-lost@1",
             1,
             "vkhip: error: frame 0: vulkan: vkQueueSubmit failed: VK_ERROR_DEVICE_LOST",
+        ),
+        (
+            "vulkan",
+            "kernel-compile",
+            1,
+            "vkhip: error: vulkan: vkCreateComputePipelines failed: VK_ERROR_INVALID_SHADER_NV",
         ),
         ("cpu", "vk-aloc", 2, "vkhip: error: VKHIP_FAULT=vk-aloc: unknown fault point 'vk-aloc'"),
     ];
