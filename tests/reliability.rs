@@ -313,7 +313,11 @@ fn an_interrupt_wakes_a_window_paced_by_a_low_max_fps() {
     signal(&app, libc::SIGINT, 1);
     let t = Instant::now();
     let o = wait_stopped(app);
-    assert!(t.elapsed() < Duration::from_secs(3), "took {:?} to stop", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?} to stop (the pacing deadline was 10 s)",
+        t.elapsed()
+    );
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(stdout(&o).contains("vkhip frame report"), "{}", stdout(&o));
 }
