@@ -11,7 +11,8 @@ shared height field every frame behind semaphores; Vulkan draws it without a cop
 
 const AFTER: &str = "\
 Modes:
-  With a display, vkhip opens a window (drag rotates, wheel zooms, R resets, Esc quits).
+  With a display, vkhip opens a window (drag rotates, wheel zooms, R resets, G toggles the
+  frame-time overlay, Esc quits).
   Without one (no DISPLAY / WAYLAND_DISPLAY) it renders offscreen, prints a frame report and
   writes the last frame to vkhip-frame.png (or --capture PNG). With --headless it does the same,
   writing a PNG only if --capture is given.
@@ -132,6 +133,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = crate::profile::trace::DEFAULT_TRACE_FRAMES,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub trace_frames: u32,
+    /// Start with the frame-time overlay shown (G toggles it in a window; headless, --capture
+    /// records it).
+    #[arg(long)]
+    pub overlay: bool,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -15,6 +15,7 @@ pub mod compute;
 pub mod fault;
 pub mod image;
 pub mod output;
+pub mod overlay;
 pub mod profile;
 pub mod render;
 pub mod shaders;

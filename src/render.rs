@@ -1,13 +1,17 @@
 //! The draw: per-frame command buffers that clear, draw the surface from a slot, and submit with
-//! the waits and signals the frame-sync protocol gives ([`crate::sync::DrawSync`]).
+//! the waits and signals the frame-sync protocol gives ([`crate::sync::DrawSync`]). When asked, the frame-time
+//! overlay ([`crate::overlay`]) is drawn after the surface; its pipeline is created on first use,
+//! so a run that never shows it records exactly what it did before.
 
 use crate::camera::OrbitCamera;
+use crate::overlay::OverlayHistory;
 use crate::profile::Span;
 use crate::shaders::SurfacePush;
 use crate::sim::Grid;
 use crate::sync::{DrawSync, FRAMES_IN_FLIGHT, HEIGHTS_READ_STAGE};
 use crate::vk::device::Context;
 use crate::vk::external::Slot;
+use crate::vk::overlay::OverlayPipeline;
 use crate::vk::pipeline::{RenderPass, SurfacePipeline};
 use crate::vk::timestamps::DrawTimer;
 use crate::vk::{CallContext, VkError};
@@ -23,6 +27,7 @@ pub struct Renderer {
     pool: vk::CommandPool,
     cmds: Vec<vk::CommandBuffer>,
     pipeline: SurfacePipeline,
+    overlay: Option<OverlayPipeline>,
     pub render_pass: RenderPass,
     ctx: Arc<Context>,
 }
@@ -48,7 +53,15 @@ impl Renderer {
         // SAFETY: valid device.
         let pool = unsafe { ctx.device.create_command_pool(&info, None) }.call("vkCreateCommandPool")?;
         let timer = DrawTimer::new(ctx, FRAMES_IN_FLIGHT as usize)?;
-        let mut me = Renderer { timer, pool, cmds: Vec::new(), pipeline, render_pass, ctx: ctx.clone() };
+        let mut me = Renderer {
+            timer,
+            pool,
+            cmds: Vec::new(),
+            pipeline,
+            overlay: None,
+            render_pass,
+            ctx: ctx.clone(),
+        };
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(pool)
             .level(vk::CommandBufferLevel::PRIMARY)
@@ -59,8 +72,9 @@ impl Renderer {
     }
 
     /// Record frame `frame`'s draw of `slot` into `framebuffer` and submit it with `sync` plus the
-    /// target's own waits/signals (swapchain acquire / present). The caller has throttled, so the
-    /// command buffer for `frame` is free.
+    /// target's own waits/signals (swapchain acquire / present), with the frame-time overlay of
+    /// `overlay` on top when given. The caller has throttled, so the command buffer for `frame`
+    /// is free.
     #[allow(clippy::too_many_arguments)]
     pub fn draw(
         &mut self,
@@ -72,7 +86,12 @@ impl Renderer {
         sync: &DrawSync,
         extra_waits: &[(vk::Semaphore, vk::PipelineStageFlags)],
         extra_signals: &[vk::Semaphore],
+        overlay: Option<&OverlayHistory>,
     ) -> Result<(), VkError> {
+        if overlay.is_some() && self.overlay.is_none() {
+            self.overlay =
+                Some(OverlayPipeline::new(&self.ctx, &self.render_pass, FRAMES_IN_FLIGHT as usize)?);
+        }
         let d = &self.ctx.device;
         let index = (frame % FRAMES_IN_FLIGHT) as usize;
         let cmd = self.cmds[index];
@@ -108,6 +127,11 @@ impl Renderer {
             d.cmd_set_scissor(cmd, 0, &[area]);
         }
         self.pipeline.record_draw(cmd, slot, push);
+        if let (Some(history), Some(pipeline)) = (overlay, self.overlay.as_mut()) {
+            // SAFETY: inside the render pass (same one the pipeline was made for); the throttle
+            // freed this frame's index, so its sample buffer is no longer read.
+            unsafe { pipeline.record(cmd, index, extent, history) };
+        }
         // SAFETY: inside the render pass begun above.
         unsafe {
             d.cmd_end_render_pass(cmd);
@@ -136,11 +160,6 @@ impl Renderer {
             }
             t.take_spans(out);
         }
-    }
-
-    /// The newest measured draw: (frame, GPU ms of its whole command buffer).
-    pub fn newest_draw_ms(&self) -> Option<(u64, f64)> {
-        self.timer.as_ref().and_then(|t| t.newest)
     }
 }
 

@@ -57,6 +57,20 @@
 //!   `sin`/`cos` ([`trig`]): GLSL's built-ins are only guaranteed to 2^-11 absolute error on
 //!   Vulkan, far from the 1e-5 every backend must meet on every driver.
 //!
+//! # Frame-time overlay: [`OVERLAY_VERT`] + [`OVERLAY_FRAG`]
+//!
+//! - No vertex or index buffers; topology `TRIANGLE_STRIP`, `cmd_draw(cmd, 4, 1, 0, 0)`: one
+//!   screen-space rectangle whose corners come from [`OverlayPush::rect`] (Vulkan NDC).
+//! - Drawn inside the surface's render pass after the surface: depth test and write off, alpha
+//!   blending (`SRC_ALPHA`, `ONE_MINUS_SRC_ALPHA` on colour; the target's alpha is kept).
+//! - Descriptor set 0, binding 0: `STORAGE_BUFFER`, stage `FRAGMENT`,
+//!   `layout(set=0, binding=0, std430) readonly buffer Samples { vec4 s[]; }`: one `vec4` per
+//!   column, oldest first, `(frame ms, draw ms, compute ms, unused)`, negative = no value
+//!   ([`crate::overlay::OverlayHistory::write_samples`]). The shader reads `s[0..count]` only.
+//! - Push constants: one range, stages `VERTEX | FRAGMENT`, offset 0, size 32 ([`OverlayPush`]):
+//!   `vec4 rect` @0, `float top_ms` @16, `float ref_ms` @20, `float height_px` @24,
+//!   `uint count` @28.
+//!
 //! # naga notes
 //!
 //! naga's GLSL frontend accepts no per-member `layout(offset = N)` in blocks, so the GLSL lists
@@ -83,6 +97,10 @@ pub const SURFACE_VERT: &[u32] = generated::SURFACE_VERT;
 pub const SURFACE_FRAG: &[u32] = generated::SURFACE_FRAG;
 /// Compute shader that writes the height field (`shaders/sinewave.comp`).
 pub const SINEWAVE_COMP: &[u32] = generated::SINEWAVE_COMP;
+/// Vertex shader of the frame-time overlay (`shaders/overlay.vert`).
+pub const OVERLAY_VERT: &[u32] = generated::OVERLAY_VERT;
+/// Fragment shader of the frame-time overlay (`shaders/overlay.frag`).
+pub const OVERLAY_FRAG: &[u32] = generated::OVERLAY_FRAG;
 
 /// Entry point name of every module.
 pub const ENTRY_POINT: &CStr = c"main";
@@ -175,6 +193,33 @@ impl SinewavePush {
     /// The bytes for `cmd_push_constants` (offset 0, stage COMPUTE).
     pub fn as_bytes(&self) -> &[u8] {
         // SAFETY: as for SurfacePush: repr(C), five 4-byte fields, no padding.
+        unsafe { std::slice::from_raw_parts((self as *const Self).cast::<u8>(), std::mem::size_of::<Self>()) }
+    }
+}
+
+/// Push constants of the overlay pipeline: `OverlayPush` in `overlay.vert` / `overlay.frag`
+/// (stages VERTEX | FRAGMENT, offset 0). See [`crate::overlay`] for what is drawn.
+///
+/// Byte offsets 0, 16, 20, 24, 28; 32 bytes; no padding.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct OverlayPush {
+    /// `x0, y0, x1, y1` of the rectangle in Vulkan NDC (y down).
+    pub rect: [f32; 4],
+    /// Milliseconds at the rectangle's top edge (its bottom edge is 0 ms).
+    pub top_ms: f32,
+    /// Height of the reference line, milliseconds.
+    pub ref_ms: f32,
+    /// The rectangle's height in pixels (sets the line widths).
+    pub height_px: f32,
+    /// Samples (columns) in the storage buffer, at least 1.
+    pub count: u32,
+}
+
+impl OverlayPush {
+    /// The bytes for `cmd_push_constants` (offset 0, stages VERTEX | FRAGMENT).
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: as for SurfacePush: repr(C), only 4-byte fields, no padding.
         unsafe { std::slice::from_raw_parts((self as *const Self).cast::<u8>(), std::mem::size_of::<Self>()) }
     }
 }
@@ -478,6 +523,39 @@ mod tests {
         assert_eq!(&b[64..72], [1.0f32.to_le_bytes(), 2.0f32.to_le_bytes()].concat());
         assert_eq!(&b[80..84], 4u32.to_le_bytes());
         assert_eq!(&b[88..92], 2.0f32.to_le_bytes());
+    }
+
+    #[test]
+    fn overlay_push_layout_matches_glsl() {
+        assert_eq!(size_of::<OverlayPush>(), 32);
+        let rust = [
+            ("rect", offset_of!(OverlayPush, rect)),
+            ("top_ms", offset_of!(OverlayPush, top_ms)),
+            ("ref_ms", offset_of!(OverlayPush, ref_ms)),
+            ("height_px", offset_of!(OverlayPush, height_px)),
+            ("count", offset_of!(OverlayPush, count)),
+        ];
+        assert_eq!(rust.map(|(_, o)| o), [0, 16, 20, 24, 28]);
+        for (file, words) in [("overlay.vert", OVERLAY_VERT), ("overlay.frag", OVERLAY_FRAG)] {
+            let m = Module::new(words);
+            let spv = m.member_offsets(m.push_constant_struct());
+            let expect: Vec<(String, u32)> = rust.iter().map(|&(n, o)| (n.to_string(), o as u32)).collect();
+            assert_eq!(spv, expect, "{file}: push-constant block differs from OverlayPush");
+        }
+        // The samples: set 0, binding 0, read-only, in the fragment shader only.
+        let frag = Module::new(OVERLAY_FRAG);
+        let (set, binding, st) = frag.storage_buffer();
+        assert_eq!((set, binding), (0, 0));
+        assert_eq!(frag.member_offsets(st), vec![("s".to_string(), 0)]);
+        assert!(Module::new(OVERLAY_VERT).variables(SC_STORAGE_BUFFER).is_empty());
+        assert_eq!(Module::new(OVERLAY_VERT).locations(SC_OUTPUT), vec![0]);
+        assert_eq!(frag.locations(SC_INPUT), vec![0]);
+        let p =
+            OverlayPush { rect: [-1.0, 0.0, 0.5, 1.0], top_ms: 33.0, ref_ms: 16.5, height_px: 7.0, count: 9 };
+        let b = p.as_bytes();
+        assert_eq!(b.len(), 32);
+        assert_eq!(&b[16..20], 33.0f32.to_le_bytes());
+        assert_eq!(&b[28..32], 9u32.to_le_bytes());
     }
 
     #[test]

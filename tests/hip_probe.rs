@@ -1,7 +1,8 @@
 //! Without an AMD GPU, `probe()` is one clean line and libamdhip64 itself prints nothing (the CLI
 //! turns the `Unavailable` into that line and exit status 2). Measured on Debian 12 (HIP 5.2.3,
 //! no /dev/kfd): `hipGetDeviceCount` returns `hipErrorNoDevice` with count 0, writes nothing to
-//! stdout or stderr, and does not abort.
+//! stdout or stderr, and does not abort. The same holds on Debian sid's HIP 6.4.3 (`.ci/hip-sid.sh`),
+//! whose error string adds a description.
 #![cfg(feature = "hip")]
 
 use std::path::Path;
@@ -43,10 +44,20 @@ fn probe_without_gpu_is_one_quiet_line() {
     let line = lines[0];
     let at = line.find("PROBE: ").expect("marker");
     let msg = &line[at + "PROBE: ".len()..];
+    // HIP 5.x's hipGetErrorString returns the name; 6.x (Debian sid's 6.4.3) a description.
+    let runtime = vkhip::compute::hip::runtime_version().expect("needs no GPU");
+    let status = if runtime >= 60_000_000 {
+        "hipErrorNoDevice: no ROCm-capable device is detected"
+    } else {
+        "hipErrorNoDevice"
+    };
     assert_eq!(
         msg,
-        "backend hip is not available: hipGetDeviceCount returned hipErrorNoDevice: no AMD GPU \
-         visible to ROCm (no /dev/kfd: the amdgpu kernel driver is not loaded or this is not an \
-         AMD GPU machine)"
+        format!(
+            "backend hip is not available: hipGetDeviceCount returned {status}: no AMD GPU \
+             visible to ROCm (no /dev/kfd: the amdgpu kernel driver is not loaded or this is not an \
+             AMD GPU machine)"
+        ),
+        "HIP runtime {runtime}"
     );
 }

@@ -2,6 +2,7 @@
 
 use super::session::Session;
 use crate::cli::TimeMode;
+use crate::overlay::OverlayHistory;
 use crate::profile::{Phase, RenderMarks};
 use crate::render::Renderer;
 use crate::shaders::SurfacePush;
@@ -63,6 +64,8 @@ pub struct DrawTarget<'a> {
     pub extra_waits: &'a [(vk::Semaphore, vk::PipelineStageFlags)],
     /// Swapchain present semaphore (binary).
     pub extra_signals: &'a [vk::Semaphore],
+    /// The frame-time overlay to draw on top, if shown.
+    pub overlay: Option<&'a OverlayHistory>,
 }
 
 /// Throttle: host-wait until frame `frame`'s per-frame resources are free.
@@ -93,6 +96,7 @@ pub fn compute_and_draw(
         &sync,
         target.extra_waits,
         target.extra_signals,
+        target.overlay,
     )?;
     marks.lap(Phase::Submit);
     Ok(())

@@ -7,6 +7,7 @@ use super::session::Session;
 use crate::camera::OrbitCamera;
 use crate::cli::{CommonArgs, RunArgs, TimeMode};
 use crate::image::Rgba;
+use crate::overlay::OverlayFeed;
 use crate::profile::clock::host_now_ns;
 use crate::profile::RenderMarks;
 use crate::render::{surface_push, Renderer};
@@ -53,6 +54,7 @@ impl Offscreen {
             push: surface_push(&OrbitCamera::default(), self.session.grid, extent),
             extra_waits: &[],
             extra_signals: &[],
+            overlay: None,
         }
     }
 }
@@ -78,6 +80,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     let frames = args.frames.unwrap_or(DEFAULT_FRAMES);
 
     let mut profile = FrameProfile::new(&o.session, args.trace.as_ref().map(|_| args.trace_frames as usize));
+    let mut overlay = args.overlay.then(|| OverlayFeed::new(true));
     let mut done = 0;
     for f in 0..frames {
         if interrupted() {
@@ -85,10 +88,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         }
         let mut marks = RenderMarks::start(f);
         throttle(&o.session, f, &mut marks)?;
+        if let Some(feed) = overlay.as_mut() {
+            feed.frame_started(f, marks.start_ns);
+        }
         let params = WaveParams::at_time(o.session.grid, clock.time(f));
-        compute_and_draw(&mut o.session, &mut o.renderer, f, &params, &draw_target, &mut marks)
+        let target = DrawTarget { overlay: overlay.as_ref().and_then(OverlayFeed::shown), ..draw_target };
+        compute_and_draw(&mut o.session, &mut o.renderer, f, &params, &target, &mut marks)
             .with_context(|| format!("frame {f}"))?;
         profile.end_frame(&mut o.session, &mut o.renderer, marks);
+        if let Some(feed) = overlay.as_mut() {
+            profile.profiler.drain_closed().for_each(|c| feed.profiled(&c));
+        }
         done = f + 1;
     }
     if done > 0 {

@@ -1,6 +1,7 @@
 //! Window mode: one winit `ApplicationHandler`; the window, surface, session and swapchain are
 //! created in `resumed`, a frame is rendered on every redraw. Drag rotates, the wheel zooms, R
-//! resets the camera, Esc or closing the window exits (with the frame report).
+//! resets the camera, G toggles the frame-time overlay (`--overlay` starts with it shown; see
+//! [`crate::overlay`]), Esc or closing the window exits (with the frame report).
 
 use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget};
 use super::profiling::{check_writable, FrameProfile};
@@ -8,6 +9,7 @@ use super::report::frame_report;
 use super::session::Session;
 use crate::camera::OrbitCamera;
 use crate::cli::{PresentMode, RunArgs, TimeMode};
+use crate::overlay::OverlayFeed;
 use crate::profile::clock::host_now_ns;
 use crate::profile::{Phase, RenderMarks};
 use crate::render::{surface_push, Renderer};
@@ -54,6 +56,7 @@ struct Running {
     title_at: Instant,
     title_frames: u64,
     next_frame_at: Instant,
+    overlay: OverlayFeed,
 }
 
 struct App<'a> {
@@ -150,6 +153,7 @@ impl App<'_> {
             title_at: now,
             title_frames: 0,
             next_frame_at: now,
+            overlay: OverlayFeed::new(args.overlay),
         })
     }
 
@@ -187,6 +191,7 @@ impl App<'_> {
         let f = r.frame;
         let mut marks = RenderMarks::start(f);
         throttle(&r.session, f, &mut marks)?;
+        r.overlay.frame_started(f, marks.start_ns);
         let acquire = r.acquired[(f % FRAMES_IN_FLIGHT) as usize].handle;
         let Some(sc) = r.swapchain.as_ref() else { return Ok(true) };
         let (image, suboptimal) = match sc.acquire(acquire)? {
@@ -205,6 +210,7 @@ impl App<'_> {
             push: surface_push(&r.camera, r.session.grid, extent),
             extra_waits: &[(acquire, vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT)],
             extra_signals: &[present],
+            overlay: r.overlay.shown(),
         };
         let params = WaveParams::at_time(r.session.grid, r.clock.time(f));
         compute_and_draw(&mut r.session, &mut r.renderer, f, &params, &target, &mut marks)
@@ -214,6 +220,9 @@ impl App<'_> {
         }
         marks.lap(Phase::Present);
         r.profile.end_frame(&mut r.session, &mut r.renderer, marks);
+        for closed in r.profile.profiler.drain_closed() {
+            r.overlay.profiled(&closed);
+        }
         r.frame += 1;
         r.title_frames += 1;
         let since = r.title_at.elapsed();
@@ -299,12 +308,21 @@ impl ApplicationHandler for App<'_> {
         match event {
             WindowEvent::CloseRequested => el.exit(),
             WindowEvent::Destroyed => super::window_gone(el),
-            WindowEvent::KeyboardInput { event, .. } if event.state == ElementState::Pressed => {
+            WindowEvent::KeyboardInput { event, is_synthetic, .. }
+                if event.state == ElementState::Pressed =>
+            {
                 match event.logical_key {
                     Key::Named(NamedKey::Escape) => el.exit(),
                     Key::Character(c) if c.eq_ignore_ascii_case("r") => {
                         if let Some(r) = self.running.as_mut() {
                             r.camera.reset();
+                        }
+                    }
+                    // Not the presses winit makes up for keys held as the window gains focus.
+                    Key::Character(c) if c.eq_ignore_ascii_case("g") && !event.repeat && !is_synthetic => {
+                        if let Some(r) = self.running.as_mut() {
+                            r.overlay.visible = !r.overlay.visible;
+                            log::info!("frame-time overlay {}", if r.overlay.visible { "on" } else { "off" });
                         }
                     }
                     _ => {}

@@ -85,6 +85,12 @@ impl HostBuffer {
         // SAFETY: mapped pointers are aligned to minMemoryMapAlignment (≥ 64); size is in bytes.
         unsafe { std::slice::from_raw_parts(self.ptr as *const f32, self.size as usize / 4) }
     }
+
+    /// The mapped contents as f32 values, for writing. Only while no GPU work reads them.
+    pub fn floats_mut(&mut self) -> &mut [f32] {
+        // SAFETY: as for `floats`; `&mut self` makes this the only view of the mapping.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut f32, self.size as usize / 4) }
+    }
 }
 
 impl Drop for HostBuffer {

@@ -7,6 +7,7 @@
 //! - [`external`]: exportable slot buffers and semaphores (OPAQUE_FD): the part a template user copies.
 //! - [`target`]: the offscreen colour + depth target and its read-back.
 //! - [`pipeline`]: render pass, the surface pipeline and the compute pipeline.
+//! - [`overlay`]: the frame-time overlay's pipeline and sample buffers.
 //! - [`swapchain`]: surface + swapchain for window mode.
 //! - [`timestamps`]: GPU timestamps around each frame's draw.
 
@@ -15,6 +16,7 @@ pub mod device;
 pub mod external;
 pub mod instance;
 pub mod memory;
+pub mod overlay;
 pub mod pipeline;
 pub mod swapchain;
 pub mod target;

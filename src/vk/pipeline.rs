@@ -101,13 +101,13 @@ impl Drop for RenderPass {
 }
 
 /// A shader module that lives only while pipelines are created.
-struct ShaderModule<'a> {
+pub(super) struct ShaderModule<'a> {
     ctx: &'a Context,
-    handle: vk::ShaderModule,
+    pub(super) handle: vk::ShaderModule,
 }
 
 impl<'a> ShaderModule<'a> {
-    fn new(ctx: &'a Context, words: &[u32]) -> Result<Self, VkError> {
+    pub(super) fn new(ctx: &'a Context, words: &[u32]) -> Result<Self, VkError> {
         let info = vk::ShaderModuleCreateInfo::default().code(words);
         // SAFETY: SPIR-V produced and validated by naga at build time.
         let handle = unsafe { ctx.device.create_shader_module(&info, None) }.call("vkCreateShaderModule")?;
@@ -122,17 +122,29 @@ impl Drop for ShaderModule<'_> {
     }
 }
 
-/// Descriptor set layout + pool + one set per slot, each binding the slot as a storage buffer at
-/// set 0, binding 0, visible to `stage`.
-struct SlotDescriptors {
+/// Descriptor set layout + pool + one set per buffer, each binding its buffer as a storage buffer
+/// at set 0, binding 0, visible to `stage` (the slots for the surface and the kernel; the
+/// overlay's sample buffers).
+pub(super) struct BufferDescriptors {
     ctx: Arc<Context>,
-    layout: vk::DescriptorSetLayout,
+    pub(super) layout: vk::DescriptorSetLayout,
     pool: vk::DescriptorPool,
-    sets: Vec<vk::DescriptorSet>,
+    pub(super) sets: Vec<vk::DescriptorSet>,
 }
 
-impl SlotDescriptors {
-    fn new(ctx: &Arc<Context>, slots: &[Slot], stage: vk::ShaderStageFlags) -> Result<Self, VkError> {
+impl BufferDescriptors {
+    /// One set per slot.
+    fn for_slots(ctx: &Arc<Context>, slots: &[Slot], stage: vk::ShaderStageFlags) -> Result<Self, VkError> {
+        let buffers: Vec<_> = slots.iter().map(|s| (s.buffer, s.size)).collect();
+        Self::new(ctx, &buffers, stage)
+    }
+
+    /// One set per (buffer, bytes bound).
+    pub(super) fn new(
+        ctx: &Arc<Context>,
+        buffers: &[(vk::Buffer, u64)],
+        stage: vk::ShaderStageFlags,
+    ) -> Result<Self, VkError> {
         let d = &ctx.device;
         let bindings = [vk::DescriptorSetLayoutBinding::default()
             .binding(0)
@@ -143,19 +155,23 @@ impl SlotDescriptors {
         // SAFETY: valid device.
         let layout =
             unsafe { d.create_descriptor_set_layout(&info, None) }.call("vkCreateDescriptorSetLayout")?;
-        let mut me =
-            SlotDescriptors { ctx: ctx.clone(), layout, pool: vk::DescriptorPool::null(), sets: Vec::new() };
-        let n = slots.len() as u32;
+        let mut me = BufferDescriptors {
+            ctx: ctx.clone(),
+            layout,
+            pool: vk::DescriptorPool::null(),
+            sets: Vec::new(),
+        };
+        let n = buffers.len() as u32;
         let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: n }];
         let pool_info = vk::DescriptorPoolCreateInfo::default().max_sets(n).pool_sizes(&sizes);
         // SAFETY: valid device.
         me.pool = unsafe { d.create_descriptor_pool(&pool_info, None) }.call("vkCreateDescriptorPool")?;
-        let layouts = vec![layout; slots.len()];
+        let layouts = vec![layout; buffers.len()];
         let alloc = vk::DescriptorSetAllocateInfo::default().descriptor_pool(me.pool).set_layouts(&layouts);
         // SAFETY: pool sized for `n` sets of this layout.
         me.sets = unsafe { d.allocate_descriptor_sets(&alloc) }.call("vkAllocateDescriptorSets")?;
-        for (set, slot) in me.sets.iter().zip(slots) {
-            let buf = [vk::DescriptorBufferInfo { buffer: slot.buffer, offset: 0, range: slot.size }];
+        for (set, &(buffer, range)) in me.sets.iter().zip(buffers) {
+            let buf = [vk::DescriptorBufferInfo { buffer, offset: 0, range }];
             let write = vk::WriteDescriptorSet::default()
                 .dst_set(*set)
                 .dst_binding(0)
@@ -168,7 +184,7 @@ impl SlotDescriptors {
     }
 }
 
-impl Drop for SlotDescriptors {
+impl Drop for BufferDescriptors {
     fn drop(&mut self) {
         // SAFETY: dropped after the command buffers using the sets finished; destroying the pool
         // frees the sets.
@@ -182,14 +198,14 @@ impl Drop for SlotDescriptors {
 }
 
 /// A pipeline with its layout.
-struct Pipeline {
+pub(super) struct Pipeline {
     ctx: Arc<Context>,
-    layout: vk::PipelineLayout,
-    handle: vk::Pipeline,
+    pub(super) layout: vk::PipelineLayout,
+    pub(super) handle: vk::Pipeline,
 }
 
 impl Pipeline {
-    fn layout(
+    pub(super) fn layout(
         ctx: &Arc<Context>,
         set_layout: vk::DescriptorSetLayout,
         push_stages: vk::ShaderStageFlags,
@@ -203,6 +219,28 @@ impl Pipeline {
         let layout =
             unsafe { ctx.device.create_pipeline_layout(&info, None) }.call("vkCreatePipelineLayout")?;
         Ok(Pipeline { ctx: ctx.clone(), layout, handle: vk::Pipeline::null() })
+    }
+
+    /// Bind the pipeline at `point` with descriptor set `set` (set 0) and push `push` to `stages`.
+    ///
+    /// # Safety
+    /// `cmd` is recording (inside a render pass for a graphics pipeline); `set` was allocated
+    /// with this pipeline's set layout; `stages` and `push` match its push-constant range.
+    pub(super) unsafe fn bind(
+        &self,
+        cmd: vk::CommandBuffer,
+        point: vk::PipelineBindPoint,
+        set: vk::DescriptorSet,
+        stages: vk::ShaderStageFlags,
+        push: &[u8],
+    ) {
+        let d = &self.ctx.device;
+        // SAFETY: per this function's contract.
+        unsafe {
+            d.cmd_bind_pipeline(cmd, point, self.handle);
+            d.cmd_bind_descriptor_sets(cmd, point, self.layout, 0, &[set], &[]);
+            d.cmd_push_constants(cmd, self.layout, stages, 0, push);
+        }
     }
 }
 
@@ -223,72 +261,97 @@ pub const SURFACE_PUSH_STAGES: vk::ShaderStageFlags = vk::ShaderStageFlags::from
     vk::ShaderStageFlags::VERTEX.as_raw() | vk::ShaderStageFlags::FRAGMENT.as_raw(),
 );
 
+/// What differs between vkhip's graphics pipelines; everything else (no vertex input, triangle
+/// strips, dynamic viewport and scissor, no culling, one sample) is shared.
+pub(super) struct GraphicsState {
+    /// Depth test and write (LESS), or neither (drawn over whatever is there).
+    pub depth: bool,
+    /// Colour blending, or plain writes.
+    pub blend: Option<vk::PipelineColorBlendAttachmentState>,
+}
+
+/// Create a graphics pipeline from SPIR-V `(vertex, fragment)` with `layout`'s layout, for
+/// subpass 0 of `render_pass`.
+pub(super) fn graphics_pipeline(
+    ctx: &Arc<Context>,
+    layout: &Pipeline,
+    render_pass: &RenderPass,
+    (vert_spv, frag_spv): (&[u32], &[u32]),
+    state: GraphicsState,
+) -> Result<vk::Pipeline, VkError> {
+    let vert = ShaderModule::new(ctx, vert_spv)?;
+    let frag = ShaderModule::new(ctx, frag_spv)?;
+    let stages = [
+        vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::VERTEX)
+            .module(vert.handle)
+            .name(crate::shaders::ENTRY_POINT),
+        vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::FRAGMENT)
+            .module(frag.handle)
+            .name(crate::shaders::ENTRY_POINT),
+    ];
+    let vertex_input = vk::PipelineVertexInputStateCreateInfo::default();
+    let assembly =
+        vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_STRIP);
+    let viewport = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);
+    let raster = vk::PipelineRasterizationStateCreateInfo::default()
+        .polygon_mode(vk::PolygonMode::FILL)
+        .cull_mode(vk::CullModeFlags::NONE)
+        .front_face(vk::FrontFace::COUNTER_CLOCKWISE)
+        .line_width(1.0);
+    let multisample =
+        vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
+    let depth = vk::PipelineDepthStencilStateCreateInfo::default()
+        .depth_test_enable(state.depth)
+        .depth_write_enable(state.depth)
+        .depth_compare_op(vk::CompareOp::LESS);
+    let blend_attach = [state.blend.unwrap_or_default().color_write_mask(vk::ColorComponentFlags::RGBA)];
+    let blend = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend_attach);
+    let dynamic_states = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
+    let dynamic = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dynamic_states);
+    let info = vk::GraphicsPipelineCreateInfo::default()
+        .stages(&stages)
+        .vertex_input_state(&vertex_input)
+        .input_assembly_state(&assembly)
+        .viewport_state(&viewport)
+        .rasterization_state(&raster)
+        .multisample_state(&multisample)
+        .depth_stencil_state(&depth)
+        .color_blend_state(&blend)
+        .dynamic_state(&dynamic)
+        .layout(layout.layout)
+        .render_pass(render_pass.handle)
+        .subpass(0);
+    // SAFETY: every referenced object is alive for the call (the shader modules until return).
+    let pipelines = unsafe { ctx.device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
+        .map_err(|(_, e)| VkError::Call { call: "vkCreateGraphicsPipelines", result: e })?;
+    Ok(pipelines[0])
+}
+
 /// The height-field surface: triangle strips, one instance per row pair, heights from the slot's
 /// storage buffer (no vertex or index buffers: GPU memory beyond the slots is O(1)).
 pub struct SurfacePipeline {
     pipeline: Pipeline,
-    descriptors: SlotDescriptors,
+    descriptors: BufferDescriptors,
 }
 
 impl SurfacePipeline {
     pub fn new(ctx: &Arc<Context>, render_pass: &RenderPass, slots: &[Slot]) -> Result<Self, VkError> {
-        let descriptors = SlotDescriptors::new(ctx, slots, vk::ShaderStageFlags::VERTEX)?;
+        let descriptors = BufferDescriptors::for_slots(ctx, slots, vk::ShaderStageFlags::VERTEX)?;
         let mut pipeline = Pipeline::layout(
             ctx,
             descriptors.layout,
             SURFACE_PUSH_STAGES,
             std::mem::size_of::<SurfacePush>(),
         )?;
-        let vert = ShaderModule::new(ctx, crate::shaders::SURFACE_VERT)?;
-        let frag = ShaderModule::new(ctx, crate::shaders::SURFACE_FRAG)?;
-        let stages = [
-            vk::PipelineShaderStageCreateInfo::default()
-                .stage(vk::ShaderStageFlags::VERTEX)
-                .module(vert.handle)
-                .name(c"main"),
-            vk::PipelineShaderStageCreateInfo::default()
-                .stage(vk::ShaderStageFlags::FRAGMENT)
-                .module(frag.handle)
-                .name(c"main"),
-        ];
-        let vertex_input = vk::PipelineVertexInputStateCreateInfo::default();
-        let assembly = vk::PipelineInputAssemblyStateCreateInfo::default()
-            .topology(vk::PrimitiveTopology::TRIANGLE_STRIP);
-        let viewport = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);
-        let raster = vk::PipelineRasterizationStateCreateInfo::default()
-            .polygon_mode(vk::PolygonMode::FILL)
-            .cull_mode(vk::CullModeFlags::NONE)
-            .front_face(vk::FrontFace::COUNTER_CLOCKWISE)
-            .line_width(1.0);
-        let multisample = vk::PipelineMultisampleStateCreateInfo::default()
-            .rasterization_samples(vk::SampleCountFlags::TYPE_1);
-        let depth = vk::PipelineDepthStencilStateCreateInfo::default()
-            .depth_test_enable(true)
-            .depth_write_enable(true)
-            .depth_compare_op(vk::CompareOp::LESS);
-        let blend_attach =
-            [vk::PipelineColorBlendAttachmentState::default()
-                .color_write_mask(vk::ColorComponentFlags::RGBA)];
-        let blend = vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend_attach);
-        let dynamic_states = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
-        let dynamic = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dynamic_states);
-        let info = vk::GraphicsPipelineCreateInfo::default()
-            .stages(&stages)
-            .vertex_input_state(&vertex_input)
-            .input_assembly_state(&assembly)
-            .viewport_state(&viewport)
-            .rasterization_state(&raster)
-            .multisample_state(&multisample)
-            .depth_stencil_state(&depth)
-            .color_blend_state(&blend)
-            .dynamic_state(&dynamic)
-            .layout(pipeline.layout)
-            .render_pass(render_pass.handle)
-            .subpass(0);
-        // SAFETY: every referenced object is alive for the call.
-        pipeline.handle =
-            unsafe { ctx.device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) }
-                .map_err(|(_, e)| VkError::Call { call: "vkCreateGraphicsPipelines", result: e })?[0];
+        pipeline.handle = graphics_pipeline(
+            ctx,
+            &pipeline,
+            render_pass,
+            (crate::shaders::SURFACE_VERT, crate::shaders::SURFACE_FRAG),
+            GraphicsState { depth: true, blend: None },
+        )?;
         Ok(SurfacePipeline { pipeline, descriptors })
     }
 
@@ -298,16 +361,13 @@ impl SurfacePipeline {
         // SAFETY: recording state is managed by the caller; the set for `slot` exists; the draw
         // reads exactly width × height floats (2·W vertices per strip, H−1 strips).
         unsafe {
-            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, self.pipeline.handle);
-            d.cmd_bind_descriptor_sets(
+            self.pipeline.bind(
                 cmd,
                 vk::PipelineBindPoint::GRAPHICS,
-                self.pipeline.layout,
-                0,
-                &[self.descriptors.sets[slot]],
-                &[],
+                self.descriptors.sets[slot],
+                SURFACE_PUSH_STAGES,
+                push.as_bytes(),
             );
-            d.cmd_push_constants(cmd, self.pipeline.layout, SURFACE_PUSH_STAGES, 0, push.as_bytes());
             let (vertices, instances) = surface_draw(Grid { width: push.width, height: push.height });
             d.cmd_draw(cmd, vertices, instances, 0, 0);
         }
@@ -317,12 +377,12 @@ impl SurfacePipeline {
 /// The `vulkan` backend's sine-wave compute pipeline, one descriptor set per slot.
 pub struct SinewavePipeline {
     pipeline: Pipeline,
-    descriptors: SlotDescriptors,
+    descriptors: BufferDescriptors,
 }
 
 impl SinewavePipeline {
     pub fn new(ctx: &Arc<Context>, slots: &[Slot]) -> Result<Self, VkError> {
-        let descriptors = SlotDescriptors::new(ctx, slots, vk::ShaderStageFlags::COMPUTE)?;
+        let descriptors = BufferDescriptors::for_slots(ctx, slots, vk::ShaderStageFlags::COMPUTE)?;
         let mut pipeline = Pipeline::layout(
             ctx,
             descriptors.layout,
@@ -349,20 +409,11 @@ impl SinewavePipeline {
         let d = &self.pipeline.ctx.device;
         // SAFETY: recording state is managed by the caller; the set for `slot` exists.
         unsafe {
-            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, self.pipeline.handle);
-            d.cmd_bind_descriptor_sets(
+            self.pipeline.bind(
                 cmd,
                 vk::PipelineBindPoint::COMPUTE,
-                self.pipeline.layout,
-                0,
-                &[self.descriptors.sets[slot]],
-                &[],
-            );
-            d.cmd_push_constants(
-                cmd,
-                self.pipeline.layout,
+                self.descriptors.sets[slot],
                 vk::ShaderStageFlags::COMPUTE,
-                0,
                 push.as_bytes(),
             );
             let (x, y, z) = sinewave_dispatch(Grid { width: push.width, height: push.height });

@@ -30,8 +30,6 @@ pub struct DrawTimer {
     mask: u64,
     /// Spans read back and not yet taken.
     ready: Vec<Span>,
-    /// The newest measured draw: (frame, whole command buffer in ms).
-    pub newest: Option<(u64, f64)>,
 }
 
 impl DrawTimer {
@@ -52,7 +50,6 @@ impl DrawTimer {
             pending: vec![None; buffers],
             mask: if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 },
             ready: Vec::new(),
-            newest: None,
         }))
     }
 
@@ -78,12 +75,8 @@ impl DrawTimer {
                 };
                 self.ready.push(span(Phase::WaitComputed, start, readable));
                 self.ready.push(span(Phase::Draw, readable, end));
-                let ms = (end.wrapping_sub(start) & self.mask) as f64
-                    * f64::from(self.ctx.physical.timestamp_period)
-                    / 1e6;
-                if self.newest.is_none_or(|(f, _)| frame > f) {
-                    self.newest = Some((frame, ms));
-                }
+                // Bounded even when nobody takes them (verify).
+                self.ready.truncate(crate::compute::timing::SPAN_CAP);
             }
             Err(vk::Result::NOT_READY) => log::debug!("timestamps of frame {frame} not ready; skipped"),
             Err(e) => log::debug!("vkGetQueryPoolResults: {e}"),

@@ -1,100 +1,41 @@
-//! Just enough ELF to ask a code object whether it defines a symbol.
+//! What a code object is: its ELF machine, its flags and whether it defines a symbol.
 //!
 //! hiprtc returns an AMDGPU code object: a 64-bit little-endian ELF shared object whose kernels
-//! appear in `.symtab` / `.dynsym` (`sinewave` as FUNC, `sinewave.kd` as its descriptor).
-//! A clang offload bundle (`__CLANG_OFFLOAD_BUNDLE__`, what hipcc embeds and what some hiprtc
-//! options produce) is opened and each entry searched. Every read is bounds-checked: malformed
-//! input answers `false`, never panics.
+//! appear in `.symtab` / `.dynsym` (`sinewave` as FUNC, `sinewave.kd` as its descriptor). The ELF
+//! is read with the `object` crate (read-only, ELF only); this module adds the one container
+//! `object` does not know: a clang offload bundle (`__CLANG_OFFLOAD_BUNDLE__`, what hipcc embeds
+//! and what some hiprtc options produce), whose entries are searched one by one. Malformed input
+//! answers `None` / `false`, never panics.
 
-const ELF_MAGIC: &[u8; 4] = b"\x7fELF";
-const ELFCLASS64: u8 = 2;
-const ELFDATA2LSB: u8 = 1;
-const SHT_SYMTAB: u32 = 2;
-const SHT_DYNSYM: u32 = 11;
-const SHN_UNDEF: u16 = 0;
+use object::read::elf::{ElfFile64, FileHeader};
+use object::{Endianness, Object, ObjectSymbol};
+
 const BUNDLE_MAGIC: &[u8] = b"__CLANG_OFFLOAD_BUNDLE__";
 /// `EM_AMDGPU`.
-pub const EM_AMDGPU: u16 = 224;
-
-fn u16_at(b: &[u8], off: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(off..off.checked_add(2)?)?.try_into().ok()?))
-}
-
-fn u32_at(b: &[u8], off: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(off..off.checked_add(4)?)?.try_into().ok()?))
-}
-
-fn u64_at(b: &[u8], off: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(off..off.checked_add(8)?)?.try_into().ok()?))
-}
+pub const EM_AMDGPU: u16 = object::elf::EM_AMDGPU.0;
 
 fn usize_at(b: &[u8], off: usize) -> Option<usize> {
-    usize::try_from(u64_at(b, off)?).ok()
+    let bytes: [u8; 8] = b.get(off..off.checked_add(8)?)?.try_into().ok()?;
+    usize::try_from(u64::from_le_bytes(bytes)).ok()
 }
 
-struct Section {
-    kind: u32,
-    offset: usize,
-    size: usize,
-    link: u32,
-    entsize: usize,
-}
-
-fn section(b: &[u8], shoff: usize, shentsize: usize, i: usize) -> Option<Section> {
-    let base = shoff.checked_add(shentsize.checked_mul(i)?)?;
-    let at = |field: usize| base.checked_add(field);
-    Some(Section {
-        kind: u32_at(b, at(4)?)?,
-        offset: usize_at(b, at(24)?)?,
-        size: usize_at(b, at(32)?)?,
-        link: u32_at(b, at(40)?)?,
-        entsize: usize_at(b, at(56)?)?,
-    })
-}
-
-/// `(e_machine, e_flags)` of an ELF64 LE object; for AMDGPU the low byte of `e_flags` is the
+/// `(e_machine, e_flags)` of an ELF64 object; for AMDGPU the low byte of `e_flags` is the
 /// `EF_AMDGPU_MACH` of the target.
 pub fn elf_machine_and_flags(b: &[u8]) -> Option<(u16, u32)> {
-    if b.get(0..4)? != ELF_MAGIC || *b.get(4)? != ELFCLASS64 || *b.get(5)? != ELFDATA2LSB {
-        return None;
-    }
-    Some((u16_at(b, 18)?, u32_at(b, 48)?))
+    let file = ElfFile64::<Endianness>::parse(b).ok()?;
+    let header = file.elf_header();
+    let endian = file.endian();
+    Some((header.e_machine(endian).0, header.e_flags(endian).0))
 }
 
-fn elf_has_symbol(b: &[u8], symbol: &[u8]) -> Option<bool> {
-    elf_machine_and_flags(b)?;
-    let shoff = usize_at(b, 40)?;
-    let shentsize = usize::from(u16_at(b, 58)?);
-    let shnum = usize::from(u16_at(b, 60)?);
-    if shentsize < 64 {
-        return None;
-    }
-    for i in 0..shnum {
-        let s = section(b, shoff, shentsize, i)?;
-        if s.kind != SHT_SYMTAB && s.kind != SHT_DYNSYM {
-            continue;
-        }
-        let strtab = section(b, shoff, shentsize, usize::try_from(s.link).ok()?)?;
-        let strings = b.get(strtab.offset..strtab.offset.checked_add(strtab.size)?)?;
-        let entsize = if s.entsize == 0 { 24 } else { s.entsize };
-        if entsize < 24 {
-            return None;
-        }
-        let table = b.get(s.offset..s.offset.checked_add(s.size)?)?;
-        for sym in table.chunks_exact(entsize) {
-            let name_off = usize::try_from(u32_at(sym, 0)?).ok()?;
-            let shndx = u16_at(sym, 6)?;
-            if shndx == SHN_UNDEF {
-                continue;
-            }
-            let name = strings.get(name_off..)?;
-            let end = name.iter().position(|&c| c == 0)?;
-            if &name[..end] == symbol {
-                return Some(true);
-            }
-        }
-    }
-    Some(false)
+/// Whether an ELF64 object defines `symbol` (in `.symtab` or `.dynsym`; undefined references do
+/// not count). `None` when the bytes are not a readable ELF64 object.
+fn elf_has_symbol(b: &[u8], symbol: &str) -> Option<bool> {
+    let file = ElfFile64::<Endianness>::parse(b).ok()?;
+    let defines = |s: object::read::elf::ElfSymbol64<'_, '_, Endianness, &[u8]>| {
+        !s.is_undefined() && s.name_bytes() == Ok(symbol.as_bytes())
+    };
+    Some(file.symbols().any(defines) || file.dynamic_symbols().any(defines))
 }
 
 /// The entries of a clang offload bundle (uncompressed format).
@@ -121,14 +62,20 @@ pub fn code_object_has_symbol(code: &[u8], symbol: &str) -> bool {
         return false;
     }
     if let Some(entries) = bundle_entries(code) {
-        return entries.iter().any(|e| elf_has_symbol(e, symbol.as_bytes()) == Some(true));
+        return entries.iter().any(|e| elf_has_symbol(e, symbol) == Some(true));
     }
-    elf_has_symbol(code, symbol.as_bytes()) == Some(true)
+    elf_has_symbol(code, symbol) == Some(true)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const ELF_MAGIC: &[u8; 4] = b"\x7fELF";
+    const ELFCLASS64: u8 = 2;
+    const ELFDATA2LSB: u8 = 1;
+    const SHT_SYMTAB: u32 = 2;
+    const SHN_UNDEF: u16 = 0;
 
     /// A minimal ELF64 LE: null section, .strtab, .symtab with one defined symbol and one
     /// undefined one.
@@ -155,11 +102,16 @@ mod tests {
         b[0..4].copy_from_slice(ELF_MAGIC);
         b[4] = ELFCLASS64;
         b[5] = ELFDATA2LSB;
+        b[6] = 1; // EV_CURRENT
+        b[16..18].copy_from_slice(&3u16.to_le_bytes()); // ET_DYN
+        b[20..24].copy_from_slice(&1u32.to_le_bytes()); // EV_CURRENT
+        b[52..54].copy_from_slice(&64u16.to_le_bytes()); // e_ehsize
         b[18..20].copy_from_slice(&EM_AMDGPU.to_le_bytes());
         b[48..52].copy_from_slice(&0x3fu32.to_le_bytes());
         b[40..48].copy_from_slice(&(shoff as u64).to_le_bytes());
         b[58..60].copy_from_slice(&64u16.to_le_bytes());
         b[60..62].copy_from_slice(&3u16.to_le_bytes());
+        b[62..64].copy_from_slice(&1u16.to_le_bytes()); // e_shstrndx: .strtab names the sections
         b.extend(&strtab);
         b.extend(&symtab);
         let mut sh = |kind: u32, off: usize, size: usize, link: u32, ent: u64| {

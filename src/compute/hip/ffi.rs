@@ -12,11 +12,22 @@
 //! `hip-runtime-sys` is still what links `libamdhip64` (its build script finds `HIP_PATH`) and
 //! its structs are used to check our layouts at compile time.
 //!
-//! The interop structs are declared here too, in the layout of the ROCm 6 headers, which is a
-//! superset of the 5.x layout (ROCm 6 appended `reserved[16]` to the descriptors and inserted an
-//! `nvSciSync` member into the semaphore parameters). Every field a 5.x runtime reads sits at
-//! the same offset in both (checked below), the rest is zero, and semaphore parameters are
-//! always passed one at a time, so the array stride never matters.
+//! The interop structs are declared here too, field for field in the layout of ROCm 6.4's
+//! `hip_runtime_api.h` (Debian sid's libamdhip64-dev 6.4.3), which is a superset of the 5.x
+//! layout: ROCm 6 appended `reserved[16]` to the descriptors and inserted an `nvSciSync` member
+//! into the semaphore parameters, which moves their `flags` from offset 64 to 72. Every field a
+//! 5.x runtime reads either sits at the same offset in both (descriptors, the fence value) or
+//! falls on a field that is always zero here (the 5.x `flags` at 64 is inside 6.4's
+//! `params.reserved`), and semaphore parameters are always passed one at a time, so the array
+//! stride never matters. So one layout serves 5.2 to 7.x and no cfg is needed: what differs
+//! between runtimes is behaviour, decided at run time from `hipRuntimeGetVersion` (the timeline
+//! handle type is offered only to runtimes >= 6.4, see `FIRST_TIMELINE_RUNTIME`).
+//!
+//! Three checks keep the layouts honest: compile-time asserts below against the offsets read
+//! from the 6.4.3 header (cited in place) and against hip-runtime-sys's 5.4 structs;
+//! [`super::layout::interop_layout`] lists every field's `offset_of!` for `tests/hip_layout.rs`,
+//! which compiles a C program against the installed header and fails when any offset differs
+//! (run against 6.4 by `.ci/hip-sid.sh`, against 5.2.3 on the host).
 #![allow(non_snake_case)]
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
@@ -34,6 +45,8 @@ impl HipStatus {
     pub const SUCCESS: HipStatus = HipStatus(0);
     pub const NO_DEVICE: HipStatus = HipStatus(100);
     pub const INSUFFICIENT_DRIVER: HipStatus = HipStatus(35);
+    /// `hipErrorNotReady`: the work before an event (or on a stream) has not completed yet.
+    pub const NOT_READY: HipStatus = HipStatus(600);
     /// `hipErrorUnknown`: what `hipGetErrorName` answers for any value it does not know.
     pub const UNKNOWN: HipStatus = HipStatus(999);
 }
@@ -117,20 +130,93 @@ pub struct ExternalSemaphoreHandleDesc {
     pub reserved: [u32; 16],
 }
 
-/// `hipExternalSemaphoreSignalParams` and `hipExternalSemaphoreWaitParams` alike: the fence value
-/// at offset 0, then zeroes to the size of the larger (6.x) layout. `flags` (offset 64 in 5.x, 72
-/// in 6.x) is zero in both places, as the runtime requires.
+/// `hipExternalSemaphoreSignalParams` (ROCm 6.4 layout: `params { fence { value }, nvSciSync,
+/// keyedMutex { key }, reserved[12] }, flags, reserved[16]`).
 #[repr(C)]
-pub struct ExternalSemaphoreParams {
+pub struct ExternalSemaphoreSignalParams {
     pub fence_value: u64,
-    pub zero: [u32; 34],
+    /// `nvSciSync` (a union of `void*` and `unsigned long long`); 6.x only.
+    pub nv_sci_sync: u64,
+    pub keyed_mutex_key: u64,
+    pub params_reserved: [u32; 12],
+    pub flags: u32,
+    pub reserved: [u32; 16],
 }
 
-impl ExternalSemaphoreParams {
+impl ExternalSemaphoreSignalParams {
     pub fn with_value(fence_value: u64) -> Self {
-        ExternalSemaphoreParams { fence_value, zero: [0; 34] }
+        ExternalSemaphoreSignalParams {
+            fence_value,
+            nv_sci_sync: 0,
+            keyed_mutex_key: 0,
+            params_reserved: [0; 12],
+            flags: 0,
+            reserved: [0; 16],
+        }
     }
 }
+
+/// `hipExternalSemaphoreWaitParams` (ROCm 6.4 layout: `params { fence { value }, nvSciSync,
+/// keyedMutex { key, timeoutMs }, reserved[10] }, flags, reserved[16]`).
+#[repr(C)]
+pub struct ExternalSemaphoreWaitParams {
+    pub fence_value: u64,
+    /// `nvSciSync` (a union of `void*` and `unsigned long long`); 6.x only.
+    pub nv_sci_sync: u64,
+    pub keyed_mutex_key: u64,
+    pub keyed_mutex_timeout_ms: u32,
+    /// The C struct `keyedMutex { u64 key; u32 timeoutMs; }` is padded to 16 bytes.
+    pub keyed_mutex_padding: u32,
+    pub params_reserved: [u32; 10],
+    pub flags: u32,
+    pub reserved: [u32; 16],
+}
+
+impl ExternalSemaphoreWaitParams {
+    pub fn with_value(fence_value: u64) -> Self {
+        ExternalSemaphoreWaitParams {
+            fence_value,
+            nv_sci_sync: 0,
+            keyed_mutex_key: 0,
+            keyed_mutex_timeout_ms: 0,
+            keyed_mutex_padding: 0,
+            params_reserved: [0; 10],
+            flags: 0,
+            reserved: [0; 16],
+        }
+    }
+}
+
+// Compile-time layout checks against ROCm 6.4.3's hip_runtime_api.h (Debian sid libamdhip64-dev
+// 6.4.3-5, lines 1213-1330; offsets as gcc computes them there, see tests/hip_layout.rs).
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(offset_of!(ExternalMemoryHandleDesc, type_) == 0);
+    assert!(offset_of!(ExternalMemoryHandleDesc, handle) == 8);
+    assert!(offset_of!(ExternalMemoryHandleDesc, size) == 24);
+    assert!(offset_of!(ExternalMemoryHandleDesc, flags) == 32);
+    assert!(offset_of!(ExternalMemoryHandleDesc, reserved) == 36);
+    assert!(size_of::<ExternalMemoryHandleDesc>() == 104);
+    assert!(offset_of!(ExternalMemoryBufferDesc, offset) == 0);
+    assert!(offset_of!(ExternalMemoryBufferDesc, size) == 8);
+    assert!(offset_of!(ExternalMemoryBufferDesc, flags) == 16);
+    assert!(offset_of!(ExternalMemoryBufferDesc, reserved) == 20);
+    assert!(size_of::<ExternalMemoryBufferDesc>() == 88);
+    assert!(offset_of!(ExternalSemaphoreHandleDesc, type_) == 0);
+    assert!(offset_of!(ExternalSemaphoreHandleDesc, handle) == 8);
+    assert!(offset_of!(ExternalSemaphoreHandleDesc, flags) == 24);
+    assert!(offset_of!(ExternalSemaphoreHandleDesc, reserved) == 28);
+    assert!(size_of::<ExternalSemaphoreHandleDesc>() == 96);
+    assert!(offset_of!(ExternalSemaphoreSignalParams, nv_sci_sync) == 8);
+    assert!(offset_of!(ExternalSemaphoreSignalParams, keyed_mutex_key) == 16);
+    assert!(offset_of!(ExternalSemaphoreSignalParams, params_reserved) == 24);
+    assert!(offset_of!(ExternalSemaphoreSignalParams, flags) == 72);
+    assert!(size_of::<ExternalSemaphoreSignalParams>() == 144);
+    assert!(offset_of!(ExternalSemaphoreWaitParams, keyed_mutex_timeout_ms) == 24);
+    assert!(offset_of!(ExternalSemaphoreWaitParams, params_reserved) == 32);
+    assert!(offset_of!(ExternalSemaphoreWaitParams, flags) == 72);
+    assert!(size_of::<ExternalSemaphoreWaitParams>() == 144);
+};
 
 // Compile-time layout checks against the generated (5.4) structs, which match Debian's 5.2.
 const _: () = {
@@ -167,12 +253,28 @@ const _: () = {
         offset_of!(ExternalSemaphoreHandleDesc, flags)
             == offset_of!(sys::hipExternalSemaphoreHandleDesc_st, flags)
     );
-    // 6.x: params { fence 8, nvSciSync 8, keyedMutex 8 (16 for wait), reserved } = 72, flags, reserved[16].
-    assert!(size_of::<ExternalSemaphoreParams>() == 144);
-    assert!(size_of::<ExternalSemaphoreParams>() >= size_of::<sys::hipExternalSemaphoreSignalParams_st>());
-    assert!(size_of::<ExternalSemaphoreParams>() >= size_of::<sys::hipExternalSemaphoreWaitParams_st>());
-    assert!(offset_of!(sys::hipExternalSemaphoreSignalParams_st, flags) == 64);
-    assert!(offset_of!(sys::hipExternalSemaphoreWaitParams_st, flags) == 64);
+    // Semaphore parameters: the 5.x structs are no larger, and the 5.x `flags` (offset 64) falls
+    // inside 6.4's `params.reserved`, which is always zero here.
+    assert!(
+        size_of::<ExternalSemaphoreSignalParams>() >= size_of::<sys::hipExternalSemaphoreSignalParams_st>()
+    );
+    assert!(size_of::<ExternalSemaphoreWaitParams>() >= size_of::<sys::hipExternalSemaphoreWaitParams_st>());
+    assert!(
+        offset_of!(sys::hipExternalSemaphoreSignalParams_st, flags)
+            >= offset_of!(ExternalSemaphoreSignalParams, params_reserved)
+    );
+    assert!(
+        offset_of!(sys::hipExternalSemaphoreSignalParams_st, flags) + 4
+            <= offset_of!(ExternalSemaphoreSignalParams, flags)
+    );
+    assert!(
+        offset_of!(sys::hipExternalSemaphoreWaitParams_st, flags)
+            >= offset_of!(ExternalSemaphoreWaitParams, params_reserved)
+    );
+    assert!(
+        offset_of!(sys::hipExternalSemaphoreWaitParams_st, flags) + 4
+            <= offset_of!(ExternalSemaphoreWaitParams, flags)
+    );
     // hipDeviceProp_t as `hipGetDeviceProperties` fills it: the 5.x layout, kept by ROCm 6 and 7
     // under the same symbol as `hipDeviceProp_tR0000` (6.x headers map the name to ...R0600).
     assert!(size_of::<sys::hipDeviceProp_t>() == 792);
@@ -204,6 +306,7 @@ extern "C" {
     fn hipEventCreateWithFlags(event: *mut RawEvent, flags: c_uint) -> HipStatus;
     fn hipEventRecord(event: RawEvent, stream: RawStream) -> HipStatus;
     fn hipEventSynchronize(event: RawEvent) -> HipStatus;
+    fn hipEventQuery(event: RawEvent) -> HipStatus;
     fn hipEventElapsedTime(ms: *mut f32, start: RawEvent, stop: RawEvent) -> HipStatus;
     fn hipEventDestroy(event: RawEvent) -> HipStatus;
 
@@ -242,13 +345,13 @@ extern "C" {
     ) -> HipStatus;
     fn hipSignalExternalSemaphoresAsync(
         sems: *const RawExternalSemaphore,
-        params: *const ExternalSemaphoreParams,
+        params: *const ExternalSemaphoreSignalParams,
         count: c_uint,
         stream: RawStream,
     ) -> HipStatus;
     fn hipWaitExternalSemaphoresAsync(
         sems: *const RawExternalSemaphore,
-        params: *const ExternalSemaphoreParams,
+        params: *const ExternalSemaphoreWaitParams,
         count: c_uint,
         stream: RawStream,
     ) -> HipStatus;
@@ -451,6 +554,20 @@ pub unsafe fn event_synchronize(event: RawEvent) -> Result<(), ComputeError> {
     check(unsafe { hipEventSynchronize(event) }, "hipEventSynchronize")
 }
 
+/// Whether the work before the event's last record has completed (`hipErrorNotReady`: not yet).
+/// Never blocks.
+///
+/// # Safety
+/// `event` must be live, and the stream it was recorded on must still exist.
+pub unsafe fn event_query(event: RawEvent) -> Result<bool, ComputeError> {
+    // SAFETY: the caller guarantees `event` is live.
+    let status = unsafe { hipEventQuery(event) };
+    if status == HipStatus::NOT_READY {
+        return Ok(false);
+    }
+    check(status, "hipEventQuery").map(|()| true)
+}
+
 /// # Safety
 /// Both events must be live, created with timing enabled, recorded and complete.
 pub unsafe fn event_elapsed_ms(start: RawEvent, stop: RawEvent) -> Result<f32, ComputeError> {
@@ -618,7 +735,7 @@ pub unsafe fn signal_external_semaphore_async(
     value: u64,
     stream: RawStream,
 ) -> Result<(), ComputeError> {
-    let params = ExternalSemaphoreParams::with_value(value);
+    let params = ExternalSemaphoreSignalParams::with_value(value);
     // SAFETY: one semaphore and one parameter block, both alive for the call.
     let status = unsafe { hipSignalExternalSemaphoresAsync(&sem, &params, 1, stream) };
     check(status, "hipSignalExternalSemaphoresAsync")
@@ -631,7 +748,7 @@ pub unsafe fn wait_external_semaphore_async(
     value: u64,
     stream: RawStream,
 ) -> Result<(), ComputeError> {
-    let params = ExternalSemaphoreParams::with_value(value);
+    let params = ExternalSemaphoreWaitParams::with_value(value);
     // SAFETY: one semaphore and one parameter block, both alive for the call.
     let status = unsafe { hipWaitExternalSemaphoresAsync(&sem, &params, 1, stream) };
     check(status, "hipWaitExternalSemaphoresAsync")

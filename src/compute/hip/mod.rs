@@ -10,10 +10,30 @@
 //!   interop structs are declared in the ROCm 6 layout, whose prefix is the 5.x layout (checked
 //!   at compile time against hip-runtime-sys). `rtc` loads hiprtc with libloading: separate
 //!   `libhiprtc.so.N` on ROCm 6+, inside `libamdhip64.so.5` on Debian 12's HIP 5.2.
+//! - `layout`: the interop structs' offsets, sizes and handle-type constants as data, for the
+//!   test that compares them with the installed `hip_runtime_api.h` (`tests/hip_layout.rs`).
+//! - `elf`: what a code object is (machine, flags, symbols), read with the `object` crate.
 //! - `raii`: one owning type per object (stream, event, module, imported memory, mapped
 //!   pointer, imported semaphore). Drop never panics.
 //! - this file: [`HipBackend`] (the [`ComputeBackend`]), [`probe`], and the pure pieces
 //!   ([`amd_uuid_from_pci`], [`code_object_has_symbol`], [`compile_sinewave`]).
+//!
+//! # One build for ROCm 5.2 to 7.x
+//!
+//! The backend is built and tested against two ROCm releases, neither on an AMD GPU: Debian 12's
+//! HIP 5.2.3 (the host CI job) and Debian sid's HIP 6.4.3 with comgr 7.0.2 (`.ci/hip-sid.sh`).
+//! Nothing is chosen at compile time: no `cfg` on the ROCm version, because the binary may meet
+//! another runtime than the headers it was built with. Instead:
+//!
+//! - structs: one layout, ROCm 6.4's, whose every field a 5.x runtime reads is either at the
+//!   same offset or always zero (see `ffi`);
+//! - functions: only symbols both releases export under the same name and meaning (the plain
+//!   `hipGetDeviceProperties` keeps the 5.x struct in 6.x and 7.x, as `hipDevicePropR0000`);
+//! - hiprtc and comgr: found at run time (`rtc`), in `libhiprtc.so.6` + comgr 3 on 6.4 and in
+//!   `libamdhip64.so.5` + comgr 2 on 5.2; targets comgr does not list are refused before hiprtc;
+//! - behaviour: decided from `hipRuntimeGetVersion` (`HIP_VERSION` encoding), which needs no
+//!   GPU: the timeline semaphore handle type is offered only to runtimes >= 6.4
+//!   (`offers_timeline_import`).
 //!
 //! # Matching the Vulkan device
 //!
@@ -30,8 +50,12 @@
 //! assert in debug builds of clr; hipamd#48, clr#72: "implemented only in the PAL backend"). So
 //! the semaphores are imported only when the user asked for `--sync external`
 //! (`try_import_semaphores`), a failure is a warning, and [`ComputeBackend::gpu_sync_support`]
-//! then reports nothing, which sends `crate::sync` to `bridged`. Timeline handle types exist
-//! only from HIP 6.4 on; older runtimes are not asked for them.
+//! then reports nothing, which sends `crate::sync` to `bridged` with a warning. `--sync external`
+//! imports the timeline pair with `hipExternalSemaphoreHandleTypeTimelineSemaphoreFd` (9), a
+//! handle type that exists only from HIP 6.4 on; older runtimes are not asked for it. ROCm 6.4 on
+//! Linux still refuses it: clr's Linux `importExtSemaphore` is a stub, and the newer rocr path for
+//! external semaphores returns NOT_SUPPORTED on Linux (libhsakmt: Windows
+//! only). The attempt is kept so that a runtime that implements it is used without a change here.
 //!
 //! In `bridged` and `blocking`, [`ComputeBackend::write_slot_and_wait`] enqueues the kernel, records
 //! an event behind it and waits on that event on the host. An event, because it is HIP's own
@@ -39,6 +63,13 @@
 //! instead of a wait) is not exported by HIP 5.2, and `hipStreamWaitValue32` is the wrong
 //! direction: it makes the *stream* wait for a memory value, it does not tell the host that the
 //! stream finished (the host would have to poll a value written by `hipStreamWriteValue32`).
+//!
+//! # Profiling
+//!
+//! Each frame records hipEvents around the wait, the kernel and the signal on the stream, read
+//! back later without blocking and put on the host clock through an anchor event
+//! ([`crate::compute::timing`], shared with CUDA). Compiled and unit-tested here; never run on AMD
+//! hardware.
 //!
 //! # File descriptors
 //!
@@ -56,6 +87,7 @@ mod compile;
 mod device;
 mod elf;
 mod ffi;
+mod layout;
 mod pci;
 mod raii;
 mod rtc;
@@ -64,14 +96,18 @@ use std::ffi::c_void;
 
 pub use compile::{compile_sinewave, hiprtc_version, supported_offload_archs};
 pub use elf::code_object_has_symbol;
+pub use layout::{interop_layout, LayoutEntry, Since};
 pub use pci::amd_uuid_from_pci;
 
 use super::fd::FdOwnership;
 use super::kernel::{KernelCache, SINEWAVE_ENTRY, SINEWAVE_SOURCE};
+use super::timing::{Mark, StreamTimer, SPAN_CAP};
 use super::{
     plan_sync, BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError, GpuSync, GpuSyncSupport,
     InteropMemory, InteropSemaphorePair, InteropSemaphores, KernelBenchmark, SemaphoreRef,
 };
+use crate::profile::clock::ClockInfo;
+use crate::profile::Span;
 use crate::sim::WaveParams;
 use device::{format_hip_version, HipDevice};
 use raii::{Event, ExternalMemory, ExternalSemaphore, MappedBuffer, Module, Stream};
@@ -161,6 +197,13 @@ fn kernel_code(dev: &HipDevice, runtime: i32, driver: i32) -> Result<Vec<u8>, Co
     }
 }
 
+/// Whether `--sync external` asks this runtime to import the timeline semaphores: only runtimes
+/// whose headers define `hipExternalSemaphoreHandleTypeTimelineSemaphoreFd` (HIP >= 6.4); an
+/// older one would reject (or misread) the value.
+fn offers_timeline_import(runtime: i32) -> bool {
+    runtime >= ffi::FIRST_TIMELINE_RUNTIME
+}
+
 struct SemaphorePair {
     computed: ExternalSemaphore,
     rendered: ExternalSemaphore,
@@ -187,7 +230,7 @@ impl ImportedSemaphores {
     fn import(semaphores: InteropSemaphores, runtime: i32) -> ImportedSemaphores {
         let mut out = ImportedSemaphores::default();
         if let Some(pair) = semaphores.timeline {
-            if runtime < ffi::FIRST_TIMELINE_RUNTIME {
+            if !offers_timeline_import(runtime) {
                 log::warn!(
                     "hip: HIP runtime {} has no timeline semaphore handle type (HIP 6.4 adds it); \
                      not importing the timeline semaphores",
@@ -231,8 +274,12 @@ impl ImportedSemaphores {
 
 /// The HIP compute backend. See the module notes for the layers, the sync rules and teardown.
 pub struct HipBackend {
-    // Drop order (after `Drop::drop` synchronised the stream): events, module, semaphores, slot
-    // mappings and their imports, then the stream.
+    // Drop order (after `Drop::drop` synchronised the stream): the profiler's events and its
+    // anchor stream, events, module, semaphores, slot mappings and their imports, then the stream.
+    /// Per-frame events for the profiler (see `compute::timing`).
+    timer: StreamTimer<Event>,
+    /// Spans the timer produced, until taken.
+    spans: Vec<Span>,
     done: Event,
     module: Module,
     semaphores: ImportedSemaphores,
@@ -284,6 +331,7 @@ impl HipBackend {
         let module = unsafe { Module::load(&code, SINEWAVE_ENTRY) }?;
         let stream = Stream::new_non_blocking()?;
         let done = Event::new_sync_only()?;
+        let timer = StreamTimer::new("hip", Stream::new_non_blocking()?, Event::new_timed)?;
 
         let mut slots = Vec::with_capacity(memory.len());
         for (i, m) in memory.into_iter().enumerate() {
@@ -308,6 +356,8 @@ impl HipBackend {
         };
         let support = semaphores.support();
         Ok(HipBackend {
+            timer,
+            spans: Vec::new(),
             done,
             module,
             semaphores,
@@ -421,12 +471,14 @@ impl ComputeBackend for HipBackend {
 
     fn enqueue_gpu_synced(
         &mut self,
-        _frame: u64,
+        frame: u64,
         slot: usize,
         params: &WaveParams,
         sync: GpuSync,
     ) -> Result<(), ComputeError> {
         ffi::set_device(self.device.ordinal)?;
+        let i = self.timer.begin(frame, &mut self.spans);
+        self.spans.truncate(SPAN_CAP);
         let imported = &self.semaphores;
         let plan = plan_sync("hip", sync, imported.timeline.is_some(), imported.binary.len())?;
         let pick = |r: SemaphoreRef| match r {
@@ -447,22 +499,43 @@ impl ComputeBackend for HipBackend {
             plan.wait.map(|w| pick(w.semaphore).map(|s| (s, w.value)).ok_or_else(missing)).transpose()?;
         let signal = pick(plan.signal.semaphore).ok_or_else(missing)?;
         if let Some((semaphore, value)) = wait {
+            self.timer.mark(i, Mark::BeforeWait, &self.stream)?;
             semaphore.wait_async(value, &self.stream)?;
         }
+        self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
         self.launch(slot, params)?;
-        signal.signal_async(plan.signal.value, &self.stream)
+        self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
+        signal.signal_async(plan.signal.value, &self.stream)?;
+        self.timer.mark(i, Mark::AfterSignal, &self.stream)
     }
 
     fn write_slot_and_wait(
         &mut self,
-        _frame: u64,
+        frame: u64,
         slot: usize,
         params: &WaveParams,
     ) -> Result<(), ComputeError> {
         ffi::set_device(self.device.ordinal)?;
+        let i = self.timer.begin(frame, &mut self.spans);
+        self.spans.truncate(SPAN_CAP);
+        self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
         self.launch(slot, params)?;
+        self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
         self.done.record(&self.stream)?;
         self.done.synchronize()
+    }
+
+    fn take_spans(&mut self, out: &mut Vec<Span>) {
+        if let Err(e) = ffi::set_device(self.device.ordinal) {
+            log::debug!("hip: timing skipped: {e}");
+            return;
+        }
+        self.timer.poll(&mut self.spans);
+        out.append(&mut self.spans);
+    }
+
+    fn clock_info(&self) -> Option<ClockInfo> {
+        Some(self.timer.clock_info())
     }
 
     fn finish(&mut self) -> Result<(), ComputeError> {
@@ -564,6 +637,41 @@ mod tests {
         let r = HipBackend::new([0; 16], memory, InteropSemaphores::default(), true);
         assert!(matches!(r, Err(ComputeError::Unavailable { backend: "hip", .. })));
         assert!(!is_open(raw), "fds handed to a backend that could not start are closed");
+    }
+
+    #[test]
+    fn timeline_import_is_offered_from_hip_6_4_on() {
+        assert!(!offers_timeline_import(50_221_153), "Debian 12's HIP 5.2.3");
+        assert!(!offers_timeline_import(60_342_134), "HIP 6.3");
+        assert!(offers_timeline_import(60_443_484), "Debian sid's HIP 6.4.3");
+        assert!(offers_timeline_import(70_000_000), "HIP 7.0");
+    }
+
+    #[test]
+    fn failed_semaphore_import_leaves_gpu_sync_off_and_closes_the_fds() {
+        if std::path::Path::new("/dev/kfd").exists() {
+            return; // needs a runtime that cannot import (no device)
+        }
+        let runtime = runtime_version().unwrap();
+        let files = [(); 4].map(|()| OwnedFd::from(std::fs::File::open("/dev/null").unwrap()));
+        let raws: Vec<i32> = files.iter().map(AsRawFd::as_raw_fd).collect();
+        let [a, b, c, d] = files.map(ImportFd::new);
+        let semaphores = InteropSemaphores {
+            timeline: Some(InteropSemaphorePair { computed: a, rendered: b }),
+            binary: vec![InteropSemaphorePair { computed: c, rendered: d }],
+        };
+        // HIP >= 6.4 is asked for the timeline type and fails (no device; on Linux also the
+        // stub); older runtimes are not asked for it. Either way: a warning, not an error, and
+        // `FrameSync` then falls back to bridged.
+        let imported = ImportedSemaphores::import(semaphores, runtime);
+        assert_eq!(
+            imported.support(),
+            GpuSyncSupport { timeline: false, binary: false },
+            "runtime {runtime}"
+        );
+        for raw in raws {
+            assert!(!is_open(raw), "fd {raw} closed after the attempt (runtime {runtime})");
+        }
     }
 
     #[test]

@@ -100,6 +100,23 @@ impl Event {
     }
 }
 
+impl crate::compute::timing::TimedEvent for Event {
+    type Stream = Stream;
+
+    fn record_on(&self, stream: &Stream) -> Result<(), ComputeError> {
+        self.record(stream)
+    }
+
+    fn is_done(&self) -> Result<bool, ComputeError> {
+        // SAFETY: `raw` is live; its stream outlives it (owner's field order).
+        unsafe { ffi::event_query(self.raw) }
+    }
+
+    fn ms_since(&self, earlier: &Event) -> Result<f32, ComputeError> {
+        Event::elapsed_ms(earlier, self)
+    }
+}
+
 impl Drop for Event {
     fn drop(&mut self) {
         // SAFETY: `raw` is live and never used again; the owner synchronised its stream first.
