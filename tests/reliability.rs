@@ -2,10 +2,14 @@
 //! and a documented exit code, never a panic, and never a half-written file.
 
 mod common;
+#[path = "common/x11.rs"]
+mod x11;
+
 use common::*;
 use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
+use x11::Xvfb;
 
 /// The one non-empty stderr line of `o` (asserts there is exactly one and no panic).
 fn one_error_line(o: &Output) -> String {
@@ -146,70 +150,14 @@ fn a_closed_stdout_ends_quietly_and_a_full_one_in_one_line() {
 
 // ---- windows under Xvfb ----
 
-fn have(tool: &str) -> bool {
-    std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
+/// The window tests of this file run one at a time (each with its own Xvfb from the shared
+/// helper, whose display numbers are chosen per process).
+static X_SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Whether Xvfb and xdotool are here; under CI their absence is a failure, elsewhere a skip.
-fn have_x_tools() -> bool {
-    let missing: Vec<&str> = ["Xvfb", "xdotool"].into_iter().filter(|t| !have(t)).collect();
-    if missing.is_empty() {
-        return true;
-    }
-    assert!(std::env::var_os("CI").is_none(), "CI must provide {missing:?}");
-    eprintln!("skipping: {missing:?} not installed");
-    false
-}
-
-/// An Xvfb on a display it picks itself; killed on drop.
-struct Xvfb {
-    child: std::process::Child,
-    display: String,
-}
-
-impl Xvfb {
-    fn start() -> Xvfb {
-        use std::io::BufRead;
-        let mut child = std::process::Command::new("Xvfb")
-            .args(["-displayfd", "1", "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start Xvfb");
-        let mut line = String::new();
-        let out = child.stdout.take().expect("Xvfb stdout");
-        std::io::BufReader::new(out).read_line(&mut line).expect("Xvfb's display number");
-        let n: u32 = line.trim().parse().unwrap_or_else(|_| panic!("Xvfb printed {line:?}"));
-        Xvfb { child, display: format!(":{n}") }
-    }
-
-    fn xdotool(&self, args: &[&str]) -> Output {
-        run(std::process::Command::new("xdotool").env("DISPLAY", &self.display).args(args))
-    }
-
-    /// The id of vkhip's window, waiting up to 30 s for it to appear.
-    fn vkhip_window(&self, app: &mut std::process::Child) -> String {
-        let t = Instant::now();
-        loop {
-            let o = self.xdotool(&["search", "--name", "^vkhip"]);
-            if let Some(id) = stdout(&o).lines().next() {
-                return id.to_string();
-            }
-            assert!(app.try_wait().unwrap().is_none(), "vkhip exited before its window appeared");
-            assert!(t.elapsed() < Duration::from_secs(30), "no vkhip window after 30 s");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Xvfb {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The X tools are here (else a skip, or a failure under CI), and this test holds the X lock.
+fn x_test(name: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    let guard = X_SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    x11::tools_present(name).then_some(guard)
 }
 
 /// A window vkhip runs in, under `x`.
@@ -226,12 +174,12 @@ fn window_app(x: &Xvfb, args: &[&str]) -> std::process::Child {
 
 #[test]
 fn a_window_destroyed_from_outside_ends_the_run_with_its_report() {
-    if !have_x_tools() {
+    let Some(_x_lock) = x_test("a_window_destroyed_from_outside_ends_the_run_with_its_report") else {
         return;
-    }
-    let x = Xvfb::start();
+    };
+    let mut x = Xvfb::start();
     let mut app = window_app(&x, &[]);
-    let id = x.vkhip_window(&mut app);
+    let id = x.wait_for_vkhip_window(&mut app);
     std::thread::sleep(Duration::from_millis(500));
     let o = x.xdotool(&["windowclose", &id]); // XDestroyWindow, as a crashing WM would
     assert!(o.status.success(), "xdotool windowclose: {}", stderr(&o));
@@ -303,12 +251,10 @@ fn an_interrupted_verify_says_so() {
 
 #[test]
 fn an_interrupt_wakes_a_window_paced_by_a_low_max_fps() {
-    if !have_x_tools() {
-        return;
-    }
-    let x = Xvfb::start();
+    let Some(_x_lock) = x_test("an_interrupt_wakes_a_window_paced_by_a_low_max_fps") else { return };
+    let mut x = Xvfb::start();
     let mut app = window_app(&x, &["--max-fps", "0.1"]); // a frame every 10 s
-    let _ = x.vkhip_window(&mut app);
+    let _ = x.wait_for_vkhip_window(&mut app);
     std::thread::sleep(Duration::from_millis(1500));
     signal(&app, libc::SIGINT, 1);
     let t = Instant::now();
@@ -361,12 +307,10 @@ fn a_dead_display_falls_back_to_headless_and_keeps_capture() {
 
 #[test]
 fn a_window_beyond_the_device_limits_still_renders() {
-    if !have_x_tools() {
-        return;
-    }
-    let x = Xvfb::start();
+    let Some(_x_lock) = x_test("a_window_beyond_the_device_limits_still_renders") else { return };
+    let mut x = Xvfb::start();
     let mut app = window_app(&x, &["--validation"]);
-    let id = x.vkhip_window(&mut app);
+    let id = x.wait_for_vkhip_window(&mut app);
     std::thread::sleep(Duration::from_millis(1000));
     // lavapipe's limits are 16384 (image, framebuffer, viewport).
     assert!(x.xdotool(&["windowsize", &id, "20000", "300"]).status.success());
@@ -411,9 +355,7 @@ fn cycles_with_validation_do_not_stall_on_the_layers_timeline_bug() {
 
 #[test]
 fn an_injected_fault_in_a_window_tears_down_cleanly() {
-    if !have_x_tools() {
-        return;
-    }
+    let Some(_x_lock) = x_test("an_injected_fault_in_a_window_tears_down_cleanly") else { return };
     let x = Xvfb::start();
     for (spec, code, line) in [
         ("device-lost@12", 1, "vkhip: error: frame 11: draw: vkQueueSubmit failed: VK_ERROR_DEVICE_LOST"),
