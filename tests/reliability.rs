@@ -9,7 +9,6 @@ use common::*;
 use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
-use x11::Xvfb;
 
 /// The one non-empty stderr line of `o` (asserts there is exactly one and no panic).
 fn one_error_line(o: &Output) -> String {
@@ -150,14 +149,96 @@ fn a_closed_stdout_ends_quietly_and_a_full_one_in_one_line() {
 
 // ---- windows under Xvfb ----
 
-/// The window tests of this file run one at a time (each with its own Xvfb from the shared
-/// helper, whose display numbers are chosen per process).
+/// The window tests of this file run one at a time.
 static X_SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The X tools are here (else a skip, or a failure under CI), and this test holds the X lock.
 fn x_test(name: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
     let guard = X_SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     x11::tools_present(name).then_some(guard)
+}
+
+/// An Xvfb of this test's own, on a display number whose socket and lock file are absent and
+/// whose unique screen size is checked to be the one that answers (as tests/common/x11.rs does),
+/// started with `-noreset`: a server that resets whenever its last client (an `xdotool` poll)
+/// disconnects refuses connections meanwhile, and vkhip's window then fails to open.
+struct Xvfb {
+    child: std::process::Child,
+    display: String,
+}
+
+impl Xvfb {
+    fn start() -> Xvfb {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let pid = std::process::id();
+        let (width, height) = (1032 + 8 * (pid % 89), 776);
+        for _ in 0..20 {
+            let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let n = 300 + (pid * 11 + k * 17) % 600;
+            let taken = |p: String| Path::new(&p).exists();
+            if taken(format!("/tmp/.X11-unix/X{n}")) || taken(format!("/tmp/.X{n}-lock")) {
+                continue;
+            }
+            let child = std::process::Command::new("Xvfb")
+                .args([&format!(":{n}"), "-screen", "0", &format!("{width}x{height}x24")])
+                .args(["-nolisten", "tcp", "-noreset"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("start Xvfb");
+            let mut x = Xvfb { child, display: format!(":{n}") };
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(10) && x.child.try_wait().ok().flatten().is_none() {
+                let o = x.xdotool(&["getdisplaygeometry"]);
+                if o.status.success() {
+                    if stdout(&o).trim() == format!("{width} {height}") {
+                        return x;
+                    }
+                    break; // another server answers on this display
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        panic!("could not start Xvfb on a display of its own");
+    }
+
+    fn xdotool(&self, args: &[&str]) -> Output {
+        run(std::process::Command::new("xdotool").env("DISPLAY", &self.display).args(args))
+    }
+
+    /// The id of vkhip's window, waiting up to 30 s for it to appear.
+    fn wait_for_vkhip_window(&mut self, app: &mut std::process::Child) -> String {
+        let t = Instant::now();
+        loop {
+            let o = self.xdotool(&["search", "--name", "^vkhip"]);
+            if let Some(id) = stdout(&o).lines().next() {
+                return id.to_string();
+            }
+            if let Some(status) = app.try_wait().unwrap() {
+                let mut err = String::new();
+                if let Some(mut e) = app.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                panic!("vkhip exited ({status}) before its window appeared on {}:\n{err}", self.display);
+            }
+            assert!(t.elapsed() < Duration::from_secs(30), "no vkhip window after 30 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        // SIGTERM first, so that the server removes its socket and lock file.
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let t0 = Instant::now();
+        while self.child.try_wait().ok().flatten().is_none() && t0.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// A window vkhip runs in, under `x`.
