@@ -442,6 +442,8 @@ impl Context {
     /// thread host-signals and stalls 10 s per wait (UNASSIGNED-VkSemaphore-state-timeout; fixed
     /// upstream in 2024). A counter query only moves the model forward, so validation runs stay
     /// fast and every other check stays on. Costs up to 1 ms of latency per wait (validation only).
+    /// Residual: a query landing between another thread's vkSignalSemaphore and the layer's
+    /// record of it still stalls once (about one `cycles --validation` run in 30 on lavapipe).
     fn poll_timeline(
         &self,
         sem: vk::Semaphore,
