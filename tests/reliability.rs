@@ -395,9 +395,18 @@ fn a_window_beyond_the_device_limits_still_renders() {
     std::thread::sleep(Duration::from_millis(1000));
     // lavapipe's limits are 16384 (image, framebuffer, viewport).
     assert!(x.xdotool(&["windowsize", &id, "20000", "300"]).status.success());
-    std::thread::sleep(Duration::from_millis(2500));
+    // vkhip re-creates its swapchain, clamped, and asks the window to shrink: wait for that.
+    let t = Instant::now();
+    let geometry = loop {
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(app.try_wait().unwrap().is_none(), "vkhip ended after the resize");
+        let g = stdout(&x.xdotool(&["getwindowgeometry", &id]));
+        if g.contains("Geometry: 16384x300") || t.elapsed() > Duration::from_secs(15) {
+            break g;
+        }
+    };
+    std::thread::sleep(Duration::from_millis(500)); // a few frames at the clamped size
     assert!(app.try_wait().unwrap().is_none(), "vkhip ended after the resize");
-    let geometry = stdout(&x.xdotool(&["getwindowgeometry", &id]));
     signal(&app, libc::SIGINT, 1);
     let o = wait_stopped(app);
     let err = stderr(&o);
