@@ -112,8 +112,8 @@ pub struct RunArgs {
     /// frame when headless.
     #[arg(long, value_enum)]
     pub time: Option<TimeMode>,
-    /// Seconds per frame for --time frame.
-    #[arg(long, value_name = "S", default_value_t = 1.0 / 60.0)]
+    /// Seconds per frame for --time frame (1e-6..=3600).
+    #[arg(long, value_name = "S", default_value_t = 1.0 / 60.0, value_parser = parse_dt, allow_hyphen_values = true)]
     pub dt: f64,
     /// Window or offscreen image size WxH.
     #[arg(long, value_name = "WxH", default_value = "1280x720")]
@@ -121,8 +121,8 @@ pub struct RunArgs {
     /// Window presentation mode.
     #[arg(long, value_enum, default_value_t = PresentMode::Fifo)]
     pub present_mode: PresentMode,
-    /// Cap the window frame rate (0 = no cap beyond the present mode).
-    #[arg(long, value_name = "FPS", default_value_t = 0.0)]
+    /// Cap the window frame rate (0 = no cap beyond the present mode; else 0.01..=10000).
+    #[arg(long, value_name = "FPS", default_value_t = 0.0, value_parser = parse_max_fps, allow_hyphen_values = true)]
     pub max_fps: f64,
     /// Write a timeline of the last --trace-frames frames (render thread, bridge thread, graphics
     /// queue, compute stream) as Chrome trace-event JSON: open it in ui.perfetto.dev, check it
@@ -156,11 +156,11 @@ pub struct VerifyArgs {
     /// Frames to run; every frame's slot is checked.
     #[arg(long, value_name = "N", default_value_t = 6)]
     pub frames: u64,
-    /// Seconds per frame (simulation time is frame × dt).
-    #[arg(long, value_name = "S", default_value_t = 1.0 / 60.0)]
+    /// Seconds per frame (simulation time is frame × dt; 1e-6..=3600).
+    #[arg(long, value_name = "S", default_value_t = 1.0 / 60.0, value_parser = parse_dt, allow_hyphen_values = true)]
     pub dt: f64,
-    /// Largest accepted |GPU − CPU reference|.
-    #[arg(long, default_value_t = 1e-5)]
+    /// Largest accepted |GPU − CPU reference| (0..=1; the heights span ±0.25).
+    #[arg(long, default_value_t = 1e-5, value_parser = parse_tolerance, allow_hyphen_values = true)]
     pub tolerance: f32,
     /// Test hook: corrupt one value of this frame's slot after the compute side wrote it, to show
     /// that verify catches it.
@@ -172,8 +172,8 @@ pub struct VerifyArgs {
 pub struct BenchArgs {
     #[command(flatten)]
     pub common: CommonArgs,
-    /// Timed launches of each (kernel and fill).
-    #[arg(long, value_name = "N", default_value_t = 200)]
+    /// Timed launches of each (kernel and fill; 1..=100000).
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub iterations: u32,
 }
 
@@ -181,8 +181,8 @@ pub struct BenchArgs {
 pub struct CycleArgs {
     #[command(flatten)]
     pub common: CommonArgs,
-    /// Create/destroy cycles.
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    /// Create/destroy cycles (2..=10000: the first is the baseline the last is compared with).
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..=10_000))]
     pub count: u32,
 }
 
@@ -221,22 +221,118 @@ pub fn check_run(args: &RunArgs, headless: bool) -> Result<(), UsageError> {
         return Err(UsageError("--frames must be at least 1 for a headless run".into()));
     }
     check_dt(args.dt)?;
-    if !(args.max_fps >= 0.0 && args.max_fps.is_finite()) {
-        return Err(UsageError(format!(
-            "--max-fps {} must be 0 (no cap) or a positive number",
-            args.max_fps
-        )));
-    }
+    check_max_fps(args.max_fps)?;
     if args.capture.is_some() && !headless {
         return Err(UsageError("--capture needs a headless run (add --headless)".into()));
     }
     Ok(())
 }
 
+/// Accepted `--dt` (seconds per frame): long enough to mean something, short enough that
+/// frame × dt stays finite for any frame count.
+pub const DT_RANGE: std::ops::RangeInclusive<f64> = 1e-6..=3600.0;
+/// Accepted `--max-fps` when not 0 (0 = no cap).
+pub const MAX_FPS_RANGE: std::ops::RangeInclusive<f64> = 0.01..=10_000.0;
+/// Accepted `verify --tolerance`.
+pub const TOLERANCE_RANGE: std::ops::RangeInclusive<f32> = 0.0..=1.0;
+
 pub fn check_dt(dt: f64) -> Result<(), UsageError> {
-    if dt > 0.0 && dt.is_finite() {
+    if DT_RANGE.contains(&dt) {
         Ok(())
     } else {
-        Err(UsageError(format!("--dt {dt} must be a positive number of seconds")))
+        Err(UsageError(format!(
+            "--dt {dt} must be a positive number of seconds in {}..={}",
+            DT_RANGE.start(),
+            DT_RANGE.end()
+        )))
+    }
+}
+
+pub fn check_max_fps(fps: f64) -> Result<(), UsageError> {
+    if fps == 0.0 || MAX_FPS_RANGE.contains(&fps) {
+        Ok(())
+    } else {
+        Err(UsageError(format!(
+            "--max-fps {fps} must be 0 (no cap) or a number of frames per second in {}..={}",
+            MAX_FPS_RANGE.start(),
+            MAX_FPS_RANGE.end()
+        )))
+    }
+}
+
+pub fn check_tolerance(t: f32) -> Result<(), UsageError> {
+    if TOLERANCE_RANGE.contains(&t) {
+        Ok(())
+    } else {
+        Err(UsageError(format!(
+            "--tolerance {t} must be a number in {}..={}",
+            TOLERANCE_RANGE.start(),
+            TOLERANCE_RANGE.end()
+        )))
+    }
+}
+
+/// clap parser for a float option checked by `check` (NaN and infinities never pass a range).
+fn parse_checked<T: std::str::FromStr + Copy>(
+    s: &str,
+    check: fn(T) -> Result<(), UsageError>,
+) -> Result<T, String> {
+    let v = s.trim().parse::<T>().map_err(|_| format!("'{s}' is not a number"))?;
+    check(v).map_err(|e| e.0)?;
+    Ok(v)
+}
+
+fn parse_dt(s: &str) -> Result<f64, String> {
+    parse_checked(s, check_dt)
+}
+
+fn parse_max_fps(s: &str) -> Result<f64, String> {
+    parse_checked(s, check_max_fps)
+}
+
+fn parse_tolerance(s: &str) -> Result<f32, String> {
+    parse_checked(s, check_tolerance)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("vkhip").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn numeric_options_have_finite_ranges() {
+        for bad in [
+            &["--dt", "1e308"][..],
+            &["--dt", "NaN"],
+            &["--dt", "inf"],
+            &["--dt", "-1"],
+            &["--dt", "0"],
+            &["--max-fps", "1e-300"],
+            &["--max-fps", "NaN"],
+            &["--max-fps", "-5"],
+            &["--max-fps", "1e9"],
+            &["verify", "--tolerance", "NaN"],
+            &["verify", "--tolerance", "inf"],
+            &["verify", "--tolerance", "-1e-5"],
+            &["verify", "--dt", "1e308"],
+            &["cycles", "--count", "0"],
+            &["cycles", "--count", "1"],
+            &["bench-kernel", "--iterations", "0"],
+        ] {
+            let e = parse(bad).err().unwrap_or_else(|| panic!("{bad:?} was accepted"));
+            assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{bad:?}: {e}");
+        }
+        for good in [
+            &["--dt", "0.5"][..],
+            &["--max-fps", "0"],
+            &["--max-fps", "0.1"],
+            &["verify", "--tolerance", "0"],
+            &["cycles", "--count", "2"],
+        ] {
+            assert!(parse(good).is_ok(), "{good:?} was refused");
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! PNG output and the image comparison used by tests, `compare-png` and the GPU check.
 
-use std::path::Path;
+use std::fs::File;
+use std::path::{Path, PathBuf};
 
 /// An RGBA8 image.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -10,39 +11,134 @@ pub struct Rgba {
     pub pixels: Vec<u8>,
 }
 
-/// Errors reading or writing PNGs.
+/// Largest image `read_png` decodes (pixels); larger header dimensions are refused before any
+/// allocation. vkhip never writes more than 16384 x 16384.
+pub const MAX_READ_PIXELS: u64 = 16384 * 16384;
+
+/// Errors reading or writing PNGs. The OS error is part of the message, not a `source`, so a
+/// `{:#}` chain prints it once.
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
-    #[error("{path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    #[error("{path}: {error}")]
+    Io { path: String, error: std::io::Error },
     #[error("{path}: not a readable PNG: {message}")]
     Png { path: String, message: String },
+    #[error(
+        "{path}: PNG header declares {width}x{height} pixels, more than the {MAX_READ_PIXELS} vkhip reads"
+    )]
+    TooLarge { path: String, width: u32, height: u32 },
+    #[error("{path}: cannot write here: {what}")]
+    NotWritable { path: String, what: String },
+    #[error("{path}: writing the PNG failed: {error} (the previous file, if any, is unchanged)")]
+    Write { path: String, error: std::io::Error },
+    #[error("{path}: cannot encode the PNG: {message}")]
+    Encode { path: String, message: String },
+}
+
+/// A PNG written atomically. [`PendingPng::create`] makes the temporary file beside the target
+/// (so an unwritable path fails before any work is done); [`PendingPng::commit`] writes it,
+/// syncs it and renames it over the target. Until then the target is untouched, and a
+/// `PendingPng` dropped without a successful commit removes its temporary file.
+#[derive(Debug)]
+pub struct PendingPng {
+    path: PathBuf,
+    tmp: PathBuf,
+    file: Option<File>,
+}
+
+impl PendingPng {
+    /// Check that `path` can be written: not a directory, its directory exists and takes a new file.
+    pub fn create(path: &Path) -> Result<Self, ImageError> {
+        let shown = path.display().to_string();
+        let refuse = |what: String| ImageError::NotWritable { path: shown.clone(), what };
+        let name = path.file_name().ok_or_else(|| refuse("not a file name".into()))?;
+        if path.is_dir() {
+            return Err(refuse("it is a directory".into()));
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if !dir.is_dir() {
+            return Err(refuse(format!("directory {} does not exist", dir.display())));
+        }
+        let tmp = dir.join(format!(".{}.vkhip-{}.tmp", name.to_string_lossy(), std::process::id()));
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| refuse(format!("cannot create a file in {}: {e}", dir.display())))?;
+        Ok(PendingPng { path: path.to_path_buf(), tmp, file: Some(file) })
+    }
+
+    /// The target path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Encode `img` into the temporary file, sync it, and rename it over the target.
+    pub fn commit(mut self, img: &Rgba) -> Result<(), ImageError> {
+        let path = self.path.display().to_string();
+        let write = |error| ImageError::Write { path: path.clone(), error };
+        let Some(file) = self.file.take() else {
+            return Err(write(std::io::Error::other("already committed")));
+        };
+        let mut out = std::io::BufWriter::new(file);
+        img.encode(&mut out).map_err(|e| match e {
+            png::EncodingError::IoError(error) => write(error),
+            other => ImageError::Encode { path: path.clone(), message: other.to_string() },
+        })?;
+        let file = out.into_inner().map_err(|e| write(e.into_error()))?;
+        file.sync_all().map_err(write)?;
+        drop(file);
+        std::fs::rename(&self.tmp, &self.path).map_err(write)?;
+        Ok(())
+    }
+}
+
+impl Drop for PendingPng {
+    fn drop(&mut self) {
+        // After a successful rename the temporary name no longer exists; otherwise it goes.
+        if let Err(e) = std::fs::remove_file(&self.tmp) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                log::warn!("could not remove {}: {e}", self.tmp.display());
+            }
+        }
+    }
 }
 
 impl Rgba {
-    /// Write as an 8-bit RGBA PNG.
+    /// Write as an 8-bit RGBA PNG, atomically (see [`PendingPng`]).
     pub fn write_png(&self, path: &Path) -> Result<(), ImageError> {
-        let io = |source| ImageError::Io { path: path.display().to_string(), source };
-        let png = |e: png::EncodingError| ImageError::Png {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        };
-        let file = std::fs::File::create(path).map_err(io)?;
-        let mut enc = png::Encoder::new(std::io::BufWriter::new(file), self.width, self.height);
+        PendingPng::create(path)?.commit(self)
+    }
+
+    /// Encode as an 8-bit RGBA PNG into `out`.
+    fn encode<W: std::io::Write>(&self, out: &mut W) -> Result<(), png::EncodingError> {
+        let mut enc = png::Encoder::new(&mut *out, self.width, self.height);
         enc.set_color(png::ColorType::Rgba);
         enc.set_depth(png::BitDepth::Eight);
-        let mut writer = enc.write_header().map_err(png)?;
-        writer.write_image_data(&self.pixels).map_err(png)?;
-        writer.finish().map_err(png)
+        let mut writer = enc.write_header()?;
+        writer.write_image_data(&self.pixels)?;
+        writer.finish()?;
+        out.flush()?;
+        Ok(())
     }
 
     /// Read an 8-bit RGB or RGBA PNG (RGB gets alpha 255).
     pub fn read_png(path: &Path) -> Result<Self, ImageError> {
         let p = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|source| ImageError::Io { path: p.clone(), source })?;
+        let file = File::open(path).map_err(|error| ImageError::Io { path: p.clone(), error })?;
         let bad = |m: String| ImageError::Png { path: p.clone(), message: m };
-        let mut decoder = png::Decoder::new(std::io::BufReader::new(file));
+        // The decoder's own limit (bytes it may allocate) backs up the explicit check below.
+        let limits = png::Limits { bytes: (MAX_READ_PIXELS * 8) as usize };
+        let mut decoder = png::Decoder::new_with_limits(std::io::BufReader::new(file), limits);
         decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+        let header = decoder.read_header_info().map_err(|e| bad(e.to_string()))?;
+        let (width, height) = (header.width, header.height);
+        if width as u64 * height as u64 > MAX_READ_PIXELS {
+            return Err(ImageError::TooLarge { path: p, width, height });
+        }
         let mut reader = decoder.read_info().map_err(|e| bad(e.to_string()))?;
         let mut buf = vec![0; reader.output_buffer_size()];
         let info = reader.next_frame(&mut buf).map_err(|e| bad(e.to_string()))?;

@@ -1,5 +1,6 @@
 //! vkhip command line: parse, dispatch, and turn errors into one line and an exit code
-//! (0 success, 1 a failed check or run, 2 a usage or environment problem).
+//! (0 success, 1 a failed check or run, 2 a usage or environment problem, 130 after an
+//! interrupt). stdout goes through [`vkhip::output`], so a closed or full stdout never panics.
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -29,10 +30,14 @@ fn main() -> ExitCode {
                 .filter(|l| !l.is_empty())
                 .collect();
             let line = line.join(" ");
-            eprintln!("vkhip: error: {} (see vkhip --help)", line.trim_start_matches("error: "));
+            vkhip::errln!("vkhip: error: {} (see vkhip --help)", line.trim_start_matches("error: "));
             return ExitCode::from(2);
         }
     };
+    if let Err(e) = vkhip::fault::check_env() {
+        vkhip::errln!("vkhip: error: {e}");
+        return ExitCode::from(2);
+    }
     if matches!(cli.command, None | Some(Command::Verify(_))) {
         // Frame loops stop at the next frame and tear down in order; other commands keep the
         // default (Ctrl-C ends them at once).
@@ -48,13 +53,38 @@ fn main() -> ExitCode {
     let result = app::dispatch(cli);
     // Everything Vulkan is destroyed by now, so teardown messages are counted too.
     if validation {
-        println!("validation: {}", ValidationCounts::current());
+        vkhip::outln!("validation: {}", ValidationCounts::current());
     }
+    let stdout_error = vkhip::output::finish();
     match result {
-        Ok(code) => code,
+        Ok(code) => match stdout_error {
+            // A closed stdout (EPIPE) is not reported: `finish` filters it out.
+            Some(e) => {
+                vkhip::errln!("vkhip: error: writing to stdout: {e}");
+                ExitCode::from(2)
+            }
+            None => code,
+        },
         Err(e) => {
-            eprintln!("vkhip: error: {e:#}");
+            vkhip::errln!("vkhip: error: {}", one_line(&e));
             ExitCode::from(if app::is_environment_error(&e) { 2 } else { 1 })
         }
     }
+}
+
+/// The error chain as one line, like `{:#}`, but without a cause its parent already printed
+/// (an error whose message embeds its `#[from]` source would otherwise say everything twice).
+fn one_line(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out.lines().map(str::trim).collect::<Vec<_>>().join(" ")
 }

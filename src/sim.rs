@@ -142,19 +142,51 @@ pub struct Comparison {
 
 /// Compare `actual` with the reference for `p`, counting values off by more than `tolerance`.
 pub fn compare_with_reference(p: &WaveParams, actual: &[f32], tolerance: f32) -> Comparison {
-    let mut c = Comparison::default();
+    compare_with_reference_progress(p, actual, tolerance, &|_| {})
+}
+
+/// Values one parallel task compares (and reports to `progress`).
+const COMPARE_CHUNK: usize = 1 << 16;
+
+/// [`compare_with_reference`] on every core (rayon), calling `progress(n)` after each chunk of `n`
+/// values. The result does not depend on the number of threads.
+pub fn compare_with_reference_progress(
+    p: &WaveParams,
+    actual: &[f32],
+    tolerance: f32,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Comparison {
+    use rayon::prelude::*;
     let w = p.grid.width as usize;
-    for (i, &a) in actual.iter().enumerate() {
-        let e = height(p, (i % w) as u32, (i / w) as u32);
-        let err = (a - e).abs();
-        if !err.is_finite() || err > tolerance {
-            c.mismatches += 1;
-            c.first_mismatch.get_or_insert(i);
-        }
-        if err.is_finite() && err > c.max_abs_error {
-            c.max_abs_error = err;
-        }
-    }
+    let mut c = actual
+        .par_chunks(COMPARE_CHUNK)
+        .enumerate()
+        .map(|(k, chunk)| {
+            let base = k * COMPARE_CHUNK;
+            let mut c = Comparison::default();
+            for (j, &a) in chunk.iter().enumerate() {
+                let i = base + j;
+                let e = height(p, (i % w) as u32, (i / w) as u32);
+                let err = (a - e).abs();
+                if !err.is_finite() || err > tolerance {
+                    c.mismatches += 1;
+                    c.first_mismatch.get_or_insert(i);
+                }
+                if err.is_finite() && err > c.max_abs_error {
+                    c.max_abs_error = err;
+                }
+            }
+            progress(chunk.len() as u64);
+            c
+        })
+        .reduce(Comparison::default, |a, b| Comparison {
+            max_abs_error: a.max_abs_error.max(b.max_abs_error),
+            mismatches: a.mismatches + b.mismatches,
+            first_mismatch: match (a.first_mismatch, b.first_mismatch) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, y) => x.or(y),
+            },
+        });
     if actual.len() != p.grid.len() {
         c.mismatches += p.grid.len().abs_diff(actual.len());
     }
@@ -209,5 +241,24 @@ mod tests {
         assert_eq!(c.mismatches, 2);
         assert_eq!(c.first_mismatch, Some(3));
         assert!(c.max_abs_error >= 1e-3 * 0.99);
+    }
+
+    #[test]
+    fn parallel_comparison_spans_chunks_and_reports_progress() {
+        let grid = Grid { width: 1000, height: 300 }; // 300,000 values: several chunks
+        let p = WaveParams::at_time(grid, 1.25);
+        let mut v = vec![0.0; grid.len()];
+        fill_reference(&p, &mut v);
+        v[250_000] = f32::INFINITY;
+        v[70_000] -= 0.5;
+        v[299_999] += 0.25;
+        let done = std::sync::atomic::AtomicU64::new(0);
+        let c = compare_with_reference_progress(&p, &v, 1e-5, &|n| {
+            done.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        });
+        assert_eq!(c.mismatches, 3);
+        assert_eq!(c.first_mismatch, Some(70_000), "the smallest index, whatever thread found it");
+        assert!((c.max_abs_error - 0.5).abs() < 1e-6);
+        assert_eq!(done.into_inner(), grid.len() as u64);
     }
 }

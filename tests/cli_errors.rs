@@ -50,6 +50,44 @@ const CASES: &[Case] = &[
         expect: "/nonexistent/a.png",
     },
     Case { args: &["verify", "--frames", "0"], env: &[], expect: "--frames must be at least 1 for verify" },
+    // Issue 10, item 2: every numeric option has a finite, meaningful range, checked at parse time.
+    Case {
+        args: &["verify", "--tolerance", "NaN"],
+        env: &[],
+        expect: "--tolerance NaN must be a number in 0..=1",
+    },
+    Case {
+        args: &["verify", "--tolerance", "inf"],
+        env: &[],
+        expect: "--tolerance inf must be a number in 0..=1",
+    },
+    Case {
+        args: &["verify", "--tolerance", "-1"],
+        env: &[],
+        expect: "--tolerance -1 must be a number in 0..=1",
+    },
+    Case {
+        args: &["--dt", "1e308"],
+        env: &[],
+        expect: "must be a positive number of seconds in 0.000001..=3600",
+    },
+    Case {
+        args: &["verify", "--dt", "NaN"],
+        env: &[],
+        expect: "--dt NaN must be a positive number of seconds",
+    },
+    Case {
+        args: &["--max-fps", "1e-300"],
+        env: &[],
+        expect: "must be 0 (no cap) or a number of frames per second",
+    },
+    Case { args: &["cycles", "--count", "0"], env: &[], expect: "0 is not in 2..=10000" },
+    Case { args: &["bench-kernel", "--iterations", "0"], env: &[], expect: "0 is not in 1..=100000" },
+    Case {
+        args: &["info", "--device", "99"],
+        env: &[],
+        expect: "--device 99: there are only 1 Vulkan devices",
+    },
     Case { args: &["--headless", "--bogus-flag"], env: &[], expect: "unexpected argument '--bogus-flag'" },
 ];
 

@@ -16,10 +16,10 @@ pub fn bench_kernel(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let instance = Arc::new(Instance::new(common.validation, &[])?);
     let mut session = Session::new(instance, &common, false)?;
     let params = WaveParams::at_time(common.grid, 0.25);
-    let iterations = args.iterations.max(1);
+    let iterations = args.iterations;
     let b = session.sync.with_idle_backend(|b| b.benchmark(0, &params, iterations))?;
     let (k, f) = (median(&b.kernel_us), median(&b.fill_us));
-    println!(
+    crate::outln!(
         "bench-kernel: backend={} grid={} iterations={} kernel_median_us={k:.2} fill_median_us={f:.2} fill={} ratio={:.3}",
         session.sync.backend_kind(),
         common.grid,
@@ -43,7 +43,7 @@ pub fn cycles(args: &CycleArgs) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
-    let count = args.count.max(2);
+    let count = args.count;
     let mut fds = Vec::new();
     let mut free = Vec::new();
     // Keep the compute API's context alive across cycles, so a leaked import stays visible.
@@ -85,7 +85,7 @@ pub fn cycles(args: &CycleArgs) -> anyhow::Result<ExitCode> {
     let mib = |b: u64| b >> 20;
     // Allow 2 MiB of driver noise across cycles; a leaked slot import is far larger.
     let mem_leak = free.len() >= 2 && free[0].saturating_sub(free[free.len() - 1]) > 2 << 20;
-    println!(
+    crate::outln!(
         "cycles: backend={} count={count} open_fds_before={} open_fds_after={} device_free_before_mib={} device_free_after_mib={} result={}",
         args.common.backend,
         fds[0],

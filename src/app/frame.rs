@@ -10,28 +10,9 @@ use crate::sim::WaveParams;
 use crate::sync::SyncError;
 use crate::vk::VkError;
 use ash::vk;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// Install the Ctrl-C handler: the frame loops stop at the next frame and tear down in order.
-pub fn install_interrupt_handler() {
-    if let Err(e) = ctrlc::set_handler(|| {
-        if INTERRUPTED.swap(true, Ordering::SeqCst) {
-            // Second Ctrl-C: the user wants out now.
-            std::process::exit(130);
-        }
-        eprintln!("vkhip: interrupted, finishing the frames in flight (Ctrl-C again to abort)");
-    }) {
-        log::warn!("could not install the Ctrl-C handler: {e}");
-    }
-}
-
-/// Whether Ctrl-C was pressed.
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
-}
+pub use super::interrupt::{install_interrupt_handler, interrupted};
 
 /// Simulation time for frame numbers.
 #[derive(Clone, Copy, Debug)]

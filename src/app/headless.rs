@@ -72,6 +72,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         check_writable(path)?;
     }
     let extent = vk::Extent2D { width: args.size.width, height: args.size.height };
+    // Before the first frame: an unwritable capture path fails now, not after the run.
+    let capture = args.capture.as_deref().map(crate::image::PendingPng::create).transpose()?;
     let mut o = Offscreen::new(&args.common, extent)?;
     let draw_target = o.draw_target();
     let clock = Clock::new(args.time.unwrap_or(TimeMode::Frame), args.dt);
@@ -105,13 +107,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     let end_ns = host_now_ns();
 
     let mut extra = Vec::new();
-    if let Some(path) = args.capture.as_ref().filter(|_| done > 0 || !interrupted()) {
+    let mut capture_failed = None;
+    if let Some(png) = capture.filter(|_| done > 0 || !interrupted()) {
         anyhow::ensure!(done > 0, "no frame was rendered, nothing to capture");
         let pixels = o.target.read_rgba(&o.session.ctx, (o.session.sync.sems.rendered.handle, done))?;
-        Rgba { width: extent.width, height: extent.height, pixels }
-            .write_png(path)
-            .with_context(|| "writing the capture".to_string())?;
-        extra.push(("capture", format!("{} (frame {})", path.display(), done - 1)));
+        let shown = format!("{} (frame {})", png.path().display(), done - 1);
+        match png.commit(&Rgba { width: extent.width, height: extent.height, pixels }) {
+            Ok(()) => extra.push(("capture", shown)),
+            Err(e) => capture_failed = Some(anyhow::Error::new(e).context("writing the capture")),
+        }
     }
     o.session.sync.shutdown()?;
     profile.finish(&mut o.session, &mut o.renderer, end_ns);
@@ -122,6 +126,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     }
     let report =
         frame_report(&o.session, &profile, &format!("offscreen {}x{}", extent.width, extent.height), &extra);
-    print!("{report}");
-    Ok(())
+    crate::output::print(&report);
+    capture_failed.map_or(Ok(()), Err)
 }

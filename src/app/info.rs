@@ -21,9 +21,13 @@ fn yes(b: bool) -> &'static str {
 pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
     let instance = Instance::new(false, &[])?;
     let devices = enumerate(&instance)?;
-    println!("Vulkan devices ({}):", devices.len());
+    if let Some(index) = args.device.filter(|&i| i >= devices.len()) {
+        // A mistake in the request, not something to report on: exit 2 before printing anything.
+        return Err(crate::vk::VkError::BadDeviceIndex { index, count: devices.len() }.into());
+    }
+    crate::outln!("Vulkan devices ({}):", devices.len());
     for d in &devices {
-        println!(
+        crate::outln!(
             "  [{}] {} ({}, Vulkan {}.{}.{})",
             d.index,
             d.name,
@@ -32,49 +36,49 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
             vk::api_version_minor(d.api_version),
             vk::api_version_patch(d.api_version)
         );
-        println!("      driver            {}", d.driver);
-        println!("      deviceUUID        {}", uuid_string(&d.uuid));
-        println!(
+        crate::outln!("      driver            {}", d.driver);
+        crate::outln!("      deviceUUID        {}", uuid_string(&d.uuid));
+        crate::outln!(
             "      graphics queue    {}   timeline semaphores {}",
             d.graphics_family.map_or("none".to_string(), |f| format!("family {f}")),
             yes(d.timeline_semaphores)
         );
-        println!(
+        crate::outln!(
             "      export memory     {} (OPAQUE_FD{})",
             yes(d.memory_export),
             if d.memory_export_dedicated_only { ", dedicated only" } else { "" }
         );
-        println!(
+        crate::outln!(
             "      export semaphore  timeline {}, binary {} (OPAQUE_FD)",
             yes(d.timeline_export),
             yes(d.binary_export)
         );
-        println!(
+        crate::outln!(
             "      limits            maxStorageBufferRange {} MiB, device-local heap {} MiB",
             d.max_storage_buffer_range / (1 << 20),
             d.device_local_bytes >> 20
         );
     }
-    println!("Compute devices:");
+    crate::outln!("Compute devices:");
     for kind in [BackendKind::Cuda, BackendKind::Hip] {
         match probe_interop(kind) {
-            Ok(list) if list.is_empty() => println!("  {kind}: no devices"),
+            Ok(list) if list.is_empty() => crate::outln!("  {kind}: no devices"),
             Ok(list) => {
                 for c in list {
-                    println!("  {kind} [{}] {}  UUID {}", c.ordinal, c.name, uuid_string(&c.uuid));
+                    crate::outln!("  {kind} [{}] {}  UUID {}", c.ordinal, c.name, uuid_string(&c.uuid));
                     if !c.detail.is_empty() {
-                        println!("      {}", c.detail);
+                        crate::outln!("      {}", c.detail);
                     }
                 }
             }
-            Err(e) => println!("  {kind}: unavailable: {e}"),
+            Err(e) => crate::outln!("  {kind}: unavailable: {e}"),
         }
     }
-    println!("Selection (--backend {}):", args.backend);
+    crate::outln!("Selection (--backend {}):", args.backend);
     let choice = match choose_backend(args.backend, &devices, args.device) {
         Ok(c) => c,
         Err(e) => {
-            println!("  backend {} cannot be used: {e}", args.backend);
+            crate::outln!("  backend {} cannot be used: {e}", args.backend);
             return Ok(());
         }
     };
@@ -82,14 +86,14 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
     match choose_device(&devices, args.device, &uuids) {
         Ok((i, why)) => {
             let d = &devices[i];
-            println!("  backend  {} ({})", choice.kind, choice.reason);
-            println!("  device   [{i}] {} ({why})", d.name);
+            crate::outln!("  backend  {} ({})", choice.kind, choice.reason);
+            crate::outln!("  device   [{i}] {} ({why})", d.name);
             match resolve_mode(SyncMode::Auto, choice.kind, d) {
-                Ok(m) => println!("  sync     {m} (auto)"),
-                Err(e) => println!("  sync     none: {e}"),
+                Ok(m) => crate::outln!("  sync     {m} (auto)"),
+                Err(e) => crate::outln!("  sync     none: {e}"),
             }
         }
-        Err(e) => println!("  no device: {e}"),
+        Err(e) => crate::outln!("  no device: {e}"),
     }
     Ok(())
 }

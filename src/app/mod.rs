@@ -5,6 +5,7 @@ pub mod bench;
 pub mod frame;
 pub mod headless;
 pub mod info;
+pub mod interrupt;
 pub mod profiling;
 pub mod report;
 pub mod session;
@@ -22,10 +23,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         None => {
             let headless = cli.run.headless || !display_available();
-            crate::cli::check_run(&cli.run, headless)?;
             if !headless {
+                // Window-only checks (e.g. --capture needs a headless run) apply only once a
+                // window can really open: a dead DISPLAY falls back to headless, where they don't.
                 match window::event_loop() {
                     Ok(el) => {
+                        crate::cli::check_run(&cli.run, false)?;
                         window::run(&cli.run, el)?;
                         return Ok(interrupted_or(ExitCode::SUCCESS));
                     }
@@ -83,12 +86,32 @@ pub fn is_environment_error(e: &anyhow::Error) -> bool {
     })
 }
 
+/// Whether `e` says the window's surface is gone (the window was destroyed from outside).
+pub fn is_surface_lost(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<crate::vk::VkError>(),
+            Some(crate::vk::VkError::Call { result: ash::vk::Result::ERROR_SURFACE_LOST_KHR, .. })
+        )
+    })
+}
+
+/// The window was destroyed from outside (`xdotool windowclose`, a compositor): say so once and
+/// end the run as if it had been closed (report, exit 0).
+pub fn window_gone(el: &winit::event_loop::ActiveEventLoop) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        crate::errln!("vkhip: the window was destroyed from outside; ending the run");
+    }
+    el.exit();
+}
+
 fn trace_check(a: &crate::cli::TraceCheckArgs) -> anyhow::Result<ExitCode> {
     if let Some(t) = a.tolerance_us.filter(|t| !(t.is_finite() && *t >= 0.0)) {
         return Err(crate::cli::UsageError(format!("--tolerance-us {t} must be a finite number ≥ 0")).into());
     }
     let report = crate::profile::check::check_file(&a.file, a.tolerance_us)?;
-    print!("{}", report.render(&a.file.display().to_string(), 20));
+    crate::output::print(&report.render(&a.file.display().to_string(), 20));
     Ok(if report.clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
@@ -96,14 +119,17 @@ fn compare_png(a: &crate::cli::CompareArgs) -> anyhow::Result<ExitCode> {
     use crate::image::{compare, Rgba};
     let (x, y) = (Rgba::read_png(&a.a)?, Rgba::read_png(&a.b)?);
     let Some(d) = compare(&x, &y, a.tolerance) else {
-        println!(
+        crate::outln!(
             "compare-png: size={}x{} vs {}x{} result=DIFFERENT (sizes differ)",
-            x.width, x.height, y.width, y.height
+            x.width,
+            x.height,
+            y.width,
+            y.height
         );
         return Ok(ExitCode::from(1));
     };
     let same = d.same();
-    println!(
+    crate::outln!(
         "compare-png: size={}x{} max_channel_diff={} pixels_over_tolerance={} tolerance={} result={}",
         x.width,
         x.height,

@@ -9,7 +9,7 @@ use super::frame::{compute_and_draw, interrupted, throttle};
 use super::headless::Offscreen;
 use crate::cli::{check_dt, VerifyArgs};
 use crate::profile::RenderMarks;
-use crate::sim::{compare_with_reference, WaveParams};
+use crate::sim::{compare_with_reference_progress, WaveParams};
 use crate::sync::SyncMode;
 use anyhow::Context as _;
 use ash::vk;
@@ -25,6 +25,7 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let draw_target = o.draw_target();
     let Offscreen { session, renderer, .. } = &mut o;
 
+    let bar = progress_bar(args.frames.saturating_mul(session.grid.len() as u64));
     let mut max_err = 0f32;
     let mut over = 0usize;
     let mut values = 0usize;
@@ -35,6 +36,8 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
             break;
         }
         let slot = session.sync.slot_of(f);
+        let t_frame = std::time::Instant::now();
+        bar.set_message(format!("frame {f}: computing and drawing"));
         let mut t = RenderMarks::start(f);
         throttle(session, f, &mut t)?;
         // All earlier draws (so the slot's previous reader) are done before the slot is poisoned.
@@ -58,10 +61,14 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
             session.fill_slot(slot, i * 4, 4, 2.0f32.to_bits(), f + 1)?;
             log::warn!("test hook: corrupted value {i} of slot {slot} in frame {f}");
         }
+        log::debug!("frame {f}: computed and drawn in {:?}", t_frame.elapsed());
         let mut data =
             session.read_slot(slot, &waits).with_context(|| format!("reading slot {slot} back"))?;
         data.truncate(session.grid.len());
-        let c = compare_with_reference(&params, &data, args.tolerance);
+        let t_cmp = std::time::Instant::now();
+        bar.set_message(format!("frame {f}: comparing with the CPU reference"));
+        let c = compare_with_reference_progress(&params, &data, args.tolerance, &|n| bar.inc(n));
+        log::debug!("frame {f}: compared {} values in {:?}", data.len(), t_cmp.elapsed());
         log::info!(
             "frame {f} slot {slot}: max_abs_error {:.3e}, {} over tolerance",
             c.max_abs_error,
@@ -83,6 +90,7 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         values += data.len();
         frames_done += 1;
     }
+    bar.finish_and_clear();
     let pass = over == 0 && frames_done == args.frames;
     let backend = session.sync.backend_kind();
     let mode = session.sync.mode();
@@ -90,12 +98,37 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     session.sync.shutdown()?;
     drop(o);
     if let Some(f) = &first_failure {
-        eprintln!("verify: {f}");
+        crate::errln!("verify: {f}");
     }
-    println!(
-        "verify: {} backend={backend} sync={mode} slots={slots} grid={} frames={frames_done} values={values} max_abs_error={max_err:.3e} over_tolerance={over}",
-        if pass { "PASS" } else { "FAIL" },
+    // An interrupted run is neither a pass nor a failure of the data (exit 130, see dispatch).
+    let verdict = if interrupted() && frames_done < args.frames {
+        "INTERRUPTED"
+    } else if pass {
+        "PASS"
+    } else {
+        "FAIL"
+    };
+    crate::outln!(
+        "verify: {verdict} backend={backend} sync={mode} slots={slots} grid={} frames={frames_done} values={values} max_abs_error={max_err:.3e} over_tolerance={over}",
         args.common.grid,
     );
     Ok(if pass { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Checks of at least this many values (frames × grid) show a progress bar.
+const LONG_CHECK_VALUES: u64 = 64 << 20;
+
+/// A bar over every value the check compares, on stderr; indicatif draws nothing when stderr is
+/// not a terminal, and short checks get a hidden bar.
+fn progress_bar(total_values: u64) -> indicatif::ProgressBar {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    if total_values < LONG_CHECK_VALUES {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total_values), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("verify [{bar:30}] {percent:>3}% {msg} (eta {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
 }

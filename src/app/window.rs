@@ -42,6 +42,9 @@ struct Running {
     surface: Surface,
     format: vk::SurfaceFormatKHR,
     window: Arc<Window>,
+    /// The window's size as the last `Resized` said: asking winit (`inner_size`) panics once the
+    /// window is destroyed from outside.
+    size: PhysicalSize<u32>,
     camera: OrbitCamera,
     clock: Clock,
     frame: u64,
@@ -82,12 +85,19 @@ pub fn run(args: &RunArgs, event_loop: EventLoop<()>) -> anyhow::Result<()> {
         check_writable(path)?;
     }
     let mut app = App { args, running: None, error: None, report: None };
-    event_loop.run_app(&mut app).context("window event loop")?;
+    let proxy = event_loop.create_proxy();
+    // An interrupt wakes a loop that sleeps until the next --max-fps deadline.
+    super::interrupt::set_waker(move || {
+        let _ = proxy.send_event(());
+    });
+    let ran = event_loop.run_app(&mut app).context("window event loop");
+    super::interrupt::clear_waker();
+    ran?;
     if let Some(r) = app.running.take() {
         app.finish(r);
     }
     if let Some(report) = &app.report {
-        print!("{report}");
+        crate::output::print(report);
     }
     app.error.map_or(Ok(()), Err)
 }
@@ -130,6 +140,7 @@ impl App<'_> {
             session,
             surface,
             format,
+            size: window.inner_size(),
             window,
             camera: OrbitCamera::default(),
             clock: Clock::new(args.time.unwrap_or(TimeMode::Wall), args.dt),
@@ -150,7 +161,7 @@ impl App<'_> {
     fn frame(&mut self) -> anyhow::Result<bool> {
         let args = self.args;
         let Some(r) = self.running.as_mut() else { return Ok(true) };
-        let size = r.window.inner_size();
+        let size = r.size;
         if size.width == 0 || size.height == 0 {
             return Ok(true); // minimised: nothing to draw, keep the swapchain until restored
         }
@@ -166,6 +177,10 @@ impl App<'_> {
                 present_mode(args.present_mode),
                 old.as_ref(),
             )?;
+            if sc.clamped {
+                // Larger than the device can render: ask for the size it can (a WM may refuse).
+                let _ = r.window.request_inner_size(PhysicalSize::new(sc.extent.width, sc.extent.height));
+            }
             if old.is_some() {
                 r.recreated += 1;
             }
@@ -242,7 +257,7 @@ impl App<'_> {
             self.error.get_or_insert(e.into());
         }
         r.profile.finish(&mut r.session, &mut r.renderer, end_ns);
-        let size = r.window.inner_size();
+        let size = r.size;
         let mut extra = vec![("resizes", format!("{} swapchain re-creations", r.recreated))];
         if let Some(path) = &self.args.trace {
             match r.profile.write_trace(&r.session, path) {
@@ -292,6 +307,7 @@ impl ApplicationHandler for App<'_> {
     fn window_event(&mut self, el: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
         match event {
             WindowEvent::CloseRequested => el.exit(),
+            WindowEvent::Destroyed => super::window_gone(el),
             WindowEvent::KeyboardInput { event, is_synthetic, .. }
                 if event.state == ElementState::Pressed =>
             {
@@ -312,8 +328,9 @@ impl ApplicationHandler for App<'_> {
                     _ => {}
                 }
             }
-            WindowEvent::Resized(_) => {
+            WindowEvent::Resized(size) => {
                 if let Some(r) = self.running.as_mut() {
+                    r.size = size;
                     r.resized = true;
                 }
             }
@@ -343,6 +360,7 @@ impl ApplicationHandler for App<'_> {
             WindowEvent::RedrawRequested => match self.frame() {
                 Ok(true) => {}
                 Ok(false) => el.exit(),
+                Err(e) if super::is_surface_lost(&e) => super::window_gone(el),
                 Err(e) => self.fail(el, e),
             },
             _ => {}
@@ -356,7 +374,7 @@ impl ApplicationHandler for App<'_> {
         }
         let max_fps = self.args.max_fps;
         let Some(r) = self.running.as_mut() else { return };
-        let size = r.window.inner_size();
+        let size = r.size;
         if size.width == 0 || size.height == 0 {
             // Minimised: sleep until the next event (a restore arrives as Resized).
             el.set_control_flow(ControlFlow::Wait);

@@ -127,7 +127,10 @@ impl Slot {
             alloc = alloc.push_next(&mut dedicated_info);
         }
         // SAFETY: valid device; type index from this device; pNext chain of live locals.
-        slot.memory = unsafe { d.allocate_memory(&alloc, None) }.call("vkAllocateMemory (slot)")?;
+        slot.memory = crate::fault::inject(crate::fault::Fault::VkAlloc)
+            // SAFETY: as above.
+            .and_then(|()| unsafe { d.allocate_memory(&alloc, None) })
+            .call("vkAllocateMemory (slot)")?;
         slot.allocation_size = req.size;
         slot.dedicated = dedicated;
         slot.memory_type = ty;
@@ -227,7 +230,10 @@ impl ImportedBuffer {
                 alloc = alloc.push_next(&mut dedicated_info);
             }
             // SAFETY: valid device; the fd refers to an exported allocation of this physical device.
-            unsafe { d.allocate_memory(&alloc, None) }.call("vkAllocateMemory (import OPAQUE_FD)")
+            crate::fault::inject(crate::fault::Fault::MemoryImport)
+                // SAFETY: as above.
+                .and_then(|()| unsafe { d.allocate_memory(&alloc, None) })
+                .call("vkAllocateMemory (import OPAQUE_FD)")
         })?;
         // SAFETY: fresh buffer and imported memory, offset 0.
         unsafe { d.bind_buffer_memory(buffer, me.memory, 0) }.call("vkBindBufferMemory (import)")?;

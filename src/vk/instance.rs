@@ -106,6 +106,16 @@ unsafe extern "system" fn debug_callback(
     } else if LAYER_BUG_IDS.iter().any(|v| id.contains(v)) {
         LAYER_BUG.fetch_add(1, Ordering::Relaxed);
         log::info!(target: "vulkan", "[{kind:?}] (validation-layer bug, not counted as an error) {message}");
+    } else if kind == vk::DebugUtilsMessageTypeFlagsEXT::GENERAL {
+        // Loader and layer chatter, not a validation finding: counted, but logged at info. A
+        // failing call's result says the same in vkhip's one error line ("Failed to detect any
+        // valid GPUs" → no usable Vulkan device); RUST_LOG=vulkan=info shows it.
+        if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) {
+            ERRORS.fetch_add(1, Ordering::Relaxed);
+        } else if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::WARNING) {
+            WARNINGS.fetch_add(1, Ordering::Relaxed);
+        }
+        log::info!(target: "vulkan", "[{kind:?}] {severity:?}: {message}");
     } else if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) {
         ERRORS.fetch_add(1, Ordering::Relaxed);
         log::error!(target: "vulkan", "[{kind:?}] {message}");

@@ -62,7 +62,10 @@ impl HostBuffer {
         .ok_or_else(|| VkError::Unsupported("no host-visible coherent memory type".into()))?;
         let alloc = vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty);
         // SAFETY: valid device; type index from this device's properties.
-        me.memory = unsafe { d.allocate_memory(&alloc, None) }.call("vkAllocateMemory")?;
+        me.memory = crate::fault::inject(crate::fault::Fault::VkAlloc)
+            // SAFETY: as above.
+            .and_then(|()| unsafe { d.allocate_memory(&alloc, None) })
+            .call("vkAllocateMemory")?;
         // SAFETY: fresh buffer and memory, offset 0 satisfies any alignment.
         unsafe { d.bind_buffer_memory(buffer, me.memory, 0) }.call("vkBindBufferMemory")?;
         // SAFETY: host-visible memory, not mapped yet.

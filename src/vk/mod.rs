@@ -42,11 +42,24 @@ pub enum VkError {
     #[error("{0}")]
     Unsupported(String),
     /// A Vulkan call returned an error.
-    #[error("{call} failed: {result}")]
+    #[error("{call} failed: {}", describe(*result))]
     Call { call: &'static str, result: vk::Result },
     /// Waiting on the GPU took too long (something upstream never signalled).
     #[error("timed out after {seconds} s waiting for {what}")]
     Timeout { what: String, seconds: u64 },
+}
+
+/// A Vulkan result by its spec name (`VK_ERROR_DEVICE_LOST`), with ash's description where it
+/// has one, so a message names the error the way drivers, docs and searches do.
+pub fn describe(result: vk::Result) -> String {
+    let name = format!("VK_{result:?}");
+    let text = result.to_string();
+    if text.trim_start_matches("VK_") == name.trim_start_matches("VK_") {
+        name
+    } else {
+        let text = text.split(" See <").next().unwrap_or(&text).trim_end_matches('.');
+        format!("{name} ({text})")
+    }
 }
 
 impl VkError {

@@ -395,6 +395,8 @@ impl SinewavePipeline {
             .module(module.handle)
             .name(c"main");
         let info = vk::ComputePipelineCreateInfo::default().stage(stage).layout(pipeline.layout);
+        // The Vulkan backend's kernel compilation (a fault point, see `crate::fault`).
+        crate::fault::inject(crate::fault::Fault::KernelCompile).call("vkCreateComputePipelines")?;
         // SAFETY: every referenced object is alive for the call.
         pipeline.handle =
             unsafe { ctx.device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) }

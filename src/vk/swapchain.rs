@@ -97,6 +97,10 @@ pub struct Swapchain {
     pub handle: vk::SwapchainKHR,
     pub extent: vk::Extent2D,
     pub present_mode: vk::PresentModeKHR,
+    /// Whether the extent was cut to the device's limits (the window is larger than the device
+    /// can render). The presentation engine then says SUBOPTIMAL on every frame; that is not a
+    /// reason to re-create, and the window should be asked to shrink to `extent`.
+    pub clamped: bool,
     images: Vec<SwapImage>,
     _depth: Image,
 }
@@ -127,14 +131,27 @@ impl Swapchain {
             log::warn!("present mode {want_mode:?} is not supported here; using FIFO");
             vk::PresentModeKHR::FIFO
         };
-        let extent = if caps.current_extent.width != u32::MAX {
-            caps.current_extent
-        } else {
-            vk::Extent2D {
-                width: size.width.clamp(caps.min_image_extent.width, caps.max_image_extent.width),
-                height: size.height.clamp(caps.min_image_extent.height, caps.max_image_extent.height),
-            }
-        };
+        let want = if caps.current_extent.width != u32::MAX { caps.current_extent } else { size };
+        // SAFETY: valid physical device of this instance.
+        let limits = unsafe { surface.instance.instance.get_physical_device_properties(pd) }.limits;
+        let extent = clamp_extent(want, &caps, &limits);
+        if extent != want {
+            log::warn!(
+                "the window is {}x{}; rendering {}x{} (device limit {}x{}), stretched to fit",
+                want.width,
+                want.height,
+                extent.width,
+                extent.height,
+                device_max_extent(&limits).width,
+                device_max_extent(&limits).height
+            );
+        }
+        log::debug!(
+            "surface extent: current {:?}, min {:?}, max {:?} → {extent:?}",
+            caps.current_extent,
+            caps.min_image_extent,
+            caps.max_image_extent
+        );
         let mut count = caps.min_image_count + 1;
         if caps.max_image_count > 0 {
             count = count.min(caps.max_image_count);
@@ -169,8 +186,15 @@ impl Swapchain {
                 return Err(e);
             }
         };
-        let mut me =
-            Swapchain { ctx: ctx.clone(), handle, extent, present_mode, images: Vec::new(), _depth: depth };
+        let mut me = Swapchain {
+            ctx: ctx.clone(),
+            handle,
+            extent,
+            present_mode,
+            clamped: extent != want,
+            images: Vec::new(),
+            _depth: depth,
+        };
         // SAFETY: valid swapchain.
         let images = unsafe { sc_fn.get_swapchain_images(handle) }.call("vkGetSwapchainImagesKHR")?;
         for image in images {
@@ -224,7 +248,7 @@ impl Swapchain {
         // SAFETY: valid swapchain and unsignalled binary semaphore (its last wait has completed:
         // the caller throttled). A finite timeout keeps Esc and Ctrl-C responsive.
         match unsafe { sc_fn.acquire_next_image(self.handle, 1_000_000_000, acquired, vk::Fence::null()) } {
-            Ok((image, suboptimal)) => Ok(Acquire::Image { image, suboptimal }),
+            Ok((image, suboptimal)) => Ok(Acquire::Image { image, suboptimal: suboptimal && !self.clamped }),
             Err(vk::Result::ERROR_OUT_OF_DATE_KHR) => Ok(Acquire::Retry { recreate: true }),
             Err(vk::Result::TIMEOUT | vk::Result::NOT_READY) => Ok(Acquire::Retry { recreate: false }),
             Err(e) => Err(VkError::Call { call: "vkAcquireNextImageKHR", result: e }),
@@ -251,9 +275,41 @@ impl Swapchain {
         // SAFETY: the queue is locked; the image was acquired and drawn into.
         match unsafe { sc_fn.queue_present(*q, &info) } {
             Ok(false) => Ok(true),
+            Ok(true) if self.clamped => Ok(true),
             Ok(true) | Err(vk::Result::ERROR_OUT_OF_DATE_KHR) => Ok(false),
             Err(e) => Err(VkError::Call { call: "vkQueuePresentKHR", result: e }),
         }
+    }
+}
+
+/// The largest image the device can render into and show: image, framebuffer and viewport limits.
+pub fn device_max_extent(limits: &vk::PhysicalDeviceLimits) -> vk::Extent2D {
+    vk::Extent2D {
+        width: limits
+            .max_image_dimension2_d
+            .min(limits.max_framebuffer_width)
+            .min(limits.max_viewport_dimensions[0]),
+        height: limits
+            .max_image_dimension2_d
+            .min(limits.max_framebuffer_height)
+            .min(limits.max_viewport_dimensions[1]),
+    }
+}
+
+/// The swapchain extent for a window that wants `want`: within the surface's [min, max] and
+/// never beyond what the device can render ([`device_max_extent`]; where the two disagree, as
+/// with an X11 window larger than the device's limits, the device wins and the presentation
+/// engine scales the image to the window). Never 0.
+pub fn clamp_extent(
+    want: vk::Extent2D,
+    caps: &vk::SurfaceCapabilitiesKHR,
+    limits: &vk::PhysicalDeviceLimits,
+) -> vk::Extent2D {
+    let dev = device_max_extent(limits);
+    let side = |w: u32, lo: u32, hi: u32, dev: u32| w.clamp(lo.min(hi), hi.max(lo)).min(dev).max(1);
+    vk::Extent2D {
+        width: side(want.width, caps.min_image_extent.width, caps.max_image_extent.width, dev.width),
+        height: side(want.height, caps.min_image_extent.height, caps.max_image_extent.height, dev.height),
     }
 }
 
@@ -273,5 +329,48 @@ impl Drop for Swapchain {
                 sc_fn.destroy_swapchain(self.handle, None);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(min: (u32, u32), max: (u32, u32)) -> vk::SurfaceCapabilitiesKHR {
+        vk::SurfaceCapabilitiesKHR {
+            min_image_extent: vk::Extent2D { width: min.0, height: min.1 },
+            max_image_extent: vk::Extent2D { width: max.0, height: max.1 },
+            ..Default::default()
+        }
+    }
+
+    fn limits(image: u32, fb: (u32, u32), viewport: [u32; 2]) -> vk::PhysicalDeviceLimits {
+        vk::PhysicalDeviceLimits {
+            max_image_dimension2_d: image,
+            max_framebuffer_width: fb.0,
+            max_framebuffer_height: fb.1,
+            max_viewport_dimensions: viewport,
+            ..Default::default()
+        }
+    }
+
+    fn e(width: u32, height: u32) -> vk::Extent2D {
+        vk::Extent2D { width, height }
+    }
+
+    #[test]
+    fn extents_stay_within_surface_and_device_limits() {
+        let l = limits(16384, (16384, 16384), [16384, 16384]);
+        // Normal window: unchanged.
+        assert_eq!(clamp_extent(e(1280, 720), &caps((1, 1), (32768, 32768)), &l), e(1280, 720));
+        // X11 (min = max = current) beyond the device: the device wins.
+        assert_eq!(clamp_extent(e(20000, 300), &caps((20000, 300), (20000, 300)), &l), e(16384, 300));
+        // The smallest of image, framebuffer and viewport limits, per axis.
+        let l = limits(16384, (8192, 16384), [16384, 4096]);
+        assert_eq!(clamp_extent(e(30000, 30000), &caps((1, 1), (32768, 32768)), &l), e(8192, 4096));
+        // Surface maximum below the request.
+        assert_eq!(clamp_extent(e(5000, 5000), &caps((1, 1), (4000, 3000)), &l), e(4000, 3000));
+        // Never 0.
+        assert_eq!(clamp_extent(e(0, 0), &caps((0, 0), (100, 100)), &l), e(1, 1));
     }
 }

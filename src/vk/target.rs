@@ -54,7 +54,10 @@ impl Image {
         .ok_or_else(|| VkError::Unsupported("no memory type for an image".into()))?;
         let alloc = vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty);
         // SAFETY: valid device, type from this device.
-        me.memory = unsafe { d.allocate_memory(&alloc, None) }.call("vkAllocateMemory (image)")?;
+        me.memory = crate::fault::inject(crate::fault::Fault::VkAlloc)
+            // SAFETY: as above.
+            .and_then(|()| unsafe { d.allocate_memory(&alloc, None) })
+            .call("vkAllocateMemory (image)")?;
         // SAFETY: fresh image and memory.
         unsafe { d.bind_image_memory(image, me.memory, 0) }.call("vkBindImageMemory")?;
         let view_info = vk::ImageViewCreateInfo::default()
