@@ -66,8 +66,9 @@ pub enum TraceCommand {
 pub struct TraceCheckArgs {
     /// A trace written by `vkhip --trace FILE`.
     pub file: PathBuf,
-    /// Allowed clock disagreement in µs (default: the alignment accuracy the trace states).
-    #[arg(long, value_name = "US")]
+    /// Allowed clock disagreement in µs, 0..=1000000 (default: the alignment accuracy the trace
+    /// states).
+    #[arg(long, value_name = "US", value_parser = parse_tolerance_us, allow_hyphen_values = true)]
     pub tolerance_us: Option<f64>,
 }
 
@@ -292,6 +293,18 @@ fn parse_max_fps(s: &str) -> Result<f64, String> {
 
 fn parse_tolerance(s: &str) -> Result<f32, String> {
     parse_checked(s, check_tolerance)
+}
+
+fn check_tolerance_us(t: f64) -> Result<(), UsageError> {
+    if (0.0..=1e6).contains(&t) {
+        Ok(())
+    } else {
+        Err(UsageError("--tolerance-us must be a number of µs in 0..=1000000".into()))
+    }
+}
+
+fn parse_tolerance_us(s: &str) -> Result<f64, String> {
+    parse_checked(s, check_tolerance_us)
 }
 
 #[cfg(test)]

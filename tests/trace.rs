@@ -205,6 +205,10 @@ fn unreadable_traces_and_unwritable_paths_exit_2_with_one_line() {
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("not a vkhip trace"), "{out}");
 
+    let o = run(vkhip().args(["trace", "check", "--tolerance-us", "1e308"]).arg(&bad));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--tolerance-us must be a number of µs in 0..=1000000"), "{}", stderr(&o));
+
     // The trace path is checked before the first frame, not after the run.
     let o = run(vkhip()
         .args(["--headless", "--frames", "100000", "--trace"])

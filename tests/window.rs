@@ -6,97 +6,16 @@
 //! and is skipped with a message elsewhere.
 
 mod common;
+#[path = "common/x11.rs"]
+mod x11;
 use common::*;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use vkhip::image::Rgba;
-
-fn have(tool: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
-}
-
-struct Xvfb {
-    child: Child,
-    display: String,
-}
-
-impl Xvfb {
-    /// Start Xvfb on a free display it picks itself (`-displayfd`), and wait until it says it is
-    /// ready: no display-number collisions with other test processes, no race with its start.
-    fn start() -> Xvfb {
-        use std::io::BufRead;
-        let mut child = Command::new("Xvfb")
-            .args(["-displayfd", "1", "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start Xvfb");
-        let mut line = String::new();
-        let stdout = child.stdout.take().expect("Xvfb stdout");
-        std::io::BufReader::new(stdout).read_line(&mut line).expect("read Xvfb's display number");
-        let n: u32 =
-            line.trim().parse().unwrap_or_else(|_| panic!("Xvfb printed {line:?}, not a display number"));
-        Xvfb { child, display: format!(":{n}") }
-    }
-}
-
-impl Drop for Xvfb {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Parse an XWD dump of a 24/32-bit TrueColor ZPixmap (what `xwd -root` gives on Xvfb -screen
-/// 24) into RGBA.
-fn parse_xwd(data: &[u8]) -> Rgba {
-    let be = |i: usize| u32::from_be_bytes(data[i * 4..i * 4 + 4].try_into().unwrap());
-    let header_size = be(0) as usize;
-    let (width, height) = (be(4), be(5));
-    let byte_order = be(7); // 0 = LSBFirst
-    let bits_per_pixel = be(11);
-    let bytes_per_line = be(12) as usize;
-    let ncolors = be(19) as usize;
-    assert_eq!(bits_per_pixel, 32, "expected a 32-bpp dump");
-    let start = header_size + ncolors * 12;
-    let mut pixels = Vec::with_capacity((width * height * 4) as usize);
-    for y in 0..height as usize {
-        for x in 0..width as usize {
-            let p = &data[start + y * bytes_per_line + x * 4..][..4];
-            let v = if byte_order == 0 {
-                u32::from_le_bytes(p.try_into().unwrap())
-            } else {
-                u32::from_be_bytes(p.try_into().unwrap())
-            };
-            pixels.extend_from_slice(&[(v >> 16) as u8, (v >> 8) as u8, v as u8, 255]);
-        }
-    }
-    Rgba { width, height, pixels }
-}
-
-fn crop(img: &Rgba, w: u32, h: u32) -> Rgba {
-    let mut pixels = Vec::new();
-    for y in 0..h {
-        let row = (y * img.width) as usize * 4;
-        pixels.extend_from_slice(&img.pixels[row..row + w as usize * 4]);
-    }
-    Rgba { width: w, height: h, pixels }
-}
-
-/// Whether the X tools are here; under CI their absence is a failure, elsewhere a skip.
-fn tools_present() -> bool {
-    let tools = ["Xvfb", "xdotool", "xwd"];
-    if let Some(missing) = tools.iter().find(|t| !have(t)) {
-        assert!(std::env::var_os("CI").is_none(), "CI must provide {missing} (see .ci/run)");
-        eprintln!("skipping the window test: {missing} is not installed");
-        return false;
-    }
-    true
-}
+use x11::{crop, parse_xwd, tools_present, Xvfb};
 
 #[test]
 fn window_runs_are_validation_clean_in_every_mode() {
-    if !tools_present() {
+    if !tools_present("the window test") {
         return;
     }
     let x = Xvfb::start();
@@ -122,7 +41,7 @@ fn window_runs_are_validation_clean_in_every_mode() {
 
 #[test]
 fn window_runs_resizes_and_shows_the_surface() {
-    if !tools_present() {
+    if !tools_present("the window test") {
         return;
     }
     let x = Xvfb::start();

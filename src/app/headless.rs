@@ -107,25 +107,31 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     let end_ns = host_now_ns();
 
     let mut extra = Vec::new();
-    let mut capture_failed = None;
+    let mut failed = None;
     if let Some(png) = capture.filter(|_| done > 0 || !interrupted()) {
         anyhow::ensure!(done > 0, "no frame was rendered, nothing to capture");
         let pixels = o.target.read_rgba(&o.session.ctx, (o.session.sync.sems.rendered.handle, done))?;
         let shown = format!("{} (frame {})", png.path().display(), done - 1);
         match png.commit(&Rgba { width: extent.width, height: extent.height, pixels }) {
             Ok(()) => extra.push(("capture", shown)),
-            Err(e) => capture_failed = Some(anyhow::Error::new(e).context("writing the capture")),
+            Err(e) => failed = Some(anyhow::Error::new(e).context("writing the capture")),
         }
     }
     o.session.sync.shutdown()?;
     profile.finish(&mut o.session, &mut o.renderer, end_ns);
     if let Some(path) = &args.trace {
-        if let Some(n) = profile.write_trace(&o.session, path)? {
-            extra.push(("trace", format!("{} (last {n} frames; open in ui.perfetto.dev)", path.display())));
+        // A failed write still prints the report (the run's figures are not lost with the file).
+        match profile.write_trace(&o.session, path) {
+            Ok(Some(n)) => extra
+                .push(("trace", format!("{} (last {n} frames; open in ui.perfetto.dev)", path.display()))),
+            Ok(None) => {}
+            Err(e) => {
+                failed.get_or_insert(e.into());
+            }
         }
     }
     let report =
         frame_report(&o.session, &profile, &format!("offscreen {}x{}", extent.width, extent.height), &extra);
     crate::output::print(&report);
-    capture_failed.map_or(Ok(()), Err)
+    failed.map_or(Ok(()), Err)
 }

@@ -107,8 +107,10 @@ pub fn window_gone(el: &winit::event_loop::ActiveEventLoop) {
 }
 
 fn trace_check(a: &crate::cli::TraceCheckArgs) -> anyhow::Result<ExitCode> {
-    if let Some(t) = a.tolerance_us.filter(|t| !(t.is_finite() && *t >= 0.0)) {
-        return Err(crate::cli::UsageError(format!("--tolerance-us {t} must be a finite number ≥ 0")).into());
+    if let Some(t) = a.tolerance_us.filter(|t| !(0.0..=1e6).contains(t)) {
+        return Err(
+            crate::cli::UsageError(format!("--tolerance-us {t} must be from 0 to 1000000 (1 s)")).into()
+        );
     }
     let report = crate::profile::check::check_file(&a.file, a.tolerance_us)?;
     crate::output::print(&report.render(&a.file.display().to_string(), 20));

@@ -44,7 +44,15 @@ impl Xvfb {
                 continue;
             }
             let child = Command::new("Xvfb")
-                .args([&format!(":{n}"), "-screen", "0", &format!("{width}x{height}x24"), "-nolisten", "tcp"])
+                .args([
+                    &format!(":{n}"),
+                    "-noreset",
+                    "-screen",
+                    "0",
+                    &format!("{width}x{height}x24"),
+                    "-nolisten",
+                    "tcp",
+                ])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
