@@ -102,6 +102,8 @@ pub struct StreamTimer<E: TimedEvent> {
     refused_anchors: u64,
     /// Frames whose events were overwritten before they completed, or failed to read.
     pub dropped: u64,
+    /// Spans of completed frames, until taken (at most [`SPAN_CAP`]).
+    spans: Vec<Span>,
     api: &'static str,
 }
 
@@ -148,15 +150,16 @@ impl<E: TimedEvent> StreamTimer<E> {
             max_f32_step_ns: 0,
             refused_anchors: 0,
             dropped: 0,
+            spans: Vec::new(),
             api,
         })
     }
 
     /// Start frame `frame`'s events; returns the ring entry to [`Self::mark`].
-    pub fn begin(&mut self, frame: u64, out: &mut Vec<Span>) -> usize {
+    pub fn begin(&mut self, frame: u64) -> usize {
         let i = (frame % DEPTH as u64) as usize;
         if self.ring[i].frame.is_some() {
-            self.collect(i, out);
+            self.collect(i);
             if self.ring[i].frame.take().is_some() {
                 self.dropped += 1;
             }
@@ -173,16 +176,18 @@ impl<E: TimedEvent> StreamTimer<E> {
         Ok(())
     }
 
-    /// Spans of every frame whose events have completed, oldest first; re-anchors when due.
-    pub fn poll(&mut self, out: &mut Vec<Span>) {
+    /// Move the spans of every frame whose events have completed into `out`, oldest first;
+    /// re-anchors when due. Never blocks.
+    pub fn take_spans(&mut self, out: &mut Vec<Span>) {
         if host_now_ns() >= self.next_anchor_ns {
             self.reanchor();
         }
         let mut order: Vec<usize> = (0..DEPTH).filter(|&i| self.ring[i].frame.is_some()).collect();
         order.sort_by_key(|&i| self.ring[i].frame);
         for i in order {
-            self.collect(i, out);
+            self.collect(i);
         }
+        out.append(&mut self.spans);
     }
 
     /// The mapping's method and accuracy.
@@ -236,7 +241,7 @@ impl<E: TimedEvent> StreamTimer<E> {
     }
 
     /// Turn entry `i` into spans if its last event completed (then the entry is free).
-    fn collect(&mut self, i: usize, out: &mut Vec<Span>) {
+    fn collect(&mut self, i: usize) {
         let e = &self.ring[i];
         let Some(frame) = e.frame else { return };
         let used = e.used.each_ref().map(Cell::get);
@@ -272,7 +277,9 @@ impl<E: TimedEvent> StreamTimer<E> {
         for (a, b, phase) in pairs {
             if used[a] && used[b] {
                 if let (Some(s), Some(t)) = (host(a), host(b)) {
-                    out.push(Span::host(frame, Track::Compute, phase, s, t));
+                    if self.spans.len() < SPAN_CAP {
+                        self.spans.push(Span::host(frame, Track::Compute, phase, s, t));
+                    }
                 }
             }
         }
@@ -376,14 +383,14 @@ mod tests {
         let stream = FakeStream { delay_ns: 200_000 };
         let mut out = Vec::new();
         let before = host_now_ns();
-        let i = t.begin(7, &mut out);
+        let i = t.begin(7);
         t.mark(i, Mark::BeforeKernel, &stream).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(2));
         t.mark(i, Mark::AfterKernel, &stream).unwrap();
-        t.poll(&mut out);
+        t.take_spans(&mut out);
         assert!(out.is_empty(), "not complete yet: the second event completes 200 µs later");
         std::thread::sleep(std::time::Duration::from_millis(1));
-        t.poll(&mut out);
+        t.take_spans(&mut out);
         assert_eq!(out.len(), 1);
         let s = out[0];
         assert_eq!((s.frame, s.track, s.phase), (7, Track::Compute, Phase::Write));
@@ -406,10 +413,10 @@ mod tests {
         let mut t = StreamTimer::new("fake", FakeStream { delay_ns: 10_000_000_000 }, event).unwrap();
         assert!(t.clock_info().method.contains("(0 anchors"), "{}", t.clock_info().method);
         let mut out = Vec::new();
-        let i = t.begin(0, &mut out);
+        let i = t.begin(0);
         t.mark(i, Mark::BeforeKernel, &FakeStream { delay_ns: 0 }).unwrap();
         t.mark(i, Mark::AfterKernel, &FakeStream { delay_ns: 0 }).unwrap();
-        t.poll(&mut out);
+        t.take_spans(&mut out);
         assert!(out.is_empty(), "no anchor: no spans");
         assert_eq!(t.dropped, 1);
     }
@@ -419,9 +426,10 @@ mod tests {
         let mut t = StreamTimer::new("fake", FakeStream { delay_ns: 0 }, event).unwrap();
         let slow = FakeStream { delay_ns: 10_000_000_000 };
         let mut out = Vec::new();
-        let i = t.begin(0, &mut out);
+        let i = t.begin(0);
         t.mark(i, Mark::AfterKernel, &slow).unwrap();
-        let j = t.begin(DEPTH as u64, &mut out);
+        let j = t.begin(DEPTH as u64);
+        t.take_spans(&mut out);
         assert_eq!(i, j);
         assert_eq!(t.dropped, 1);
         assert!(out.is_empty());

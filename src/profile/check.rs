@@ -52,6 +52,12 @@ pub struct Violation {
     pub text: String,
 }
 
+impl Violation {
+    fn new(frame: u64, slot: u64, by_us: f64, what: String) -> Self {
+        Violation { frame, slot, by_us, text: format!("frame {frame} (slot {slot}): {what}") }
+    }
+}
+
 /// The outcome of a check.
 #[derive(Clone, Debug, Default)]
 pub struct CheckReport {
@@ -177,16 +183,16 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
                 report.read_after_write_checks += 1;
                 let early = w.end_us - r.start_us;
                 if early > tolerance_us {
-                    report.violations.push(Violation {
-                        frame: f,
+                    report.violations.push(Violation::new(
+                        f,
                         slot,
-                        by_us: early,
-                        text: format!(
-                            "frame {f} (slot {slot}): the draw read the slot {early:.1} µs before its \
-                             write finished (write {:.1}–{:.1} µs, read from {:.1} µs)",
+                        early,
+                        format!(
+                            "the draw read the slot {early:.1} µs before its write finished (write \
+                             {:.1}–{:.1} µs, read from {:.1} µs)",
                             w.start_us, w.end_us, r.start_us
                         ),
-                    });
+                    ));
                 }
             }
             _ => report.incomplete += 1,
@@ -203,16 +209,16 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
         report.write_after_read_checks += 1;
         let early = r.end_us - w.start_us;
         if early > tolerance_us {
-            report.violations.push(Violation {
-                frame: f,
+            report.violations.push(Violation::new(
+                f,
                 slot,
-                by_us: early,
-                text: format!(
-                    "frame {f} (slot {slot}): the write began {early:.1} µs before frame {prev}'s draw \
-                     finished reading the slot (write from {:.1} µs, read until {:.1} µs)",
+                early,
+                format!(
+                    "the write began {early:.1} µs before frame {prev}'s draw finished reading the slot \
+                     (write from {:.1} µs, read until {:.1} µs)",
                     w.start_us, r.end_us
                 ),
-            });
+            ));
         }
     }
     Ok(report)

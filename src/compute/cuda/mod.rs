@@ -177,8 +177,6 @@ pub struct CudaBackend {
     slots: Vec<MappedBuffer>,
     /// Per-frame events for the profiler (their own idle stream for the clock anchor).
     timer: StreamTimer<Event>,
-    /// Spans the timer produced, until taken.
-    spans: Vec<Span>,
     done: Event,
     kernel: Kernel,
     stream: Stream,
@@ -244,19 +242,7 @@ impl CudaBackend {
             if timeline.is_some() { "yes" } else { "no" },
             binary.len()
         );
-        Ok(CudaBackend {
-            timeline,
-            binary,
-            slots,
-            timer,
-            spans: Vec::new(),
-            done,
-            kernel,
-            stream,
-            ctx,
-            device,
-            driver,
-        })
+        Ok(CudaBackend { timeline, binary, slots, timer, done, kernel, stream, ctx, device, driver })
     }
 
     /// (free, total) device memory in bytes (`cuMemGetInfo`), for the leak check. Through
@@ -342,8 +328,7 @@ impl ComputeBackend for CudaBackend {
         sync: GpuSync,
     ) -> Result<()> {
         self.ctx.make_current()?;
-        let i = self.timer.begin(frame, &mut self.spans);
-        self.spans.truncate(crate::compute::timing::SPAN_CAP);
+        let i = self.timer.begin(frame);
         let plan = plan_sync("cuda", sync, self.timeline.is_some(), self.binary.len())?;
         // Resolve and check everything before the first enqueue, so a refused frame leaves no
         // wait behind on the stream.
@@ -364,8 +349,7 @@ impl ComputeBackend for CudaBackend {
 
     fn write_slot_and_wait(&mut self, frame: u64, slot: usize, params: &WaveParams) -> Result<()> {
         self.ctx.make_current()?;
-        let i = self.timer.begin(frame, &mut self.spans);
-        self.spans.truncate(crate::compute::timing::SPAN_CAP);
+        let i = self.timer.begin(frame);
         self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
         self.launch(slot, params)?;
         self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
@@ -374,12 +358,10 @@ impl ComputeBackend for CudaBackend {
     }
 
     fn take_spans(&mut self, out: &mut Vec<Span>) {
-        if let Err(e) = self.ctx.make_current() {
-            log::debug!("cuda: timing skipped: {e}");
-            return;
+        match self.ctx.make_current() {
+            Ok(()) => self.timer.take_spans(out),
+            Err(e) => log::debug!("cuda: timing skipped: {e}"),
         }
-        self.timer.poll(&mut self.spans);
-        out.append(&mut self.spans);
     }
 
     fn clock_info(&self) -> Option<ClockInfo> {

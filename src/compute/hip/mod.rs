@@ -101,7 +101,7 @@ pub use pci::amd_uuid_from_pci;
 
 use super::fd::FdOwnership;
 use super::kernel::{KernelCache, SINEWAVE_ENTRY, SINEWAVE_SOURCE};
-use super::timing::{Mark, StreamTimer, SPAN_CAP};
+use super::timing::{Mark, StreamTimer};
 use super::{
     plan_sync, BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError, GpuSync, GpuSyncSupport,
     InteropMemory, InteropSemaphorePair, InteropSemaphores, KernelBenchmark, SemaphoreRef,
@@ -278,8 +278,6 @@ pub struct HipBackend {
     // anchor stream, events, module, semaphores, slot mappings and their imports, then the stream.
     /// Per-frame events for the profiler (see `compute::timing`).
     timer: StreamTimer<Event>,
-    /// Spans the timer produced, until taken.
-    spans: Vec<Span>,
     done: Event,
     module: Module,
     semaphores: ImportedSemaphores,
@@ -357,7 +355,6 @@ impl HipBackend {
         let support = semaphores.support();
         Ok(HipBackend {
             timer,
-            spans: Vec::new(),
             done,
             module,
             semaphores,
@@ -477,8 +474,7 @@ impl ComputeBackend for HipBackend {
         sync: GpuSync,
     ) -> Result<(), ComputeError> {
         ffi::set_device(self.device.ordinal)?;
-        let i = self.timer.begin(frame, &mut self.spans);
-        self.spans.truncate(SPAN_CAP);
+        let i = self.timer.begin(frame);
         let imported = &self.semaphores;
         let plan = plan_sync("hip", sync, imported.timeline.is_some(), imported.binary.len())?;
         let pick = |r: SemaphoreRef| match r {
@@ -516,8 +512,7 @@ impl ComputeBackend for HipBackend {
         params: &WaveParams,
     ) -> Result<(), ComputeError> {
         ffi::set_device(self.device.ordinal)?;
-        let i = self.timer.begin(frame, &mut self.spans);
-        self.spans.truncate(SPAN_CAP);
+        let i = self.timer.begin(frame);
         self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
         self.launch(slot, params)?;
         self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
@@ -526,12 +521,10 @@ impl ComputeBackend for HipBackend {
     }
 
     fn take_spans(&mut self, out: &mut Vec<Span>) {
-        if let Err(e) = ffi::set_device(self.device.ordinal) {
-            log::debug!("hip: timing skipped: {e}");
-            return;
+        match ffi::set_device(self.device.ordinal) {
+            Ok(()) => self.timer.take_spans(out),
+            Err(e) => log::debug!("hip: timing skipped: {e}"),
         }
-        self.timer.poll(&mut self.spans);
-        out.append(&mut self.spans);
     }
 
     fn clock_info(&self) -> Option<ClockInfo> {
