@@ -14,6 +14,7 @@
 #   6. profiler: --trace of cuda external K=3 at 256² and 1024² (and K=1, blocking, the vulkan
 #      baseline), each checked by `BIN trace check`; --sync none must fail the check; tracing cost
 #      (with vs without --trace, interleaved, 3 repetitions) at most 3% of frame time
+#   6b. fault injection (VKHIP_FAULT) on the CUDA path: memory and semaphore import, NVRTC, launch
 #
 # If the loader cannot find libnvrtc (.13 or .12), the script looks in the CUDA toolkit's and
 # NVIDIA's pip wheels' usual directories and adds the first hit to LD_LIBRARY_PATH (the summary
@@ -329,6 +330,21 @@ for grid in 256x256 1024x1024; do
         record "tracecost-$grid" PASS "$figure"
     else
         record "tracecost-$grid" FAIL "$figure"
+    fi
+done
+
+# --- 6b. fault injection on the CUDA path (VKHIP_FAULT): each ends in one error line and exit 1,
+# with no hang (the `run` time limit would show one as exit 124).
+for point in cuda-memory-import cuda-semaphore-import cuda-compile cuda-launch cuda-launch@40; do
+    name="fault-${point/@/-at-}"
+    VKHIP_FAULT=$point VKHIP_KERNEL_CACHE=off run "$name" "$bin" --headless --backend cuda --sync external \
+        --slots 3 --grid 256x256 --size 320x180 --frames 100
+    errors=$(grep -c '^vkhip: error' "$out/$name.log")
+    injected=$(grep -m 1 '^vkhip: error' "$out/$name.log" | grep -c "injected by VKHIP_FAULT=${point%@*}")
+    if [ "$rc" -eq 1 ] && [ "$errors" -eq 1 ] && [ "$injected" -eq 1 ]; then
+        record "$name" PASS "exit 1: $(grep -m 1 '^vkhip: error' "$out/$name.log" | cut -c 1-90)"
+    else
+        record "$name" FAIL "exit $rc, $errors error line(s): $tail_line"
     fi
 done
 

@@ -9,6 +9,10 @@
 //! | `device-lost` | the same submits | VK_ERROR_DEVICE_LOST |
 //! | `memory-import` | Vulkan's import of an exported slot fd | VK_ERROR_INVALID_EXTERNAL_HANDLE |
 //! | `kernel-compile` | the Vulkan backend's compute pipeline (its kernel compilation) | VK_ERROR_INVALID_SHADER_NV |
+//! | `cuda-memory-import` | CUDA's import of a slot (cuImportExternalMemory) | CUDA_ERROR_INVALID_HANDLE |
+//! | `cuda-semaphore-import` | CUDA's import of a semaphore (cuImportExternalSemaphore) | CUDA_ERROR_NOT_SUPPORTED |
+//! | `cuda-compile` | NVRTC compiling the kernel (the cache is bypassed) | NVRTC_ERROR_COMPILATION |
+//! | `cuda-launch` | a kernel launch (cuLaunchKernel) | CUDA_ERROR_ILLEGAL_ADDRESS (the error a kernel's bad access leaves; the injection does not make the context unusable the way a real one does) |
 //!
 //! Unset, each point costs a `Once` check and one relaxed atomic load. A malformed value is a usage error (exit 2),
 //! checked at start-up by [`check_env`].
@@ -28,11 +32,24 @@ pub enum Fault {
     DeviceLost,
     MemoryImport,
     KernelCompile,
+    CudaMemoryImport,
+    CudaSemaphoreImport,
+    CudaCompile,
+    CudaLaunch,
 }
 
 impl Fault {
-    const ALL: [Fault; N] =
-        [Fault::VkAlloc, Fault::QueueSubmit, Fault::DeviceLost, Fault::MemoryImport, Fault::KernelCompile];
+    const ALL: [Fault; N] = [
+        Fault::VkAlloc,
+        Fault::QueueSubmit,
+        Fault::DeviceLost,
+        Fault::MemoryImport,
+        Fault::KernelCompile,
+        Fault::CudaMemoryImport,
+        Fault::CudaSemaphoreImport,
+        Fault::CudaCompile,
+        Fault::CudaLaunch,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -41,10 +58,14 @@ impl Fault {
             Fault::DeviceLost => "device-lost",
             Fault::MemoryImport => "memory-import",
             Fault::KernelCompile => "kernel-compile",
+            Fault::CudaMemoryImport => "cuda-memory-import",
+            Fault::CudaSemaphoreImport => "cuda-semaphore-import",
+            Fault::CudaCompile => "cuda-compile",
+            Fault::CudaLaunch => "cuda-launch",
         }
     }
 
-    /// The Vulkan result the real failure would return.
+    /// The Vulkan result the real failure would return (the compute API's points: unknown).
     pub fn result(self) -> vk::Result {
         match self {
             Fault::VkAlloc => vk::Result::ERROR_OUT_OF_DEVICE_MEMORY,
@@ -52,6 +73,18 @@ impl Fault {
             Fault::DeviceLost => vk::Result::ERROR_DEVICE_LOST,
             Fault::MemoryImport => vk::Result::ERROR_INVALID_EXTERNAL_HANDLE,
             Fault::KernelCompile => vk::Result::ERROR_INVALID_SHADER_NV,
+            _ => vk::Result::ERROR_UNKNOWN,
+        }
+    }
+
+    /// The status name the compute API's real failure would carry.
+    fn compute_status(self) -> &'static str {
+        match self {
+            Fault::CudaMemoryImport => "CUDA_ERROR_INVALID_HANDLE",
+            Fault::CudaSemaphoreImport => "CUDA_ERROR_NOT_SUPPORTED",
+            Fault::CudaCompile => "NVRTC_ERROR_COMPILATION",
+            Fault::CudaLaunch => "CUDA_ERROR_ILLEGAL_ADDRESS",
+            _ => "an unknown error",
         }
     }
 
@@ -61,14 +94,14 @@ impl Fault {
 }
 
 /// Which call fails at each point (0 = never), and how many calls each point has seen.
-const N: usize = 5;
+const N: usize = 9;
 static FAIL_AT: [AtomicU64; N] = [const { AtomicU64::new(0) }; N];
 static SEEN: [AtomicU64; N] = [const { AtomicU64::new(0) }; N];
 static FROM_ENV: Once = Once::new();
 
 /// A malformed `VKHIP_FAULT`.
 #[derive(Debug, thiserror::Error)]
-#[error("{ENV}={value}: {why} (points: vk-alloc, queue-submit, device-lost, memory-import, kernel-compile; POINT[@N],…)")]
+#[error("{ENV}={value}: {why} (points: vk-alloc, queue-submit, device-lost, memory-import, kernel-compile, cuda-memory-import, cuda-semaphore-import, cuda-compile, cuda-launch; POINT[@N],…)")]
 pub struct FaultSpecError {
     value: String,
     why: String,
@@ -149,6 +182,24 @@ pub fn inject(point: Fault) -> Result<(), vk::Result> {
     }
 }
 
+/// `Err` with the compute API's real failure for `call` if `point` fires now (for the CUDA and
+/// HIP binding layers, before the real call).
+pub fn inject_compute(
+    point: Fault,
+    api: &'static str,
+    call: &'static str,
+) -> Result<(), crate::compute::ComputeError> {
+    if hit(point) {
+        Err(crate::compute::ComputeError::Api {
+            api,
+            call,
+            message: format!("{} (injected by {ENV}={})", point.compute_status(), point.name()),
+        })
+    } else {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,9 +207,10 @@ mod tests {
     #[test]
     fn specs_parse_and_typos_are_refused() {
         assert_eq!(parse("").unwrap(), [0; N]);
-        assert_eq!(parse("vk-alloc").unwrap(), [1, 0, 0, 0, 0]);
-        assert_eq!(parse("queue-submit@7, device-lost@2").unwrap(), [0, 7, 2, 0, 0]);
-        assert_eq!(parse("memory-import@3,kernel-compile").unwrap(), [0, 0, 0, 3, 1]);
+        assert_eq!(parse("vk-alloc").unwrap(), [1, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(parse("queue-submit@7, device-lost@2").unwrap(), [0, 7, 2, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(parse("memory-import@3,kernel-compile").unwrap(), [0, 0, 0, 3, 1, 0, 0, 0, 0]);
+        assert_eq!(parse("cuda-launch@5,cuda-compile").unwrap(), [0, 0, 0, 0, 0, 0, 0, 1, 5]);
         for bad in ["vk-aloc", "queue-submit@0", "device-lost@x", "@3"] {
             assert!(parse(bad).is_err(), "{bad} accepted");
         }

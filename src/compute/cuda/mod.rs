@@ -161,6 +161,12 @@ impl SemaphorePair {
     fn import(driver: &'static Driver, pair: InteropSemaphorePair, timeline: bool) -> Result<Self> {
         let InteropSemaphorePair { computed, rendered } = pair;
         // If the first import fails, `rendered` is dropped unused, which closes its fd.
+        // An injected failure drops both fds unused, which closes them, as a real one does.
+        crate::fault::inject_compute(
+            crate::fault::Fault::CudaSemaphoreImport,
+            "cuda",
+            "cuImportExternalSemaphore",
+        )?;
         let computed = ExternalSemaphore::import(driver, computed, timeline)?;
         let rendered = ExternalSemaphore::import(driver, rendered, timeline)?;
         Ok(SemaphorePair { computed, rendered })
@@ -281,6 +287,12 @@ impl CudaBackend {
 fn load_kernel(driver: &'static Driver, device: &CudaDevice, driver_version: i32) -> Result<Kernel> {
     let cache = KernelCache::from_env();
     let build = |fresh| nvrtc::sinewave_image(&cache, &device.name, device.arch, driver_version, fresh);
+    if crate::fault::hit(crate::fault::Fault::CudaCompile) {
+        return Err(ComputeError::Compile {
+            api: "nvrtc",
+            log: "NVRTC_ERROR_COMPILATION (injected by VKHIP_FAULT=cuda-compile)".into(),
+        });
+    }
     let built = build(false)?;
     log::info!("cuda: kernel {:?} by {} ({:?})", built.target, built.compiler, built.outcome);
     match Kernel::load(driver, &built.image, SINEWAVE_ENTRY) {
@@ -303,6 +315,7 @@ fn import_slot(driver: &'static Driver, index: usize, m: InteropMemory) -> Resul
             ),
         });
     }
+    crate::fault::inject_compute(crate::fault::Fault::CudaMemoryImport, "cuda", "cuImportExternalMemory")?;
     let memory = ExternalMemory::import(driver, m.fd, m.allocation_size, m.dedicated)?;
     MappedBuffer::map(memory, m.buffer_size)
 }

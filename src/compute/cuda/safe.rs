@@ -179,6 +179,7 @@ impl Kernel {
         limits: DeviceLimits,
     ) -> Result<SinewaveLaunch> {
         plan::check_grid_fits(params.grid, slot.size())?;
+        crate::fault::inject_compute(crate::fault::Fault::CudaLaunch, "cuda", "cuLaunchKernel")?;
         let cfg = plan::launch_config(params.grid, limits);
         let mut args = SinewaveArgs::new(slot.ptr(), params);
         let mut ptrs = args.param_pointers();
