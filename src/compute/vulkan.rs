@@ -5,7 +5,8 @@
 //!
 //! Profiling: each dispatch's command buffer writes three timestamps, as the draw's do
 //! ([`crate::vk::timestamps`]): its start, the moment its wait for `rendered` was satisfied (a
-//! barrier from the wait's stage chains with the semaphore wait), and its end. They are read once
+//! barrier from the wait's stage chains with the semaphore wait), and its end (at the compute stage:
+//! the dispatch's own work, not the draws queued before it). They are read once
 //! the slot's fence says the dispatch finished, and leave as Vulkan ticks.
 
 use super::{plan_sync, BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport, SemaphoreRef};
@@ -163,7 +164,7 @@ impl VulkanBackend {
         self.pipeline.record_dispatch(cmd, slot, &push);
         if let Some((q, first)) = stamps {
             // SAFETY: recording into `cmd`; the triple was reset above.
-            unsafe { d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, q, first + 2) };
+            unsafe { d.cmd_write_timestamp(cmd, WRITE_STAGE, q, first + 2) };
         }
         // SAFETY: recording was begun above.
         unsafe { d.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
