@@ -266,12 +266,22 @@ impl<E: TimedEvent> StreamTimer<E> {
             return;
         };
         let anchor_event = &self.anchor.0;
-        let mut step_ns = 0u64;
-        let mut host = |m: usize| -> Option<u64> {
-            let ms = e.events[m].ms_since(anchor_event).ok()?;
-            // One unit in the last place of an f32 of this size, in ns.
-            step_ns = step_ns.max((f64::from(ms.abs()) * f64::from(f32::EPSILON) * 1e6) as u64);
-            Some((anchor.host_ns as f64 + f64::from(ms) * 1e6).max(0.0) as u64)
+        // The frame's first event is placed through the anchor (an f32 of milliseconds since
+        // the anchor: coarse once the anchor is old); the others relative to that event, whose
+        // elapsed times are short and so exact to the event timer's resolution. Durations never
+        // carry the anchor's rounding.
+        let first = (0..4).find(|&m| used[m]).unwrap_or(last);
+        let Ok(base_ms) = e.events[first].ms_since(anchor_event) else {
+            self.ring[i].frame = None;
+            self.dropped += 1;
+            return;
+        };
+        // One unit in the last place of an f32 of this size, in ns.
+        let step_ns = (f64::from(base_ms.abs()) * f64::from(f32::EPSILON) * 1e6) as u64;
+        let base_ns = anchor.host_ns as f64 + f64::from(base_ms) * 1e6;
+        let host = |m: usize| -> Option<u64> {
+            let rel_ms = if m == first { 0.0 } else { e.events[m].ms_since(&e.events[first]).ok()? };
+            Some((base_ns + f64::from(rel_ms) * 1e6).max(0.0) as u64)
         };
         let pairs = [(0, 1, Phase::WaitRendered), (1, 2, Phase::Write), (2, 3, Phase::Signal)];
         for (a, b, phase) in pairs {
@@ -405,6 +415,35 @@ mod tests {
         assert!(start <= before + 200_000 + slack + 3_000_000, "start {start} long after {before}");
         let dur = end - start;
         assert!((2_000_000..3_000_000).contains(&dur), "{dur}");
+    }
+
+    #[test]
+    fn durations_stay_exact_when_the_anchor_is_old() {
+        let mut t = StreamTimer::new("fake", FakeStream { delay_ns: 0 }, event).unwrap();
+        // Move the anchor 1000 s into the past on both clocks: milliseconds since it no longer fit
+        // an f32 to better than ~60 µs.
+        let old = 1_000_000_000_000u64;
+        let at = t.anchor.0.at.get().unwrap();
+        t.anchor.0.at.set(Some(at - old));
+        t.anchor.1.as_mut().unwrap().host_ns -= old;
+        let stream = FakeStream { delay_ns: 0 };
+        let mut out = Vec::new();
+        let i = t.begin(1);
+        t.mark(i, Mark::BeforeKernel, &stream).unwrap();
+        let t0 = host_now_ns();
+        while host_now_ns() - t0 < 1_234_000 {
+            std::hint::spin_loop();
+        }
+        t.mark(i, Mark::AfterKernel, &stream).unwrap();
+        let measured = host_now_ns() - t0;
+        t.take_spans(&mut out);
+        let (crate::profile::Stamp::Host(a), crate::profile::Stamp::Host(b)) = (out[0].start, out[0].end)
+        else {
+            panic!("host stamps")
+        };
+        assert!((b - a).abs_diff(measured) < 20_000, "duration {} ns vs {measured} ns", b - a);
+        // The position carries the f32 step, and the stated accuracy says so.
+        assert!(t.clock_info().accuracy_ns >= 50_000, "{:?}", t.clock_info());
     }
 
     #[test]
