@@ -40,7 +40,7 @@ const ANCHOR_TRIES: usize = 5;
 const REANCHOR_ACCEPT_NS: u64 = 25_000;
 
 /// How soon a refused re-anchor is first tried again (doubling up to [`REANCHOR_NS`]), ns.
-const RETRY_NS: u64 = 10_000_000;
+const RETRY_NS: u64 = 50_000_000;
 
 /// A window this narrow (half-width, ns) ends the anchor tries.
 const ANCHOR_GOOD_NS: u64 = 5_000;
@@ -48,8 +48,15 @@ const ANCHOR_GOOD_NS: u64 = 5_000;
 /// A try whose event takes longer than this to complete is abandoned (the GPU was busy).
 const ANCHOR_GIVE_UP_NS: u64 = 2_000_000;
 
-/// The same for a re-anchor, which runs on the render thread: one short try.
-const REANCHOR_GIVE_UP_NS: u64 = 200_000;
+/// The same for a re-anchor, which runs on the render thread (or the bridge thread).
+const REANCHOR_GIVE_UP_NS: u64 = ANCHOR_GIVE_UP_NS;
+
+/// Tries per re-anchor. While the GPU runs the other API's work, the first record waits until the
+/// GPU switches to this API's context (on an H100: about 0.16 ms when the queue is idle, up to a
+/// time slice of about 1.6 ms during a long draw) and its window is too wide; the next one, with
+/// the GPU now on this context, is narrow. Worst case: a 4 ms stall of the calling thread every
+/// 250 ms; measured cost of the whole timing on frame time: see BENCHMARKS.md.
+const REANCHOR_TRIES: usize = 2;
 
 /// What the timer needs from an API's events.
 pub trait TimedEvent: Sized {
@@ -205,12 +212,13 @@ impl<E: TimedEvent> StreamTimer<E> {
         }
     }
 
-    /// Take a new anchor: one short try on the render thread (never a long spin while the GPU
-    /// is busy with another context); a refused or failed try backs off exponentially.
+    /// Take a new anchor: a few short tries on the calling thread (at most
+    /// [`REANCHOR_TRIES`] × [`REANCHOR_GIVE_UP_NS`], never a long spin); a refused or failed
+    /// re-anchor backs off exponentially.
     fn reanchor(&mut self) {
         let now = host_now_ns();
         let limit = self.anchor.1.map_or(u64::MAX, |a| REANCHOR_ACCEPT_NS.max(2 * a.accuracy_ns));
-        let fresh = match take_anchor(&self.spare, &self.clock_stream, 1, REANCHOR_GIVE_UP_NS) {
+        let fresh = match take_anchor(&self.spare, &self.clock_stream, REANCHOR_TRIES, REANCHOR_GIVE_UP_NS) {
             Ok(a) if a.accuracy_ns <= limit => a,
             refused => {
                 if let Err(e) = refused {
