@@ -15,6 +15,7 @@
 #      baseline), each checked by `BIN trace check`; --sync none must fail the check; tracing cost
 #      (with vs without --trace, interleaved, 3 repetitions) at most 3% of frame time
 #   6b. fault injection (VKHIP_FAULT) on the CUDA path: memory and semaphore import, NVRTC, launch
+#   6c. optional soak (GPU_CHECK_SOAK_FRAMES=N): cuda external and bridged, RSS and fds flat
 #
 # If the loader cannot find libnvrtc (.13 or .12), the script looks in the CUDA toolkit's and
 # NVIDIA's pip wheels' usual directories and adds the first hit to LD_LIBRARY_PATH (the summary
@@ -347,6 +348,37 @@ for point in cuda-memory-import cuda-semaphore-import cuda-compile cuda-launch c
         record "$name" FAIL "exit $rc, $errors error line(s): $tail_line"
     fi
 done
+
+# --- 6c. soak (optional: GPU_CHECK_SOAK_FRAMES=1000000, about 4 and 6 minutes on an H100): a long
+# headless run of cuda external and bridged keeps RSS within 1 MiB after frame 10,000 and its open
+# fds flat. Run it in a call of its own: each run is longer than one check's usual time limit.
+soak_frames=${GPU_CHECK_SOAK_FRAMES:-0}
+if [ "$soak_frames" -gt 0 ]; then
+    for sync in external bridged; do
+        name="soak-cuda-$sync"
+        log="$out/$name.log"
+        "$bin" --headless --backend cuda --sync "$sync" --slots 3 --grid 64x64 --size 64x64 \
+            --frames "$soak_frames" >"$out/$name.stdout" 2>"$log" &
+        pid=$!
+        sleep 15
+        fds_early=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)
+        fds_late=$fds_early
+        while kill -0 "$pid" 2>/dev/null; do
+            fds_late=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)
+            sleep 20
+        done
+        wait "$pid"
+        rc=$?
+        mem=$(grep -m 1 '^  memory' "$out/$name.stdout" | tr -s ' ')
+        growth=$(printf '%s\n' "$mem" | sed -n 's/.*(\([-+0-9.]*\) MiB)$/\1/p')
+        if [ "$rc" -eq 0 ] && [ -n "$growth" ] && awk -v g="$growth" 'BEGIN { exit !(g < 1.0) }' &&
+            [ "$fds_late" -le "$fds_early" ]; then
+            record "$name" PASS "${mem#* memory }; fds $fds_early -> $fds_late"
+        else
+            record "$name" FAIL "exit $rc; ${mem:-no memory line}; fds $fds_early -> $fds_late"
+        fi
+    done
+fi
 
 # --- 7. summary --------------------------------------------------------------------------------------
 {
