@@ -32,13 +32,17 @@ impl Xvfb {
     /// Not `-displayfd`: on a machine shared by several test runs, a stale or foreign server can
     /// sit on a low display number without its lock file, and `-displayfd` then hands out that
     /// number again (two servers, clients reaching either). So: a display number from a high,
-    /// per-process range whose socket and lock file are both absent, and a screen size unique
-    /// to this process, which is checked to be the one that answers.
+    /// per-process (and per-call: tests of one binary share a process) range whose socket and
+    /// lock file are both absent, and a screen size unique to this process and call, which is
+    /// checked to be the one that answers.
     pub fn start() -> Xvfb {
+        // Tests of one binary run in parallel in one process: each call gets its own number too.
+        static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let pid = std::process::id();
-        let (width, height) = (1024 + 8 * (pid % 97), 768);
+        let (width, height) = (1024 + 8 * ((pid + 31 * call) % 97), 768 + call % 8);
         for attempt in 0..20 {
-            let n = 200 + (pid * 7 + attempt * 13) % 700;
+            let n = 200 + (pid * 7 + call * 101 + attempt * 13) % 700;
             let taken = |p: String| std::path::Path::new(&p).exists();
             if taken(format!("/tmp/.X11-unix/X{n}")) || taken(format!("/tmp/.X{n}-lock")) {
                 continue;
