@@ -1,7 +1,8 @@
 //! PNG output and the image comparison used by tests, `compare-png` and the GPU check.
 
+use crate::pending::PendingFile;
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// An RGBA8 image.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,75 +36,36 @@ pub enum ImageError {
     Encode { path: String, message: String },
 }
 
-/// A PNG written atomically. [`PendingPng::create`] makes the temporary file beside the target
-/// (so an unwritable path fails before any work is done); [`PendingPng::commit`] writes it,
-/// syncs it and renames it over the target. Until then the target is untouched, and a
-/// `PendingPng` dropped without a successful commit removes its temporary file.
+/// A PNG written atomically (a [`PendingFile`]): created before the work, committed after.
 #[derive(Debug)]
-pub struct PendingPng {
-    path: PathBuf,
-    tmp: PathBuf,
-    file: Option<File>,
-}
+pub struct PendingPng(PendingFile);
 
 impl PendingPng {
     /// Check that `path` can be written: not a directory, its directory exists and takes a new file.
     pub fn create(path: &Path) -> Result<Self, ImageError> {
-        let shown = path.display().to_string();
-        let refuse = |what: String| ImageError::NotWritable { path: shown.clone(), what };
-        let name = path.file_name().ok_or_else(|| refuse("not a file name".into()))?;
-        if path.is_dir() {
-            return Err(refuse("it is a directory".into()));
-        }
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        if !dir.is_dir() {
-            return Err(refuse(format!("directory {} does not exist", dir.display())));
-        }
-        let tmp = dir.join(format!(".{}.vkhip-{}.tmp", name.to_string_lossy(), std::process::id()));
-        let file = File::options()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|e| refuse(format!("cannot create a file in {}: {e}", dir.display())))?;
-        Ok(PendingPng { path: path.to_path_buf(), tmp, file: Some(file) })
+        PendingFile::create(path)
+            .map(PendingPng)
+            .map_err(|what| ImageError::NotWritable { path: path.display().to_string(), what })
     }
 
     /// The target path.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.0.path()
     }
 
     /// Encode `img` into the temporary file, sync it, and rename it over the target.
-    pub fn commit(mut self, img: &Rgba) -> Result<(), ImageError> {
-        let path = self.path.display().to_string();
+    pub fn commit(self, img: &Rgba) -> Result<(), ImageError> {
+        let path = self.0.path().display().to_string();
         let write = |error| ImageError::Write { path: path.clone(), error };
-        let Some(file) = self.file.take() else {
-            return Err(write(std::io::Error::other("already committed")));
-        };
-        let mut out = std::io::BufWriter::new(file);
-        img.encode(&mut out).map_err(|e| match e {
-            png::EncodingError::IoError(error) => write(error),
-            other => ImageError::Encode { path: path.clone(), message: other.to_string() },
-        })?;
-        let file = out.into_inner().map_err(|e| write(e.into_error()))?;
-        file.sync_all().map_err(write)?;
-        drop(file);
-        std::fs::rename(&self.tmp, &self.path).map_err(write)?;
-        Ok(())
-    }
-}
-
-impl Drop for PendingPng {
-    fn drop(&mut self) {
-        // After a successful rename the temporary name no longer exists; otherwise it goes.
-        if let Err(e) = std::fs::remove_file(&self.tmp) {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                log::warn!("could not remove {}: {e}", self.tmp.display());
-            }
-        }
+        self.0.commit(
+            |out| {
+                img.encode(out).map_err(|e| match e {
+                    png::EncodingError::IoError(error) => write(error),
+                    other => ImageError::Encode { path: path.clone(), message: other.to_string() },
+                })
+            },
+            write,
+        )
     }
 }
 

@@ -16,6 +16,7 @@ pub mod fault;
 pub mod image;
 pub mod output;
 pub mod overlay;
+pub mod pending;
 pub mod profile;
 pub mod render;
 pub mod shaders;

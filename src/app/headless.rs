@@ -1,7 +1,7 @@
 //! Headless run: render offscreen, print the frame report, optionally write the last frame.
 
 use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget};
-use super::profiling::{check_writable, FrameProfile};
+use super::profiling::{create_trace_file, FrameProfile};
 use super::report::frame_report;
 use super::session::Session;
 use crate::camera::OrbitCamera;
@@ -68,9 +68,7 @@ impl Drop for Offscreen {
 
 /// Run headless; prints the frame report to stdout.
 pub fn run(args: &RunArgs) -> anyhow::Result<()> {
-    if let Some(path) = &args.trace {
-        check_writable(path)?;
-    }
+    let trace_file = args.trace.as_deref().map(create_trace_file).transpose()?;
     let extent = vk::Extent2D { width: args.size.width, height: args.size.height };
     // Before the first frame: an unwritable capture path fails now, not after the run.
     let capture = args.capture.as_deref().map(crate::image::PendingPng::create).transpose()?;
@@ -119,12 +117,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     }
     o.session.sync.shutdown()?;
     profile.finish(&mut o.session, &mut o.renderer, end_ns);
-    if let Some(path) = &args.trace {
+    if let Some(file) = trace_file {
         // A failed write still prints the report (the run's figures are not lost with the file).
-        match profile.write_trace(&o.session, path) {
-            Ok(Some(n)) => extra
-                .push(("trace", format!("{} (last {n} frames; open in ui.perfetto.dev)", path.display()))),
-            Ok(None) => {}
+        match profile.write_trace(&o.session, file) {
+            Ok(line) => extra.extend(line),
             Err(e) => {
                 failed.get_or_insert(e.into());
             }

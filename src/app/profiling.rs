@@ -2,6 +2,7 @@
 //! maps them onto the host clock, and at the end writes the trace (`--trace`).
 
 use super::session::Session;
+use crate::pending::PendingFile;
 use crate::profile::clock::ClockInfo;
 use crate::profile::trace::{self, TraceMeta};
 use crate::profile::{Profiler, RenderMarks, Span};
@@ -13,8 +14,17 @@ use std::path::Path;
 /// Errors writing the trace.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
+    #[error("cannot write the trace to {path}: {what}")]
+    NotWritable { path: String, what: String },
     #[error("cannot write the trace to {path}: {source}")]
     Write { path: String, source: std::io::Error },
+}
+
+/// Create the trace's file before any frame, so an unwritable path fails at once (see
+/// [`PendingFile`]).
+pub fn create_trace_file(path: &Path) -> Result<PendingFile, TraceError> {
+    PendingFile::create(path)
+        .map_err(|what| TraceError::NotWritable { path: path.display().to_string(), what })
 }
 
 /// One run's profiler and the buffer its spans pass through.
@@ -64,9 +74,14 @@ impl FrameProfile {
         (vk, session.sync.compute_clock())
     }
 
-    /// Write the trace (if tracing) to `path`.
-    pub fn write_trace(&self, session: &Session, path: &Path) -> Result<Option<usize>, TraceError> {
+    /// Write the trace (if tracing) into `file`; returns the report's line for it.
+    pub fn write_trace(
+        &self,
+        session: &Session,
+        file: PendingFile,
+    ) -> Result<Option<(&'static str, String)>, TraceError> {
         let Some(ring) = self.profiler.trace() else { return Ok(None) };
+        let shown = file.path().display().to_string();
         let (vk, compute) = Self::clocks(session);
         let compute = compute.unwrap_or_default();
         let meta = TraceMeta {
@@ -84,18 +99,8 @@ impl FrameProfile {
             compute_drift_ns: compute.drift_ns,
             late_spans: self.profiler.late_spans,
         };
-        trace::write(path, ring, &meta)
-            .map_err(|source| TraceError::Write { path: path.display().to_string(), source })?;
-        Ok(Some(ring.len()))
+        trace::write(file, ring, &meta)
+            .map_err(|source| TraceError::Write { path: shown.clone(), source })?;
+        Ok(Some(("trace", format!("{shown} (last {} frames; open in ui.perfetto.dev)", ring.len()))))
     }
-}
-
-/// Fail early (before any frame) when `path` cannot be written: create and remove a file beside
-/// it.
-pub fn check_writable(path: &Path) -> Result<(), TraceError> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let probe = dir.join(format!(".vkhip-probe-{}", std::process::id()));
-    std::fs::File::create(&probe)
-        .and_then(|_| std::fs::remove_file(&probe))
-        .map_err(|source| TraceError::Write { path: path.display().to_string(), source })
 }

@@ -4,12 +4,13 @@
 //! [`crate::overlay`]), Esc or closing the window exits (with the frame report).
 
 use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget};
-use super::profiling::{check_writable, FrameProfile};
+use super::profiling::{create_trace_file, FrameProfile};
 use super::report::frame_report;
 use super::session::Session;
 use crate::camera::OrbitCamera;
 use crate::cli::{PresentMode, RunArgs, TimeMode};
 use crate::overlay::OverlayFeed;
+use crate::pending::PendingFile;
 use crate::profile::clock::host_now_ns;
 use crate::profile::{Phase, RenderMarks};
 use crate::render::{surface_push, Renderer};
@@ -64,6 +65,8 @@ struct App<'a> {
     running: Option<Running>,
     error: Option<anyhow::Error>,
     report: Option<String>,
+    /// `--trace`: created before the window opens, written when it closes.
+    trace_file: Option<PendingFile>,
 }
 
 fn present_mode(m: PresentMode) -> vk::PresentModeKHR {
@@ -81,10 +84,8 @@ pub fn event_loop() -> Result<EventLoop<()>, winit::error::EventLoopError> {
 
 /// Run the window until it is closed (or `--frames` is reached); prints the frame report.
 pub fn run(args: &RunArgs, event_loop: EventLoop<()>) -> anyhow::Result<()> {
-    if let Some(path) = &args.trace {
-        check_writable(path)?;
-    }
-    let mut app = App { args, running: None, error: None, report: None };
+    let trace_file = args.trace.as_deref().map(create_trace_file).transpose()?;
+    let mut app = App { args, running: None, error: None, report: None, trace_file };
     let proxy = event_loop.create_proxy();
     // An interrupt wakes a loop that sleeps until the next --max-fps deadline.
     super::interrupt::set_waker(move || {
@@ -259,13 +260,9 @@ impl App<'_> {
         r.profile.finish(&mut r.session, &mut r.renderer, end_ns);
         let size = r.size;
         let mut extra = vec![("resizes", format!("{} swapchain re-creations", r.recreated))];
-        if let Some(path) = &self.args.trace {
-            match r.profile.write_trace(&r.session, path) {
-                Ok(Some(n)) => extra.push((
-                    "trace",
-                    format!("{} (last {n} frames; open in ui.perfetto.dev)", path.display()),
-                )),
-                Ok(None) => {}
+        if let Some(file) = self.trace_file.take() {
+            match r.profile.write_trace(&r.session, file) {
+                Ok(line) => extra.extend(line),
                 Err(e) => {
                     self.error.get_or_insert(e.into());
                 }

@@ -15,10 +15,9 @@
 //! - `otherData`: the run's configuration and how each clock was aligned, with its accuracy.
 
 use super::span::{HostSpan, Phase, Track};
+use crate::pending::PendingFile;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
-use std::io::Write as _;
-use std::path::Path;
 
 /// Default `--trace-frames`.
 pub const DEFAULT_TRACE_FRAMES: u32 = 3000;
@@ -190,24 +189,12 @@ pub fn document(ring: &TraceRing, meta: &TraceMeta) -> Value {
     })
 }
 
-/// Write the trace to `path`: to a temporary file beside it first, renamed into place, so a
-/// failed write never leaves half a trace or destroys an earlier one.
-pub fn write(path: &Path, ring: &TraceRing, meta: &TraceMeta) -> std::io::Result<()> {
+/// Write the trace into `file` (created before the run; see [`PendingFile`]): the target is
+/// replaced only once the whole trace is written, so a failed write never leaves half a trace or
+/// destroys an earlier one.
+pub fn write(file: PendingFile, ring: &TraceRing, meta: &TraceMeta) -> std::io::Result<()> {
     let doc = document(ring, meta);
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "trace".into());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-        serde_json::to_writer(&mut file, &doc)?;
-        file.flush()?;
-        file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    file.commit(|out| serde_json::to_writer(out, &doc).map_err(std::io::Error::from), |e| e)
 }
 
 #[cfg(test)]
@@ -282,14 +269,18 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("vkhip-trace-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.json");
-        write(&path, &ring(), &TraceMeta { slots: 2, ..Default::default() }).unwrap();
+        let pending = PendingFile::create(&path).unwrap();
+        write(pending, &ring(), &TraceMeta { slots: 2, ..Default::default() }).unwrap();
         let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         assert!(v["traceEvents"].as_array().unwrap().len() > 20);
-        // A path in a missing directory fails and leaves nothing behind.
+        // A path in a missing directory fails before anything is written and leaves nothing.
         let bad = dir.join("missing").join("t.json");
-        assert!(write(&bad, &ring(), &TraceMeta::default()).is_err());
+        assert!(PendingFile::create(&bad).is_err());
+        // A trace that is never committed leaves the earlier file and no temporary file.
+        drop(PendingFile::create(&path).unwrap());
         let leftovers = std::fs::read_dir(&dir).unwrap().count();
         assert_eq!(leftovers, 1);
+        assert_eq!(serde_json::from_slice::<Value>(&std::fs::read(&path).unwrap()).unwrap(), v);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
