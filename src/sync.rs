@@ -61,6 +61,7 @@
 
 use crate::compute::{BackendKind, ComputeBackend, ComputeError, GpuSync};
 use crate::profile::clock::{host_now_ns, ClockInfo};
+use crate::profile::span::SPAN_BUFFER;
 use crate::profile::{Phase, Span, Track};
 use crate::sim::WaveParams;
 use crate::vk::device::{Context, PhysicalDeviceInfo};
@@ -76,9 +77,6 @@ pub const FRAMES_IN_FLIGHT: u64 = 2;
 
 /// The stage at which a draw first reads the heights, and so waits for `computed`.
 pub const HEIGHTS_READ_STAGE: vk::PipelineStageFlags = vk::PipelineStageFlags::VERTEX_SHADER;
-
-/// Spans buffered for the profiler before the oldest are dropped (nobody is collecting them).
-const SPAN_BUFFER: usize = 4096;
 
 /// `--sync`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]

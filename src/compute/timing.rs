@@ -17,6 +17,7 @@
 
 use super::ComputeError;
 use crate::profile::clock::{host_now_ns, Anchor, ClockInfo};
+use crate::profile::span::SPAN_BUFFER;
 use crate::profile::{Phase, Span, Track};
 use std::cell::Cell;
 
@@ -25,9 +26,6 @@ type Result<T> = std::result::Result<T, ComputeError>;
 /// Frames whose events are kept; a frame not complete by the time its ring entry is reused is
 /// dropped from the timeline (counted).
 pub const DEPTH: usize = 16;
-
-/// Spans a backend buffers before it drops the newest (nobody is taking them: `verify`, `cycles`).
-pub const SPAN_CAP: usize = 4096;
 
 /// How often the anchor is re-taken, ns.
 pub const REANCHOR_NS: u64 = 250_000_000;
@@ -109,7 +107,7 @@ pub struct StreamTimer<E: TimedEvent> {
     refused_anchors: u64,
     /// Frames whose events were overwritten before they completed, or failed to read.
     pub dropped: u64,
-    /// Spans of completed frames, until taken (at most [`SPAN_CAP`]).
+    /// Spans of completed frames, until taken (at most [`SPAN_BUFFER`]).
     spans: Vec<Span>,
     api: &'static str,
 }
@@ -295,7 +293,7 @@ impl<E: TimedEvent> StreamTimer<E> {
         for (a, b, phase) in pairs {
             if used[a] && used[b] {
                 if let (Some(s), Some(t)) = (host(a), host(b)) {
-                    if self.spans.len() < SPAN_CAP {
+                    if self.spans.len() < SPAN_BUFFER {
                         self.spans.push(Span::host(frame, Track::Compute, phase, s, t));
                     }
                 }

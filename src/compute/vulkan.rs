@@ -289,7 +289,7 @@ impl VulkanBackend {
             self.spans.push(span(Phase::WaitRendered, start, ready));
         }
         self.spans.push(span(Phase::Write, ready, end));
-        self.spans.truncate(super::timing::SPAN_CAP);
+        self.spans.truncate(crate::profile::span::SPAN_BUFFER);
     }
 }
 

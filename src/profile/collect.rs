@@ -42,11 +42,6 @@ impl RenderMarks {
         self.spans.push(HostSpan { track: Track::Render, phase, start_ns: self.last_ns, end_ns: now });
         self.last_ns = now;
     }
-
-    /// Host time spent in `phase` so far, ns.
-    pub fn phase_ns(&self, phase: Phase) -> u64 {
-        self.spans.iter().filter(|s| s.phase == phase).map(HostSpan::dur_ns).sum()
-    }
 }
 
 /// The per-frame figures the report and the overlay use, once a frame is closed. Times in ns.

@@ -1,6 +1,10 @@
 //! What the timeline is made of: spans of one frame's phases, each on one track (actor), and
 //! times on one of two clocks until the profiler maps them onto the host's.
 
+/// Spans an actor buffers for the profiler before it drops more (nobody is taking them: `verify`,
+/// `cycles`): bounded memory whoever forgets to collect.
+pub const SPAN_BUFFER: usize = 4096;
+
 /// The actors of the protocol: one trace track each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Track {

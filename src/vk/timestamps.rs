@@ -83,7 +83,7 @@ impl DrawTimer {
                 self.ready.push(span(Phase::WaitComputed, start, readable));
                 self.ready.push(span(Phase::Draw, readable, end));
                 // Bounded even when nobody takes them (verify).
-                self.ready.truncate(crate::compute::timing::SPAN_CAP);
+                self.ready.truncate(crate::profile::span::SPAN_BUFFER);
             }
             Err(vk::Result::NOT_READY) => log::debug!("timestamps of frame {frame} not ready; skipped"),
             Err(e) => log::debug!("vkGetQueryPoolResults: {e}"),
