@@ -85,25 +85,22 @@ impl GpuClock {
             None => None,
         };
         let period = f64::from(p.timestamp_period);
-        let (anchor, method) = match calibrator.as_ref().map(|c| calibrated_anchor(c, period)) {
-            Some(Ok(a)) => {
-                let ext = p.calibrated.map_or("", |e| if e == CalibratedExt::Khr { "KHR" } else { "EXT" });
-                (
-                    a,
-                    format!(
-                        "VK_{ext}_calibrated_timestamps, re-anchored every {} ms",
-                        REANCHOR_NS / 1_000_000
-                    ),
-                )
-            }
-            Some(Err(e)) => {
+        let calibrated = calibrator.and_then(|c| match calibrated_anchor(&c, period) {
+            Ok(a) => Some((c, a)),
+            Err(e) => {
                 log::warn!("calibrated timestamps failed ({e}); calibrating once instead");
-                (one_off_anchor(ctx, period)?, "one-off calibration on the idle queue".to_string())
+                None
             }
-            None => (one_off_anchor(ctx, period)?, "one-off calibration on the idle queue".to_string()),
+        });
+        let (calibrator, anchor, method) = match (calibrated, p.calibrated) {
+            (Some((c, a)), Some(ext)) => (
+                Some(c),
+                a,
+                format!("{}, re-anchored every {} ms", ext.name().to_string_lossy(), REANCHOR_NS / 1_000_000),
+            ),
+            _ => (None, one_off_anchor(ctx, period)?, "one-off calibration on the idle queue".to_string()),
         };
         log::info!("vulkan clock: {method}, accuracy ±{} ns", anchor.accuracy_ns);
-        let calibrator = calibrator.filter(|_| method.starts_with("VK_"));
         Ok(Some(GpuClock {
             calibrator,
             state: Mutex::new(State { anchor, taken_at_ns: host_now_ns(), max_drift_ns: 0, anchors: 1 }),
