@@ -81,9 +81,23 @@ pub struct CommonArgs {
     /// How the compute side and Vulkan hand slots to each other (see README, "Sync modes").
     #[arg(long, value_enum, default_value_t = SyncMode::Auto)]
     pub sync: SyncMode,
-    /// Number of shared height buffers K (1..=4); frame f uses slot f mod K.
-    #[arg(long, value_name = "K", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=4))]
-    pub slots: u32,
+    /// Number of shared height buffers K (1..=8); frame f uses slot f mod K. Default: chosen
+    /// with --run-ahead and --batch for the backend and mode (see README, "Defaults").
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub slots: Option<u32>,
+    /// Frames the compute side may run ahead of the draw, R (0..=K−1; R + B ≤ K). Default:
+    /// chosen for the backend and mode.
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u32).range(0..=7))]
+    pub run_ahead: Option<u32>,
+    /// Frames written per hand-off, B (1..=K): one wait, B kernels, one signal (external and
+    /// bridged modes). Adds up to B−1 frames of latency. Default: chosen for the backend and mode.
+    #[arg(long, value_name = "B", value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub batch: Option<u32>,
+    /// How the compute API reaches the slots: zero-copy (imported Vulkan memory) or staged (the
+    /// kernel writes the API's own buffer, copied through host memory into a host-visible slot
+    /// each frame: the baseline without interop memory; cuda only).
+    #[arg(long, value_enum, default_value_t = MemoryPath::ZeroCopy)]
+    pub memory: MemoryPath,
     /// Grid size WxH (each side 2..=16384).
     #[arg(long, value_name = "WxH", default_value = "512x512")]
     pub grid: Grid,
@@ -99,6 +113,9 @@ pub struct CommonArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub common: CommonArgs,
+    /// Frames run before the report's statistics start (they still count in --frames).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub warmup_frames: u64,
     /// Render offscreen even if a display is available.
     #[arg(long)]
     pub headless: bool,
@@ -194,6 +211,25 @@ pub struct CompareArgs {
     /// Per-channel tolerance (a pixel differs if a channel differs by more).
     #[arg(long, default_value_t = crate::image::CHANNEL_TOLERANCE)]
     pub tolerance: u8,
+}
+
+/// `--memory`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
+pub enum MemoryPath {
+    /// The compute API writes the Vulkan slot itself (imported OPAQUE_FD memory).
+    ZeroCopy,
+    /// The compute API writes its own buffer; each frame it is copied to host memory and from
+    /// there into a host-visible slot (what an application without interop memory does).
+    Staged,
+}
+
+impl MemoryPath {
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryPath::ZeroCopy => "zero-copy",
+            MemoryPath::Staged => "staged",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

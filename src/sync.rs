@@ -91,6 +91,9 @@ pub enum SyncMode {
     Bridged,
     /// Queue wait idle → kernel → wait for the kernel (the reference fallback; baseline only).
     Blocking,
+    /// cuda-samples simpleVulkan's shipped scheme (baseline only): one slot; the host waits for
+    /// the value the compute API signalled before each draw, which waits at the wrong stage.
+    HostWait,
     /// UNSAFE, demonstration only: no waits at all, so slots race (see `vkhip trace check`).
     #[value(name = "none")]
     Unsynchronized,
@@ -104,6 +107,7 @@ impl SyncMode {
             SyncMode::Binary => "binary",
             SyncMode::Bridged => "bridged",
             SyncMode::Blocking => "blocking",
+            SyncMode::HostWait => "host-wait",
             SyncMode::Unsynchronized => "none",
         }
     }
@@ -494,7 +498,7 @@ impl FrameSync {
                 params,
                 GpuSync::Timeline {
                     wait_rendered: compute_wait_value(frame, slots),
-                    signal_computed: frame + 1,
+                    signal_computed: Some(frame + 1),
                 },
             )?,
             (Driver::Inline(b), SyncMode::Binary) => b.enqueue_gpu_synced(

@@ -164,7 +164,7 @@ impl Session {
             index,
             physical.name
         );
-        let slots_n = args.slots as usize;
+        let slots_n = args.slots.unwrap_or(3) as usize;
         check_grid(args.grid, slots_n, &physical)?;
         let mode = resolve_mode(args.sync, choice.kind, &physical)?;
         let interop = choice.kind.imports_memory();

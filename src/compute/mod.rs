@@ -109,9 +109,10 @@ impl ComputeError {
 /// or stream. Values follow [`crate::sync`]: frame f is `f + 1` on both timelines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GpuSync {
-    /// Timeline semaphores: wait `rendered ≥ wait_rendered` (None for the first K frames), run,
-    /// then signal `computed = signal_computed`.
-    Timeline { wait_rendered: Option<u64>, signal_computed: u64 },
+    /// Timeline semaphores: wait `rendered ≥ wait_rendered` (None: no wait — the first K
+    /// frames, or a frame inside a batch), run, then signal `computed = signal_computed` (None:
+    /// no signal — a frame before the last of a batch).
+    Timeline { wait_rendered: Option<u64>, signal_computed: Option<u64> },
     /// The reference samples' scheme: binary semaphore pair `slot`; wait its `rendered` (unless it
     /// has not been signalled yet), run, signal its `computed`.
     Binary { slot: usize, wait_rendered: bool },
@@ -137,7 +138,7 @@ pub struct SemaphoreOp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SyncPlan {
     pub wait: Option<SemaphoreOp>,
-    pub signal: SemaphoreOp,
+    pub signal: Option<SemaphoreOp>,
 }
 
 /// The operations for `sync`, given what `backend` has: a timeline pair or not, and how many
@@ -160,7 +161,8 @@ pub fn plan_sync(
             Ok(SyncPlan {
                 wait: wait_rendered
                     .map(|value| SemaphoreOp { semaphore: SemaphoreRef::TimelineRendered, value }),
-                signal: SemaphoreOp { semaphore: SemaphoreRef::TimelineComputed, value: signal_computed },
+                signal: signal_computed
+                    .map(|value| SemaphoreOp { semaphore: SemaphoreRef::TimelineComputed, value }),
             })
         }
         GpuSync::Binary { slot, wait_rendered } => {
@@ -176,7 +178,7 @@ pub fn plan_sync(
             Ok(SyncPlan {
                 wait: wait_rendered
                     .then_some(SemaphoreOp { semaphore: SemaphoreRef::BinaryRendered(slot), value: 0 }),
-                signal: SemaphoreOp { semaphore: SemaphoreRef::BinaryComputed(slot), value: 0 },
+                signal: Some(SemaphoreOp { semaphore: SemaphoreRef::BinaryComputed(slot), value: 0 }),
             })
         }
     }
@@ -316,34 +318,45 @@ mod tests {
 
     #[test]
     fn timeline_plan_waits_only_when_asked() {
-        let plan =
-            plan_sync("cuda", GpuSync::Timeline { wait_rendered: Some(3), signal_computed: 5 }, true, 0)
-                .unwrap();
+        let plan = plan_sync(
+            "cuda",
+            GpuSync::Timeline { wait_rendered: Some(3), signal_computed: Some(5) },
+            true,
+            0,
+        )
+        .unwrap();
         assert_eq!(
             plan,
             SyncPlan {
                 wait: Some(SemaphoreOp { semaphore: SemaphoreRef::TimelineRendered, value: 3 }),
-                signal: SemaphoreOp { semaphore: SemaphoreRef::TimelineComputed, value: 5 },
+                signal: Some(SemaphoreOp { semaphore: SemaphoreRef::TimelineComputed, value: 5 }),
             }
         );
-        let first = plan_sync("cuda", GpuSync::Timeline { wait_rendered: None, signal_computed: 1 }, true, 0)
-            .unwrap();
+        let first =
+            plan_sync("cuda", GpuSync::Timeline { wait_rendered: None, signal_computed: Some(1) }, true, 0)
+                .unwrap();
         assert_eq!(first.wait, None);
-        assert_eq!(first.signal.value, 1);
+        assert_eq!(first.signal.map(|s| s.value), Some(1));
+        // Inside a batch: neither wait nor signal.
+        let inner =
+            plan_sync("cuda", GpuSync::Timeline { wait_rendered: None, signal_computed: None }, true, 0)
+                .unwrap();
+        assert_eq!((inner.wait, inner.signal), (None, None));
     }
 
     #[test]
     fn binary_plan_uses_the_slot_pair() {
         let plan = plan_sync("cuda", GpuSync::Binary { slot: 2, wait_rendered: true }, false, 3).unwrap();
         assert_eq!(plan.wait.map(|w| w.semaphore), Some(SemaphoreRef::BinaryRendered(2)));
-        assert_eq!(plan.signal.semaphore, SemaphoreRef::BinaryComputed(2));
+        assert_eq!(plan.signal.map(|s| s.semaphore), Some(SemaphoreRef::BinaryComputed(2)));
         let no_wait = plan_sync("cuda", GpuSync::Binary { slot: 0, wait_rendered: false }, false, 3).unwrap();
         assert_eq!(no_wait.wait, None);
     }
 
     #[test]
     fn missing_semaphores_are_unsupported() {
-        let t = plan_sync("cuda", GpuSync::Timeline { wait_rendered: None, signal_computed: 1 }, false, 4);
+        let t =
+            plan_sync("cuda", GpuSync::Timeline { wait_rendered: None, signal_computed: Some(1) }, false, 4);
         assert!(matches!(t, Err(ComputeError::Unsupported { backend: "cuda", .. })));
         let b = plan_sync("cuda", GpuSync::Binary { slot: 1, wait_rendered: false }, true, 1);
         let err = b.unwrap_err();

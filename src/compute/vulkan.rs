@@ -220,7 +220,7 @@ impl ComputeBackend for VulkanBackend {
             SemaphoreRef::BinaryRendered(i) => self.sems.binary[i].1,
         };
         let waits: Vec<_> = plan.wait.map(|w| (handle(w.semaphore), w.value)).into_iter().collect();
-        let signals = [(handle(plan.signal.semaphore), plan.signal.value)];
+        let signals: Vec<_> = plan.signal.map(|s| (handle(s.semaphore), s.value)).into_iter().collect();
         self.submit(frame, slot, params, &waits, &signals).map_err(vkerr)
     }
 

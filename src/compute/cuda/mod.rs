@@ -348,7 +348,7 @@ impl ComputeBackend for CudaBackend {
         let buffer = self.slot(slot)?;
         plan::check_grid_fits(params.grid, buffer.size())?;
         let wait = plan.wait.map(|w| self.semaphore(w.semaphore).map(|s| (s, w.value))).transpose()?;
-        let signal = self.semaphore(plan.signal.semaphore)?;
+        let signal = plan.signal.map(|s| self.semaphore(s.semaphore).map(|h| (h, s.value))).transpose()?;
         if let Some((semaphore, value)) = wait {
             self.timer.mark(i, Mark::BeforeWait, &self.stream)?;
             semaphore.wait(value, &self.stream)?;
@@ -356,7 +356,9 @@ impl ComputeBackend for CudaBackend {
         self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
         self.kernel.launch(&self.stream, buffer, params, self.device.limits)?;
         self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
-        signal.signal(plan.signal.value, &self.stream)?;
+        if let Some((semaphore, value)) = signal {
+            semaphore.signal(value, &self.stream)?;
+        }
         self.timer.mark(i, Mark::AfterSignal, &self.stream)
     }
 

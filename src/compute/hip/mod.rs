@@ -493,7 +493,8 @@ impl ComputeBackend for HipBackend {
         };
         let wait =
             plan.wait.map(|w| pick(w.semaphore).map(|s| (s, w.value)).ok_or_else(missing)).transpose()?;
-        let signal = pick(plan.signal.semaphore).ok_or_else(missing)?;
+        let signal =
+            plan.signal.map(|s| pick(s.semaphore).map(|h| (h, s.value)).ok_or_else(missing)).transpose()?;
         if let Some((semaphore, value)) = wait {
             self.timer.mark(i, Mark::BeforeWait, &self.stream)?;
             semaphore.wait_async(value, &self.stream)?;
@@ -501,7 +502,9 @@ impl ComputeBackend for HipBackend {
         self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
         self.launch(slot, params)?;
         self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
-        signal.signal_async(plan.signal.value, &self.stream)?;
+        if let Some((semaphore, value)) = signal {
+            semaphore.signal_async(value, &self.stream)?;
+        }
         self.timer.mark(i, Mark::AfterSignal, &self.stream)
     }
 
