@@ -257,6 +257,13 @@ pub fn check_run(args: &RunArgs, headless: bool) -> Result<(), UsageError> {
     if headless && args.frames == Some(0) {
         return Err(UsageError("--frames must be at least 1 for a headless run".into()));
     }
+    let frames = args.frames.unwrap_or(if headless { crate::app::headless::DEFAULT_FRAMES } else { 0 });
+    if args.warmup_frames > 0 && frames > 0 && args.warmup_frames >= frames {
+        return Err(UsageError(format!(
+            "--warmup-frames {} leaves no frame to measure out of --frames {frames}",
+            args.warmup_frames
+        )));
+    }
     check_dt(args.dt)?;
     check_max_fps(args.max_fps)?;
     if args.capture.is_some() && !headless {

@@ -9,6 +9,7 @@ use vkhip::cli::{Cli, Command};
 use vkhip::vk::instance::ValidationCounts;
 
 fn main() -> ExitCode {
+    vkhip::profile::clock::mark_process_start();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
         .format_timestamp_millis()
         .init();

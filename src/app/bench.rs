@@ -57,7 +57,10 @@ pub fn cycles(args: &CycleArgs) -> anyhow::Result<ExitCode> {
             }
             for f in 0..3u64 {
                 session.sync.throttle(f)?;
-                session.sync.compute(f, &WaveParams::at_time(args.common.grid, f as f64 / 60.0))?;
+                let grid = args.common.grid;
+                let params: Vec<_> =
+                    session.sync.due(f).map(|g| WaveParams::at_time(grid, g as f64 / 60.0)).collect();
+                session.sync.compute(f, &params)?;
                 // No draw here: signal `rendered` from the host once the slot is computed, as
                 // the draw would (host-wait on the Vulkan-signalled path only).
                 let v = f + 1;

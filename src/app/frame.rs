@@ -14,25 +14,56 @@ use std::time::Instant;
 
 pub use super::interrupt::{install_interrupt_handler, interrupted};
 
-/// Simulation time for frame numbers.
+/// Simulation time for frame numbers. A frame's time is decided when it is handed to the compute
+/// side, which with run-ahead or batches is before the render thread reaches it (see
+/// [`crate::sync`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
     pub mode: TimeMode,
     pub dt: f64,
     start: Instant,
+    /// (render frame, seconds since start) when the interval was last updated.
+    last: Option<(u64, f64)>,
+    /// Smoothed seconds per render frame (wall mode).
+    interval: f64,
 }
 
 impl Clock {
     pub fn new(mode: TimeMode, dt: f64) -> Self {
-        Clock { mode, dt, start: Instant::now() }
+        Clock { mode, dt, start: Instant::now(), last: None, interval: 0.0 }
     }
 
-    /// Seconds of simulation time at `frame`.
-    pub fn time(&self, frame: u64) -> f64 {
+    /// Seconds of simulation time for `frame`, decided while the render thread is at
+    /// `render_frame` (≤ `frame`). `frame` mode: frame × dt. `wall` mode: the time now, plus the
+    /// frames still to come times the measured frame interval, so frames handed over ahead move
+    /// as smoothly as frames handed over on time.
+    pub fn time_for(&mut self, frame: u64, render_frame: u64) -> f64 {
         match self.mode {
             TimeMode::Frame => frame as f64 * self.dt,
-            TimeMode::Wall => self.start.elapsed().as_secs_f64(),
+            TimeMode::Wall => {
+                let now = self.start.elapsed().as_secs_f64();
+                match self.last {
+                    Some((f, t)) if render_frame > f => {
+                        let i = (now - t) / (render_frame - f) as f64;
+                        self.interval = if self.interval == 0.0 { i } else { 0.9 * self.interval + 0.1 * i };
+                        self.last = Some((render_frame, now));
+                    }
+                    None => self.last = Some((render_frame, now)),
+                    _ => {}
+                }
+                now + frame.saturating_sub(render_frame) as f64 * self.interval
+            }
         }
+    }
+
+    /// Parameters for every frame the protocol hands over at `render_frame`.
+    pub fn due_params(&mut self, session: &Session, render_frame: u64) -> Vec<WaveParams> {
+        let grid = session.grid;
+        session
+            .sync
+            .due(render_frame)
+            .map(|g| WaveParams::at_time(grid, self.time_for(g, render_frame)))
+            .collect()
     }
 }
 
@@ -75,12 +106,13 @@ pub fn throttle(session: &Session, frame: u64, marks: &mut RenderMarks) -> Resul
     Ok(())
 }
 
-/// Compute + draw of frame `frame` (after [`throttle`]).
+/// Compute + draw of frame `frame` (after [`throttle`]): hand over the frames due now, with
+/// `params` for each (see [`Clock::due_params`]), then draw frame `frame`.
 pub fn compute_and_draw(
     session: &mut Session,
     renderer: &mut Renderer,
     frame: u64,
-    params: &WaveParams,
+    params: &[WaveParams],
     target: &DrawTarget<'_>,
     marks: &mut RenderMarks,
 ) -> Result<(), FrameError> {

@@ -11,7 +11,6 @@ use crate::overlay::OverlayFeed;
 use crate::profile::clock::host_now_ns;
 use crate::profile::RenderMarks;
 use crate::render::{surface_push, Renderer};
-use crate::sim::WaveParams;
 use crate::vk::instance::Instance;
 use crate::vk::target::{OffscreenTarget, OFFSCREEN_FORMAT};
 use anyhow::Context as _;
@@ -74,10 +73,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     let capture = args.capture.as_deref().map(crate::image::PendingPng::create).transpose()?;
     let mut o = Offscreen::new(&args.common, extent)?;
     let draw_target = o.draw_target();
-    let clock = Clock::new(args.time.unwrap_or(TimeMode::Frame), args.dt);
+    let mut clock = Clock::new(args.time.unwrap_or(TimeMode::Frame), args.dt);
     let frames = args.frames.unwrap_or(DEFAULT_FRAMES);
 
     let mut profile = FrameProfile::new(&o.session, args.trace.as_ref().map(|_| args.trace_frames as usize));
+    profile.profiler.warmup_frames = args.warmup_frames;
     let mut overlay = args.overlay.then(|| OverlayFeed::new(true));
     let mut done = 0;
     for f in 0..frames {
@@ -89,7 +89,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         if let Some(feed) = overlay.as_mut() {
             feed.frame_started(f, marks.start_ns);
         }
-        let params = WaveParams::at_time(o.session.grid, clock.time(f));
+        let params = clock.due_params(&o.session, f);
         let target = DrawTarget { overlay: overlay.as_ref().and_then(OverlayFeed::shown), ..draw_target };
         compute_and_draw(&mut o.session, &mut o.renderer, f, &params, &target, &mut marks)
             .with_context(|| format!("frame {f}"))?;

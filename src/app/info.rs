@@ -4,7 +4,7 @@
 use super::session::{choose_backend, probe_interop};
 use crate::cli::InfoArgs;
 use crate::compute::BackendKind;
-use crate::sync::{resolve_mode, SyncMode};
+use crate::sync::{SyncMode, SyncPlan, SyncRequest};
 use crate::vk::device::{choose_device, enumerate, uuid_string};
 use crate::vk::instance::Instance;
 use ash::vk;
@@ -88,8 +88,8 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
             let d = &devices[i];
             crate::outln!("  backend  {} ({})", choice.kind, choice.reason);
             crate::outln!("  device   [{i}] {} ({why})", d.name);
-            match resolve_mode(SyncMode::Auto, choice.kind, d) {
-                Ok(m) => crate::outln!("  sync     {m} (auto)"),
+            match SyncPlan::resolve(&SyncRequest::mode(SyncMode::Auto), choice.kind, d) {
+                Ok(p) => crate::outln!("  sync     {} (defaults)", p.describe()),
                 Err(e) => crate::outln!("  sync     none: {e}"),
             }
         }

@@ -86,7 +86,7 @@ impl FrameProfile {
         let compute = compute.unwrap_or_default();
         let meta = TraceMeta {
             backend: session.sync.backend_kind().to_string(),
-            sync: session.sync.mode().to_string(),
+            sync: session.sync.plan().describe(),
             slots: session.sync.slots(),
             frames_in_flight: FRAMES_IN_FLIGHT,
             grid: session.grid.to_string(),

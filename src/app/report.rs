@@ -41,7 +41,12 @@ pub fn frame_report(
     let dev = &session.ctx.physical;
     let mut out = String::new();
     let _ = writeln!(out, "vkhip frame report");
-    let _ = writeln!(out, "  frames       {} ({target})", st.frame.count());
+    let warm = if p.warmup_frames > 0 {
+        format!(", after {} warm-up frames", p.warmup_frames)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(out, "  frames       {} ({target}{warm})", st.frame.count());
     let _ = writeln!(
         out,
         "  frame time   mean {:.3} ms   p50 {:.3} ms   p99 {:.3} ms   ({:.1} fps)",
@@ -81,6 +86,13 @@ pub fn frame_report(
             writeln!(out, "  sync overhead {}   (frame time − max(draw, compute))", ms_line(&st.overhead));
     }
     let _ = writeln!(out, "  render cpu   {}   (render thread CPU time per frame)", us_line(&st.cpu));
+    if let (Some(start), Some(first)) = (crate::profile::clock::process_start_ns(), p.first_frame_end_ns) {
+        let _ = writeln!(
+            out,
+            "  start-up     {:.3} s to the first frame (process start → first draw finished)",
+            first.saturating_sub(start) as f64 / 1e9
+        );
+    }
     let _ = writeln!(
         out,
         "  host phases  throttle {:.0} µs   compute {:.0} µs   record+submit {:.0} µs   (mean per frame)",
@@ -109,7 +121,16 @@ pub fn frame_report(
         sync.backend_device(),
         session.backend_reason
     );
-    let _ = writeln!(out, "  sync         {}, {} slot(s)", sync.mode(), sync.slots());
+    let plan = sync.plan();
+    let _ = writeln!(out, "  sync         {}", plan.describe());
+    if plan.lead_frames() > 0 {
+        let _ = writeln!(
+            out,
+            "  run-ahead    compute was handed frames up to {} ahead of the draw; heights were ready {} before their draw",
+            plan.lead_frames(),
+            if st.lead.is_empty() { "(not measured)".to_string() } else { ms_line(&st.lead) }
+        );
+    }
     let _ = writeln!(out, "  grid         {} ({} values per slot)", session.grid, session.grid.len());
     let _ = writeln!(
         out,

@@ -3,13 +3,14 @@
 //! → frame-sync protocol. The interop path, export → import, is [`Session::new`] top to bottom.
 
 use crate::cli::CommonArgs;
+use crate::cli::MemoryPath;
 use crate::compute::fd::ImportFd;
 use crate::compute::{
     cpu::CpuBackend, vulkan::VulkanBackend, BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError,
     InteropMemory, InteropSemaphorePair, InteropSemaphores,
 };
 use crate::sim::Grid;
-use crate::sync::{resolve_mode, FrameSemaphores, FrameSync, SyncError, SyncMode};
+use crate::sync::{Export, FrameSemaphores, FrameSync, SyncError, SyncPlan, SyncRequest};
 use crate::vk::clock::GpuClock;
 use crate::vk::device::{choose_device, enumerate, uuid_string, Context, PhysicalDeviceInfo};
 use crate::vk::external::{Slot, SlotMemory};
@@ -164,10 +165,12 @@ impl Session {
             index,
             physical.name
         );
-        let slots_n = args.slots.unwrap_or(3) as usize;
+        // Every sync decision, once: mode, K/R/B, exports, fallback.
+        let plan = SyncPlan::resolve(&SyncRequest::from(args), choice.kind, &physical)?;
+        let slots_n = plan.slots;
         check_grid(args.grid, slots_n, &physical)?;
-        let mode = resolve_mode(args.sync, choice.kind, &physical)?;
-        let interop = choice.kind.imports_memory();
+        let staged = plan.memory == MemoryPath::Staged;
+        let interop = choice.kind.imports_memory() && !staged;
         if interop && !physical.memory_export {
             return Err(VkError::Unsupported(format!(
                 "--backend {}: {} cannot export memory as OPAQUE_FD (VK_KHR_external_memory_fd)",
@@ -199,29 +202,28 @@ impl Session {
         let clock = GpuClock::new(&ctx)?;
 
         // Export: slots and (for GPU-side modes) the semaphores the compute API will import.
-        let memory =
-            if choice.kind == BackendKind::Cpu { SlotMemory::HostMapped } else { SlotMemory::DeviceLocal };
+        let memory = if choice.kind == BackendKind::Cpu || staged {
+            SlotMemory::HostMapped
+        } else {
+            SlotMemory::DeviceLocal
+        };
         let slots = (0..slots_n)
             .map(|_| Slot::new(&ctx, args.grid.bytes(), memory, interop))
             .collect::<Result<Vec<_>, _>>()?;
-        let export_sems = interop
-            && match mode {
-                SyncMode::External => ctx.physical.timeline_export,
-                SyncMode::Binary => ctx.physical.binary_export,
-                _ => false,
-            };
-        let sems = FrameSemaphores::new(&ctx, mode, slots_n, export_sems)?;
+        let export_sems = interop && plan.export != Export::Nothing;
+        let sems = FrameSemaphores::new(&ctx, &plan)?;
         crate::vk::instance::set_foreign_signals(export_sems);
 
         // Import: the backend takes what it needs.
         let backend: Box<dyn ComputeBackend> = match choice.kind {
             BackendKind::Cpu => Box::new(CpuBackend::new(&slots)?),
             BackendKind::Vulkan => Box::new(VulkanBackend::new(&ctx, &slots, sems.handles())?),
+            BackendKind::Cuda if staged => staged_backend(device_uuid, &slots)?,
             BackendKind::Cuda | BackendKind::Hip => {
                 let memory = export_memory(&slots)?;
                 let semaphores =
                     if export_sems { export_semaphores(&sems)? } else { InteropSemaphores::default() };
-                interop_backend(choice.kind, device_uuid, memory, semaphores, mode)?
+                interop_backend(choice.kind, device_uuid, memory, semaphores, &plan)?
             }
             BackendKind::Auto => {
                 return Err(
@@ -229,7 +231,7 @@ impl Session {
                 )
             }
         };
-        let sync = FrameSync::new(&ctx, mode, slots_n, sems, backend)?;
+        let sync = FrameSync::new(&ctx, plan, sems, backend)?;
         Ok(Session { sync, clock, slots, ctx, grid: args.grid, device_reason, backend_reason: choice.reason })
     }
 }
@@ -277,7 +279,7 @@ fn interop_backend(
     uuid: [u8; 16],
     memory: Vec<InteropMemory>,
     semaphores: InteropSemaphores,
-    mode: SyncMode,
+    plan: &SyncPlan,
 ) -> Result<Box<dyn ComputeBackend>, ComputeError> {
     match kind {
         BackendKind::Cuda => Ok(Box::new(crate::compute::cuda::CudaBackend::new(uuid, memory, semaphores)?)),
@@ -286,13 +288,20 @@ fn interop_backend(
             uuid,
             memory,
             semaphores,
-            mode == SyncMode::External,
+            plan.export == Export::Timelines,
         )?)),
         _ => {
-            let _ = (uuid, memory, semaphores, mode);
+            let _ = (uuid, memory, semaphores, plan);
             Err(ComputeError::Unavailable { backend: kind.name(), reason: "not built in".into() })
         }
     }
+}
+
+/// `--memory staged`: CUDA writes its own buffer and copies it through host memory into the
+/// host-mapped slots.
+fn staged_backend(uuid: [u8; 16], slots: &[Slot]) -> Result<Box<dyn ComputeBackend>, ComputeError> {
+    let _ = (uuid, slots);
+    Err(ComputeError::Unsupported { backend: "cuda", reason: "--memory staged is not built yet".into() })
 }
 
 /// Bit pattern written into a slot before a checked frame: a quiet NaN, which no writer produces

@@ -1,9 +1,11 @@
 //! `vkhip verify`: run real frames through the protocol and check every value of every frame's
 //! slot against the CPU reference.
 //!
-//! For each frame f: throttle → wait for all earlier draws → poison slot `f mod K` with NaN →
-//! compute (the mode's own path) → draw → read the slot back through Vulkan after the draw →
-//! compare every value with `sim::height`. A value left unwritten stays NaN and fails.
+//! For each frame f: throttle → poison, with NaN, the slot of every frame handed over now (just f,
+//! or with run-ahead and batches frames ahead of f; each after its slot's previous draw) →
+//! compute (the mode's own path) → draw → read slot `f mod K` back through Vulkan after the draw
+//! → compare every value with `sim::height`. A value left unwritten stays NaN and fails. The
+//! slot is read before any later frame is handed over, so nothing can overwrite it first.
 
 use super::frame::{compute_and_draw, interrupted, throttle};
 use super::headless::Offscreen;
@@ -31,6 +33,8 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let mut values = 0usize;
     let mut frames_done = 0u64;
     let mut first_failure = None;
+    let grid = session.grid;
+    let params_of = |g: u64| WaveParams::at_time(grid, g as f64 * args.dt);
     for f in 0..args.frames {
         if interrupted() {
             break;
@@ -40,14 +44,21 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         bar.set_message(format!("frame {f}: computing and drawing"));
         let mut t = RenderMarks::start(f);
         throttle(session, f, &mut t)?;
-        // All earlier draws (so the slot's previous reader) are done before the slot is poisoned.
-        if f > 0 {
-            session.sync.wait_rendered(f)?;
+        // Poison every slot handed over now (with run-ahead or batches, frames ahead of f), after
+        // its previous reader (frame g − K) was drawn: a value the compute side does not write
+        // stays NaN.
+        let k = session.sync.slots() as u64;
+        let due = session.sync.due(f);
+        for g in due.clone() {
+            let s = session.sync.slot_of(g);
+            session
+                .poison_slot(s, (g + 1).saturating_sub(k))
+                .with_context(|| format!("poisoning slot {s} for frame {g}"))?;
         }
-        session.poison_slot(slot, f).with_context(|| format!("poisoning slot {slot} for frame {f}"))?;
-        let params = WaveParams::at_time(session.grid, f as f64 * args.dt);
-        compute_and_draw(session, renderer, f, &params, &draw_target, &mut t)
+        let handed: Vec<_> = due.map(params_of).collect();
+        compute_and_draw(session, renderer, f, &handed, &draw_target, &mut t)
             .with_context(|| format!("frame {f}"))?;
+        let params = params_of(f);
         session.sync.wait_rendered(f + 1)?;
         let sems = &session.sync.sems;
         let mut waits = vec![(sems.rendered.handle, f + 1)];
@@ -95,6 +106,7 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let backend = session.sync.backend_kind();
     let mode = session.sync.mode();
     let slots = session.sync.slots();
+    let (run_ahead, batch) = (session.sync.plan().run_ahead, session.sync.plan().batch);
     session.sync.shutdown()?;
     drop(o);
     if let Some(f) = &first_failure {
@@ -109,7 +121,7 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         "FAIL"
     };
     crate::outln!(
-        "verify: {verdict} backend={backend} sync={mode} slots={slots} grid={} frames={frames_done} values={values} max_abs_error={max_err:.3e} over_tolerance={over}",
+        "verify: {verdict} backend={backend} sync={mode} slots={slots} run_ahead={run_ahead} batch={batch} grid={} frames={frames_done} values={values} max_abs_error={max_err:.3e} over_tolerance={over}",
         args.common.grid,
     );
     Ok(if pass { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -14,7 +14,6 @@ use crate::pending::PendingFile;
 use crate::profile::clock::host_now_ns;
 use crate::profile::{Phase, RenderMarks};
 use crate::render::{surface_push, Renderer};
-use crate::sim::WaveParams;
 use crate::sync::FRAMES_IN_FLIGHT;
 use crate::vk::external::Semaphore;
 use crate::vk::instance::Instance;
@@ -133,7 +132,9 @@ impl App<'_> {
             .map(|_| Semaphore::binary(&session.ctx, false))
             .collect::<Result<Vec<_>, _>>()?;
         let now = Instant::now();
-        let profile = FrameProfile::new(&session, args.trace.as_ref().map(|_| args.trace_frames as usize));
+        let mut profile =
+            FrameProfile::new(&session, args.trace.as_ref().map(|_| args.trace_frames as usize));
+        profile.profiler.warmup_frames = args.warmup_frames;
         Ok(Running {
             swapchain: None,
             renderer,
@@ -213,7 +214,7 @@ impl App<'_> {
             extra_signals: &[present],
             overlay: r.overlay.shown(),
         };
-        let params = WaveParams::at_time(r.session.grid, r.clock.time(f));
+        let params = r.clock.due_params(&r.session, f);
         compute_and_draw(&mut r.session, &mut r.renderer, f, &params, &target, &mut marks)
             .with_context(|| format!("frame {f}"))?;
         if !sc.present(image)? || suboptimal {

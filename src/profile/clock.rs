@@ -78,6 +78,18 @@ impl Anchor {
     }
 }
 
+static PROCESS_START_NS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
+/// Remember "now" as the process's start (call first thing in `main`); later calls do nothing.
+pub fn mark_process_start() {
+    PROCESS_START_NS.get_or_init(host_now_ns);
+}
+
+/// The host time [`mark_process_start`] recorded (None if it was never called: a library user).
+pub fn process_start_ns() -> Option<u64> {
+    PROCESS_START_NS.get().copied()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

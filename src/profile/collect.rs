@@ -63,6 +63,9 @@ pub struct FrameFigures {
     pub handoff_ns: Option<u64>,
     /// Frame time minus the longer of the draw and the compute write (clamped at 0).
     pub overhead_ns: Option<u64>,
+    /// How long before the draw could read them the heights were written (end of the write to
+    /// the draw's heights-readable moment; large with run-ahead and batches).
+    pub lead_ns: Option<u64>,
     /// Render thread CPU time for the frame.
     pub cpu_ns: u64,
 }
@@ -77,6 +80,7 @@ pub struct Stats {
     pub wait_signal: Stat,
     pub handoff: Stat,
     pub overhead: Stat,
+    pub lead: Stat,
     pub cpu: Stat,
     pub throttle: Stat,
     pub handoff_host: Stat,
@@ -110,6 +114,11 @@ pub struct Profiler {
     pub rss_warm: Option<(u64, u64)>,
     /// RSS at the end of the run.
     pub rss_end: Option<u64>,
+    /// Frames before this one are left out of the statistics (`--warmup-frames`).
+    pub warmup_frames: u64,
+    /// When frame 0 was finished: its draw's end (or, without timestamps, the next frame's
+    /// start), on the host clock. The report's start-up figure.
+    pub first_frame_end_ns: Option<u64>,
     closed: VecDeque<FrameFigures>,
     frames_closed: u64,
 }
@@ -128,6 +137,8 @@ impl Profiler {
             unmapped_spans: 0,
             rss_warm: None,
             rss_end: None,
+            warmup_frames: 0,
+            first_frame_end_ns: None,
             closed: VecDeque::new(),
             frames_closed: 0,
         }
@@ -214,9 +225,14 @@ impl Profiler {
         let next_start = self.open.front().and_then(|o| o.start_ns).or(end_ns);
         let prev_draw_end = self.recent.back().filter(|r| r.0 + 1 == open.frame).map(|r| r.2);
         let figures = figures(&open, start, next_start, prev_draw_end);
-        self.record(&figures, &open.spans);
+        if open.frame >= self.warmup_frames {
+            self.record(&figures, &open.spans);
+        }
         let submit_end = find(&open.spans, Track::Render, Phase::Submit).map(|s| s.end_ns);
         let draw_end = find(&open.spans, Track::Queue, Phase::Draw).map(|s| s.end_ns);
+        if open.frame == 0 {
+            self.first_frame_end_ns = draw_end.or(next_start);
+        }
         if let Some(trace) = self.trace.as_mut() {
             let mut counters = Vec::new();
             if let Some(t) = submit_end {
@@ -267,6 +283,7 @@ impl Profiler {
         opt(&mut s.wait_signal, f.wait_signal_ns);
         opt(&mut s.handoff, f.handoff_ns);
         opt(&mut s.overhead, f.overhead_ns);
+        opt(&mut s.lead, f.lead_ns);
         let host = |phases: &[Phase]| -> u64 {
             spans
                 .iter()
@@ -341,6 +358,10 @@ fn figures(
         handoff_ns,
         overhead_ns: (next_start_ns.is_some() && busiest.is_some())
             .then(|| frame_ns.saturating_sub(busiest.unwrap_or(0))),
+        lead_ns: match (draw, write) {
+            (Some(d), Some(w)) => Some(d.start_ns.saturating_sub(w.end_ns)),
+            _ => None,
+        },
         cpu_ns: open.cpu_ns,
     }
 }

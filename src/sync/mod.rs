@@ -1,0 +1,585 @@
+//! The frame-sync protocol: who waits on what, in every `--sync` mode. This is the one place that
+//! calls the compute backend; every decision about the run's sync (mode, slots, run-ahead,
+//! batch, exports, fallback) is made once, in [`plan`], and everything here follows that plan.
+//!
+//! ## Slots and values
+//! K shared height buffers ("slots", 1 ≤ K ≤ 8); frame f uses slot `f mod K`. Two timeline
+//! semaphores carry frame numbers + 1 (0 = nothing yet):
+//!
+//! - `computed`: set by the compute side; `computed ≥ f+1` means slot `f mod K` holds frame f.
+//! - `rendered`: set to f+1 by the graphics queue when frame f's draw has finished reading its slot.
+//!
+//! ## One frame, end to end
+//! The render thread, for frame f:
+//! 1. **throttle** — host-waits `rendered ≥ f+1−F` (F = frames in flight, 2), a value Vulkan
+//!    signals, so per-frame command buffers can be reused. This is the only host wait of the render
+//!    thread, and it never waits on a value the compute API signals (docs/ARCHITECTURE.md: such a
+//!    wait costs ≈ 10 ms on NVIDIA).
+//! 2. **compute** — [`FrameSync::compute`] hands the compute side the frames that are due
+//!    ([`FrameSync::due`]): with the defaults of most modes just frame f; with run-ahead R and
+//!    batches of B, whole batches up to R frames ahead (below). Each hand-off first waits
+//!    `rendered` for the previous reader of the slots it writes, writes them, then signals
+//!    `computed`. *How* depends on the mode (below).
+//! 3. **draw** — the draw is submitted waiting `computed ≥` the end of frame f's batch (f+1 without
+//!    batching) at the vertex-shader stage (where heights are first read) and signalling
+//!    `rendered = f+1` (plus the binary present semaphore in a window). [`FrameSync::draw_sync`]
+//!    returns exactly these waits and signals.
+//!
+//! With K ≥ 2 the kernel for frame f+1 runs while frame f is drawn; with K = 1 the APIs alternate.
+//!
+//! ## Run-ahead and batches (`--run-ahead R`, `--batch B`; R + B ≤ K)
+//! Each switch between the graphics and the compute API costs the GPU a context switch (≈ 0.16 ms
+//! on the H100, BENCHMARKS.md), paid twice per hand-off. Two ways to pay it less:
+//! - **Batches**: frames are handed over B at a time (batches start at multiples of B). One
+//!   compute visit waits once (`rendered ≥ s+B−K`, the draw of frame s+B−K−1, the last previous
+//!   reader of the batch's slots), writes B slots with no signal between them, and signals once
+//!   (`computed = s+B`). Draws s..s+B−1 all wait for `computed ≥ s+B`. Binary semaphores cannot
+//!   do this: each signal is paired with exactly one wait.
+//! - **Run-ahead**: the batch starting at s is handed over at render frame max(0, s−R), so the
+//!   compute side works on later frames while earlier ones are drawn.
+//!
+//! R + B ≤ K guarantees that the draw each hand-off waits for was submitted before the hand-off,
+//! so no slot is written while a draw may still read it, and no wait can deadlock. The compute
+//! side is at most R + B − 1 frames ahead of the draw (the report says how many). Frame f's
+//! simulation time is decided when f is handed over: `--time frame` gives f × dt as always;
+//! `--time wall` extrapolates from the hand-off by the measured frame interval. Live input to the
+//! simulation therefore lands up to R + B − 1 frames late; the camera (a push constant of the
+//! draw) does not. [`plan`] explains the schedule and checks it for every K, R and B.
+//!
+//! ## Modes (`--sync`)
+//! - `external` — the compute side waits and signals on the GPU. CUDA imports both timelines
+//!   (OPAQUE_FD) and calls wait → kernel(s) → signal on its stream; the `vulkan` backend submits
+//!   its dispatches to the queue with the same waits and signals. The host never waits on
+//!   `computed`.
+//! - `binary` — the reference samples' scheme: one pair of binary semaphores per slot, every signal
+//!   matched by exactly one wait. Draw f waits `computed[s]`, signals `rendered[s]`; compute f waits
+//!   `rendered[s]` (from frame f−K; skipped while f < K), signals `computed[s]`. The timeline
+//!   `rendered` is still signalled for the throttle. Run-ahead works; batches do not.
+//! - `bridged` — the compute API imports memory only. A bridge thread receives each batch,
+//!   host-waits `rendered` (a Vulkan-signalled value), runs the kernels and waits for them with the
+//!   compute API's own event, then signals `computed` from the host (vkSignalSemaphore). The
+//!   render thread never blocks on it: the draw was already submitted waiting on the GPU for a
+//!   value the host signals later (wait-before-signal, legal for timelines). ROCm on Linux cannot
+//!   import semaphores, so this is HIP's mode there; the `cpu` backend uses it too, so CI runs it.
+//! - `blocking` — the reference samples' fallback on AMD Linux: vkQueueWaitIdle before the kernel,
+//!   wait for the kernel after it, then the host signals `computed`. A measured baseline only.
+//! - `host-wait` — cuda-samples simpleVulkan's shipped scheme, reproduced as a baseline: one slot;
+//!   the compute side waits for the previous draw and signals `computed` on the GPU, then the
+//!   *host* waits for that compute-signalled value (`vkWaitSemaphores`) before submitting the
+//!   draw, which waits for it again at the colour-attachment-output stage (after the vertex shader
+//!   that reads the heights: the wrong stage, covered only by the host wait). simpleVulkan uses
+//!   one timeline for both directions (values 2n and 2n+1); vkhip keeps its two timelines, which
+//!   gives the same waits in the same order.
+//! - `auto` — `external` when the backend can wait/signal on the GPU (vulkan; cuda when the driver
+//!   exports timeline semaphores), else `bridged`.
+//! - `none` — **unsafe, for demonstration only**: the bridge thread writes each slot as soon as it
+//!   gets the frame, without waiting for `rendered`, and the draw waits for nothing. Slots are
+//!   overwritten while drawn and drawn while written; `vkhip trace check` shows where. It exists to
+//!   answer "does my sync do anything?". Refused for the `vulkan` backend, whose dispatch and draw
+//!   share one queue.
+//!
+//! ## What the profiler sees
+//! Every actor reports its spans ([`crate::profile`]): the bridge thread times its wait, writes and
+//! signal on the host clock and sends them over a bounded channel; `blocking` and `host-wait` time
+//! their host steps on the render thread; GPU-side backends time their own stream or queue.
+//! [`FrameSync::take_spans`] gathers them all for the render thread's profiler.
+//!
+//! ## Teardown
+//! [`FrameSync::shutdown`] stops the bridge thread (joining it), waits for the compute side
+//! (stream synchronise), releases any draw still waiting on a `computed` value that will never
+//! come (after an error or Ctrl-C), and waits for the queue. The idle backend is dropped with the
+//! `FrameSync`, before the Vulkan memory and semaphores it imported.
+
+mod bridge;
+pub mod plan;
+
+pub use plan::{Export, SyncPlan, SyncRequest, MAX_SLOTS};
+
+use crate::compute::{BackendKind, ComputeBackend, ComputeError, GpuSync};
+use crate::profile::clock::{host_now_ns, ClockInfo};
+use crate::profile::span::SPAN_BUFFER;
+use crate::profile::{Phase, Span, Track};
+use crate::sim::WaveParams;
+use crate::vk::device::Context;
+use crate::vk::external::Semaphore;
+use crate::vk::VkError;
+use ash::vk;
+use bridge::{Bridge, Job};
+use std::sync::mpsc;
+use std::sync::Arc;
+
+/// Frames the render thread may have in flight on the GPU.
+pub const FRAMES_IN_FLIGHT: u64 = 2;
+
+/// The stage at which a draw first reads the heights, and so waits for `computed`.
+pub const HEIGHTS_READ_STAGE: vk::PipelineStageFlags = vk::PipelineStageFlags::VERTEX_SHADER;
+
+/// `--sync`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum SyncMode {
+    /// external when the backend can wait/signal on the GPU, else bridged.
+    Auto,
+    /// The compute side waits/signals the timeline semaphores on the GPU.
+    External,
+    /// The reference samples' scheme: binary semaphore pairs, one per slot.
+    Binary,
+    /// A bridge thread: host waits on Vulkan's value, runs the kernel, host-signals `computed`.
+    Bridged,
+    /// Queue wait idle → kernel → wait for the kernel (the reference fallback; baseline only).
+    Blocking,
+    /// cuda-samples simpleVulkan's shipped scheme (baseline only): one slot; the host waits for
+    /// the value the compute API signalled before each draw, which waits at the wrong stage.
+    HostWait,
+    /// UNSAFE, demonstration only: no waits at all, so slots race (see `vkhip trace check`).
+    #[value(name = "none")]
+    Unsynchronized,
+}
+
+impl SyncMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncMode::Auto => "auto",
+            SyncMode::External => "external",
+            SyncMode::Binary => "binary",
+            SyncMode::Bridged => "bridged",
+            SyncMode::Blocking => "blocking",
+            SyncMode::HostWait => "host-wait",
+            SyncMode::Unsynchronized => "none",
+        }
+    }
+
+    /// Modes in which the compute side waits and signals on the GPU.
+    pub fn gpu_side(self) -> bool {
+        matches!(self, SyncMode::External | SyncMode::Binary)
+    }
+}
+
+impl std::fmt::Display for SyncMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Errors of the protocol (a failed backend call, a Vulkan call, a dead bridge).
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error(transparent)]
+    Compute(#[from] ComputeError),
+    #[error(transparent)]
+    Vulkan(#[from] VkError),
+    #[error("--sync {mode} with --backend {backend}: {reason}")]
+    Unsupported { mode: SyncMode, backend: BackendKind, reason: String },
+    #[error("the bridge thread stopped: {0}")]
+    Bridge(String),
+}
+
+impl SyncError {
+    /// An environment gap or an impossible request (exit code 2) rather than a failure.
+    pub fn is_environment(&self) -> bool {
+        match self {
+            SyncError::Compute(e) => e.is_environment(),
+            SyncError::Vulkan(e) => e.is_environment(),
+            SyncError::Unsupported { .. } => true,
+            SyncError::Bridge(_) => false,
+        }
+    }
+}
+
+/// The semaphores of the protocol. Dropped after the backend that imported them.
+pub struct FrameSemaphores {
+    pub computed: Semaphore,
+    pub rendered: Semaphore,
+    /// `binary` mode only: (computed, rendered) per slot.
+    pub binary: Vec<(Semaphore, Semaphore)>,
+}
+
+impl FrameSemaphores {
+    /// Create them for `plan`, exportable where the plan says the compute API will import them.
+    pub fn new(ctx: &Arc<Context>, plan: &SyncPlan) -> Result<Self, VkError> {
+        let export_timeline = plan.export == Export::Timelines;
+        let export_binary = plan.export == Export::BinaryPairs;
+        let binary = if plan.mode == SyncMode::Binary {
+            (0..plan.slots)
+                .map(|_| Ok((Semaphore::binary(ctx, export_binary)?, Semaphore::binary(ctx, export_binary)?)))
+                .collect::<Result<_, VkError>>()?
+        } else {
+            Vec::new()
+        };
+        Ok(FrameSemaphores {
+            computed: Semaphore::timeline(ctx, 0, export_timeline)?,
+            rendered: Semaphore::timeline(ctx, 0, export_timeline)?,
+            binary,
+        })
+    }
+
+    /// The raw handles, for backends that submit to the Vulkan queue themselves.
+    pub fn handles(&self) -> SemaphoreHandles {
+        SemaphoreHandles {
+            computed: self.computed.handle,
+            rendered: self.rendered.handle,
+            binary: self.binary.iter().map(|(c, r)| (c.handle, r.handle)).collect(),
+        }
+    }
+}
+
+/// Raw semaphore handles (valid while the [`FrameSemaphores`] live).
+#[derive(Clone, Debug)]
+pub struct SemaphoreHandles {
+    pub computed: vk::Semaphore,
+    pub rendered: vk::Semaphore,
+    pub binary: Vec<(vk::Semaphore, vk::Semaphore)>,
+}
+
+/// What the draw of one frame waits on and signals.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DrawSync {
+    /// (semaphore, value — 0 for binary, stage).
+    pub waits: Vec<(vk::Semaphore, u64, vk::PipelineStageFlags)>,
+    /// (semaphore, value — 0 for binary).
+    pub signals: Vec<(vk::Semaphore, u64)>,
+}
+
+/// The `rendered` value the render thread waits for before reusing frame `f`'s resources.
+pub fn throttle_value(frame: u64) -> Option<u64> {
+    (frame >= FRAMES_IN_FLIGHT).then(|| frame + 1 - FRAMES_IN_FLIGHT)
+}
+
+enum Driver {
+    /// The render thread calls the backend itself (external, binary, blocking, host-wait).
+    Inline(Box<dyn ComputeBackend>),
+    Bridged(Bridge),
+    /// After shutdown: idle, kept until the `FrameSync` drops (before the semaphores it imported).
+    Stopped(Box<dyn ComputeBackend>),
+    /// After shutdown, when the bridge thread did not hand the backend back (it panicked).
+    Done,
+}
+
+/// The protocol for one run: the plan, the semaphores, and the compute side.
+pub struct FrameSync {
+    // Field order is drop order: the compute side (and the imports it holds) goes first, then the
+    // semaphores it imported.
+    driver: Driver,
+    pub sems: FrameSemaphores,
+    ctx: Arc<Context>,
+    plan: SyncPlan,
+    backend_device: String,
+    /// Every frame before this one was handed to the compute side.
+    handed: u64,
+    /// Highest `computed` value promised to a draw so far (the end of the last batch).
+    requested_end: u64,
+    /// The bridge thread's spans (bounded channel; `bridged` and `none`).
+    bridge_spans: Option<mpsc::Receiver<Span>>,
+    /// Spans the render thread timed itself (`blocking`, `host-wait`), until taken.
+    local_spans: Vec<Span>,
+}
+
+impl FrameSync {
+    /// Start the protocol for `plan` (from [`SyncPlan::resolve`]). If the backend did not import
+    /// what the plan's mode needs, the plan's fallback applies ([`SyncPlan::after_import`]).
+    pub fn new(
+        ctx: &Arc<Context>,
+        plan: SyncPlan,
+        sems: FrameSemaphores,
+        backend: Box<dyn ComputeBackend>,
+    ) -> Result<Self, SyncError> {
+        let plan = plan.after_import(backend.gpu_sync_support())?;
+        let backend_device = backend.device_name();
+        let mut bridge_spans = None;
+        let driver = if matches!(plan.mode, SyncMode::Bridged | SyncMode::Unsynchronized) {
+            let capacity = plan.slots + FRAMES_IN_FLIGHT as usize;
+            let (computed, rendered) = (sems.computed.handle, sems.rendered.handle);
+            let (bridge, spans) = Bridge::start(ctx.clone(), computed, rendered, capacity, backend)?;
+            bridge_spans = Some(spans);
+            Driver::Bridged(bridge)
+        } else {
+            Driver::Inline(backend)
+        };
+        log::info!("sync: {}; backend {} on {backend_device}", plan.describe(), plan.backend);
+        Ok(FrameSync {
+            driver,
+            sems,
+            ctx: ctx.clone(),
+            plan,
+            backend_device,
+            handed: 0,
+            requested_end: 0,
+            bridge_spans,
+            local_spans: Vec::new(),
+        })
+    }
+
+    /// The plan in use (after any fallback).
+    pub fn plan(&self) -> &SyncPlan {
+        &self.plan
+    }
+
+    pub fn mode(&self) -> SyncMode {
+        self.plan.mode
+    }
+
+    pub fn slots(&self) -> usize {
+        self.plan.slots
+    }
+
+    pub fn backend_kind(&self) -> BackendKind {
+        self.plan.backend
+    }
+
+    pub fn backend_device(&self) -> &str {
+        &self.backend_device
+    }
+
+    /// The slot frame `f` uses.
+    pub fn slot_of(&self, frame: u64) -> usize {
+        self.plan.slot_of(frame)
+    }
+
+    /// Step 1: host-wait until frame f's per-frame resources are free (a Vulkan-signalled value).
+    pub fn throttle(&self, frame: u64) -> Result<(), SyncError> {
+        if let Some(v) = throttle_value(frame) {
+            self.wait_rendered(v)?;
+        }
+        Ok(())
+    }
+
+    /// Host-wait `rendered ≥ value` (draws are Vulkan's: this never waits on the compute API).
+    pub fn wait_rendered(&self, value: u64) -> Result<(), SyncError> {
+        self.ctx
+            .wait_timeline(self.sems.rendered.handle, value, || {
+                let why = match &self.driver {
+                    Driver::Bridged(b) => b.failure().map(|f| format!(" (bridge: {f})")).unwrap_or_default(),
+                    _ => String::new(),
+                };
+                format!("'rendered' ≥ {value}: frame {} was never drawn{why}", value - 1)
+            })
+            .map_err(SyncError::from)
+    }
+
+    /// The frames [`Self::compute`] hands over while the render thread is at `frame` (whole
+    /// batches, up to R frames ahead; empty when they were handed over earlier).
+    pub fn due(&self, frame: u64) -> std::ops::Range<u64> {
+        self.plan.due(frame, self.handed)
+    }
+
+    /// Step 2: hand the compute side every frame [`Self::due`] at render frame `frame`, with
+    /// `params[i]` for frame `due.start + i`: one hand-off per batch, as the mode says. Never
+    /// waits on a value the compute API signals, except in `host-wait`, which exists to show
+    /// what that costs.
+    pub fn compute(&mut self, frame: u64, params: &[WaveParams]) -> Result<(), SyncError> {
+        let due = self.due(frame);
+        if params.len() as u64 != due.end - due.start {
+            return Err(SyncError::Bridge(format!(
+                "internal: frame {frame} hands over frames {due:?} but {} parameter sets were given",
+                params.len()
+            )));
+        }
+        for (i, batch) in params.chunks(self.plan.batch).enumerate() {
+            let start = due.start + (i * self.plan.batch) as u64;
+            self.hand_over(start, batch)?;
+            self.handed = start + batch.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// One compute visit: the batch of frames `start..start + params.len()`.
+    fn hand_over(&mut self, start: u64, params: &[WaveParams]) -> Result<(), SyncError> {
+        let plan = &self.plan;
+        let end = start + params.len() as u64;
+        let frames: Vec<(u64, usize, WaveParams)> = params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (start + i as u64, plan.slot_of(start + i as u64), *p))
+            .collect();
+        let wait = plan.compute_wait_value(start);
+        match (&mut self.driver, plan.mode) {
+            (Driver::Inline(b), SyncMode::External | SyncMode::HostWait) => {
+                for &(f, slot, ref p) in &frames {
+                    let sync = GpuSync::Timeline {
+                        wait_rendered: wait.filter(|_| f == start),
+                        signal_computed: (f + 1 == end).then_some(end),
+                    };
+                    b.enqueue_gpu_synced(f, slot, p, sync)?;
+                }
+                if plan.mode == SyncMode::HostWait {
+                    // simpleVulkan's shipped scheme: the host waits for the value the compute API
+                    // signalled before the draw is submitted (the trap this mode measures).
+                    let t0 = host_now_ns();
+                    self.ctx.wait_timeline(self.sems.computed.handle, end, || {
+                        format!("'computed' ≥ {end} (host-wait mode)")
+                    })?;
+                    push_span(&mut self.local_spans, start, Phase::WaitComputed, t0, host_now_ns());
+                }
+            }
+            (Driver::Inline(b), SyncMode::Binary) => {
+                for &(f, slot, ref p) in &frames {
+                    let sync = GpuSync::Binary { slot, wait_rendered: f >= plan.slots as u64 };
+                    b.enqueue_gpu_synced(f, slot, p, sync)?;
+                }
+            }
+            (Driver::Inline(b), SyncMode::Blocking) => {
+                for &(f, slot, ref p) in &frames {
+                    let t0 = host_now_ns();
+                    self.ctx.queue_wait_idle()?;
+                    let t1 = host_now_ns();
+                    b.write_slot_and_wait(f, slot, p)?;
+                    let t2 = host_now_ns();
+                    self.ctx.signal_timeline(self.sems.computed.handle, f + 1)?;
+                    let t3 = host_now_ns();
+                    push_span(&mut self.local_spans, f, Phase::QueueIdle, t0, t1);
+                    push_span(&mut self.local_spans, f, Phase::Write, t1, t2);
+                    push_span(&mut self.local_spans, f, Phase::Signal, t2, t3);
+                }
+            }
+            (Driver::Bridged(bridge), mode) => {
+                let wait_rendered = wait.filter(|_| mode == SyncMode::Bridged);
+                bridge.send(Job { frames, wait_rendered, signal_computed: end })?;
+            }
+            (Driver::Done | Driver::Stopped(_), _) => {
+                return Err(SyncError::Bridge("compute() after shutdown".into()))
+            }
+            (Driver::Inline(_), m) => {
+                return Err(SyncError::Bridge(format!("internal: mode {m} has no inline compute path")))
+            }
+        }
+        self.requested_end = end;
+        Ok(())
+    }
+
+    /// Step 3: the waits and signals of frame `f`'s draw submission.
+    pub fn draw_sync(&self, frame: u64) -> DrawSync {
+        let slot = self.slot_of(frame);
+        let mut s = DrawSync::default();
+        match self.plan.mode {
+            SyncMode::Binary => {
+                let (computed, rendered) = &self.sems.binary[slot];
+                s.waits.push((computed.handle, 0, HEIGHTS_READ_STAGE));
+                s.signals.push((rendered.handle, 0));
+            }
+            // No wait at all: the point of `none`.
+            SyncMode::Unsynchronized => {}
+            // simpleVulkan waits at the colour-attachment stage, after the vertex shader has read
+            // the heights: wrong, and harmless there only because the host already waited.
+            SyncMode::HostWait => s.waits.push((
+                self.sems.computed.handle,
+                self.plan.computed_for_draw(frame),
+                vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
+            )),
+            _ => s.waits.push((
+                self.sems.computed.handle,
+                self.plan.computed_for_draw(frame),
+                HEIGHTS_READ_STAGE,
+            )),
+        }
+        s.signals.push((self.sems.rendered.handle, frame + 1));
+        s
+    }
+
+    /// Stop the compute side and wait for everything: join the bridge thread, wait for the
+    /// compute API's work (stream synchronise), release any draw still waiting for a `computed`
+    /// value nobody will signal now (after a failure or an interruption), and wait for the queue.
+    /// Every step runs even if an earlier one failed; the first error is returned. The backend is
+    /// kept, idle, and dropped with the `FrameSync` (before the semaphores it imported). Safe to
+    /// call twice.
+    pub fn shutdown(&mut self) -> Result<(), SyncError> {
+        self.driver = match std::mem::replace(&mut self.driver, Driver::Done) {
+            Driver::Inline(b) | Driver::Stopped(b) => Driver::Stopped(b),
+            Driver::Bridged(mut bridge) => match bridge.stop() {
+                Some(b) => Driver::Stopped(b),
+                None => Driver::Done,
+            },
+            Driver::Done => Driver::Done,
+        };
+        let mut first: Option<SyncError> = None;
+        let mut keep = |r: Result<(), SyncError>| {
+            if let Err(e) = r {
+                log::warn!("frame-sync teardown: {e}");
+                first.get_or_insert(e);
+            }
+        };
+        // The stream first: everything it waits on comes from draws already submitted.
+        if let Driver::Stopped(b) = &mut self.driver {
+            keep(b.finish().map_err(SyncError::from));
+        }
+        if self.plan.mode != SyncMode::Binary {
+            keep(self.release_waiting_draws());
+        }
+        keep(self.ctx.queue_wait_idle().map_err(SyncError::from));
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Host-signal `computed` up to the last value a draw was promised, if it is not there yet.
+    fn release_waiting_draws(&self) -> Result<(), SyncError> {
+        let current = self.ctx.timeline_value(self.sems.computed.handle)?;
+        if current < self.requested_end {
+            log::warn!("releasing draws waiting on 'computed' {} (reached {current})", self.requested_end);
+            self.ctx.signal_timeline(self.sems.computed.handle, self.requested_end)?;
+        }
+        Ok(())
+    }
+
+    /// Move every compute-side span reported so far into `out`: the bridge thread's, the
+    /// render thread's own (`blocking`, `host-wait`), and the backend's GPU timing (when the
+    /// render thread owns the backend, or after shutdown). Never blocks.
+    pub fn take_spans(&mut self, out: &mut Vec<Span>) {
+        out.append(&mut self.local_spans);
+        if let Some(rx) = &self.bridge_spans {
+            out.extend(rx.try_iter());
+        }
+        if let Driver::Inline(b) | Driver::Stopped(b) = &mut self.driver {
+            b.take_spans(out);
+        }
+    }
+
+    /// How the backend's GPU times were put on the host clock (None: it has none, or the bridge
+    /// thread still owns it).
+    pub fn compute_clock(&self) -> Option<ClockInfo> {
+        match &self.driver {
+            Driver::Inline(b) | Driver::Stopped(b) => b.clock_info(),
+            _ => None,
+        }
+    }
+
+    /// Run `f` with the backend while nothing else runs on it: either after [`Self::shutdown`], or
+    /// in a mode where the render thread owns it (not `bridged` before shutdown).
+    pub fn with_idle_backend<T>(
+        &mut self,
+        f: impl FnOnce(&mut dyn ComputeBackend) -> Result<T, ComputeError>,
+    ) -> Result<T, SyncError> {
+        match &mut self.driver {
+            Driver::Inline(b) | Driver::Stopped(b) => {
+                b.finish()?;
+                self.ctx.queue_wait_idle()?;
+                Ok(f(b.as_mut())?)
+            }
+            _ => Err(SyncError::Bridge("the backend is owned by the bridge thread in bridged mode".into())),
+        }
+    }
+}
+
+/// A span the render thread timed itself, kept until taken (bounded: nobody may be collecting).
+fn push_span(spans: &mut Vec<Span>, frame: u64, phase: Phase, a: u64, b: u64) {
+    if spans.len() < SPAN_BUFFER {
+        spans.push(Span::host(frame, Track::Render, phase, a, b));
+    }
+}
+
+impl Drop for FrameSync {
+    fn drop(&mut self) {
+        // Errors are logged by shutdown; the backend (field `driver`) drops right after this,
+        // before the semaphores.
+        let _ = self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn throttle_keeps_two_frames_in_flight() {
+        assert_eq!(throttle_value(0), None);
+        assert_eq!(throttle_value(1), None);
+        assert_eq!(throttle_value(2), Some(1));
+        assert_eq!(throttle_value(7), Some(6));
+    }
+}

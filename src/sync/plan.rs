@@ -1,0 +1,484 @@
+//! The sync plan: every decision about a run's frame sync, made once, before anything is created.
+//!
+//! [`SyncPlan::resolve`] turns the request (`--sync`, `--slots`, `--run-ahead`, `--batch`,
+//! `--memory`), the backend and the Vulkan device's capabilities into the mode, the pipeline
+//! shape (K slots, run-ahead R, batch B), what Vulkan exports for the compute API to import, and
+//! the mode to fall back to if the import fails. The session, the frame loop, `verify`, `bench`
+//! and `cycles` all consume this one object; [`SyncPlan::after_import`] is the only later change
+//! (the fallback, once the backend said what it imported).
+//!
+//! ## The schedule
+//! Frames are handed to the compute side in batches of B consecutive frames starting at
+//! multiples of B. The batch starting at frame s is handed over while the render thread is at
+//! frame max(0, s − R), so compute runs up to R + B − 1 frames ahead of the draw. One batch is
+//! one compute visit: one wait (`rendered` ≥ s + B − K: the previous reader of the batch's last
+//! slot is done), B writes, one signal (`computed` = s + B). Draw f waits `computed` ≥ the end of
+//! its batch. R + B ≤ K keeps every compute wait on a draw that was submitted before the batch
+//! was handed over: no slot is overwritten early and nothing waits on work not yet submitted.
+
+use crate::cli::{CommonArgs, MemoryPath};
+use crate::compute::{BackendKind, GpuSyncSupport};
+use crate::vk::device::PhysicalDeviceInfo;
+
+use super::{SyncError, SyncMode};
+
+/// Most slots (K) a run may use.
+pub const MAX_SLOTS: usize = 8;
+
+/// What a run asks for; `None` fields take the plan's defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncRequest {
+    pub mode: SyncMode,
+    pub slots: Option<u32>,
+    pub run_ahead: Option<u32>,
+    pub batch: Option<u32>,
+    pub memory: MemoryPath,
+}
+
+impl From<&CommonArgs> for SyncRequest {
+    fn from(a: &CommonArgs) -> Self {
+        SyncRequest { mode: a.sync, slots: a.slots, run_ahead: a.run_ahead, batch: a.batch, memory: a.memory }
+    }
+}
+
+impl SyncRequest {
+    /// `--sync MODE` and nothing else.
+    pub fn mode(mode: SyncMode) -> Self {
+        SyncRequest { mode, slots: None, run_ahead: None, batch: None, memory: MemoryPath::ZeroCopy }
+    }
+}
+
+/// The semaphores Vulkan creates exportable, for the compute API to import.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Export {
+    /// Nothing (the compute side never touches a semaphore, or it is Vulkan itself).
+    Nothing,
+    /// The two timelines, `computed` and `rendered` (OPAQUE_FD).
+    Timelines,
+    /// One (computed, rendered) pair of binary semaphores per slot (OPAQUE_FD).
+    BinaryPairs,
+}
+
+/// K, R and B when the request leaves them open: (slots, run-ahead, batch). Chosen from `vkhip
+/// bench` on the H100 (README, "Defaults"; BENCHMARKS.md).
+pub fn default_shape(backend: BackendKind, mode: SyncMode) -> (usize, usize, usize) {
+    match (mode, backend) {
+        // GPU-side interop: the cost is a fixed GPU switch per hand-off; batching 8 frames per
+        // hand-off divides it by 8.
+        (SyncMode::External, BackendKind::Cuda | BackendKind::Hip) => (8, 0, 8),
+        (SyncMode::HostWait, _) => (1, 0, 1),
+        _ => (3, 0, 1),
+    }
+}
+
+/// Every sync decision of one run (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyncPlan {
+    pub backend: BackendKind,
+    /// Never `Auto`.
+    pub mode: SyncMode,
+    /// K: shared height buffers; frame f uses slot f mod K.
+    pub slots: usize,
+    /// R: how many frames before its first frame a batch is handed to the compute side.
+    pub run_ahead: usize,
+    /// B: frames per hand-off (one wait, B writes, one signal).
+    pub batch: usize,
+    pub memory: MemoryPath,
+    /// What Vulkan exports for the backend to import.
+    pub export: Export,
+    /// The mode to use instead if the backend did not import what `mode` needs (HIP on Linux).
+    pub fallback: Option<SyncMode>,
+}
+
+impl SyncPlan {
+    /// Decide everything from the request, the backend (already resolved from `auto`) and the
+    /// Vulkan device. Impossible requests are [`SyncError::Unsupported`] with the reason and what
+    /// to use instead.
+    pub fn resolve(
+        req: &SyncRequest,
+        backend: BackendKind,
+        device: &PhysicalDeviceInfo,
+    ) -> Result<SyncPlan, SyncError> {
+        let requested = req.mode;
+        let refuse = |reason: String| SyncError::Unsupported { mode: requested, backend, reason };
+        if req.memory == MemoryPath::Staged && backend != BackendKind::Cuda {
+            return Err(refuse("--memory staged is implemented for --backend cuda only".into()));
+        }
+        let staged = req.memory == MemoryPath::Staged;
+        let mode = match (requested, backend) {
+            (SyncMode::Auto, _) if staged => SyncMode::Bridged,
+            (SyncMode::Auto, BackendKind::Vulkan) => SyncMode::External,
+            (SyncMode::Auto, BackendKind::Cuda) if device.timeline_export => SyncMode::External,
+            (SyncMode::Auto, _) => SyncMode::Bridged,
+            (SyncMode::External | SyncMode::Binary | SyncMode::HostWait, _) if staged => return Err(refuse(
+                "with --memory staged the slot is written by a host copy, which cannot wait or signal on \
+                     the GPU; use bridged or blocking"
+                    .into(),
+            )),
+            (SyncMode::External | SyncMode::Binary | SyncMode::HostWait, BackendKind::Cpu) => {
+                return Err(refuse(
+                    "the cpu backend cannot wait or signal on the GPU; use bridged or blocking".into(),
+                ))
+            }
+            (SyncMode::Unsynchronized, BackendKind::Vulkan) => {
+                return Err(refuse(
+                    "the dispatch and the draw share one queue, which orders them anyway; use --backend cpu \
+                     or cuda to see what no synchronisation does"
+                        .into(),
+                ))
+            }
+            (SyncMode::Bridged, BackendKind::Vulkan) => {
+                return Err(refuse(
+                    "the dispatch would queue behind the draw that waits for it on the same queue \
+                     (deadlock); use external, binary or blocking"
+                        .into(),
+                ))
+            }
+            (SyncMode::External | SyncMode::HostWait, BackendKind::Cuda) if !device.timeline_export => {
+                return Err(refuse(format!(
+                    "{} cannot export timeline semaphores as OPAQUE_FD; use bridged",
+                    device.name
+                )))
+            }
+            (SyncMode::Binary, BackendKind::Cuda | BackendKind::Hip) if !device.binary_export => {
+                return Err(refuse(format!(
+                    "{} cannot export binary semaphores as OPAQUE_FD; use bridged",
+                    device.name
+                )))
+            }
+            (m, _) => m,
+        };
+        let (slots, run_ahead, batch) = shape(req, backend, mode).map_err(refuse)?;
+        let interop = backend.imports_memory() && !staged;
+        let export = match mode {
+            SyncMode::External | SyncMode::HostWait if interop && device.timeline_export => Export::Timelines,
+            SyncMode::Binary if interop && device.binary_export => Export::BinaryPairs,
+            _ => Export::Nothing,
+        };
+        // HIP tries the GPU-side scheme; ROCm on Linux cannot import semaphores, and then the run
+        // continues bridged (same slots, run-ahead and batch: bridged supports them all).
+        let fallback =
+            (backend == BackendKind::Hip && mode == SyncMode::External).then_some(SyncMode::Bridged);
+        Ok(SyncPlan { backend, mode, slots, run_ahead, batch, memory: req.memory, export, fallback })
+    }
+
+    /// Apply the fallback once the backend said what it imported. Errors when the mode needs
+    /// semaphores the backend does not have and there is no fallback.
+    pub fn after_import(mut self, support: GpuSyncSupport) -> Result<SyncPlan, SyncError> {
+        let needs = match self.mode {
+            SyncMode::External | SyncMode::HostWait => Some(support.timeline),
+            SyncMode::Binary => Some(support.binary),
+            _ => None,
+        };
+        match (needs, self.fallback) {
+            (Some(false), Some(fallback)) => {
+                log::warn!(
+                    "--sync {}: {} did not import the semaphores (ROCm on Linux cannot, or the Vulkan device \
+                     cannot export them); falling back to {fallback}",
+                    self.mode,
+                    self.backend
+                );
+                self.mode = fallback;
+                self.fallback = None;
+                Ok(self)
+            }
+            (Some(false), None) => Err(SyncError::Unsupported {
+                mode: self.mode,
+                backend: self.backend,
+                reason: "the backend did not import the semaphores this mode needs".into(),
+            }),
+            _ => Ok(self),
+        }
+    }
+
+    /// The slot frame `f` uses.
+    pub fn slot_of(&self, frame: u64) -> usize {
+        (frame % self.slots as u64) as usize
+    }
+
+    /// First frame of the batch that holds `frame`.
+    pub fn batch_start(&self, frame: u64) -> u64 {
+        frame - frame % self.batch as u64
+    }
+
+    /// The `computed` value frame `frame`'s draw waits for: the end of its batch.
+    pub fn computed_for_draw(&self, frame: u64) -> u64 {
+        self.batch_start(frame) + self.batch as u64
+    }
+
+    /// The `rendered` value the batch starting at `start` waits for before writing (None while
+    /// its slots were never read): the draw of frame start + B − K − 1, the previous reader of
+    /// the batch's last slot, is done.
+    pub fn compute_wait_value(&self, start: u64) -> Option<u64> {
+        (start + self.batch as u64).checked_sub(self.slots as u64).filter(|&v| v > 0)
+    }
+
+    /// The frames to hand over while the render thread is at `frame`, given that every frame
+    /// before `handed` was handed over already: whole batches whose first frame is at most
+    /// `frame` + R.
+    pub fn due(&self, frame: u64, handed: u64) -> std::ops::Range<u64> {
+        let b = self.batch as u64;
+        let end = ((frame + self.run_ahead as u64) / b + 1) * b;
+        handed..end.max(handed)
+    }
+
+    /// How far ahead of the draw the compute side may be handed a frame.
+    pub fn lead_frames(&self) -> usize {
+        self.run_ahead + self.batch - 1
+    }
+
+    /// "external, 8 slot(s), run-ahead 0, batch 8": the report's and the trace's description.
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "{}, {} slot(s), run-ahead {}, batch {}",
+            self.mode, self.slots, self.run_ahead, self.batch
+        );
+        if self.memory == MemoryPath::Staged {
+            s.push_str(", staged copy");
+        }
+        s
+    }
+}
+
+/// K, R and B for `mode`: the request's values, defaults for the rest, checked against each
+/// other and against what the mode can do.
+fn shape(req: &SyncRequest, backend: BackendKind, mode: SyncMode) -> Result<(usize, usize, usize), String> {
+    let (dk, dr, db) = default_shape(backend, mode);
+    let user = |v: Option<u32>| v.map(|v| v as usize);
+    let (k_req, r_req, b_req) = (user(req.slots), user(req.run_ahead), user(req.batch));
+    let batching = matches!(mode, SyncMode::External | SyncMode::Bridged);
+    let running_ahead = matches!(mode, SyncMode::External | SyncMode::Bridged | SyncMode::Binary);
+    if let Some(b) = b_req.filter(|&b| b > 1 && !batching) {
+        let why = match mode {
+            SyncMode::Binary => {
+                "binary semaphores pair every signal with exactly one wait, so each frame needs its own \
+                 hand-off"
+            }
+            _ => "only external and bridged hand frames over in batches",
+        };
+        return Err(format!("--batch {b} with --sync {mode}: {why}; use --sync external or bridged"));
+    }
+    if let Some(r) = r_req.filter(|&r| r > 0 && !running_ahead) {
+        return Err(format!(
+            "--run-ahead {r} with --sync {mode}: this mode writes each frame while the render thread waits for \
+             it; use external, binary or bridged"
+        ));
+    }
+    if mode == SyncMode::HostWait {
+        if let Some(k) = k_req.filter(|&k| k != 1) {
+            return Err(format!(
+                "--slots {k} with --sync host-wait: simpleVulkan's scheme has one height buffer; use --slots 1"
+            ));
+        }
+    }
+    // Fill the gaps around what the user fixed.
+    let b = b_req.unwrap_or(if batching { db } else { 1 });
+    let r = r_req.unwrap_or(if running_ahead { dr } else { 0 });
+    let k = k_req.unwrap_or(dk.max(b + r).min(MAX_SLOTS));
+    let b = if b_req.is_none() { b.min(k.saturating_sub(r)).max(1) } else { b };
+    let r = if r_req.is_none() { r.min(k.saturating_sub(b)) } else { r };
+    if b > k {
+        return Err(format!(
+            "--batch {b} needs at least {b} slots (--slots {k}): a batch writes B different slots"
+        ));
+    }
+    if r + b > k {
+        return Err(format!(
+            "--run-ahead {r} with --batch {b} needs --slots ≥ {} (R + B ≤ K: a slot is rewritten only after the \
+             draw that read it was submitted); got --slots {k}",
+            r + b
+        ));
+    }
+    Ok((k, r, b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device(timeline_export: bool, binary_export: bool) -> PhysicalDeviceInfo {
+        PhysicalDeviceInfo { name: "dev".into(), timeline_export, binary_export, ..Default::default() }
+    }
+
+    fn req(mode: SyncMode, k: Option<u32>, r: Option<u32>, b: Option<u32>) -> SyncRequest {
+        SyncRequest { mode, slots: k, run_ahead: r, batch: b, memory: MemoryPath::ZeroCopy }
+    }
+
+    fn plan(r: SyncRequest, backend: BackendKind, dev: &PhysicalDeviceInfo) -> Result<SyncPlan, String> {
+        SyncPlan::resolve(&r, backend, dev).map_err(|e| e.to_string())
+    }
+
+    const BACKENDS: [BackendKind; 4] =
+        [BackendKind::Cpu, BackendKind::Vulkan, BackendKind::Cuda, BackendKind::Hip];
+    const MODES: [SyncMode; 7] = [
+        SyncMode::Auto,
+        SyncMode::External,
+        SyncMode::Binary,
+        SyncMode::Bridged,
+        SyncMode::Blocking,
+        SyncMode::HostWait,
+        SyncMode::Unsynchronized,
+    ];
+
+    /// Every backend × mode × device capability: the outcome, the export, the fallback.
+    #[test]
+    fn every_backend_mode_and_capability() {
+        use SyncMode::*;
+        for backend in BACKENDS {
+            for mode in MODES {
+                for (t, b) in [(true, true), (false, false), (true, false), (false, true)] {
+                    let dev = device(t, b);
+                    let got = plan(SyncRequest::mode(mode), backend, &dev);
+                    let interop = backend.imports_memory();
+                    let expected_mode: Option<SyncMode> = match (mode, backend) {
+                        (Auto, BackendKind::Vulkan) => Some(External),
+                        (Auto, BackendKind::Cuda) => Some(if t { External } else { Bridged }),
+                        (Auto, _) => Some(Bridged),
+                        (External | Binary | HostWait, BackendKind::Cpu) => None,
+                        (Unsynchronized | Bridged, BackendKind::Vulkan) => None,
+                        (External | HostWait, BackendKind::Cuda) if !t => None,
+                        (Binary, BackendKind::Cuda | BackendKind::Hip) if !b => None,
+                        (m, _) => Some(m),
+                    };
+                    let ctx = format!("{backend} {mode} timeline_export={t} binary_export={b}: {got:?}");
+                    match expected_mode {
+                        None => assert!(got.is_err(), "{ctx}"),
+                        Some(m) => {
+                            let p = got.unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                            assert_eq!(p.mode, m, "{ctx}");
+                            let export = match m {
+                                External | HostWait if interop && t => Export::Timelines,
+                                Binary if interop && b => Export::BinaryPairs,
+                                _ => Export::Nothing,
+                            };
+                            assert_eq!(p.export, export, "{ctx}");
+                            let fallback = (backend == BackendKind::Hip && m == External).then_some(Bridged);
+                            assert_eq!(p.fallback, fallback, "{ctx}");
+                            assert!(p.run_ahead + p.batch <= p.slots && p.slots <= MAX_SLOTS, "{ctx}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn defaults_batch_gpu_interop_and_keep_the_rest() {
+        let gpu = device(true, true);
+        let p = plan(SyncRequest::mode(SyncMode::Auto), BackendKind::Cuda, &gpu).unwrap();
+        assert_eq!((p.mode, p.slots, p.run_ahead, p.batch), (SyncMode::External, 8, 0, 8));
+        let p = plan(SyncRequest::mode(SyncMode::Auto), BackendKind::Vulkan, &gpu).unwrap();
+        assert_eq!((p.slots, p.run_ahead, p.batch), (3, 0, 1));
+        let p = plan(SyncRequest::mode(SyncMode::Binary), BackendKind::Cuda, &gpu).unwrap();
+        assert_eq!((p.slots, p.run_ahead, p.batch), (3, 0, 1));
+        let p = plan(SyncRequest::mode(SyncMode::HostWait), BackendKind::Cuda, &gpu).unwrap();
+        assert_eq!((p.slots, p.run_ahead, p.batch), (1, 0, 1));
+        // Fixing K shrinks the default batch to fit.
+        let p = plan(req(SyncMode::External, Some(3), None, None), BackendKind::Cuda, &gpu).unwrap();
+        assert_eq!((p.slots, p.run_ahead, p.batch), (3, 0, 3));
+        // Fixing R and B grows K to fit.
+        let p = plan(req(SyncMode::Bridged, None, Some(4), Some(4)), BackendKind::Cpu, &gpu).unwrap();
+        assert_eq!((p.slots, p.run_ahead, p.batch), (8, 4, 4));
+        let p = plan(req(SyncMode::External, Some(8), Some(7), None), BackendKind::Cuda, &gpu).unwrap();
+        assert_eq!((p.slots, p.run_ahead, p.batch), (8, 7, 1));
+    }
+
+    #[test]
+    fn impossible_shapes_are_refused_with_reason() {
+        let gpu = device(true, true);
+        let e =
+            plan(req(SyncMode::External, Some(4), Some(3), Some(2)), BackendKind::Cuda, &gpu).unwrap_err();
+        assert!(e.contains("R + B ≤ K") && e.contains("--slots ≥ 5"), "{e}");
+        let e = plan(req(SyncMode::Binary, None, None, Some(2)), BackendKind::Cuda, &gpu).unwrap_err();
+        assert!(e.contains("exactly one wait"), "{e}");
+        let e = plan(req(SyncMode::Blocking, None, Some(1), None), BackendKind::Cuda, &gpu).unwrap_err();
+        assert!(e.contains("--run-ahead 1"), "{e}");
+        let e = plan(req(SyncMode::HostWait, Some(3), None, None), BackendKind::Cuda, &gpu).unwrap_err();
+        assert!(e.contains("one height buffer"), "{e}");
+        let e = plan(req(SyncMode::External, Some(2), None, Some(4)), BackendKind::Vulkan, &gpu).unwrap_err();
+        assert!(e.contains("at least 4 slots"), "{e}");
+        let staged = SyncRequest { memory: MemoryPath::Staged, ..SyncRequest::mode(SyncMode::External) };
+        let e = plan(staged, BackendKind::Cuda, &gpu).unwrap_err();
+        assert!(e.contains("host copy"), "{e}");
+        let e = plan(
+            SyncRequest { memory: MemoryPath::Staged, ..SyncRequest::mode(SyncMode::Auto) },
+            BackendKind::Cpu,
+            &gpu,
+        )
+        .unwrap_err();
+        assert!(e.contains("cuda only"), "{e}");
+        let p = plan(
+            SyncRequest { memory: MemoryPath::Staged, ..SyncRequest::mode(SyncMode::Auto) },
+            BackendKind::Cuda,
+            &gpu,
+        )
+        .unwrap();
+        assert_eq!((p.mode, p.export), (SyncMode::Bridged, Export::Nothing));
+    }
+
+    #[test]
+    fn hip_falls_back_to_bridged_when_nothing_was_imported() {
+        let p = plan(SyncRequest::mode(SyncMode::External), BackendKind::Hip, &device(true, true)).unwrap();
+        let none = GpuSyncSupport { timeline: false, binary: false };
+        let after = p.clone().after_import(none).unwrap();
+        assert_eq!((after.mode, after.slots, after.batch), (SyncMode::Bridged, p.slots, p.batch));
+        let kept = p.after_import(GpuSyncSupport { timeline: true, binary: false }).unwrap();
+        assert_eq!(kept.mode, SyncMode::External);
+        // No fallback for CUDA: refused.
+        let p = plan(SyncRequest::mode(SyncMode::External), BackendKind::Cuda, &device(true, true)).unwrap();
+        assert!(p.after_import(none).is_err());
+    }
+
+    /// Walk the schedule for every legal (K, R, B) and check the protocol's promises.
+    #[test]
+    fn schedule_keeps_its_promises_for_every_shape() {
+        for k in 1..=MAX_SLOTS {
+            for b in 1..=k {
+                for r in 0..=(k - b) {
+                    let p = SyncPlan {
+                        backend: BackendKind::Cuda,
+                        mode: SyncMode::External,
+                        slots: k,
+                        run_ahead: r,
+                        batch: b,
+                        memory: MemoryPath::ZeroCopy,
+                        export: Export::Timelines,
+                        fallback: None,
+                    };
+                    let mut handed = 0u64;
+                    let mut handed_at = vec![];
+                    for f in 0..40u64 {
+                        let due = p.due(f, handed);
+                        assert_eq!(due.start, handed);
+                        assert_eq!((due.end - due.start) % b as u64, 0, "whole batches");
+                        for g in due.clone() {
+                            handed_at.push((g, f));
+                        }
+                        handed = due.end;
+                        // Frame f itself is handed over by now, and its batch's signal covers it.
+                        assert!(handed > f, "K={k} R={r} B={b}: frame {f} not handed over");
+                        assert!(p.computed_for_draw(f) > f && p.computed_for_draw(f) <= handed);
+                        assert!(handed <= f + 1 + p.lead_frames() as u64);
+                    }
+                    for &(g, f) in &handed_at {
+                        // The batch's wait is on a draw submitted before the hand-off (frame < f).
+                        if let Some(v) = p.compute_wait_value(p.batch_start(g)) {
+                            assert!(
+                                v <= f,
+                                "K={k} R={r} B={b}: frame {g} handed at {f} waits for draw {}",
+                                v - 1
+                            );
+                            // ...and that draw is the last reader of every slot the batch writes.
+                            assert!(v - 1 + k as u64 >= p.batch_start(g) + b as u64 - 1);
+                        } else {
+                            assert!(p.batch_start(g) + (b as u64) <= k as u64);
+                        }
+                        // No earlier reader of slot(g) is still to be drawn when g is handed over:
+                        // g − K was drawn... at the latest, submitted before the hand-off.
+                        assert!(g < k as u64 || g - (k as u64) < f);
+                    }
+                }
+            }
+        }
+    }
+}
