@@ -8,6 +8,10 @@
 #   1. BIN info
 #   2. BIN verify --backend cuda for sync in {external, binary, bridged, blocking},
 #      slots in {1, 3}, grid in {256x256, 1000x777, 4096x4096}, 6 frames each
+#   2b. the pipeline shapes: verify every K in 1..8, batch B in 1..K, run-ahead R in 0..K−B with
+#      --sync external on the three grids (120 shapes each), the same for bridged at 256x256,
+#      binary with run-ahead, host-wait (simpleVulkan's scheme), --memory staged, and the defaults;
+#      one row per group (GPU_CHECK_JOBS parallel runs, default 4)
 #   3. headless captures of the same frame with cuda and cpu, then BIN compare-png
 #   4. BIN bench-kernel --backend cuda --grid 4096x4096 --iterations 200
 #   5. BIN cycles --backend cuda --count 10 (fd and device-memory leak check)
@@ -154,8 +158,8 @@ for sync in external binary bridged blocking; do
         for grid in 256x256 1000x777 4096x4096; do
             name="verify-$sync-k$slots-$grid"
             run "$name" "$bin" verify --backend cuda --sync "$sync" --slots "$slots" \
-                --grid "$grid" --frames 6
-            want="verify: PASS backend=cuda sync=$sync slots=$slots grid=$grid frames=6 "
+                --run-ahead 0 --batch 1 --grid "$grid" --frames 6
+            want="verify: PASS backend=cuda sync=$sync slots=$slots run_ahead=0 batch=1 grid=$grid frames=6 "
             figure="max_abs_error=$(field max_abs_error "$last") over_tolerance=$(field over_tolerance "$last")"
             if [ "$rc" -eq 0 ] && [ "${last#"$want"}" != "$last" ]; then
                 record "$name" PASS "$figure"
@@ -169,6 +173,77 @@ for sync in external binary bridged blocking; do
         done
     done
 done
+
+# --- 2b. pipeline shapes: run-ahead, batches, K up to 8 ---------------------------------------------
+# One row per group; every run's output is in OUTDIR/sweep/<name>.log and the failures are listed
+# in OUTDIR/sweep-<group>.failed.
+mkdir -p "$out/sweep"
+jobs=${GPU_CHECK_JOBS:-4}
+# sweep_group GROUP: run `verify` for each "name|args..." line of OUTDIR/sweep-GROUP.list
+# (GPU_CHECK_JOBS at a time) and record one row. Not in a pipeline: `record` must run in this shell.
+sweep_group() {
+    local group=$1 list="$out/sweep-$1.list"
+    local total
+    total=$(wc -l <"$list")
+    # shellcheck disable=SC2016
+    tr '\n' '\0' <"$list" | xargs -0 -P "$jobs" -I{} bash -c '
+        line=$1; bin=$2; dir=$3; limit=$4
+        name=${line%%|*}; args=${line#*|}
+        # shellcheck disable=SC2086
+        timeout --kill-after=10 "$limit" "$bin" verify $args >"$dir/$name.log" 2>&1
+        echo "[exit $?]" >>"$dir/$name.log"' _ {} "$bin" "$out/sweep" "$limit"
+    local pass=0 failed="$out/sweep-$group.failed" worst=0
+    : >"$failed"
+    while IFS= read -r line; do
+        local name=${line%%|*} log="$out/sweep/${line%%|*}.log"
+        if grep -q '^verify: PASS ' "$log" && grep -q '^\[exit 0\]' "$log"; then
+            pass=$((pass + 1))
+            local e
+            e=$(field max_abs_error "$(grep '^verify: PASS ' "$log")")
+            worst=$(awk -v a="$worst" -v b="$e" 'BEGIN { print (b + 0 > a + 0) ? b : a }')
+        else
+            echo "$name: $(grep -v '^[[:space:]]*$' "$log" | tail -n 2 | head -n 1 | cut -c 1-120)" >>"$failed"
+        fi
+    done <"$list"
+    echo "gpu-check: sweep $group: $pass/$total pass" >&2
+    if [ "$pass" -eq "$total" ] && [ "$total" -gt 0 ]; then
+        record "sweep-$group" PASS "$pass/$total verify PASS, max_abs_error=$worst"
+    else
+        record "sweep-$group" FAIL "$pass/$total pass; see sweep-$group.failed"
+    fi
+}
+# shapes MODE: "K R B" for every legal shape of MODE.
+shapes() {
+    local k b r
+    for k in 1 2 3 4 5 6 7 8; do
+        for b in $(seq 1 "$k"); do
+            if [ "$1" = binary ] && [ "$b" -gt 1 ]; then continue; fi
+            for r in $(seq 0 $((k - b))); do echo "$k $r $b"; done
+        done
+    done
+}
+for grid in 256x256 1000x777 4096x4096; do
+    shapes external | while read -r k r b; do
+        frames=$((2 * k + 3))
+        echo "ext-$grid-k$k-r$r-b$b|--backend cuda --sync external --slots $k --run-ahead $r --batch $b --grid $grid --frames $frames"
+    done >"$out/sweep-external-$grid.list"
+    sweep_group "external-$grid"
+done
+shapes bridged | while read -r k r b; do
+    echo "bri-k$k-r$r-b$b|--backend cuda --sync bridged --slots $k --run-ahead $r --batch $b --grid 256x256 --frames $((2 * k + 3))"
+done >"$out/sweep-bridged-256x256.list"
+sweep_group bridged-256x256
+shapes binary | while read -r k r b; do
+    echo "bin-k$k-r$r|--backend cuda --sync binary --slots $k --run-ahead $r --grid 256x256 --frames $((2 * k + 3))"
+done >"$out/sweep-binary-256x256.list"
+sweep_group binary-256x256
+for grid in 256x256 1000x777 4096x4096; do
+    echo "hostwait-$grid|--backend cuda --sync host-wait --slots 1 --grid $grid --frames 6"
+    echo "staged-$grid|--backend cuda --memory staged --grid $grid --frames 6"
+    echo "staged-blocking-$grid|--backend cuda --memory staged --sync blocking --grid $grid --frames 6"
+    echo "default-$grid|--backend cuda --grid $grid --frames 20"
+done >"$out/sweep-baselines-and-defaults.list"
+sweep_group baselines-and-defaults
 
 # --- 3. headless captures and their comparison ---------------------------------------------------
 for backend in cuda cpu; do

@@ -16,7 +16,7 @@ const CASES: &[Case] = &[
     Case { args: &["--grid", "banana"], env: &[], expect: "'banana' is not of the form WxH" },
     Case { args: &["--grid", "20000x2"], env: &[], expect: "each side must be at most 16384" },
     Case { args: &["--slots", "0"], env: &[], expect: "--slots" },
-    Case { args: &["--slots", "5"], env: &[], expect: "5 is not in 1..=4" },
+    Case { args: &["--slots", "9"], env: &[], expect: "9 is not in 1..=8" },
     Case { args: &["--frames", "abc"], env: &[], expect: "invalid value 'abc' for '--frames <N>'" },
     Case { args: &["--headless", "--frames", "0"], env: &[], expect: "--frames must be at least 1" },
     Case { args: &["--dt", "0"], env: &[], expect: "--dt 0 must be a positive number" },
