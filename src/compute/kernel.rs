@@ -1,6 +1,6 @@
 //! The interop kernel (`kernels/sinewave.hip`) and the on-disk cache of its compiled form.
 //!
-//! CUDA (NVRTC → PTX) and HIP (hiprtc → code object) compile the same source at run time. The
+//! CUDA (NVRTC → cubin, PTX only as a fallback) and HIP (hiprtc → code object) compile the same source at run time. The
 //! first start on a machine compiles and stores the result; later starts load it. The cache key
 //! covers everything that changes the output: the source text, the compiler and its options, the
 //! device (architecture) and the driver version. A damaged or unreadable cache entry is a miss,
