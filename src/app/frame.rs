@@ -15,6 +15,18 @@ use std::time::Instant;
 pub use super::interrupt::{install_interrupt_handler, interrupted};
 
 /// Simulation time for frame numbers.
+///
+/// # Examples
+///
+/// ```
+/// use vkhip::app::frame::Clock;
+/// use vkhip::cli::TimeMode;
+///
+/// // `--time frame`: reproducible simulation time, frame × dt.
+/// let clock = Clock::new(TimeMode::Frame, 0.5);
+/// assert_eq!(clock.time(0), 0.0);
+/// assert_eq!(clock.time(7), 3.5);
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
     pub mode: TimeMode,

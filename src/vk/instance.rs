@@ -52,6 +52,15 @@ pub struct ValidationCounts {
 
 impl ValidationCounts {
     /// The counts so far in this process.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use vkhip::vk::instance::ValidationCounts;
+    ///
+    /// // No instance, no messenger: nothing counted yet in this process.
+    /// assert_eq!(ValidationCounts::current(), ValidationCounts::default());
+    /// ```
     pub fn current() -> Self {
         ValidationCounts {
             errors: ERRORS.load(Ordering::Relaxed),
