@@ -4,6 +4,21 @@
 use glam::{Mat4, Vec3};
 
 /// Orbit camera state.
+///
+/// # Examples
+///
+/// ```
+/// use vkhip::camera::OrbitCamera;
+///
+/// let mut cam = OrbitCamera::default();
+/// cam.zoom(1000.0); // the wheel zooms in, but never closer than MIN_DISTANCE
+/// assert_eq!(cam.distance, OrbitCamera::MIN_DISTANCE);
+/// cam.drag(0.0, 1e6); // pitch stays below the pole
+/// assert!(cam.pitch <= 89f32.to_radians());
+/// assert!((cam.eye().length() - cam.distance).abs() < 1e-5);
+/// cam.reset();
+/// assert_eq!(cam, OrbitCamera::default());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OrbitCamera {
     /// Rotation about the vertical axis, radians.

@@ -1,4 +1,25 @@
 //! Command line: `vkhip [OPTIONS]` runs the demo; subcommands inspect, verify and benchmark.
+//!
+//! # Examples
+//!
+//! ```
+//! use clap::Parser;
+//! use vkhip::cli::{Cli, Command};
+//! use vkhip::sim::Grid;
+//!
+//! let cli = Cli::try_parse_from(["vkhip", "--headless", "--slots", "2", "--grid", "64x32"]).unwrap();
+//! assert!(cli.command.is_none());
+//! assert!(cli.run.headless);
+//! assert_eq!(cli.run.common.slots, Some(2));
+//! assert_eq!(cli.run.common.grid, Grid { width: 64, height: 32 });
+//!
+//! let cli = Cli::try_parse_from(["vkhip", "verify", "--backend", "cpu"]).unwrap();
+//! assert!(matches!(cli.command, Some(Command::Verify(_))));
+//!
+//! // Out-of-range values are refused at parse time.
+//! assert!(Cli::try_parse_from(["vkhip", "--slots", "9"]).is_err());
+//! assert!(Cli::try_parse_from(["vkhip", "--grid", "1x5"]).is_err());
+//! ```
 
 use crate::compute::BackendKind;
 use crate::sim::Grid;

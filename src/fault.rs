@@ -137,6 +137,25 @@ fn store(fail_at: [u64; N]) {
 
 /// Arm faults from `spec` (the `VKHIP_FAULT` syntax; "" disarms), resetting the call counts: the
 /// test hook for in-process checks. Replaces what the environment armed.
+///
+/// # Examples
+///
+/// ```
+/// use vkhip::fault::{arm, hit, Fault};
+///
+/// // A typo is refused, naming the point.
+/// let err = arm("vk-aloc").unwrap_err();
+/// assert!(err.to_string().contains("unknown fault point 'vk-aloc'"));
+/// assert!(arm("queue-submit@0").is_err());
+///
+/// // The second vkAllocateMemory fails, and only that one.
+/// arm("vk-alloc@2").unwrap();
+/// assert!(!hit(Fault::VkAlloc));
+/// assert!(hit(Fault::VkAlloc));
+/// assert!(!hit(Fault::VkAlloc));
+/// assert!(!hit(Fault::QueueSubmit));
+/// arm("").unwrap(); // disarm
+/// ```
 pub fn arm(spec: &str) -> Result<(), FaultSpecError> {
     let fail_at = parse(spec)?;
     FROM_ENV.call_once(|| {});

@@ -149,6 +149,25 @@ impl ImageDiff {
 }
 
 /// Compare two images of equal size (None if the sizes differ).
+///
+/// # Examples
+///
+/// ```
+/// use vkhip::image::{compare, Rgba, CHANNEL_TOLERANCE};
+///
+/// let a = Rgba { width: 2, height: 1, pixels: vec![10, 20, 30, 255, 40, 50, 60, 255] };
+/// let mut b = a.clone();
+/// b.pixels[0] += CHANNEL_TOLERANCE; // within tolerance
+/// let d = compare(&a, &b, CHANNEL_TOLERANCE).unwrap();
+/// assert_eq!((d.max_channel_diff, d.pixels_over), (8, 0));
+/// assert!(d.same());
+/// b.pixels[5] += 100; // pixel 1, green: over the tolerance
+/// let d = compare(&a, &b, CHANNEL_TOLERANCE).unwrap();
+/// assert_eq!((d.pixels_over, d.total_pixels), (1, 2));
+/// assert!(!d.same());
+/// // Different sizes do not compare at all.
+/// assert!(compare(&a, &Rgba { width: 1, height: 2, pixels: a.pixels.clone() }, 0).is_none());
+/// ```
 pub fn compare(a: &Rgba, b: &Rgba, tolerance: u8) -> Option<ImageDiff> {
     if (a.width, a.height) != (b.width, b.height) {
         return None;

@@ -7,6 +7,7 @@
 //! - [`sync`]: the frame-sync protocol, end to end (who waits on what, in every `--sync` mode).
 //! - [`sim`]: the sine-wave parameters and the CPU reference every test compares against.
 #![warn(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 pub mod app;
 pub mod camera;

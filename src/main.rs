@@ -2,6 +2,8 @@
 //! (0 success, 1 a failed check or run, 2 a usage or environment problem, 130 after an
 //! interrupt). stdout goes through [`vkhip::output`], so a closed or full stdout never panics.
 
+#![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+
 use clap::Parser;
 use std::process::ExitCode;
 use vkhip::app;

@@ -35,6 +35,15 @@ pub fn err_line(args: std::fmt::Arguments<'_>) {
 }
 
 /// Flush stdout and return the first write error that is not a broken pipe.
+///
+/// # Examples
+///
+/// ```
+/// vkhip::output::print("hello from a doctest\n");
+/// vkhip::outln!("{} + {} = {}", 1, 2, 1 + 2);
+/// // Nothing failed, so there is nothing to report.
+/// assert!(vkhip::output::finish().is_none());
+/// ```
 pub fn finish() -> Option<io::Error> {
     let flushed = io::stdout().lock().flush();
     let mut failed = FAILED.lock().ok()?;

@@ -98,6 +98,29 @@ const EMPTY: u64 = u64::MAX;
 /// at `f % OVERLAY_FRAMES`; a slot's tag says which frame its values belong to, so a slot left
 /// from an older frame reads as "no value". Values may arrive late and out of order (GPU times
 /// come a few frames after the frame); values for frames older than the ring are dropped.
+///
+/// # Examples
+///
+/// ```
+/// use vkhip::overlay::{top_ms, OverlayHistory, Series, OVERLAY_FRAMES, REFERENCE_MS};
+///
+/// let mut h = OverlayHistory::new();
+/// assert!(h.is_empty());
+/// h.set(10, Series::Frame, 16.0);
+/// h.set(9, Series::Draw, 4.0); // GPU times arrive late: still kept
+/// h.set(10, Series::Compute, f32::NAN); // ignored
+/// assert_eq!(h.latest(), 10);
+/// assert_eq!(h.get(10, Series::Frame), Some(16.0));
+/// assert_eq!(h.get(9, Series::Draw), Some(4.0));
+/// assert_eq!(h.get(10, Series::Compute), None);
+/// assert_eq!(h.max_ms(), 16.0);
+/// // Constant memory: a frame older than the ring is gone.
+/// h.set(10 + OVERLAY_FRAMES as u64, Series::Frame, 1.0);
+/// assert_eq!(h.get(10, Series::Frame), None);
+/// // The scale: at least two 60 Hz frames, whole frames, 20% headroom.
+/// assert_eq!(top_ms(1.0), 2.0 * REFERENCE_MS);
+/// assert_eq!(top_ms(30.0), 3.0 * REFERENCE_MS);
+/// ```
 #[derive(Clone, Debug)]
 pub struct OverlayHistory {
     tags: Box<[u64; OVERLAY_FRAMES]>,

@@ -8,6 +8,36 @@ use std::io::{BufWriter, Write as _};
 use std::path::{Path, PathBuf};
 
 /// A target and the temporary file that will replace it.
+///
+/// # Examples
+///
+/// ```
+/// use std::io::Write as _;
+/// use vkhip::pending::PendingFile;
+///
+/// let dir = std::env::temp_dir().join(format!("vkhip-pending-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let target = dir.join("out.txt");
+/// std::fs::write(&target, "old").unwrap();
+///
+/// // Dropped without a commit: the target is untouched and no temporary file is left.
+/// let pending = PendingFile::create(&target).unwrap();
+/// drop(pending);
+/// assert_eq!(std::fs::read_to_string(&target).unwrap(), "old");
+/// assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+///
+/// // Committed: the new contents replace the target in one rename.
+/// let pending = PendingFile::create(&target).unwrap();
+/// assert_eq!(pending.path(), target.as_path());
+/// pending.commit(|w| w.write_all(b"new"), |e| e).unwrap();
+/// assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+/// assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+///
+/// // An unwritable path fails at create time, before any work.
+/// assert!(PendingFile::create(&dir.join("missing").join("x")).is_err());
+/// assert_eq!(PendingFile::create(&dir).unwrap_err(), "it is a directory");
+/// std::fs::remove_dir_all(&dir).unwrap();
+/// ```
 #[derive(Debug)]
 pub struct PendingFile {
     path: PathBuf,

@@ -33,6 +33,21 @@ pub struct Renderer {
 }
 
 /// The push constants for a grid seen through `camera` in a viewport of `extent`.
+///
+/// # Examples
+///
+/// ```
+/// use ash::vk;
+/// use vkhip::camera::OrbitCamera;
+/// use vkhip::render::surface_push;
+/// use vkhip::sim::Grid;
+///
+/// let cam = OrbitCamera::default();
+/// let push = surface_push(&cam, Grid { width: 64, height: 32 }, vk::Extent2D { width: 1280, height: 720 });
+/// assert_eq!((push.width, push.height), (64, 32));
+/// assert_eq!(push.view_proj, cam.view_proj(1280.0 / 720.0).to_cols_array_2d());
+/// assert_eq!(push.as_bytes().len(), vkhip::shaders::SURFACE_PUSH_SIZE as usize);
+/// ```
 pub fn surface_push(camera: &OrbitCamera, grid: Grid, extent: vk::Extent2D) -> SurfacePush {
     let aspect = extent.width as f32 / extent.height.max(1) as f32;
     SurfacePush::new(camera.view_proj(aspect), camera.eye(), grid, 1.0)

@@ -123,6 +123,19 @@ pub fn surface_draw(grid: Grid) -> (u32, u32) {
 }
 
 /// Workgroup counts for `cmd_dispatch` of [`SINEWAVE_COMP`]: `(⌈W/16⌉, ⌈H/16⌉, 1)`.
+///
+/// # Examples
+///
+/// ```
+/// use vkhip::shaders::{sinewave_dispatch, surface_draw};
+/// use vkhip::sim::Grid;
+///
+/// let grid = Grid { width: 513, height: 257 };
+/// // One triangle strip of 2·W vertices per pair of rows.
+/// assert_eq!(surface_draw(grid), (1026, 256));
+/// // 16×16 workgroups, rounded up: the edge groups are partly outside the grid.
+/// assert_eq!(sinewave_dispatch(grid), (33, 17, 1));
+/// ```
 pub fn sinewave_dispatch(grid: Grid) -> (u32, u32, u32) {
     (grid.width.div_ceil(SINEWAVE_LOCAL_SIZE), grid.height.div_ceil(SINEWAVE_LOCAL_SIZE), 1)
 }

@@ -29,6 +29,17 @@ pub const SPEED: f64 = 1.5;
 pub const MAX_SIDE: u32 = 16384;
 
 /// Grid dimensions (both sides ≥ 2).
+///
+/// # Examples
+///
+/// ```
+/// use vkhip::sim::Grid;
+///
+/// let g: Grid = "513x257".parse().unwrap();
+/// assert_eq!((g.width, g.height, g.len(), g.bytes()), (513, 257, 131_841, 527_364));
+/// assert!("1x5".parse::<Grid>().is_err()); // each side is at least 2
+/// assert!("64".parse::<Grid>().is_err());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Grid {
     pub width: u32,
@@ -119,6 +130,25 @@ pub fn height(p: &WaveParams, x: u32, y: u32) -> f32 {
 }
 
 /// Fill `out` (row-major, `grid.len()` values) with the reference heights.
+///
+/// # Examples
+///
+/// ```
+/// use vkhip::sim::{compare_with_reference, fill_reference, height, Grid, WaveParams};
+///
+/// let grid = Grid { width: 5, height: 3 };
+/// let p = WaveParams::at_time(grid, 0.25);
+/// let mut slot = vec![f32::NAN; grid.len()];
+/// fill_reference(&p, &mut slot);
+/// // Row-major, `index = y * width + x`, exactly `height` at every point.
+/// assert_eq!(slot[2 * 5 + 4], height(&p, 4, 2));
+/// assert!(slot.iter().all(|h| h.abs() <= vkhip::sim::AMPLITUDE));
+/// // A slot equal to the reference has no mismatch; a NaN left in it is one.
+/// assert_eq!(compare_with_reference(&p, &slot, 1e-5).mismatches, 0);
+/// slot[7] = f32::NAN;
+/// let c = compare_with_reference(&p, &slot, 1e-5);
+/// assert_eq!((c.mismatches, c.first_mismatch), (1, Some(7)));
+/// ```
 pub fn fill_reference(p: &WaveParams, out: &mut [f32]) {
     let w = p.grid.width as usize;
     assert_eq!(out.len(), p.grid.len(), "output length must equal the grid size");

@@ -17,6 +17,25 @@ pub use super::interrupt::{install_interrupt_handler, interrupted};
 /// Simulation time for frame numbers. A frame's time is decided when it is handed to the compute
 /// side, which with run-ahead or batches is before the render thread reaches it (see
 /// [`crate::sync`]).
+///
+/// # Examples
+///
+/// ```
+/// use vkhip::app::frame::Clock;
+/// use vkhip::cli::TimeMode;
+///
+/// // `--time frame`: reproducible simulation time, frame × dt, whenever it is decided.
+/// let mut clock = Clock::new(TimeMode::Frame, 0.5);
+/// assert_eq!(clock.time_for(0, 0), 0.0);
+/// assert_eq!(clock.time_for(7, 3), 3.5);
+/// // `--time wall`: a frame handed over ahead is placed later than the current one.
+/// let mut wall = Clock::new(TimeMode::Wall, 0.5);
+/// let now = wall.time_for(0, 0);
+/// std::thread::sleep(std::time::Duration::from_millis(5));
+/// let next = wall.time_for(1, 1);
+/// let ahead = wall.time_for(5, 1);
+/// assert!(next > now && ahead > next);
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
     pub mode: TimeMode,

@@ -137,7 +137,7 @@ pub fn check_grid(grid: Grid, slots: usize, dev: &PhysicalDeviceInfo) -> Result<
 
 /// One run's Vulkan device, slots, protocol and compute backend.
 pub struct Session {
-    // Field order is teardown order (DESIGN.md): the protocol first (joins the bridge, waits for
+    // Field order is teardown order (docs/ARCHITECTURE.md, "Teardown order"): the protocol first (joins the bridge, waits for
     // the queue and the stream, drops the backend and with it every import), then the slots'
     // Vulkan memory, then the device.
     pub sync: FrameSync,

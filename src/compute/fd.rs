@@ -22,6 +22,46 @@ pub enum FdOwnership {
 }
 
 /// An exported fd on its way into a foreign API. Dropping it unused closes it.
+///
+/// # Examples
+///
+/// A socket pair stands in for an exported fd: once every descriptor of one end is closed, the
+/// other end reads end-of-file, which shows whether [`ImportFd::import`] closed it.
+///
+/// ```
+/// use std::io::{ErrorKind, Read as _};
+/// use std::os::fd::{FromRawFd as _, OwnedFd};
+/// use std::os::unix::net::UnixStream;
+/// use vkhip::compute::fd::{FdOwnership, ImportFd};
+///
+/// let closed = |peer: &mut UnixStream| {
+///     peer.set_nonblocking(true).unwrap();
+///     match peer.read(&mut [0u8; 1]) {
+///         Ok(0) => true,
+///         Err(e) if e.kind() == ErrorKind::WouldBlock => false,
+///         other => panic!("unexpected {other:?}"),
+///     }
+/// };
+///
+/// // A failed import that would have taken the fd: the caller still owns it, and it is closed.
+/// let (mut peer, end) = UnixStream::pair().unwrap();
+/// let r = ImportFd::new(OwnedFd::from(end)).import(FdOwnership::TakenOnSuccess, |_| Err::<(), _>("no"));
+/// assert!(r.is_err());
+/// assert!(closed(&mut peer));
+///
+/// // A successful import that takes the fd (CUDA): it stays open, now the API's to close.
+/// let (mut peer, end) = UnixStream::pair().unwrap();
+/// let raw = ImportFd::new(OwnedFd::from(end)).import(FdOwnership::TakenOnSuccess, Ok::<_, ()>).unwrap();
+/// assert!(!closed(&mut peer));
+/// // SAFETY: the "API" owns `raw` now and nothing else refers to it; this plays its close.
+/// drop(unsafe { OwnedFd::from_raw_fd(raw) });
+/// assert!(closed(&mut peer));
+///
+/// // A borrowing import: closed after the call whatever its outcome.
+/// let (mut peer, end) = UnixStream::pair().unwrap();
+/// ImportFd::new(OwnedFd::from(end)).import(FdOwnership::Borrowed, Ok::<_, ()>).unwrap();
+/// assert!(closed(&mut peer));
+/// ```
 #[derive(Debug)]
 pub struct ImportFd(OwnedFd);
 

@@ -1,6 +1,6 @@
 //! The interop kernel (`kernels/sinewave.hip`) and the on-disk cache of its compiled form.
 //!
-//! CUDA (NVRTC → PTX) and HIP (hiprtc → code object) compile the same source at run time. The
+//! CUDA (NVRTC → cubin, PTX only as a fallback) and HIP (hiprtc → code object) compile the same source at run time. The
 //! first start on a machine compiles and stores the result; later starts load it. The cache key
 //! covers everything that changes the output: the source text, the compiler and its options, the
 //! device (architecture) and the driver version. A damaged or unreadable cache entry is a miss,
@@ -33,6 +33,21 @@ pub struct SinewaveLaunch {
 /// The launch for `grid` on a device that keeps about `resident_blocks` blocks of
 /// [`SINEWAVE_BLOCK`] threads running at once: enough row walkers to fill it, never more than
 /// there are rows (nor than gridDim.y allows).
+///
+/// # Examples
+///
+/// ```
+/// use vkhip::compute::kernel::{sinewave_launch, SINEWAVE_BLOCK};
+/// use vkhip::sim::Grid;
+///
+/// // 4096 columns = 1024 quads = 4 blocks across; 528 resident blocks = 132 row walkers.
+/// let l = sinewave_launch(Grid { width: 4096, height: 4096 }, 528);
+/// assert_eq!((l.grid_x, l.grid_y, l.block_x), (4, 132, SINEWAVE_BLOCK));
+/// // Every column is covered, and there are never more row walkers than rows.
+/// let l = sinewave_launch(Grid { width: 1000, height: 7 }, 10_000);
+/// assert!(l.grid_x * l.block_x * 4 >= 1000);
+/// assert_eq!(l.grid_y, 7);
+/// ```
 pub fn sinewave_launch(grid: Grid, resident_blocks: u32) -> SinewaveLaunch {
     let quads = grid.width.div_ceil(4);
     let grid_x = quads.div_ceil(SINEWAVE_BLOCK).max(1);

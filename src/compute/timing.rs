@@ -3,7 +3,7 @@
 //!
 //! Each frame records up to four events on the stream: before the wait for `rendered`, before the
 //! kernel, after the kernel, after the signal of `computed`. The events of the last [`DEPTH`]
-//! frames live in a ring; [`StreamTimer::poll`] asks (without waiting) whether a frame's last
+//! frames live in a ring; [`StreamTimer::take_spans`] asks (without waiting) whether a frame's last
 //! event has completed and, if so, turns its events into spans.
 //!
 //! Events carry no absolute time, only the time between two of them. An **anchor** event gives

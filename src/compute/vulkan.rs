@@ -247,8 +247,8 @@ impl ComputeBackend for VulkanBackend {
 
     fn take_spans(&mut self, out: &mut Vec<Span>) {
         for slot in 0..self.timed.len() {
-            // SAFETY: a fence of this device.
             if self.timed[slot].is_some()
+                // SAFETY: a fence of this device.
                 && unsafe { self.ctx.device.get_fence_status(self.fences[slot]) } == Ok(true)
             {
                 self.collect(slot);

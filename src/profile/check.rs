@@ -132,6 +132,43 @@ pub fn check_file(path: &std::path::Path, tolerance_us: Option<f64>) -> Result<C
 }
 
 /// Check a parsed trace document.
+///
+/// # Examples
+///
+/// A tiny in-memory trace with K = 2 slots: frame f is written at 100f µs for 10 µs and read
+/// from 100f + 20 µs for 50 µs.
+///
+/// ```
+/// use serde_json::{json, Value};
+/// use vkhip::profile::check::check;
+///
+/// let span = |frame: u64, role: &str, ts: f64, dur: f64| -> Value {
+///     json!({"ph": "X", "name": role, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
+///            "args": {"frame": frame, "slot": frame % 2, "role": role}})
+/// };
+/// let mut events: Vec<Value> = (0..4u64)
+///     .flat_map(|f| {
+///         let t = 100.0 * f as f64;
+///         [span(f, "write", t, 10.0), span(f, "read", t + 20.0, 50.0)]
+///     })
+///     .collect();
+/// let trace = |events: &Vec<Value>| json!({"traceEvents": events, "otherData": {"slots": 2}});
+///
+/// let report = check(&trace(&events), None).unwrap();
+/// assert!(report.clean());
+/// assert_eq!((report.read_after_write_checks, report.write_after_read_checks), (4, 2));
+///
+/// // Frame 4 reuses slot 0 while frame 2's draw (220..270 µs) still reads it.
+/// events.push(span(4, "write", 250.0, 10.0));
+/// events.push(span(4, "read", 280.0, 50.0));
+/// let report = check(&trace(&events), None).unwrap();
+/// assert_eq!(report.violations.len(), 1);
+/// assert_eq!((report.violations[0].frame, report.violations[0].slot), (4, 0));
+/// assert!(report.violations[0].text.contains("before frame 2's draw finished"));
+///
+/// // Not a trace at all.
+/// assert!(check(&json!({"otherData": {"slots": 2}}), None).is_err());
+/// ```
 pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, String> {
     let events = doc["traceEvents"].as_array().ok_or("no traceEvents array")?;
     let other = &doc["otherData"];

@@ -65,6 +65,20 @@ pub struct Anchor {
 impl Anchor {
     /// Host ns of the device reading `t` (readings before the anchor map before it). `mask`
     /// keeps the clock's valid bits, so a counter that wrapped since the anchor still maps.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use vkhip::profile::clock::Anchor;
+    ///
+    /// // Device tick 1000 was host time 5 ms; one tick is 2 ns.
+    /// let a = Anchor { device: 1000, host_ns: 5_000_000, ns_per_unit: 2.0, accuracy_ns: 100 };
+    /// assert_eq!(a.to_host_ns(1500, u64::MAX), 5_001_000);
+    /// assert_eq!(a.to_host_ns(500, u64::MAX), 4_999_000); // before the anchor
+    /// // A 32-bit counter that wrapped since the anchor still maps forward.
+    /// let a = Anchor { device: u32::MAX as u64 - 9, host_ns: 1_000, ns_per_unit: 1.0, accuracy_ns: 0 };
+    /// assert_eq!(a.to_host_ns(10, u32::MAX as u64), 1_020);
+    /// ```
     pub fn to_host_ns(&self, t: u64, mask: u64) -> u64 {
         let delta = t.wrapping_sub(self.device) & mask;
         // A reading "before" the anchor wraps to a huge delta: read it as negative.

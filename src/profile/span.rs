@@ -22,6 +22,16 @@ impl Track {
     pub const ALL: [Track; 4] = [Track::Render, Track::Bridge, Track::Queue, Track::Compute];
 
     /// Trace thread id (stable: the checker and tests rely on it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use vkhip::profile::span::Track;
+    ///
+    /// let tids: Vec<u64> = Track::ALL.iter().map(|t| t.tid()).collect();
+    /// assert_eq!(tids, [1, 2, 3, 4]); // `vkhip trace check` reads the compute track as tid 4
+    /// assert_eq!(Track::Compute.name(), "compute (GPU)");
+    /// ```
     pub fn tid(self) -> u64 {
         match self {
             Track::Render => 1,

@@ -8,6 +8,25 @@ use hdrhistogram::Histogram;
 const MAX_NS: u64 = 60_000_000_000;
 
 /// One figure's distribution, in nanoseconds.
+///
+/// # Examples
+///
+/// ```
+/// use vkhip::profile::stats::Stat;
+///
+/// let mut s = Stat::default();
+/// assert!(s.is_empty());
+/// assert_eq!(s.mean_ms(), 0.0);
+/// for ns in [1_000_000, 2_000_000, 3_000_000, 4_000_000] {
+///     s.record(ns); // 1, 2, 3 and 4 ms
+/// }
+/// assert_eq!(s.count(), 4);
+/// assert_eq!(s.mean_ms(), 2.5); // the mean is exact
+/// // Percentiles come from the histogram: exact to 3 significant digits.
+/// assert!((s.p50_ms() - 2.0).abs() < 0.01);
+/// assert!((s.p99_ms() - 4.0).abs() < 0.01);
+/// assert!((s.summary().fps - 400.0).abs() < 1e-9);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Stat {
     hist: Histogram<u32>,

@@ -39,6 +39,21 @@ pub struct FrameTrace {
 }
 
 /// The last `capacity` frames.
+///
+/// # Examples
+///
+/// ```
+/// use vkhip::profile::trace::{FrameTrace, TraceRing};
+///
+/// // Bounded whatever the run's length: the oldest frames fall out and are counted.
+/// let mut ring = TraceRing::new(3);
+/// for frame in 0..5 {
+///     ring.push(FrameTrace { frame, slot: (frame % 2) as usize, spans: vec![], counters: vec![] });
+/// }
+/// assert_eq!(ring.len(), 3);
+/// assert_eq!(ring.dropped, 2);
+/// assert_eq!(ring.frames().map(|f| f.frame).collect::<Vec<_>>(), [2, 3, 4]);
+/// ```
 #[derive(Clone, Debug)]
 pub struct TraceRing {
     frames: VecDeque<FrameTrace>,

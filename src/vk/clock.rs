@@ -36,6 +36,16 @@ pub enum CalibratedExt {
 }
 
 impl CalibratedExt {
+    /// The extension's name, as the device lists it and as it is enabled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use vkhip::vk::clock::CalibratedExt;
+    ///
+    /// assert_eq!(CalibratedExt::Khr.name().to_str().unwrap(), "VK_KHR_calibrated_timestamps");
+    /// assert_eq!(CalibratedExt::Ext.name().to_str().unwrap(), "VK_EXT_calibrated_timestamps");
+    /// ```
     pub fn name(self) -> &'static std::ffi::CStr {
         match self {
             CalibratedExt::Khr => khr::calibrated_timestamps::NAME,

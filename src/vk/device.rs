@@ -78,6 +78,13 @@ impl PhysicalDeviceInfo {
 }
 
 /// Format a UUID as 8-4-4-4-12 hex.
+///
+/// # Examples
+///
+/// ```
+/// let uuid: [u8; 16] = core::array::from_fn(|i| i as u8 * 17);
+/// assert_eq!(vkhip::vk::device::uuid_string(&uuid), "00112233-4455-6677-8899-aabbccddeeff");
+/// ```
 pub fn uuid_string(u: &[u8; 16]) -> String {
     let h: Vec<String> = u.iter().map(|b| format!("{b:02x}")).collect();
     format!(

@@ -3,7 +3,7 @@
 //! Every message the validation layer sends is counted by severity; runs with `--validation` end
 //! by printing [`ValidationCounts`]. Two messages are known false positives when a foreign API
 //! (CUDA) signals an imported timeline semaphore, because the layer cannot see that signal
-//! (DESIGN.md, "Facts measured here"); while [`set_foreign_signals`] is on they are counted
+//! (docs/ARCHITECTURE.md, "Facts measured on the GPU machine"); while [`set_foreign_signals`] is on they are counted
 //! separately instead of as errors.
 
 use super::{CallContext, VkError};
@@ -14,10 +14,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 
 /// VUIDs the layer reports when CUDA signals an imported semaphore it cannot track. The first two
-/// are DESIGN.md's; the last two follow from them (seen on the H200, driver 580.159.04, layer
-/// 1.3.239): the layer never sees the draw's wait on `computed` satisfied, so it believes the
-/// draw's command buffer is still pending when the throttle (after a real wait on `rendered`)
-/// re-records it.
+/// are the design notes' (docs/ARCHITECTURE.md, "Facts measured on the GPU machine"); the last
+/// two follow from them (seen on the H200, driver 580.159.04, layer 1.3.239): the layer never
+/// sees the draw's wait on `computed` satisfied, so it believes the draw's command buffer is
+/// still pending when the throttle (after a real wait on `rendered`) re-records it.
 const FOREIGN_SIGNAL_VUIDS: [&str; 4] = [
     "VUID-VkSemaphoreSignalInfo-value-03259",
     "VUID-vkQueueSubmit-pCommandBuffers-00071",
@@ -52,6 +52,15 @@ pub struct ValidationCounts {
 
 impl ValidationCounts {
     /// The counts so far in this process.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use vkhip::vk::instance::ValidationCounts;
+    ///
+    /// // No instance, no messenger: nothing counted yet in this process.
+    /// assert_eq!(ValidationCounts::current(), ValidationCounts::default());
+    /// ```
     pub fn current() -> Self {
         ValidationCounts {
             errors: ERRORS.load(Ordering::Relaxed),

@@ -7,6 +7,25 @@ use std::sync::Arc;
 
 /// Index of a memory type allowed by `type_bits` that has all of `required`, preferring one that
 /// also has all of `preferred`; the lowest index wins a tie (drivers order types by preference).
+///
+/// # Examples
+///
+/// ```
+/// use ash::vk;
+/// use vkhip::vk::memory::find_memory_type;
+///
+/// type F = vk::MemoryPropertyFlags;
+/// let mut props = vk::PhysicalDeviceMemoryProperties { memory_type_count: 3, ..Default::default() };
+/// props.memory_types[0].property_flags = F::DEVICE_LOCAL;
+/// props.memory_types[1].property_flags = F::HOST_VISIBLE | F::HOST_COHERENT;
+/// props.memory_types[2].property_flags = F::DEVICE_LOCAL | F::HOST_VISIBLE | F::HOST_COHERENT;
+/// let host = F::HOST_VISIBLE | F::HOST_COHERENT;
+/// // The preferred flags win when a type has them...
+/// assert_eq!(find_memory_type(&props, 0b111, host, F::DEVICE_LOCAL), Some(2));
+/// // ...but only among the types the resource allows.
+/// assert_eq!(find_memory_type(&props, 0b011, host, F::DEVICE_LOCAL), Some(1));
+/// assert_eq!(find_memory_type(&props, 0b001, host, F::empty()), None);
+/// ```
 pub fn find_memory_type(
     props: &vk::PhysicalDeviceMemoryProperties,
     type_bits: u32,

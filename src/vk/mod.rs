@@ -51,6 +51,15 @@ pub enum VkError {
 
 /// A Vulkan result by its spec name (`VK_ERROR_DEVICE_LOST`), with ash's description where it
 /// has one, so a message names the error the way drivers, docs and searches do.
+///
+/// # Examples
+///
+/// ```
+/// use ash::vk;
+///
+/// let s = vkhip::vk::describe(vk::Result::ERROR_DEVICE_LOST);
+/// assert!(s.starts_with("VK_ERROR_DEVICE_LOST"), "{s}");
+/// ```
 pub fn describe(result: vk::Result) -> String {
     let name = format!("VK_{result:?}");
     let text = result.to_string();
