@@ -67,21 +67,55 @@ fn every_backend_mode_and_slot_count_draws_the_same_frame() {
                     out.contains(&format!("sync         {mode}, {k} slot(s)")),
                     "{name}: report says\n{out}"
                 );
-                let img = Rgba::read_png(&png).unwrap();
-                assert_shows_surface(&img, &name);
-                match &first {
-                    None => first = Some((name, img)),
-                    Some((ref_name, reference)) => {
-                        let d = compare(&img, reference, CHANNEL_TOLERANCE).unwrap();
-                        assert!(
-                            d.same(),
-                            "{name} differs from {ref_name}: {} pixels beyond tolerance, max diff {}",
-                            d.pixels_over,
-                            d.max_channel_diff
-                        );
-                    }
-                }
+                check_same(&mut first, name, Rgba::read_png(&png).unwrap());
             }
+        }
+    }
+    // Run-ahead, batches, K up to 8 and simpleVulkan's scheme draw that same frame too.
+    let shapes: &[(&str, &str, &[&str])] = &[
+        ("vulkan", "external", &["--slots", "8", "--run-ahead", "0", "--batch", "8"]),
+        ("vulkan", "external", &["--slots", "8", "--run-ahead", "7", "--batch", "1"]),
+        ("vulkan", "external", &["--slots", "4", "--run-ahead", "2", "--batch", "2"]),
+        ("vulkan", "binary", &["--slots", "4", "--run-ahead", "3"]),
+        ("vulkan", "host-wait", &["--slots", "1"]),
+        ("cpu", "bridged", &["--slots", "8", "--run-ahead", "3", "--batch", "4"]),
+    ];
+    for (backend, mode, extra) in shapes {
+        let name = format!("{backend}-{mode}-{}", extra.join(""));
+        let png = dir.join(format!("{name}.png"));
+        let o = run(vkhip()
+            .args(["--headless", "--frames", "9", "--size", "480x270", "--grid", "96x80"])
+            .args(["--backend", backend, "--sync", mode])
+            .args(*extra)
+            .arg("--capture")
+            .arg(&png));
+        assert_ok(&o, &name);
+        let out = stdout(&o);
+        let (k, r, b) = match extra {
+            [_, k, _, r, _, b] => (*k, *r, *b),
+            [_, k, _, r] => (*k, *r, "1"),
+            [_, k] => (*k, "0", "1"),
+            _ => unreachable!(),
+        };
+        let line = format!("sync         {mode}, {k} slot(s), run-ahead {r}, batch {b}");
+        assert!(out.contains(&line), "{name}: report lacks '{line}':\n{out}");
+        check_same(&mut first, name, Rgba::read_png(&png).unwrap());
+    }
+}
+
+/// The first image becomes the reference; every later one must match it.
+fn check_same(first: &mut Option<(String, Rgba)>, name: String, img: Rgba) {
+    assert_shows_surface(&img, &name);
+    match first {
+        None => *first = Some((name, img)),
+        Some((ref_name, reference)) => {
+            let d = compare(&img, reference, CHANNEL_TOLERANCE).unwrap();
+            assert!(
+                d.same(),
+                "{name} differs from {ref_name}: {} pixels beyond tolerance, max diff {}",
+                d.pixels_over,
+                d.max_channel_diff
+            );
         }
     }
 }

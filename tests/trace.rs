@@ -217,3 +217,29 @@ fn unreadable_traces_and_unwritable_paths_exit_2_with_one_line() {
     assert!(stderr(&o).contains("cannot write the trace"), "{}", stderr(&o));
     assert!(!stdout(&o).contains("frame report"), "no frames should have run: {}", stdout(&o));
 }
+
+/// Batches and run-ahead: the trace records the shape, and the checker proves both orderings on
+/// it (a batch's draws wait for its last kernel; its writes wait for the draws that read the slots
+/// before).
+#[test]
+fn batched_and_run_ahead_traces_record_their_shape_and_pass_the_check() {
+    let dir = temp_dir("trace-batched");
+    for (name, args) in [
+        ("vulkan-k8-b8", &["--backend", "vulkan", "--sync", "external", "--slots", "8", "--batch", "8"][..]),
+        (
+            "cpu-k8-r3-b4",
+            &["--backend", "cpu", "--sync", "bridged", "--slots", "8", "--run-ahead", "3", "--batch", "4"],
+        ),
+    ] {
+        let (doc, report) = traced_run(&dir, name, args);
+        let other = &doc["otherData"];
+        assert_eq!(other["slots"], 8, "{name}");
+        let (r, b) = if name.starts_with("vulkan") { (0, 8) } else { (3, 4) };
+        assert_eq!((other["run_ahead"].as_u64(), other["batch"].as_u64()), (Some(r), Some(b)), "{name}");
+        assert!(report.contains(&format!("run-ahead {r}, batch {b}")), "{name}:\n{report}");
+        assert!(report.contains("run-ahead    compute was handed frames up to"), "{name}:\n{report}");
+        let (code, out) = check(&dir.join(format!("{name}.json")));
+        assert_eq!(code, 0, "{name}: {out}");
+        assert!(out.contains(" 0 violation(s)"), "{name}: {out}");
+    }
+}

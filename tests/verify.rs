@@ -63,3 +63,72 @@ fn verify_fails_on_a_corrupted_slot() {
         assert!(stderr(&o).contains("frame 2 slot 2: first bad value at (x=0, y=32) = 2"), "{}", stderr(&o));
     }
 }
+
+/// Issue 8, acceptance 4 (the CI half): every legal pipeline shape — K in 1..=8, batch B in 1..=K,
+/// run-ahead R in 0..=K−B — verifies on the vulkan backend (external) and the cpu backend
+/// (bridged), binary runs ahead, and simpleVulkan's host-wait scheme verifies too. Each run checks
+/// 2K + 3 frames, so every slot is rewritten at least twice after its first use.
+#[test]
+fn verify_passes_for_every_run_ahead_and_batch_shape() {
+    let mut runs: Vec<(String, Vec<String>)> = Vec::new();
+    for k in 1..=8u32 {
+        for b in 1..=k {
+            for r in 0..=(k - b) {
+                for (backend, mode) in [("vulkan", "external"), ("cpu", "bridged")] {
+                    runs.push((
+                        format!("{backend} {mode} K={k} R={r} B={b}"),
+                        shape_args(backend, mode, k, r, Some(b)),
+                    ));
+                }
+                if b == 1 {
+                    runs.push((
+                        format!("vulkan binary K={k} R={r}"),
+                        shape_args("vulkan", "binary", k, r, None),
+                    ));
+                }
+            }
+        }
+    }
+    runs.push(("vulkan host-wait".into(), shape_args("vulkan", "host-wait", 1, 0, None)));
+    assert_eq!(runs.len(), 2 * 120 + 36 + 1);
+    // Two at a time (CI has two cores).
+    let failures = std::sync::Mutex::new(Vec::new());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some((name, args)) = runs.get(i) else { break };
+                let o = run(vkhip().arg("verify").args(args));
+                let line = summary(&o);
+                if !(o.status.success()
+                    && line.starts_with("verify: PASS")
+                    && line.contains("over_tolerance=0"))
+                {
+                    failures.lock().unwrap().push(format!("{name}: {line} {}", stderr(&o)));
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} of {} shapes failed:\n{}",
+        failures.len(),
+        runs.len(),
+        failures.join("\n")
+    );
+}
+
+fn shape_args(backend: &str, mode: &str, k: u32, r: u32, b: Option<u32>) -> Vec<String> {
+    let mut a: Vec<String> =
+        ["--backend", backend, "--sync", mode, "--grid", "23x9"].map(String::from).into();
+    a.extend(["--slots".into(), k.to_string(), "--frames".into(), (2 * k + 3).to_string()]);
+    if mode != "host-wait" {
+        a.extend(["--run-ahead".into(), r.to_string()]);
+    }
+    if let Some(b) = b {
+        a.extend(["--batch".into(), b.to_string()]);
+    }
+    a
+}

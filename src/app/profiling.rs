@@ -86,8 +86,10 @@ impl FrameProfile {
         let compute = compute.unwrap_or_default();
         let meta = TraceMeta {
             backend: session.sync.backend_kind().to_string(),
-            sync: session.sync.plan().describe(),
+            sync: session.sync.mode().to_string(),
             slots: session.sync.slots(),
+            run_ahead: session.sync.plan().run_ahead,
+            batch: session.sync.plan().batch,
             frames_in_flight: FRAMES_IN_FLIGHT,
             grid: session.grid.to_string(),
             device: session.ctx.physical.name.clone(),

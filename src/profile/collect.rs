@@ -11,7 +11,8 @@ use super::trace::{CounterSample, FrameTrace, TraceRing};
 use std::collections::VecDeque;
 
 /// Frames kept open for late spans. CUDA events and draw timestamps arrive within a few frames
-/// (K ≤ 4 slots, 2 frames in flight); a span for a frame already closed is counted as late.
+/// (K ≤ 8 slots, 2 frames in flight, run-ahead within K); a span for a frame already closed is
+/// counted as late.
 pub const LAG: u64 = 16;
 
 /// The frame at which the report's "after warm-up" memory figure is taken (or the last frame of

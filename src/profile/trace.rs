@@ -94,6 +94,9 @@ pub struct TraceMeta {
     pub backend: String,
     pub sync: String,
     pub slots: usize,
+    /// Run-ahead R and batch B of the sync plan.
+    pub run_ahead: usize,
+    pub batch: usize,
     pub frames_in_flight: u64,
     pub grid: String,
     pub device: String,
@@ -188,6 +191,8 @@ pub fn document(ring: &TraceRing, meta: &TraceMeta) -> Value {
             "backend": meta.backend,
             "sync": meta.sync,
             "slots": meta.slots,
+            "run_ahead": meta.run_ahead,
+            "batch": meta.batch,
             "frames_in_flight": meta.frames_in_flight,
             "grid": meta.grid,
             "device": meta.device,
