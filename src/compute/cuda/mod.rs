@@ -1,4 +1,5 @@
-//! CUDA backend (NVIDIA): the driver API and NVRTC, loaded at run time through cudarc.
+//! CUDA backend (NVIDIA): the driver API and NVRTC, loaded at run time by our own loader, with
+//! cudarc's `sys` types.
 //!
 //! # Design
 //!
@@ -6,9 +7,10 @@
 //! - [`result`]: one method per driver / NVRTC call; each status code becomes
 //!   `Result<_, ComputeError>` there and nowhere else. The methods hang off [`result::Driver`] and
 //!   [`result::Nvrtc`], which exist only after the library was found and every symbol the layer
-//!   uses was checked, so cudarc's lazy loader (which panics on a missing library or symbol) is
-//!   never reached unprepared. No GPU, no driver, an old driver: one-line
-//!   [`ComputeError::Unavailable`].
+//!   uses was resolved into a table of function pointers that return a plain integer status
+//!   (cudarc's `CUresult` / `nvrtcResult` are Rust enums, which a newer driver's unknown code
+//!   would make undefined behaviour; `tests/binding_status.rs` keeps them out). No GPU, no
+//!   driver, an old driver: one-line [`ComputeError::Unavailable`].
 //! - [`safe`]: one RAII type per CUDA object (context, stream, event, kernel module, imported
 //!   memory and its mapping, imported semaphore); drops log instead of panicking.
 //! - [`plan`]: the decisions that need no GPU (launch shape, argument order, semaphore choice,
@@ -473,8 +475,7 @@ mod tests {
 
     #[test]
     fn probe_reports_a_missing_driver_in_one_line_or_lists_devices() {
-        // SAFETY: only tries to dlopen the driver library's candidate names.
-        let have_libcuda = unsafe { sys::is_culib_present() };
+        let have_libcuda = result::driver_library_present();
         match probe() {
             Err(ComputeError::Unavailable { backend, reason }) => {
                 assert_eq!(backend, "cuda");
@@ -504,8 +505,7 @@ mod tests {
 
     #[test]
     fn new_without_a_driver_is_unavailable_and_closes_the_fds() {
-        // SAFETY: as above.
-        if unsafe { sys::is_culib_present() } {
+        if result::driver_library_present() {
             return; // Covered by the GPU check (scripts/gpu-check.sh) on a machine with a driver.
         }
         use crate::compute::fd::ImportFd;
