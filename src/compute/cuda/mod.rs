@@ -13,6 +13,8 @@
 //!   driver, an old driver: one-line [`ComputeError::Unavailable`].
 //! - [`safe`]: one RAII type per CUDA object (context, stream, event, kernel module, imported
 //!   memory and its mapping, imported semaphore); drops log instead of panicking.
+//! - [`staged`]: [`CudaStagedBackend`], `--memory staged`: the same kernel into CUDA-owned memory,
+//!   copied through page-locked host memory into host-mapped slots (the no-interop baseline).
 //! - [`plan`]: the decisions that need no GPU (launch shape, argument order, semaphore choice,
 //!   device match), unit-tested in CI; [`nvrtc`]: the compile step and its cache key.
 //!
@@ -41,6 +43,7 @@ mod nvrtc;
 mod plan;
 mod result;
 mod safe;
+mod staged;
 
 use crate::compute::kernel::{CacheOutcome, KernelCache, SINEWAVE_ENTRY};
 use crate::compute::timing::{Mark, StreamTimer};
@@ -56,6 +59,8 @@ use cudarc::driver::sys;
 use plan::{DeviceLimits, SeenDevice};
 use result::Driver;
 use safe::{Event, ExternalMemory, ExternalSemaphore, Kernel, MappedBuffer, PrimaryContext, Stream};
+
+pub use staged::CudaStagedBackend;
 
 type Result<T> = std::result::Result<T, ComputeError>;
 
@@ -144,13 +149,19 @@ pub struct ContextHold {
 /// Retain the primary context of the CUDA device whose UUID is `device_uuid`.
 pub fn hold_context(device_uuid: [u8; 16]) -> Result<ContextHold> {
     let driver = Driver::get()?;
+    let device = find_device(driver, device_uuid)?;
+    Ok(ContextHold { _ctx: PrimaryContext::retain(driver, device.handle)? })
+}
+
+/// The CUDA device whose UUID is `device_uuid` (Vulkan's deviceUUID), or `Unavailable` naming
+/// the devices seen.
+fn find_device(driver: &Driver, device_uuid: [u8; 16]) -> Result<CudaDevice> {
     let devices = enumerate(driver)?;
     let seen: Vec<SeenDevice> = devices
         .iter()
         .map(|d| SeenDevice { ordinal: d.ordinal, name: d.name.clone(), uuid: d.uuid })
         .collect();
-    let device = &devices[plan::choose_device(device_uuid, &seen)?];
-    Ok(ContextHold { _ctx: PrimaryContext::retain(driver, device.handle)? })
+    Ok(devices[plan::choose_device(device_uuid, &seen)?].clone())
 }
 
 /// An imported (computed, rendered) pair.
@@ -204,12 +215,7 @@ impl CudaBackend {
     ) -> Result<Self> {
         let driver = Driver::get()?;
         let driver_version = driver.driver_version()?;
-        let devices = enumerate(driver)?;
-        let seen: Vec<SeenDevice> = devices
-            .iter()
-            .map(|d| SeenDevice { ordinal: d.ordinal, name: d.name.clone(), uuid: d.uuid })
-            .collect();
-        let device = devices[plan::choose_device(device_uuid, &seen)?].clone();
+        let device = find_device(driver, device_uuid)?;
         let InteropSemaphores { timeline, binary } = semaphores;
         if !binary.is_empty() && binary.len() != memory.len() {
             return Err(ComputeError::Unsupported {
@@ -281,7 +287,7 @@ impl CudaBackend {
     }
 
     fn launch(&self, slot: usize, params: &WaveParams) -> Result<()> {
-        self.kernel.launch(&self.stream, self.slot(slot)?, params, self.device.limits)?;
+        self.kernel.launch(&self.stream, self.slot(slot)?.range(), params, self.device.limits)?;
         Ok(())
     }
 }
@@ -356,7 +362,7 @@ impl ComputeBackend for CudaBackend {
             semaphore.wait(value, &self.stream)?;
         }
         self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
-        self.kernel.launch(&self.stream, buffer, params, self.device.limits)?;
+        self.kernel.launch(&self.stream, buffer.range(), params, self.device.limits)?;
         self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
         if let Some((semaphore, value)) = signal {
             semaphore.signal(value, &self.stream)?;
@@ -407,7 +413,7 @@ impl ComputeBackend for CudaBackend {
                 ])
             })
             .collect::<Result<Vec<_>>>()?;
-        let launch = || self.kernel.launch(&self.stream, buffer, params, self.device.limits);
+        let launch = || self.kernel.launch(&self.stream, buffer.range(), params, self.device.limits);
         let cfg = launch()?;
         log::info!(
             "cuda: benchmark on {}: {}x{} blocks of {} threads, {iterations} timed launches",

@@ -145,6 +145,11 @@ struct DriverApi {
         *mut *mut c_void,
         *mut *mut c_void,
     ) -> CuStatus,
+    cuMemAllocHost_v2: unsafe extern "C" fn(*mut *mut c_void, usize) -> CuStatus,
+    cuMemAlloc_v2: unsafe extern "C" fn(*mut sys::CUdeviceptr, usize) -> CuStatus,
+    cuMemFreeHost: unsafe extern "C" fn(*mut c_void) -> CuStatus,
+    cuMemcpyDtoHAsync_v2:
+        unsafe extern "C" fn(*mut c_void, sys::CUdeviceptr, usize, sys::CUstream) -> CuStatus,
     cuMemFree_v2: unsafe extern "C" fn(sys::CUdeviceptr) -> CuStatus,
     cuMemGetInfo_v2: unsafe extern "C" fn(*mut usize, *mut usize) -> CuStatus,
     cuMemsetD32Async: unsafe extern "C" fn(sys::CUdeviceptr, c_uint, usize, sys::CUstream) -> CuStatus,
@@ -196,6 +201,10 @@ symbol_table!(
         cuImportExternalSemaphore,
         cuInit,
         cuLaunchKernel,
+        cuMemAllocHost_v2,
+        cuMemAlloc_v2,
+        cuMemFreeHost,
+        cuMemcpyDtoHAsync_v2,
         cuMemFree_v2,
         cuMemGetInfo_v2,
         cuMemsetD32Async,
@@ -825,6 +834,57 @@ impl Driver {
         // SAFETY: writes two size_t; without a current context this is an error code.
         self.check("cuMemGetInfo_v2", unsafe { (self.api.cuMemGetInfo_v2)(&mut free, &mut total) })?;
         Ok((free as u64, total as u64))
+    }
+
+    /// Allocate `bytes` of device memory in the current context (`cuMemAlloc`).
+    pub fn mem_alloc(&self, bytes: usize) -> Result<sys::CUdeviceptr> {
+        let mut ptr = 0;
+        // SAFETY: writes one device pointer; without a current context this is an error code.
+        self.check("cuMemAlloc_v2", unsafe { (self.api.cuMemAlloc_v2)(&mut ptr, bytes) })?;
+        Ok(ptr)
+    }
+
+    /// Allocate `bytes` of page-locked host memory, mapped for the current context's device
+    /// (`cuMemAllocHost`).
+    pub fn mem_alloc_host(&self, bytes: usize) -> Result<*mut c_void> {
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: writes one host pointer; without a current context this is an error code.
+        self.check("cuMemAllocHost_v2", unsafe { (self.api.cuMemAllocHost_v2)(&mut ptr, bytes) })?;
+        if ptr.is_null() {
+            return Err(ComputeError::Api {
+                api: "cuda",
+                call: "cuMemAllocHost_v2",
+                message: "the driver returned a null pointer".into(),
+            });
+        }
+        Ok(ptr)
+    }
+
+    /// # Safety
+    /// `ptr` came from [`Driver::mem_alloc_host`], no pending work uses it, and it is not used
+    /// again.
+    pub unsafe fn mem_free_host(&self, ptr: *mut c_void) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuMemFreeHost", unsafe { (self.api.cuMemFreeHost)(ptr) })
+    }
+
+    /// Enqueue a copy of `bytes` from device memory `src` to host memory `dst` on `stream`.
+    ///
+    /// # Safety
+    /// `src .. src + bytes` is device memory of the current context; `dst .. dst + bytes` is host
+    /// memory that stays valid, and that nothing else reads or writes, until the copy has
+    /// completed (page-locked for the copy to be asynchronous); `stream` is live.
+    pub unsafe fn memcpy_dtoh_async(
+        &self,
+        dst: *mut c_void,
+        src: sys::CUdeviceptr,
+        bytes: usize,
+        stream: sys::CUstream,
+    ) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuMemcpyDtoHAsync_v2", unsafe {
+            (self.api.cuMemcpyDtoHAsync_v2)(dst, src, bytes, stream)
+        })
     }
 }
 
