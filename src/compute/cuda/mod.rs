@@ -41,6 +41,7 @@
 
 mod nvrtc;
 mod plan;
+mod prewarm;
 mod result;
 mod safe;
 mod staged;
@@ -60,6 +61,7 @@ use plan::{DeviceLimits, SeenDevice};
 use result::Driver;
 use safe::{Event, ExternalMemory, ExternalSemaphore, Kernel, MappedBuffer, PrimaryContext, Stream};
 
+pub use prewarm::prewarm;
 pub use staged::CudaStagedBackend;
 
 type Result<T> = std::result::Result<T, ComputeError>;
@@ -228,11 +230,10 @@ impl CudaBackend {
             });
         }
 
-        // Declaration order here is the reverse of teardown on an early return, as in the struct.
-        let ctx = PrimaryContext::retain(driver, device.handle)?;
-        ctx.make_current()?;
+        // Declaration order here is the reverse of teardown on an early return (`setup` drops
+        // last: the module, then the context, which stays current on this thread throughout).
+        let setup = setup_device(driver, &device, driver_version)?;
         let stream = Stream::new_non_blocking(driver)?;
-        let kernel = load_kernel(driver, &device, driver_version)?;
         let done = Event::new(driver, false)?;
         let timer = StreamTimer::new("cuda", Stream::new_non_blocking(driver)?, || Event::new(driver, true))?;
         let slots = memory
@@ -256,6 +257,7 @@ impl CudaBackend {
             if timeline.is_some() { "yes" } else { "no" },
             binary.len()
         );
+        let DeviceSetup { kernel, ctx } = setup;
         Ok(CudaBackend { timeline, binary, slots, timer, done, kernel, stream, ctx, device, driver })
     }
 
@@ -292,15 +294,49 @@ impl CudaBackend {
     }
 }
 
-fn load_kernel(driver: &'static Driver, device: &CudaDevice, driver_version: i32) -> Result<Kernel> {
-    let cache = KernelCache::from_env();
-    let build = |fresh| nvrtc::sinewave_image(&cache, &device.name, device.arch, driver_version, fresh);
+/// A device's retained primary context and its kernel (fields in teardown order: the module is
+/// unloaded before the context is released).
+struct DeviceSetup {
+    kernel: Kernel,
+    ctx: PrimaryContext,
+}
+
+/// The context (retained, and current on this thread) and kernel for `device`: prewarm's when
+/// [`prewarm()`] got them, else made now. `VKHIP_FAULT=cuda-compile` counts once per call either way.
+fn setup_device(driver: &'static Driver, device: &CudaDevice, driver_version: i32) -> Result<DeviceSetup> {
+    if let Some(setup) = prewarm::take(device.uuid) {
+        match setup.ctx.make_current() {
+            Ok(()) => {
+                compile_fault()?;
+                log::debug!("cuda: using the prewarmed context and kernel for {}", device.name);
+                return Ok(setup);
+            }
+            Err(e) => log::debug!("cuda: the prewarmed context is unusable ({e}); setting up afresh"),
+        }
+    }
+    let ctx = PrimaryContext::retain(driver, device.handle)?;
+    ctx.make_current()?;
+    compile_fault()?;
+    let kernel = build_kernel(driver, device, driver_version)?;
+    Ok(DeviceSetup { kernel, ctx })
+}
+
+/// `VKHIP_FAULT=cuda-compile`: fail as a rejected kernel would.
+fn compile_fault() -> Result<()> {
     if crate::fault::hit(crate::fault::Fault::CudaCompile) {
         return Err(ComputeError::Compile {
             api: "nvrtc",
             log: "NVRTC_ERROR_COMPILATION (injected by VKHIP_FAULT=cuda-compile)".into(),
         });
     }
+    Ok(())
+}
+
+/// The `sinewave` kernel for `device`, from the cache (recompiled once if the cached image does
+/// not load) or compiled now; loaded into the current context.
+fn build_kernel(driver: &'static Driver, device: &CudaDevice, driver_version: i32) -> Result<Kernel> {
+    let cache = KernelCache::from_env();
+    let build = |fresh| nvrtc::sinewave_image(&cache, &device.name, device.arch, driver_version, fresh);
     let built = build(false)?;
     log::info!("cuda: kernel {:?} by {} ({:?})", built.target, built.compiler, built.outcome);
     match Kernel::load(driver, &built.image, SINEWAVE_ENTRY) {

@@ -20,7 +20,7 @@
 use super::plan;
 use super::result::Driver;
 use super::safe::{DeviceBuffer, Event, Kernel, PinnedHostBuffer, PrimaryContext, Stream};
-use super::{find_device, format_cuda_version, load_kernel, CudaDevice, Result};
+use super::{find_device, format_cuda_version, setup_device, CudaDevice, DeviceSetup, Result};
 use crate::compute::timing::{Mark, StreamTimer};
 use crate::compute::{BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport, KernelBenchmark};
 use crate::profile::clock::ClockInfo;
@@ -99,12 +99,10 @@ impl CudaStagedBackend {
         let device = find_device(driver, device_uuid)?;
         let (slots, bytes) = host_slots(slots.iter().map(|s| (s.mapped(), s.size)))?;
 
-        // Declaration order here is the reverse of teardown on an early return, as in the struct;
-        // the context stays current on this thread throughout.
-        let ctx = PrimaryContext::retain(driver, device.handle)?;
-        ctx.make_current()?;
+        // Declaration order here is the reverse of teardown on an early return (`setup` drops
+        // last: the module, then the context, which stays current on this thread throughout).
+        let setup = setup_device(driver, &device, driver_version)?;
         let stream = Stream::new_non_blocking(driver)?;
-        let kernel = load_kernel(driver, &device, driver_version)?;
         let staging = DeviceBuffer::new(driver, bytes)?;
         let host = PinnedHostBuffer::new(driver, bytes)?;
         let done = Event::new(driver, false)?;
@@ -118,6 +116,7 @@ impl CudaStagedBackend {
             format_cuda_version(driver_version),
             slots.len()
         );
+        let DeviceSetup { kernel, ctx } = setup;
         Ok(CudaStagedBackend { slots, timer, done, host, staging, kernel, stream, ctx, device, driver })
     }
 
