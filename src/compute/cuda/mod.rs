@@ -1,4 +1,5 @@
-//! CUDA backend (NVIDIA): the driver API and NVRTC, loaded at run time through cudarc.
+//! CUDA backend (NVIDIA): the driver API and NVRTC, loaded at run time by our own loader, with
+//! cudarc's `sys` types.
 //!
 //! # Design
 //!
@@ -6,11 +7,14 @@
 //! - [`result`]: one method per driver / NVRTC call; each status code becomes
 //!   `Result<_, ComputeError>` there and nowhere else. The methods hang off [`result::Driver`] and
 //!   [`result::Nvrtc`], which exist only after the library was found and every symbol the layer
-//!   uses was checked, so cudarc's lazy loader (which panics on a missing library or symbol) is
-//!   never reached unprepared. No GPU, no driver, an old driver: one-line
-//!   [`ComputeError::Unavailable`].
+//!   uses was resolved into a table of function pointers that return a plain integer status
+//!   (cudarc's `CUresult` / `nvrtcResult` are Rust enums, which a newer driver's unknown code
+//!   would make undefined behaviour; `tests/binding_status.rs` keeps them out). No GPU, no
+//!   driver, an old driver: one-line [`ComputeError::Unavailable`].
 //! - [`safe`]: one RAII type per CUDA object (context, stream, event, kernel module, imported
 //!   memory and its mapping, imported semaphore); drops log instead of panicking.
+//! - [`staged`]: [`CudaStagedBackend`], `--memory staged`: the same kernel into CUDA-owned memory,
+//!   copied through page-locked host memory into host-mapped slots (the no-interop baseline).
 //! - [`plan`]: the decisions that need no GPU (launch shape, argument order, semaphore choice,
 //!   device match), unit-tested in CI; [`nvrtc`]: the compile step and its cache key.
 //!
@@ -37,8 +41,10 @@
 
 mod nvrtc;
 mod plan;
+mod prewarm;
 mod result;
 mod safe;
+mod staged;
 
 use crate::compute::kernel::{CacheOutcome, KernelCache, SINEWAVE_ENTRY};
 use crate::compute::timing::{Mark, StreamTimer};
@@ -54,6 +60,9 @@ use cudarc::driver::sys;
 use plan::{DeviceLimits, SeenDevice};
 use result::Driver;
 use safe::{Event, ExternalMemory, ExternalSemaphore, Kernel, MappedBuffer, PrimaryContext, Stream};
+
+pub use prewarm::prewarm;
+pub use staged::CudaStagedBackend;
 
 type Result<T> = std::result::Result<T, ComputeError>;
 
@@ -142,13 +151,19 @@ pub struct ContextHold {
 /// Retain the primary context of the CUDA device whose UUID is `device_uuid`.
 pub fn hold_context(device_uuid: [u8; 16]) -> Result<ContextHold> {
     let driver = Driver::get()?;
+    let device = find_device(driver, device_uuid)?;
+    Ok(ContextHold { _ctx: PrimaryContext::retain(driver, device.handle)? })
+}
+
+/// The CUDA device whose UUID is `device_uuid` (Vulkan's deviceUUID), or `Unavailable` naming
+/// the devices seen.
+fn find_device(driver: &Driver, device_uuid: [u8; 16]) -> Result<CudaDevice> {
     let devices = enumerate(driver)?;
     let seen: Vec<SeenDevice> = devices
         .iter()
         .map(|d| SeenDevice { ordinal: d.ordinal, name: d.name.clone(), uuid: d.uuid })
         .collect();
-    let device = &devices[plan::choose_device(device_uuid, &seen)?];
-    Ok(ContextHold { _ctx: PrimaryContext::retain(driver, device.handle)? })
+    Ok(devices[plan::choose_device(device_uuid, &seen)?].clone())
 }
 
 /// An imported (computed, rendered) pair.
@@ -202,12 +217,7 @@ impl CudaBackend {
     ) -> Result<Self> {
         let driver = Driver::get()?;
         let driver_version = driver.driver_version()?;
-        let devices = enumerate(driver)?;
-        let seen: Vec<SeenDevice> = devices
-            .iter()
-            .map(|d| SeenDevice { ordinal: d.ordinal, name: d.name.clone(), uuid: d.uuid })
-            .collect();
-        let device = devices[plan::choose_device(device_uuid, &seen)?].clone();
+        let device = find_device(driver, device_uuid)?;
         let InteropSemaphores { timeline, binary } = semaphores;
         if !binary.is_empty() && binary.len() != memory.len() {
             return Err(ComputeError::Unsupported {
@@ -220,11 +230,10 @@ impl CudaBackend {
             });
         }
 
-        // Declaration order here is the reverse of teardown on an early return, as in the struct.
-        let ctx = PrimaryContext::retain(driver, device.handle)?;
-        ctx.make_current()?;
+        // Declaration order here is the reverse of teardown on an early return (`setup` drops
+        // last: the module, then the context, which stays current on this thread throughout).
+        let setup = setup_device(driver, &device, driver_version)?;
         let stream = Stream::new_non_blocking(driver)?;
-        let kernel = load_kernel(driver, &device, driver_version)?;
         let done = Event::new(driver, false)?;
         let timer = StreamTimer::new("cuda", Stream::new_non_blocking(driver)?, || Event::new(driver, true))?;
         let slots = memory
@@ -248,6 +257,7 @@ impl CudaBackend {
             if timeline.is_some() { "yes" } else { "no" },
             binary.len()
         );
+        let DeviceSetup { kernel, ctx } = setup;
         Ok(CudaBackend { timeline, binary, slots, timer, done, kernel, stream, ctx, device, driver })
     }
 
@@ -279,20 +289,54 @@ impl CudaBackend {
     }
 
     fn launch(&self, slot: usize, params: &WaveParams) -> Result<()> {
-        self.kernel.launch(&self.stream, self.slot(slot)?, params, self.device.limits)?;
+        self.kernel.launch(&self.stream, self.slot(slot)?.range(), params, self.device.limits)?;
         Ok(())
     }
 }
 
-fn load_kernel(driver: &'static Driver, device: &CudaDevice, driver_version: i32) -> Result<Kernel> {
-    let cache = KernelCache::from_env();
-    let build = |fresh| nvrtc::sinewave_image(&cache, &device.name, device.arch, driver_version, fresh);
+/// A device's retained primary context and its kernel (fields in teardown order: the module is
+/// unloaded before the context is released).
+struct DeviceSetup {
+    kernel: Kernel,
+    ctx: PrimaryContext,
+}
+
+/// The context (retained, and current on this thread) and kernel for `device`: prewarm's when
+/// [`prewarm()`] got them, else made now. `VKHIP_FAULT=cuda-compile` counts once per call either way.
+fn setup_device(driver: &'static Driver, device: &CudaDevice, driver_version: i32) -> Result<DeviceSetup> {
+    if let Some(setup) = prewarm::take(device.uuid) {
+        match setup.ctx.make_current() {
+            Ok(()) => {
+                compile_fault()?;
+                log::debug!("cuda: using the prewarmed context and kernel for {}", device.name);
+                return Ok(setup);
+            }
+            Err(e) => log::debug!("cuda: the prewarmed context is unusable ({e}); setting up afresh"),
+        }
+    }
+    let ctx = PrimaryContext::retain(driver, device.handle)?;
+    ctx.make_current()?;
+    compile_fault()?;
+    let kernel = build_kernel(driver, device, driver_version)?;
+    Ok(DeviceSetup { kernel, ctx })
+}
+
+/// `VKHIP_FAULT=cuda-compile`: fail as a rejected kernel would.
+fn compile_fault() -> Result<()> {
     if crate::fault::hit(crate::fault::Fault::CudaCompile) {
         return Err(ComputeError::Compile {
             api: "nvrtc",
             log: "NVRTC_ERROR_COMPILATION (injected by VKHIP_FAULT=cuda-compile)".into(),
         });
     }
+    Ok(())
+}
+
+/// The `sinewave` kernel for `device`, from the cache (recompiled once if the cached image does
+/// not load) or compiled now; loaded into the current context.
+fn build_kernel(driver: &'static Driver, device: &CudaDevice, driver_version: i32) -> Result<Kernel> {
+    let cache = KernelCache::from_env();
+    let build = |fresh| nvrtc::sinewave_image(&cache, &device.name, device.arch, driver_version, fresh);
     let built = build(false)?;
     log::info!("cuda: kernel {:?} by {} ({:?})", built.target, built.compiler, built.outcome);
     match Kernel::load(driver, &built.image, SINEWAVE_ENTRY) {
@@ -354,7 +398,7 @@ impl ComputeBackend for CudaBackend {
             semaphore.wait(value, &self.stream)?;
         }
         self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
-        self.kernel.launch(&self.stream, buffer, params, self.device.limits)?;
+        self.kernel.launch(&self.stream, buffer.range(), params, self.device.limits)?;
         self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
         if let Some((semaphore, value)) = signal {
             semaphore.signal(value, &self.stream)?;
@@ -405,7 +449,7 @@ impl ComputeBackend for CudaBackend {
                 ])
             })
             .collect::<Result<Vec<_>>>()?;
-        let launch = || self.kernel.launch(&self.stream, buffer, params, self.device.limits);
+        let launch = || self.kernel.launch(&self.stream, buffer.range(), params, self.device.limits);
         let cfg = launch()?;
         log::info!(
             "cuda: benchmark on {}: {}x{} blocks of {} threads, {iterations} timed launches",
@@ -473,8 +517,7 @@ mod tests {
 
     #[test]
     fn probe_reports_a_missing_driver_in_one_line_or_lists_devices() {
-        // SAFETY: only tries to dlopen the driver library's candidate names.
-        let have_libcuda = unsafe { sys::is_culib_present() };
+        let have_libcuda = result::driver_library_present();
         match probe() {
             Err(ComputeError::Unavailable { backend, reason }) => {
                 assert_eq!(backend, "cuda");
@@ -504,8 +547,7 @@ mod tests {
 
     #[test]
     fn new_without_a_driver_is_unavailable_and_closes_the_fds() {
-        // SAFETY: as above.
-        if unsafe { sys::is_culib_present() } {
+        if result::driver_library_present() {
             return; // Covered by the GPU check (scripts/gpu-check.sh) on a machine with a driver.
         }
         use crate::compute::fd::ImportFd;

@@ -1,22 +1,35 @@
-//! The thin layer over `cudarc::{driver, nvrtc}::sys`: one function per driver or NVRTC call,
-//! each turning the raw `CUresult` / `nvrtcResult` into `Result<_, ComputeError>`. Status codes
-//! are looked at here and nowhere else.
+//! The binding layer for libcuda and libnvrtc: one method per driver or NVRTC call, each turning
+//! the raw status into `Result<_, ComputeError>`. Status codes are looked at here and nowhere
+//! else.
 //!
-//! Loading. cudarc is built with `dynamic-loading`: every `sys` function resolves its symbol on
-//! first use and *panics* when the library or the symbol is missing. So the calls are methods of
-//! [`Driver`] and [`Nvrtc`], which exist only once [`Driver::get`] / [`Nvrtc::get`] has found the
-//! library and checked every symbol this file uses ([`DRIVER_SYMBOLS`], [`NVRTC_SYMBOLS`]; a unit
-//! test keeps those lists in step with the calls below). A missing library or symbol becomes
+//! Statuses. cudarc's `CUresult` and `nvrtcResult` are Rust enums, and a driver newer than the
+//! bindings can return a code the enum does not list (CUDA 13.x minors add codes); a Rust enum
+//! holding an unlisted value is undefined behaviour. So every entry point is resolved here, by
+//! our own loader, into a function pointer whose declared return type is a plain integer
+//! ([`CuStatus`], [`NvrtcStatus`]); codes are compared as integers, and the few this file tests
+//! for are named consts. cudarc's `sys` modules still provide the `#[repr(C)]` structs, the
+//! opaque handle types and the enums that are only *passed in* (attributes, handle types, flags);
+//! no out-parameter or return value the library writes has a cudarc enum type. cudarc's own
+//! loader (its `dynamic-loading` feature) is never called: the feature stays enabled only
+//! because cudarc's build needs one of its linking modes and this is the one that links nothing.
+//! `tests/binding_status.rs` keeps all this true.
+//!
+//! Loading. [`Driver::get`] / [`Nvrtc::get`] dlopen the library, check that every symbol in
+//! [`DRIVER_SYMBOLS`] / [`NVRTC_SYMBOLS`] exists and resolve them into a table ([`DriverApi`],
+//! [`NvrtcApi`]) that lives as long as the process. The lists are generated from the same field
+//! names the table is built from (the compiler rejects a field missing from the list or the
+//! reverse), every field is called (an unread field fails `-D warnings`), and a unit test checks
+//! the calls in this file against the lists. A missing library or symbol is
 //! [`ComputeError::Unavailable`], never a panic.
 //!
-//! Versions. cudarc's `cuda-13000` bindings name only the `_v2` forms of `cuDeviceGetUuid` and
-//! `cuEventElapsedTime`. `cuDeviceGetUuid_v2` exists in every driver since CUDA 11.4; the elapsed
-//! time function is resolved here instead, preferring the plain `cuEventElapsedTime` (every driver)
-//! and falling back to `cuEventElapsedTime_v2` (drivers ≥ 12.8; same signature).
+//! Versions. `cuDeviceGetUuid_v2` exists in every driver since CUDA 11.4; the elapsed time
+//! function is resolved on its own, preferring the plain `cuEventElapsedTime` (every driver) and
+//! falling back to `cuEventElapsedTime_v2` (drivers ≥ 12.8; same signature).
 //!
 //! Contexts. Everything except the device queries and [`Driver::primary_ctx_retain`] acts on the
 //! calling thread's current context; the safe layer above makes the primary context current
 //! before it calls in.
+#![allow(non_snake_case)] // the tables' fields are the C symbols' names
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::os::fd::RawFd;
@@ -24,69 +37,236 @@ use std::sync::OnceLock;
 
 use cudarc::driver::sys;
 use cudarc::nvrtc::sys as nvrtc_sys;
+use libloading::Library;
 
 use crate::compute::ComputeError;
 
 type Result<T> = std::result::Result<T, ComputeError>;
 
-/// Every `libcuda` symbol the calls in this file resolve (cudarc loads each under its own name).
-pub const DRIVER_SYMBOLS: &[&str] = &[
-    "cuCtxSetCurrent",
-    "cuDestroyExternalMemory",
-    "cuDestroyExternalSemaphore",
-    "cuDeviceGet",
-    "cuDeviceGetAttribute",
-    "cuDeviceGetCount",
-    "cuDeviceGetName",
-    "cuDeviceGetUuid_v2",
-    "cuDevicePrimaryCtxRelease_v2",
-    "cuDevicePrimaryCtxRetain",
-    "cuDeviceTotalMem_v2",
-    "cuDriverGetVersion",
-    "cuEventCreate",
-    "cuEventDestroy_v2",
-    "cuEventQuery",
-    "cuEventRecord",
-    "cuEventSynchronize",
-    "cuExternalMemoryGetMappedBuffer",
-    "cuGetErrorName",
-    "cuGetErrorString",
-    "cuImportExternalMemory",
-    "cuImportExternalSemaphore",
-    "cuInit",
-    "cuLaunchKernel",
-    "cuMemFree_v2",
-    "cuMemGetInfo_v2",
-    "cuMemsetD32Async",
-    "cuModuleGetFunction",
-    "cuModuleLoadData",
-    "cuModuleUnload",
-    "cuSignalExternalSemaphoresAsync",
-    "cuStreamCreate",
-    "cuStreamDestroy_v2",
-    "cuStreamSynchronize",
-    "cuWaitExternalSemaphoresAsync",
-];
+/// A raw `CUresult` as the driver returns it (any value, known to these bindings or not).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CuStatus(pub c_int);
+
+impl CuStatus {
+    /// `CUDA_SUCCESS`.
+    pub const SUCCESS: CuStatus = CuStatus(0);
+    /// `CUDA_ERROR_NOT_READY`: the work before an event has not completed yet.
+    pub const NOT_READY: CuStatus = CuStatus(600);
+}
+
+/// A raw `nvrtcResult`.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NvrtcStatus(pub c_int);
+
+impl NvrtcStatus {
+    /// `NVRTC_SUCCESS`.
+    pub const SUCCESS: NvrtcStatus = NvrtcStatus(0);
+}
+
+/// The names tried, in order, for libcuda (the driver installs `.so.1`; `.so` is the dev link).
+const DRIVER_LIBRARIES: &[&str] = &["libcuda.so.1", "libcuda.so"];
+
+/// The names tried, in order, for libnvrtc (as cudarc's loader tried them for CUDA 13).
+const NVRTC_LIBRARIES: &[&str] = &["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"];
+
+/// Builds `$table` from `$lib`, one field per listed symbol (field name = symbol name), and
+/// defines `$list` as those names. A struct literal must name every field exactly once, so the
+/// list and the table cannot drift apart.
+macro_rules! symbol_table {
+    ($table:ident, $list:ident, [$($field:ident),* $(,)?]) => {
+        /// Every symbol of the library the calls in this file resolve.
+        pub const $list: &[&str] = &[$(stringify!($field)),*];
+
+        impl $table {
+            /// # Safety
+            /// `lib` is the library the table is declared for: each of its symbols has the C
+            /// signature of the field of the same name.
+            unsafe fn resolve(lib: &Library) -> std::result::Result<Self, String> {
+                Ok($table {
+                    // SAFETY: per this function's contract.
+                    $($field: unsafe { symbol(lib, stringify!($field)) }?,)*
+                })
+            }
+        }
+    };
+}
+
+/// The driver entry points, declared as in `cuda.h` (CUDA 13) except that each returns the raw
+/// status. Handles and structs are cudarc's; `CUdevice_attribute` is an enum we only pass in.
+struct DriverApi {
+    cuCtxSetCurrent: unsafe extern "C" fn(sys::CUcontext) -> CuStatus,
+    cuDestroyExternalMemory: unsafe extern "C" fn(sys::CUexternalMemory) -> CuStatus,
+    cuDestroyExternalSemaphore: unsafe extern "C" fn(sys::CUexternalSemaphore) -> CuStatus,
+    cuDeviceGet: unsafe extern "C" fn(*mut sys::CUdevice, c_int) -> CuStatus,
+    cuDeviceGetAttribute:
+        unsafe extern "C" fn(*mut c_int, sys::CUdevice_attribute, sys::CUdevice) -> CuStatus,
+    cuDeviceGetCount: unsafe extern "C" fn(*mut c_int) -> CuStatus,
+    cuDeviceGetName: unsafe extern "C" fn(*mut c_char, c_int, sys::CUdevice) -> CuStatus,
+    cuDeviceGetUuid_v2: unsafe extern "C" fn(*mut sys::CUuuid, sys::CUdevice) -> CuStatus,
+    cuDevicePrimaryCtxRelease_v2: unsafe extern "C" fn(sys::CUdevice) -> CuStatus,
+    cuDevicePrimaryCtxRetain: unsafe extern "C" fn(*mut sys::CUcontext, sys::CUdevice) -> CuStatus,
+    cuDeviceTotalMem_v2: unsafe extern "C" fn(*mut usize, sys::CUdevice) -> CuStatus,
+    cuDriverGetVersion: unsafe extern "C" fn(*mut c_int) -> CuStatus,
+    cuEventCreate: unsafe extern "C" fn(*mut sys::CUevent, c_uint) -> CuStatus,
+    cuEventDestroy_v2: unsafe extern "C" fn(sys::CUevent) -> CuStatus,
+    cuEventQuery: unsafe extern "C" fn(sys::CUevent) -> CuStatus,
+    cuEventRecord: unsafe extern "C" fn(sys::CUevent, sys::CUstream) -> CuStatus,
+    cuEventSynchronize: unsafe extern "C" fn(sys::CUevent) -> CuStatus,
+    cuExternalMemoryGetMappedBuffer: unsafe extern "C" fn(
+        *mut sys::CUdeviceptr,
+        sys::CUexternalMemory,
+        *const sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC,
+    ) -> CuStatus,
+    /// `CUresult cuGetErrorName(CUresult error, const char** pStr)`: the code goes in as the
+    /// plain integer it is (a C enum is an `int` in the ABI).
+    cuGetErrorName: unsafe extern "C" fn(CuStatus, *mut *const c_char) -> CuStatus,
+    cuGetErrorString: unsafe extern "C" fn(CuStatus, *mut *const c_char) -> CuStatus,
+    cuImportExternalMemory: unsafe extern "C" fn(
+        *mut sys::CUexternalMemory,
+        *const sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
+    ) -> CuStatus,
+    cuImportExternalSemaphore: unsafe extern "C" fn(
+        *mut sys::CUexternalSemaphore,
+        *const sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC,
+    ) -> CuStatus,
+    cuInit: unsafe extern "C" fn(c_uint) -> CuStatus,
+    cuLaunchKernel: unsafe extern "C" fn(
+        sys::CUfunction,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        sys::CUstream,
+        *mut *mut c_void,
+        *mut *mut c_void,
+    ) -> CuStatus,
+    cuMemAllocHost_v2: unsafe extern "C" fn(*mut *mut c_void, usize) -> CuStatus,
+    cuMemAlloc_v2: unsafe extern "C" fn(*mut sys::CUdeviceptr, usize) -> CuStatus,
+    cuMemFreeHost: unsafe extern "C" fn(*mut c_void) -> CuStatus,
+    cuMemcpyDtoHAsync_v2:
+        unsafe extern "C" fn(*mut c_void, sys::CUdeviceptr, usize, sys::CUstream) -> CuStatus,
+    cuMemFree_v2: unsafe extern "C" fn(sys::CUdeviceptr) -> CuStatus,
+    cuMemGetInfo_v2: unsafe extern "C" fn(*mut usize, *mut usize) -> CuStatus,
+    cuMemsetD32Async: unsafe extern "C" fn(sys::CUdeviceptr, c_uint, usize, sys::CUstream) -> CuStatus,
+    cuModuleGetFunction: unsafe extern "C" fn(*mut sys::CUfunction, sys::CUmodule, *const c_char) -> CuStatus,
+    cuModuleLoadData: unsafe extern "C" fn(*mut sys::CUmodule, *const c_void) -> CuStatus,
+    cuModuleUnload: unsafe extern "C" fn(sys::CUmodule) -> CuStatus,
+    cuSignalExternalSemaphoresAsync: unsafe extern "C" fn(
+        *const sys::CUexternalSemaphore,
+        *const sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
+        c_uint,
+        sys::CUstream,
+    ) -> CuStatus,
+    cuStreamCreate: unsafe extern "C" fn(*mut sys::CUstream, c_uint) -> CuStatus,
+    cuStreamDestroy_v2: unsafe extern "C" fn(sys::CUstream) -> CuStatus,
+    cuStreamSynchronize: unsafe extern "C" fn(sys::CUstream) -> CuStatus,
+    cuWaitExternalSemaphoresAsync: unsafe extern "C" fn(
+        *const sys::CUexternalSemaphore,
+        *const sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
+        c_uint,
+        sys::CUstream,
+    ) -> CuStatus,
+}
+
+symbol_table!(
+    DriverApi,
+    DRIVER_SYMBOLS,
+    [
+        cuCtxSetCurrent,
+        cuDestroyExternalMemory,
+        cuDestroyExternalSemaphore,
+        cuDeviceGet,
+        cuDeviceGetAttribute,
+        cuDeviceGetCount,
+        cuDeviceGetName,
+        cuDeviceGetUuid_v2,
+        cuDevicePrimaryCtxRelease_v2,
+        cuDevicePrimaryCtxRetain,
+        cuDeviceTotalMem_v2,
+        cuDriverGetVersion,
+        cuEventCreate,
+        cuEventDestroy_v2,
+        cuEventQuery,
+        cuEventRecord,
+        cuEventSynchronize,
+        cuExternalMemoryGetMappedBuffer,
+        cuGetErrorName,
+        cuGetErrorString,
+        cuImportExternalMemory,
+        cuImportExternalSemaphore,
+        cuInit,
+        cuLaunchKernel,
+        cuMemAllocHost_v2,
+        cuMemAlloc_v2,
+        cuMemFreeHost,
+        cuMemcpyDtoHAsync_v2,
+        cuMemFree_v2,
+        cuMemGetInfo_v2,
+        cuMemsetD32Async,
+        cuModuleGetFunction,
+        cuModuleLoadData,
+        cuModuleUnload,
+        cuSignalExternalSemaphoresAsync,
+        cuStreamCreate,
+        cuStreamDestroy_v2,
+        cuStreamSynchronize,
+        cuWaitExternalSemaphoresAsync,
+    ]
+);
+
+/// The NVRTC entry points, declared as in `nvrtc.h` except that each status is the raw integer.
+struct NvrtcApi {
+    nvrtcCompileProgram:
+        unsafe extern "C" fn(nvrtc_sys::nvrtcProgram, c_int, *const *const c_char) -> NvrtcStatus,
+    nvrtcCreateProgram: unsafe extern "C" fn(
+        *mut nvrtc_sys::nvrtcProgram,
+        *const c_char,
+        *const c_char,
+        c_int,
+        *const *const c_char,
+        *const *const c_char,
+    ) -> NvrtcStatus,
+    nvrtcDestroyProgram: unsafe extern "C" fn(*mut nvrtc_sys::nvrtcProgram) -> NvrtcStatus,
+    nvrtcGetCUBIN: unsafe extern "C" fn(nvrtc_sys::nvrtcProgram, *mut c_char) -> NvrtcStatus,
+    nvrtcGetCUBINSize: unsafe extern "C" fn(nvrtc_sys::nvrtcProgram, *mut usize) -> NvrtcStatus,
+    /// `const char* nvrtcGetErrorString(nvrtcResult result)`.
+    nvrtcGetErrorString: unsafe extern "C" fn(NvrtcStatus) -> *const c_char,
+    nvrtcGetNumSupportedArchs: unsafe extern "C" fn(*mut c_int) -> NvrtcStatus,
+    nvrtcGetPTX: unsafe extern "C" fn(nvrtc_sys::nvrtcProgram, *mut c_char) -> NvrtcStatus,
+    nvrtcGetPTXSize: unsafe extern "C" fn(nvrtc_sys::nvrtcProgram, *mut usize) -> NvrtcStatus,
+    nvrtcGetProgramLog: unsafe extern "C" fn(nvrtc_sys::nvrtcProgram, *mut c_char) -> NvrtcStatus,
+    nvrtcGetProgramLogSize: unsafe extern "C" fn(nvrtc_sys::nvrtcProgram, *mut usize) -> NvrtcStatus,
+    nvrtcGetSupportedArchs: unsafe extern "C" fn(*mut c_int) -> NvrtcStatus,
+    nvrtcVersion: unsafe extern "C" fn(*mut c_int, *mut c_int) -> NvrtcStatus,
+}
+
+symbol_table!(
+    NvrtcApi,
+    NVRTC_SYMBOLS,
+    [
+        nvrtcCompileProgram,
+        nvrtcCreateProgram,
+        nvrtcDestroyProgram,
+        nvrtcGetCUBIN,
+        nvrtcGetCUBINSize,
+        nvrtcGetErrorString,
+        nvrtcGetNumSupportedArchs,
+        nvrtcGetPTX,
+        nvrtcGetPTXSize,
+        nvrtcGetProgramLog,
+        nvrtcGetProgramLogSize,
+        nvrtcGetSupportedArchs,
+        nvrtcVersion,
+    ]
+);
 
 /// The elapsed-time symbols, in order of preference (see the module docs).
 const ELAPSED_TIME_SYMBOLS: [&str; 2] = ["cuEventElapsedTime", "cuEventElapsedTime_v2"];
-
-/// Every `libnvrtc` symbol the calls in this file resolve.
-pub const NVRTC_SYMBOLS: &[&str] = &[
-    "nvrtcCompileProgram",
-    "nvrtcCreateProgram",
-    "nvrtcDestroyProgram",
-    "nvrtcGetCUBIN",
-    "nvrtcGetCUBINSize",
-    "nvrtcGetErrorString",
-    "nvrtcGetNumSupportedArchs",
-    "nvrtcGetPTX",
-    "nvrtcGetPTXSize",
-    "nvrtcGetProgramLog",
-    "nvrtcGetProgramLogSize",
-    "nvrtcGetSupportedArchs",
-    "nvrtcVersion",
-];
 
 /// The one line `probe` and `CudaBackend::new` report when libcuda cannot be loaded.
 pub const NO_DRIVER: &str = "libcuda.so not found: install the NVIDIA driver";
@@ -95,14 +275,39 @@ pub const NO_DRIVER: &str = "libcuda.so not found: install the NVIDIA driver";
 pub const NO_NVRTC: &str = "libnvrtc.so (.13 or .12) not found: install NVRTC (the CUDA toolkit, \
      or `pip install nvidia-cuda-nvrtc`) and put its lib directory on LD_LIBRARY_PATH";
 
-type ElapsedTimeFn = unsafe extern "C" fn(*mut f32, sys::CUevent, sys::CUevent) -> sys::CUresult;
+type ElapsedTimeFn = unsafe extern "C" fn(*mut f32, sys::CUevent, sys::CUevent) -> CuStatus;
+
+/// # Safety
+/// `T` is the `unsafe extern "C" fn` type of the C function `lib` exports as `name`.
+unsafe fn symbol<T: Copy>(lib: &Library, name: &str) -> std::result::Result<T, String> {
+    // SAFETY: per this function's contract; the pointer is used only while `lib` stays loaded
+    // (the tables live next to their library, in a process-wide static).
+    unsafe { lib.get::<T>(name.as_bytes()) }.map(|s| *s).map_err(|e| format!("{name}: {e}"))
+}
+
+/// The first of `names` that loads.
+///
+/// # Safety
+/// Loading runs the library's initialisers: only for the NVIDIA libraries named above, whose
+/// initialisers are safe to run in any process.
+unsafe fn open_first(names: &[&str]) -> Option<Library> {
+    // SAFETY: per this function's contract.
+    names.iter().find_map(|name| unsafe { Library::new(name) }.ok())
+}
+
+/// Whether libcuda can be loaded at all (for tests that behave differently without a driver).
+#[cfg(test)]
+pub fn driver_library_present() -> bool {
+    // SAFETY: only the NVIDIA driver's names (see `open_first`).
+    unsafe { open_first(DRIVER_LIBRARIES) }.is_some()
+}
 
 fn unavailable(reason: impl Into<String>) -> ComputeError {
     ComputeError::Unavailable { backend: "cuda", reason: reason.into() }
 }
 
 /// The message of a failed call: "NAME: description", from whatever of the two is known.
-pub fn describe_status(code: u32, name: Option<&str>, description: Option<&str>) -> String {
+pub fn describe_status(code: i32, name: Option<&str>, description: Option<&str>) -> String {
     match (name, description) {
         (Some(n), Some(d)) => format!("{n}: {d}"),
         (Some(n), None) => n.to_string(),
@@ -134,7 +339,7 @@ pub fn hint(call: &str, name: &str) -> Option<&'static str> {
 }
 
 /// The error for a failed driver call (pure: the text lookup is done by the caller).
-pub fn api_error(call: &'static str, code: u32, name: Option<&str>, desc: Option<&str>) -> ComputeError {
+pub fn api_error(call: &'static str, code: i32, name: Option<&str>, desc: Option<&str>) -> ComputeError {
     let mut message = describe_status(code, name, desc);
     if let Some(h) = name.and_then(|n| hint(call, n)) {
         message.push_str(" (");
@@ -142,6 +347,12 @@ pub fn api_error(call: &'static str, code: u32, name: Option<&str>, desc: Option
         message.push(')');
     }
     ComputeError::Api { api: "cuda", call, message }
+}
+
+/// The name of a driver status: the driver's own, else "CUDA error <n>" (a code this driver's
+/// `cuGetErrorName` does not know).
+pub fn cuda_status_name(code: CuStatus, driver_name: Option<String>) -> String {
+    driver_name.unwrap_or_else(|| format!("CUDA error {}", code.0))
 }
 
 /// The names in `names` for which `present` is false.
@@ -161,8 +372,11 @@ unsafe fn c_string(ptr: *const c_char) -> Option<String> {
 
 /// The loaded driver library, checked for every symbol used here. All driver calls go through it.
 pub struct Driver {
+    api: DriverApi,
     elapsed_time: ElapsedTimeFn,
     elapsed_time_name: &'static str,
+    /// Keeps every pointer in `api` valid; never unloaded (the driver lives in a static).
+    _lib: Library,
 }
 
 impl std::fmt::Debug for Driver {
@@ -177,17 +391,19 @@ impl Driver {
     /// Load libcuda, check its symbols and call `cuInit(0)`, once per process. Every failure is
     /// [`ComputeError::Unavailable`] with one line saying why.
     pub fn get() -> Result<&'static Driver> {
-        DRIVER.get_or_init(Driver::load).as_ref().map_err(|reason| unavailable(reason.clone()))
+        DRIVER
+            .get_or_init(|| Driver::load(DRIVER_LIBRARIES))
+            .as_ref()
+            .map_err(|reason| unavailable(reason.clone()))
     }
 
-    fn load() -> std::result::Result<Driver, String> {
-        // SAFETY: tries to dlopen each candidate name; loading the NVIDIA driver library runs only
-        // its own initialisers, which are safe to run in any process.
-        if !unsafe { sys::is_culib_present() } {
+    /// Resolve the driver from the first of `names` that loads, then `cuInit(0)`.
+    fn load(names: &[&str]) -> std::result::Result<Driver, String> {
+        // SAFETY: only ever called with the NVIDIA driver's names (or, in tests, libraries whose
+        // initialisers are harmless, like libc).
+        let Some(lib) = (unsafe { open_first(names) }) else {
             return Err(NO_DRIVER.to_string());
-        }
-        // SAFETY: the library is present (just checked), so cudarc's loader does not panic.
-        let lib = unsafe { sys::culib() };
+        };
         let present = |name: &str| {
             // SAFETY: a lookup without side effects; the fn-pointer type is only a placeholder
             // for the presence check and is never called.
@@ -204,69 +420,72 @@ impl Driver {
         for name in ELAPSED_TIME_SYMBOLS {
             // SAFETY: both names have exactly `ElapsedTimeFn`'s signature
             // (float*, CUevent, CUevent) -> CUresult in every CUDA driver that exports them.
-            if let Ok(sym) = unsafe { lib.get::<ElapsedTimeFn>(name.as_bytes()) } {
-                elapsed = Some((*sym, name));
+            if let Ok(f) = unsafe { symbol::<ElapsedTimeFn>(&lib, name) } {
+                elapsed = Some((f, name));
                 break;
             }
         }
         let Some((elapsed_time, elapsed_time_name)) = elapsed else {
             return Err("the NVIDIA driver's libcuda lacks cuEventElapsedTime".to_string());
         };
-        let driver = Driver { elapsed_time, elapsed_time_name };
+        // SAFETY: `lib` is libcuda, whose symbols have the signatures `DriverApi` declares (CUDA
+        // 12 and 13 `cuda.h`; the statuses as the integers they are).
+        let api = unsafe { DriverApi::resolve(&lib) }?;
+        let driver = Driver { api, elapsed_time, elapsed_time_name, _lib: lib };
         // SAFETY: cuInit takes flags only (must be 0).
-        let status = unsafe { sys::cuInit(0) };
+        let status = unsafe { (driver.api.cuInit)(0) };
         driver.check("cuInit", status).map_err(|e| format!("cuInit failed: {}", error_message(&e)))?;
         Ok(driver)
     }
 
-    fn check(&self, call: &'static str, code: sys::CUresult) -> Result<()> {
-        if code == sys::CUresult::CUDA_SUCCESS {
+    fn check(&self, call: &'static str, code: CuStatus) -> Result<()> {
+        if code == CuStatus::SUCCESS {
             return Ok(());
         }
         let mut name_ptr: *const c_char = std::ptr::null();
         let mut desc_ptr: *const c_char = std::ptr::null();
-        // SAFETY: both calls write a pointer to a static string (or leave it null on failure).
+        // SAFETY: both calls take any integer code and write a pointer to a static string (or
+        // leave it null and return an error for a code the driver does not know).
         let name = unsafe {
-            (sys::cuGetErrorName(code, &mut name_ptr) == sys::CUresult::CUDA_SUCCESS)
+            ((self.api.cuGetErrorName)(code, &mut name_ptr) == CuStatus::SUCCESS)
                 .then(|| c_string(name_ptr))
                 .flatten()
         };
         // SAFETY: as above.
         let desc = unsafe {
-            (sys::cuGetErrorString(code, &mut desc_ptr) == sys::CUresult::CUDA_SUCCESS)
+            ((self.api.cuGetErrorString)(code, &mut desc_ptr) == CuStatus::SUCCESS)
                 .then(|| c_string(desc_ptr))
                 .flatten()
         };
-        // The enum's own name when the driver does not know the code's name.
-        let name = name.unwrap_or_else(|| format!("{code:?}"));
-        Err(api_error(call, code as u32, Some(&name), desc.as_deref()))
+        let name = cuda_status_name(code, name);
+        Err(api_error(call, code.0, Some(&name), desc.as_deref()))
     }
 
     pub fn driver_version(&self) -> Result<i32> {
         let mut v = 0;
         // SAFETY: writes one int.
-        self.check("cuDriverGetVersion", unsafe { sys::cuDriverGetVersion(&mut v) })?;
+        self.check("cuDriverGetVersion", unsafe { (self.api.cuDriverGetVersion)(&mut v) })?;
         Ok(v)
     }
 
     pub fn device_count(&self) -> Result<i32> {
         let mut n = 0;
         // SAFETY: writes one int.
-        self.check("cuDeviceGetCount", unsafe { sys::cuDeviceGetCount(&mut n) })?;
+        self.check("cuDeviceGetCount", unsafe { (self.api.cuDeviceGetCount)(&mut n) })?;
         Ok(n)
     }
 
     pub fn device_get(&self, ordinal: i32) -> Result<sys::CUdevice> {
         let mut dev = 0;
         // SAFETY: writes one int; a bad ordinal is an error code.
-        self.check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, ordinal) })?;
+        self.check("cuDeviceGet", unsafe { (self.api.cuDeviceGet)(&mut dev, ordinal) })?;
         Ok(dev)
     }
 
     pub fn device_name(&self, dev: sys::CUdevice) -> Result<String> {
         let mut buf = [0 as c_char; 256];
         // SAFETY: the driver writes at most `len` bytes into `buf`.
-        let status = unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as c_int, dev) };
+        let status = unsafe { (self.api.cuDeviceGetName)(buf.as_mut_ptr(), buf.len() as c_int, dev) };
         self.check("cuDeviceGetName", status)?;
         let bytes = buf.map(|c| c as u8);
         Ok(CStr::from_bytes_until_nul(&bytes)
@@ -277,21 +496,21 @@ impl Driver {
     pub fn device_uuid(&self, dev: sys::CUdevice) -> Result<[u8; 16]> {
         let mut uuid = sys::CUuuid { bytes: [0; 16] };
         // SAFETY: writes 16 bytes into `uuid`.
-        self.check("cuDeviceGetUuid_v2", unsafe { sys::cuDeviceGetUuid_v2(&mut uuid, dev) })?;
+        self.check("cuDeviceGetUuid_v2", unsafe { (self.api.cuDeviceGetUuid_v2)(&mut uuid, dev) })?;
         Ok(uuid.bytes.map(|b| b as u8))
     }
 
     pub fn device_attribute(&self, dev: sys::CUdevice, attr: sys::CUdevice_attribute) -> Result<i32> {
         let mut v = 0;
         // SAFETY: writes one int.
-        self.check("cuDeviceGetAttribute", unsafe { sys::cuDeviceGetAttribute(&mut v, attr, dev) })?;
+        self.check("cuDeviceGetAttribute", unsafe { (self.api.cuDeviceGetAttribute)(&mut v, attr, dev) })?;
         Ok(v)
     }
 
     pub fn device_total_mem(&self, dev: sys::CUdevice) -> Result<usize> {
         let mut bytes = 0;
         // SAFETY: writes one size_t.
-        self.check("cuDeviceTotalMem_v2", unsafe { sys::cuDeviceTotalMem_v2(&mut bytes, dev) })?;
+        self.check("cuDeviceTotalMem_v2", unsafe { (self.api.cuDeviceTotalMem_v2)(&mut bytes, dev) })?;
         Ok(bytes)
     }
 
@@ -299,7 +518,9 @@ impl Driver {
     pub fn primary_ctx_retain(&self, dev: sys::CUdevice) -> Result<sys::CUcontext> {
         let mut ctx = std::ptr::null_mut();
         // SAFETY: writes one handle.
-        self.check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) })?;
+        self.check("cuDevicePrimaryCtxRetain", unsafe {
+            (self.api.cuDevicePrimaryCtxRetain)(&mut ctx, dev)
+        })?;
         Ok(ctx)
     }
 
@@ -308,14 +529,14 @@ impl Driver {
     /// context through that retain is used afterwards.
     pub unsafe fn primary_ctx_release(&self, dev: sys::CUdevice) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuDevicePrimaryCtxRelease_v2", unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) })
+        self.check("cuDevicePrimaryCtxRelease_v2", unsafe { (self.api.cuDevicePrimaryCtxRelease_v2)(dev) })
     }
 
     /// # Safety
     /// `ctx` is a context this process holds (a retained primary context).
     pub unsafe fn ctx_set_current(&self, ctx: sys::CUcontext) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(ctx) })
+        self.check("cuCtxSetCurrent", unsafe { (self.api.cuCtxSetCurrent)(ctx) })
     }
 
     /// A stream that does not synchronise with the legacy default stream.
@@ -323,7 +544,7 @@ impl Driver {
         let mut s = std::ptr::null_mut();
         let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as c_uint;
         // SAFETY: writes one handle; without a current context this is an error code.
-        self.check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut s, flags) })?;
+        self.check("cuStreamCreate", unsafe { (self.api.cuStreamCreate)(&mut s, flags) })?;
         Ok(s)
     }
 
@@ -331,14 +552,14 @@ impl Driver {
     /// `stream` is a live stream of the current context.
     pub unsafe fn stream_synchronize(&self, stream: sys::CUstream) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })
+        self.check("cuStreamSynchronize", unsafe { (self.api.cuStreamSynchronize)(stream) })
     }
 
     /// # Safety
     /// `stream` is a live stream of the current context with nothing pending, not used again.
     pub unsafe fn stream_destroy(&self, stream: sys::CUstream) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuStreamDestroy_v2", unsafe { sys::cuStreamDestroy_v2(stream) })
+        self.check("cuStreamDestroy_v2", unsafe { (self.api.cuStreamDestroy_v2)(stream) })
     }
 
     /// An event; `timing` false creates it with CU_EVENT_DISABLE_TIMING (cheaper to record).
@@ -350,7 +571,7 @@ impl Driver {
             sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
         };
         // SAFETY: writes one handle.
-        self.check("cuEventCreate", unsafe { sys::cuEventCreate(&mut e, flags as c_uint) })?;
+        self.check("cuEventCreate", unsafe { (self.api.cuEventCreate)(&mut e, flags as c_uint) })?;
         Ok(e)
     }
 
@@ -358,7 +579,7 @@ impl Driver {
     /// `event` and `stream` are live objects of the current context.
     pub unsafe fn event_record(&self, event: sys::CUevent, stream: sys::CUstream) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuEventRecord", unsafe { sys::cuEventRecord(event, stream) })
+        self.check("cuEventRecord", unsafe { (self.api.cuEventRecord)(event, stream) })
     }
 
     /// Whether the work before the event's last record has completed (`CUDA_ERROR_NOT_READY`:
@@ -368,8 +589,8 @@ impl Driver {
     /// `event` is a live event of the current context.
     pub unsafe fn event_query(&self, event: sys::CUevent) -> Result<bool> {
         // SAFETY: per this function's contract.
-        let status = unsafe { sys::cuEventQuery(event) };
-        if status == sys::CUresult::CUDA_ERROR_NOT_READY {
+        let status = unsafe { (self.api.cuEventQuery)(event) };
+        if status == CuStatus::NOT_READY {
             return Ok(false);
         }
         self.check("cuEventQuery", status).map(|()| true)
@@ -379,7 +600,7 @@ impl Driver {
     /// `event` is a live event of the current context.
     pub unsafe fn event_synchronize(&self, event: sys::CUevent) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(event) })
+        self.check("cuEventSynchronize", unsafe { (self.api.cuEventSynchronize)(event) })
     }
 
     /// Milliseconds between two completed events.
@@ -398,7 +619,7 @@ impl Driver {
     /// `event` is a live event of the current context that no pending work refers to.
     pub unsafe fn event_destroy(&self, event: sys::CUevent) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuEventDestroy_v2", unsafe { sys::cuEventDestroy_v2(event) })
+        self.check("cuEventDestroy_v2", unsafe { (self.api.cuEventDestroy_v2)(event) })
     }
 
     /// Load a module from a cubin (ELF) or NUL-terminated PTX image into the current context.
@@ -415,7 +636,7 @@ impl Driver {
         // SAFETY: the driver reads a self-delimiting ELF image or a NUL-terminated string, both
         // within `image` (checked above); a malformed image is an error code.
         self.check("cuModuleLoadData", unsafe {
-            sys::cuModuleLoadData(&mut m, image.as_ptr().cast::<c_void>())
+            (self.api.cuModuleLoadData)(&mut m, image.as_ptr().cast::<c_void>())
         })?;
         Ok(m)
     }
@@ -431,7 +652,7 @@ impl Driver {
         let mut f = std::ptr::null_mut();
         // SAFETY: `module` is live per this function's contract; `cname` outlives the call.
         self.check("cuModuleGetFunction", unsafe {
-            sys::cuModuleGetFunction(&mut f, module, cname.as_ptr())
+            (self.api.cuModuleGetFunction)(&mut f, module, cname.as_ptr())
         })?;
         Ok(f)
     }
@@ -440,7 +661,7 @@ impl Driver {
     /// `module` is a live module of the current context whose functions no pending work uses.
     pub unsafe fn module_unload(&self, module: sys::CUmodule) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuModuleUnload", unsafe { sys::cuModuleUnload(module) })
+        self.check("cuModuleUnload", unsafe { (self.api.cuModuleUnload)(module) })
     }
 
     /// Enqueue a 1-D launch of `function` on `stream`.
@@ -459,7 +680,7 @@ impl Driver {
         // SAFETY: per this function's contract; the driver copies the argument values before
         // returning, so `params` need only live for the call.
         self.check("cuLaunchKernel", unsafe {
-            sys::cuLaunchKernel(
+            (self.api.cuLaunchKernel)(
                 function,
                 launch.grid_x,
                 launch.grid_y,
@@ -485,7 +706,7 @@ impl Driver {
         stream: sys::CUstream,
     ) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuMemsetD32Async", unsafe { sys::cuMemsetD32Async(dst, value, words, stream) })
+        self.check("cuMemsetD32Async", unsafe { (self.api.cuMemsetD32Async)(dst, value, words, stream) })
     }
 
     /// Import an OPAQUE_FD memory export of `size` bytes (the allocation size).
@@ -503,7 +724,7 @@ impl Driver {
         let desc = memory_handle_desc(fd, size, dedicated);
         let mut ext = std::ptr::null_mut();
         // SAFETY: `desc` is fully initialised; fd ownership per this function's contract.
-        self.check("cuImportExternalMemory", unsafe { sys::cuImportExternalMemory(&mut ext, &desc) })?;
+        self.check("cuImportExternalMemory", unsafe { (self.api.cuImportExternalMemory)(&mut ext, &desc) })?;
         Ok(ext)
     }
 
@@ -524,24 +745,24 @@ impl Driver {
         let mut ptr = 0;
         // SAFETY: `ext` is live per this function's contract; `desc` is initialised.
         self.check("cuExternalMemoryGetMappedBuffer", unsafe {
-            sys::cuExternalMemoryGetMappedBuffer(&mut ptr, ext, &desc)
+            (self.api.cuExternalMemoryGetMappedBuffer)(&mut ptr, ext, &desc)
         })?;
         Ok(ptr)
     }
 
     /// # Safety
-    /// `ptr` came from [`Driver::external_memory_mapped_buffer`], no pending work uses it, and it
-    /// is not used again.
+    /// `ptr` came from [`Driver::external_memory_mapped_buffer`] or [`Driver::mem_alloc`], no
+    /// pending work uses it, and it is not used again.
     pub unsafe fn mem_free(&self, ptr: sys::CUdeviceptr) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuMemFree_v2", unsafe { sys::cuMemFree_v2(ptr) })
+        self.check("cuMemFree_v2", unsafe { (self.api.cuMemFree_v2)(ptr) })
     }
 
     /// # Safety
     /// `ext` is live imported memory whose mapped buffers have all been freed; not used again.
     pub unsafe fn destroy_external_memory(&self, ext: sys::CUexternalMemory) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuDestroyExternalMemory", unsafe { sys::cuDestroyExternalMemory(ext) })
+        self.check("cuDestroyExternalMemory", unsafe { (self.api.cuDestroyExternalMemory)(ext) })
     }
 
     /// Import an OPAQUE_FD semaphore export, as a timeline or a binary semaphore.
@@ -556,7 +777,9 @@ impl Driver {
         let desc = semaphore_handle_desc(fd, timeline);
         let mut sem = std::ptr::null_mut();
         // SAFETY: `desc` is initialised; fd ownership per this function's contract.
-        self.check("cuImportExternalSemaphore", unsafe { sys::cuImportExternalSemaphore(&mut sem, &desc) })?;
+        self.check("cuImportExternalSemaphore", unsafe {
+            (self.api.cuImportExternalSemaphore)(&mut sem, &desc)
+        })?;
         Ok(sem)
     }
 
@@ -564,7 +787,7 @@ impl Driver {
     /// `sem` is a live imported semaphore that no pending work uses; not used again.
     pub unsafe fn destroy_external_semaphore(&self, sem: sys::CUexternalSemaphore) -> Result<()> {
         // SAFETY: per this function's contract.
-        self.check("cuDestroyExternalSemaphore", unsafe { sys::cuDestroyExternalSemaphore(sem) })
+        self.check("cuDestroyExternalSemaphore", unsafe { (self.api.cuDestroyExternalSemaphore)(sem) })
     }
 
     /// Enqueue a signal of `sem` (to `value` for a timeline; `value` is ignored for binary).
@@ -582,7 +805,7 @@ impl Driver {
         params.params.fence.value = value;
         // SAFETY: one semaphore, one parameter block; both live for the call.
         self.check("cuSignalExternalSemaphoresAsync", unsafe {
-            sys::cuSignalExternalSemaphoresAsync(&sem, &params, 1, stream)
+            (self.api.cuSignalExternalSemaphoresAsync)(&sem, &params, 1, stream)
         })
     }
 
@@ -601,7 +824,7 @@ impl Driver {
         params.params.fence.value = value;
         // SAFETY: one semaphore, one parameter block; both live for the call.
         self.check("cuWaitExternalSemaphoresAsync", unsafe {
-            sys::cuWaitExternalSemaphoresAsync(&sem, &params, 1, stream)
+            (self.api.cuWaitExternalSemaphoresAsync)(&sem, &params, 1, stream)
         })
     }
 
@@ -609,15 +832,73 @@ impl Driver {
     pub fn mem_get_info(&self) -> Result<(u64, u64)> {
         let (mut free, mut total) = (0usize, 0usize);
         // SAFETY: writes two size_t; without a current context this is an error code.
-        self.check("cuMemGetInfo_v2", unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) })?;
+        self.check("cuMemGetInfo_v2", unsafe { (self.api.cuMemGetInfo_v2)(&mut free, &mut total) })?;
         Ok((free as u64, total as u64))
+    }
+
+    /// Allocate `bytes` of device memory in the current context (`cuMemAlloc`).
+    pub fn mem_alloc(&self, bytes: usize) -> Result<sys::CUdeviceptr> {
+        let mut ptr = 0;
+        // SAFETY: writes one device pointer; without a current context this is an error code.
+        self.check("cuMemAlloc_v2", unsafe { (self.api.cuMemAlloc_v2)(&mut ptr, bytes) })?;
+        Ok(ptr)
+    }
+
+    /// Allocate `bytes` of page-locked host memory, mapped for the current context's device
+    /// (`cuMemAllocHost`).
+    pub fn mem_alloc_host(&self, bytes: usize) -> Result<*mut c_void> {
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: writes one host pointer; without a current context this is an error code.
+        self.check("cuMemAllocHost_v2", unsafe { (self.api.cuMemAllocHost_v2)(&mut ptr, bytes) })?;
+        if ptr.is_null() {
+            return Err(ComputeError::Api {
+                api: "cuda",
+                call: "cuMemAllocHost_v2",
+                message: "the driver returned a null pointer".into(),
+            });
+        }
+        Ok(ptr)
+    }
+
+    /// # Safety
+    /// `ptr` came from [`Driver::mem_alloc_host`], no pending work uses it, and it is not used
+    /// again.
+    pub unsafe fn mem_free_host(&self, ptr: *mut c_void) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuMemFreeHost", unsafe { (self.api.cuMemFreeHost)(ptr) })
+    }
+
+    /// Enqueue a copy of `bytes` from device memory `src` to host memory `dst` on `stream`.
+    ///
+    /// # Safety
+    /// `src .. src + bytes` is device memory of the current context; `dst .. dst + bytes` is host
+    /// memory that stays valid, and that nothing else reads or writes, until the copy has
+    /// completed (page-locked for the copy to be asynchronous); `stream` is live.
+    pub unsafe fn memcpy_dtoh_async(
+        &self,
+        dst: *mut c_void,
+        src: sys::CUdeviceptr,
+        bytes: usize,
+        stream: sys::CUstream,
+    ) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuMemcpyDtoHAsync_v2", unsafe {
+            (self.api.cuMemcpyDtoHAsync_v2)(dst, src, bytes, stream)
+        })
     }
 }
 
 /// The loaded NVRTC library, checked for every symbol used here.
-#[derive(Debug)]
 pub struct Nvrtc {
-    _private: (),
+    api: NvrtcApi,
+    /// Keeps every pointer in `api` valid; never unloaded (NVRTC lives in a static).
+    _lib: Library,
+}
+
+impl std::fmt::Debug for Nvrtc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Nvrtc").finish_non_exhaustive()
+    }
 }
 
 static NVRTC: OnceLock<std::result::Result<Nvrtc, String>> = OnceLock::new();
@@ -625,16 +906,17 @@ static NVRTC: OnceLock<std::result::Result<Nvrtc, String>> = OnceLock::new();
 impl Nvrtc {
     /// Load libnvrtc and check its symbols, once per process.
     pub fn get() -> Result<&'static Nvrtc> {
-        NVRTC.get_or_init(Nvrtc::load).as_ref().map_err(|reason| unavailable(reason.clone()))
+        NVRTC
+            .get_or_init(|| Nvrtc::load(NVRTC_LIBRARIES))
+            .as_ref()
+            .map_err(|reason| unavailable(reason.clone()))
     }
 
-    fn load() -> std::result::Result<Nvrtc, String> {
-        // SAFETY: tries to dlopen each candidate name; NVRTC's initialisers are safe to run.
-        if !unsafe { nvrtc_sys::is_culib_present() } {
+    fn load(names: &[&str]) -> std::result::Result<Nvrtc, String> {
+        // SAFETY: tries to dlopen NVRTC's names; its initialisers are safe to run.
+        let Some(lib) = (unsafe { open_first(names) }) else {
             return Err(NO_NVRTC.to_string());
-        }
-        // SAFETY: the library is present, so cudarc's loader does not panic.
-        let lib = unsafe { nvrtc_sys::culib() };
+        };
         let present = |name: &str| {
             // SAFETY: as in `Driver::load`.
             unsafe { lib.get::<unsafe extern "C" fn()>(name.as_bytes()) }.is_ok()
@@ -643,28 +925,26 @@ impl Nvrtc {
         if !missing.is_empty() {
             return Err(format!("libnvrtc lacks {} (NVRTC 12 or newer needed)", missing.join(", ")));
         }
-        Ok(Nvrtc { _private: () })
+        // SAFETY: `lib` is libnvrtc, whose symbols have the signatures `NvrtcApi` declares.
+        let api = unsafe { NvrtcApi::resolve(&lib) }?;
+        Ok(Nvrtc { api, _lib: lib })
     }
 
-    fn check(&self, call: &'static str, code: nvrtc_sys::nvrtcResult) -> Result<()> {
-        if code == nvrtc_sys::nvrtcResult::NVRTC_SUCCESS {
+    fn check(&self, call: &'static str, code: NvrtcStatus) -> Result<()> {
+        if code == NvrtcStatus::SUCCESS {
             return Ok(());
         }
-        // SAFETY: returns a pointer to a static string (or null for an unknown code).
-        let desc = unsafe { c_string(nvrtc_sys::nvrtcGetErrorString(code)) };
-        let name = format!("{code:?}");
-        Err(ComputeError::Api {
-            api: "nvrtc",
-            call,
-            message: describe_status(code as u32, Some(&name), desc.as_deref().filter(|d| *d != name)),
-        })
+        // SAFETY: takes any integer code; returns a pointer to a static string (NVRTC's name of
+        // the code, e.g. "NVRTC_ERROR_COMPILATION"), or null.
+        let name = unsafe { c_string((self.api.nvrtcGetErrorString)(code)) };
+        Err(ComputeError::Api { api: "nvrtc", call, message: nvrtc_status_message(code, name) })
     }
 
     /// (major, minor).
     pub fn version(&self) -> Result<(i32, i32)> {
         let (mut major, mut minor) = (0, 0);
         // SAFETY: writes two ints.
-        self.check("nvrtcVersion", unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) })?;
+        self.check("nvrtcVersion", unsafe { (self.api.nvrtcVersion)(&mut major, &mut minor) })?;
         Ok((major, minor))
     }
 
@@ -672,11 +952,11 @@ impl Nvrtc {
     pub fn supported_archs(&self) -> Result<Vec<i32>> {
         let mut n = 0;
         // SAFETY: writes one int.
-        self.check("nvrtcGetNumSupportedArchs", unsafe { nvrtc_sys::nvrtcGetNumSupportedArchs(&mut n) })?;
+        self.check("nvrtcGetNumSupportedArchs", unsafe { (self.api.nvrtcGetNumSupportedArchs)(&mut n) })?;
         let mut archs = vec![0; n.max(0) as usize];
         // SAFETY: `archs` has room for the `n` ints the call writes.
         self.check("nvrtcGetSupportedArchs", unsafe {
-            nvrtc_sys::nvrtcGetSupportedArchs(archs.as_mut_ptr())
+            (self.api.nvrtcGetSupportedArchs)(archs.as_mut_ptr())
         })?;
         Ok(archs)
     }
@@ -693,7 +973,7 @@ impl Nvrtc {
         let mut prog = std::ptr::null_mut();
         // SAFETY: both strings outlive the call (NVRTC copies them); no headers.
         self.check("nvrtcCreateProgram", unsafe {
-            nvrtc_sys::nvrtcCreateProgram(
+            (self.api.nvrtcCreateProgram)(
                 &mut prog,
                 csrc.as_ptr(),
                 cname.as_ptr(),
@@ -720,7 +1000,7 @@ impl Nvrtc {
         // SAFETY: `prog` is live per this function's contract; the option strings outlive the
         // call.
         self.check("nvrtcCompileProgram", unsafe {
-            nvrtc_sys::nvrtcCompileProgram(prog, ptrs.len() as c_int, ptrs.as_ptr())
+            (self.api.nvrtcCompileProgram)(prog, ptrs.len() as c_int, ptrs.as_ptr())
         })
     }
 
@@ -729,11 +1009,11 @@ impl Nvrtc {
     pub unsafe fn program_log(&self, prog: nvrtc_sys::nvrtcProgram) -> Result<String> {
         let mut size = 0;
         // SAFETY: `prog` is live; writes one size_t.
-        self.check("nvrtcGetProgramLogSize", unsafe { nvrtc_sys::nvrtcGetProgramLogSize(prog, &mut size) })?;
+        self.check("nvrtcGetProgramLogSize", unsafe { (self.api.nvrtcGetProgramLogSize)(prog, &mut size) })?;
         let mut buf = vec![0u8; size.max(1)];
         // SAFETY: `buf` has the `size` bytes the call writes.
         self.check("nvrtcGetProgramLog", unsafe {
-            nvrtc_sys::nvrtcGetProgramLog(prog, buf.as_mut_ptr().cast())
+            (self.api.nvrtcGetProgramLog)(prog, buf.as_mut_ptr().cast())
         })?;
         let text = String::from_utf8_lossy(&buf);
         Ok(text.trim_end_matches('\0').trim().to_string())
@@ -746,10 +1026,10 @@ impl Nvrtc {
     pub unsafe fn cubin(&self, prog: nvrtc_sys::nvrtcProgram) -> Result<Vec<u8>> {
         let mut size = 0;
         // SAFETY: `prog` is live; writes one size_t.
-        self.check("nvrtcGetCUBINSize", unsafe { nvrtc_sys::nvrtcGetCUBINSize(prog, &mut size) })?;
+        self.check("nvrtcGetCUBINSize", unsafe { (self.api.nvrtcGetCUBINSize)(prog, &mut size) })?;
         let mut buf = vec![0u8; size];
         // SAFETY: `buf` has the `size` bytes the call writes.
-        self.check("nvrtcGetCUBIN", unsafe { nvrtc_sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr().cast()) })?;
+        self.check("nvrtcGetCUBIN", unsafe { (self.api.nvrtcGetCUBIN)(prog, buf.as_mut_ptr().cast()) })?;
         Ok(buf)
     }
 
@@ -760,10 +1040,10 @@ impl Nvrtc {
     pub unsafe fn ptx(&self, prog: nvrtc_sys::nvrtcProgram) -> Result<Vec<u8>> {
         let mut size = 0;
         // SAFETY: `prog` is live; writes one size_t (the size includes the NUL).
-        self.check("nvrtcGetPTXSize", unsafe { nvrtc_sys::nvrtcGetPTXSize(prog, &mut size) })?;
+        self.check("nvrtcGetPTXSize", unsafe { (self.api.nvrtcGetPTXSize)(prog, &mut size) })?;
         let mut buf = vec![0u8; size];
         // SAFETY: `buf` has the `size` bytes the call writes.
-        self.check("nvrtcGetPTX", unsafe { nvrtc_sys::nvrtcGetPTX(prog, buf.as_mut_ptr().cast()) })?;
+        self.check("nvrtcGetPTX", unsafe { (self.api.nvrtcGetPTX)(prog, buf.as_mut_ptr().cast()) })?;
         if buf.last() != Some(&0) {
             buf.push(0);
         }
@@ -775,8 +1055,13 @@ impl Nvrtc {
     pub unsafe fn destroy_program(&self, prog: nvrtc_sys::nvrtcProgram) -> Result<()> {
         let mut p = prog;
         // SAFETY: per this function's contract.
-        self.check("nvrtcDestroyProgram", unsafe { nvrtc_sys::nvrtcDestroyProgram(&mut p) })
+        self.check("nvrtcDestroyProgram", unsafe { (self.api.nvrtcDestroyProgram)(&mut p) })
     }
+}
+
+/// The message of a failed NVRTC call: NVRTC's name for the code, else "NVRTC error <n>".
+pub fn nvrtc_status_message(code: NvrtcStatus, name: Option<String>) -> String {
+    name.filter(|n| !n.is_empty()).unwrap_or_else(|| format!("NVRTC error {}", code.0))
 }
 
 /// The message part of an error (for wrapping it into a one-line reason).
@@ -824,52 +1109,62 @@ mod tests {
     }
 
     #[test]
-    fn enum_debug_names_match_the_driver_names() {
-        // The fallback name, used when cuGetErrorName does not know a code, is the enum's own.
-        assert_eq!(format!("{:?}", sys::CUresult::CUDA_ERROR_NO_DEVICE), "CUDA_ERROR_NO_DEVICE");
-        assert_eq!(sys::CUresult::CUDA_ERROR_NO_DEVICE as u32, 100);
+    fn unknown_codes_are_named_by_number() {
+        // A code newer than this driver's cuGetErrorName (or than cudarc's enum) is just a number.
+        let name = cuda_status_name(CuStatus(1234), None);
+        assert_eq!(name, "CUDA error 1234");
+        let e = api_error("cuStreamCreate", 1234, Some(&name), None);
+        assert_eq!(e.to_string(), "cuda call cuStreamCreate failed: CUDA error 1234");
         assert_eq!(
-            format!("{:?}", nvrtc_sys::nvrtcResult::NVRTC_ERROR_COMPILATION),
+            cuda_status_name(CuStatus(2), Some("CUDA_ERROR_OUT_OF_MEMORY".into())),
+            "CUDA_ERROR_OUT_OF_MEMORY"
+        );
+        assert_eq!(nvrtc_status_message(NvrtcStatus(77), None), "NVRTC error 77");
+        assert_eq!(nvrtc_status_message(NvrtcStatus(77), Some(String::new())), "NVRTC error 77");
+        assert_eq!(
+            nvrtc_status_message(NvrtcStatus(6), Some("NVRTC_ERROR_COMPILATION".into())),
             "NVRTC_ERROR_COMPILATION"
         );
     }
 
-    /// Every `sys::cu*` / `nvrtc_sys::nvrtc*` call in this file is in the symbol list checked
-    /// before any call is made (a call missing from the list could panic inside cudarc), and the
-    /// list names nothing this file does not call.
+    #[test]
+    fn named_status_codes_match_the_headers() {
+        // Reading a discriminant of an enum value we construct is sound; only values written by
+        // the library must never be held in the enum.
+        assert_eq!(CuStatus::SUCCESS.0, sys::CUresult::CUDA_SUCCESS as c_int);
+        assert_eq!(CuStatus::NOT_READY.0, sys::CUresult::CUDA_ERROR_NOT_READY as c_int);
+        assert_eq!(NvrtcStatus::SUCCESS.0, nvrtc_sys::nvrtcResult::NVRTC_SUCCESS as c_int);
+        // The status types are exactly the C `int` the functions return.
+        assert_eq!(std::mem::size_of::<CuStatus>(), std::mem::size_of::<sys::CUresult>());
+        assert_eq!(std::mem::size_of::<NvrtcStatus>(), std::mem::size_of::<nvrtc_sys::nvrtcResult>());
+        // Enums passed in are int-sized too.
+        assert_eq!(std::mem::size_of::<sys::CUdevice_attribute>(), std::mem::size_of::<c_int>());
+    }
+
+    /// Every entry point called in this file (`(….api.NAME)(`) is in the symbol lists checked
+    /// before any call is made, and the lists name nothing this file does not call. (The lists
+    /// and the tables cannot drift apart: both come from one `symbol_table!` invocation.)
     #[test]
     fn symbol_lists_cover_every_call() {
         let source = include_str!("result.rs");
-        let code = &source[..source.find("#[cfg(test)]").expect("test module marker")];
-        let called = |prefix: &str| -> std::collections::BTreeSet<String> {
-            code.match_indices(prefix)
-                .map(|(i, _)| {
-                    code[i + prefix.len()..]
-                        .chars()
-                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                        .collect::<String>()
-                })
-                .filter(|name| code.contains(&format!("{prefix}{name}(")))
-                .collect()
-        };
-        let driver_calls = called("sys::");
-        // Driver entry points are cuXxx (cudarc's own helpers, like `culib`, are not).
-        let api_name = |n: &String, prefix: &str| {
-            n.strip_prefix(prefix)
-                .and_then(|rest| rest.chars().next())
-                .is_some_and(|c| c.is_ascii_uppercase())
-        };
-        let driver_calls: std::collections::BTreeSet<String> =
-            driver_calls.into_iter().filter(|n| api_name(n, "cu")).collect();
+        let code = &source[..source.find("#[cfg(test)]\nmod tests").expect("test module marker")];
+        let prefix = ".api.";
+        let called: std::collections::BTreeSet<String> = code
+            .match_indices(prefix)
+            .map(|(i, _)| {
+                let rest = &code[i + prefix.len()..];
+                let name: String =
+                    rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                assert!(rest[name.len()..].starts_with(")("), "{name} is named but not called");
+                name
+            })
+            .collect();
         let listed: std::collections::BTreeSet<String> =
-            DRIVER_SYMBOLS.iter().map(|s| s.to_string()).collect();
-        assert_eq!(driver_calls, listed, "DRIVER_SYMBOLS out of step with the calls");
-        let nvrtc_calls = called("nvrtc_sys::");
-        let nvrtc_calls: std::collections::BTreeSet<String> =
-            nvrtc_calls.into_iter().filter(|n| api_name(n, "nvrtc")).collect();
-        let listed: std::collections::BTreeSet<String> =
-            NVRTC_SYMBOLS.iter().map(|s| s.to_string()).collect();
-        assert_eq!(nvrtc_calls, listed, "NVRTC_SYMBOLS out of step with the calls");
+            DRIVER_SYMBOLS.iter().chain(NVRTC_SYMBOLS).map(|s| s.to_string()).collect();
+        assert_eq!(called, listed, "DRIVER_SYMBOLS / NVRTC_SYMBOLS out of step with the calls");
+        assert_eq!(DRIVER_SYMBOLS.len() + NVRTC_SYMBOLS.len(), listed.len(), "a symbol is listed twice");
+        assert!(DRIVER_SYMBOLS.iter().all(|s| s.starts_with("cu")));
+        assert!(NVRTC_SYMBOLS.iter().all(|s| s.starts_with("nvrtc")));
     }
 
     #[test]
@@ -877,17 +1172,32 @@ mod tests {
         assert!(!NO_DRIVER.contains('\n'));
         assert!(!NO_NVRTC.contains('\n'));
         // On a machine without libcuda (CI), the gate says so instead of panicking.
-        // SAFETY: only tries to dlopen the candidate names.
-        if !unsafe { sys::is_culib_present() } {
+        if !driver_library_present() {
             let err = Driver::get().unwrap_err();
             assert_eq!(err.to_string(), format!("backend cuda is not available: {NO_DRIVER}"));
         }
-        // SAFETY: as above.
-        if !unsafe { nvrtc_sys::is_culib_present() } {
+        // SAFETY: only tries to dlopen NVRTC's names.
+        if unsafe { open_first(NVRTC_LIBRARIES) }.is_none() {
             let err = Nvrtc::get().unwrap_err();
             assert!(matches!(err, ComputeError::Unavailable { backend: "cuda", .. }));
             assert!(err.to_string().contains("libnvrtc.so"), "{err}");
         }
+        let err = Driver::load(&["libvkhip-no-such-library.so"]).unwrap_err();
+        assert_eq!(err, NO_DRIVER);
+        let err = Nvrtc::load(&["libvkhip-no-such-library.so"]).unwrap_err();
+        assert_eq!(err, NO_NVRTC);
+    }
+
+    #[test]
+    fn a_library_without_the_symbols_is_refused_without_a_call() {
+        // libc loads but exports none of the entry points: the presence check names them all
+        // (and no function pointer is ever resolved or called).
+        let err = Driver::load(&["libc.so.6"]).unwrap_err();
+        assert!(err.starts_with("the NVIDIA driver's libcuda lacks cuCtxSetCurrent, "), "{err}");
+        assert!(err.contains("cuWaitExternalSemaphoresAsync"), "{err}");
+        assert!(!err.contains('\n'));
+        let err = Nvrtc::load(&["libc.so.6"]).unwrap_err();
+        assert!(err.starts_with("libnvrtc lacks nvrtcCompileProgram, "), "{err}");
     }
 }
 

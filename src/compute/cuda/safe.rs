@@ -4,6 +4,10 @@
 //! that context current on the calling thread; `CudaBackend` makes it current at the top of every
 //! entry point and of its `Drop`. Drops never panic: a failed destroy is logged and skipped.
 //!
+//! [`DeviceBuffer`] (`cuMemAlloc`) and [`PinnedHostBuffer`] (`cuMemAllocHost`) serve the
+//! staged-copy backend; a kernel writes a [`DeviceRange`], which only a [`MappedBuffer`] or a
+//! [`DeviceBuffer`] hands out.
+//!
 //! Ownership encodes the teardown rules of DESIGN.md: a [`Stream`] synchronises before it is
 //! destroyed; a [`MappedBuffer`] owns its [`ExternalMemory`], so the pointer is freed before the
 //! import is destroyed; imports take their fd through [`ImportFd::import`] with
@@ -170,23 +174,25 @@ impl Kernel {
         }
     }
 
-    /// Enqueue `sinewave` writing `slot` for `params` on `stream`.
+    /// Enqueue `sinewave` writing `dst` (imported memory or a CUDA allocation) for `params` on
+    /// `stream`.
     pub fn launch(
         &self,
         stream: &Stream,
-        slot: &MappedBuffer,
+        dst: DeviceRange<'_>,
         params: &WaveParams,
         limits: DeviceLimits,
     ) -> Result<SinewaveLaunch> {
-        plan::check_grid_fits(params.grid, slot.size())?;
+        plan::check_grid_fits(params.grid, dst.size())?;
         crate::fault::inject_compute(crate::fault::Fault::CudaLaunch, "cuda", "cuLaunchKernel")?;
         let cfg = plan::launch_config(params.grid, limits);
-        let mut args = SinewaveArgs::new(slot.ptr(), params);
+        let mut args = SinewaveArgs::new(dst.ptr(), params);
         let mut ptrs = args.param_pointers();
         // SAFETY: `function` is `sinewave`, whose parameters are `SinewaveArgs::SIGNATURE` (a unit
         // test checks it against the source) and `ptrs` follows that order; the kernel writes
-        // `grid.len()` floats from `slot.ptr()`, which the check above keeps inside the mapping;
-        // `args` outlives the call, which copies the values.
+        // `grid.len()` floats from `dst.ptr()`, which the check above keeps inside the range (a
+        // `DeviceRange` is only made from live, owned device memory of its size, 16-byte
+        // aligned, which it borrows); `args` outlives the call, which copies the values.
         unsafe { self.driver.launch_kernel(self.function, cfg, stream.raw(), &mut ptrs) }?;
         Ok(cfg)
     }
@@ -264,12 +270,13 @@ impl MappedBuffer {
         Ok(buffer)
     }
 
-    pub fn ptr(&self) -> sys::CUdeviceptr {
-        self.ptr
-    }
-
     pub fn size(&self) -> u64 {
         self.size
+    }
+
+    /// The mapping, for a kernel to write.
+    pub fn range(&self) -> DeviceRange<'_> {
+        DeviceRange { ptr: self.ptr, size: self.size, _owner: std::marker::PhantomData }
     }
 
     /// Enqueue a fill of the first `words` 32-bit words with `value`.
@@ -291,6 +298,153 @@ impl Drop for MappedBuffer {
         if let Err(e) = unsafe { self.memory.driver.mem_free(self.ptr) } {
             log::warn!("cuda: freeing a mapped buffer failed: {e}");
         }
+    }
+}
+
+/// A device address range a kernel may write: `size` bytes from `ptr`, 16-byte aligned, borrowed
+/// from the [`MappedBuffer`] or [`DeviceBuffer`] that owns them (only those make one).
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceRange<'a> {
+    ptr: sys::CUdeviceptr,
+    size: u64,
+    _owner: std::marker::PhantomData<&'a ()>,
+}
+
+impl DeviceRange<'_> {
+    pub fn ptr(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+/// Device memory CUDA owns (`cuMemAlloc`); freed on drop.
+#[derive(Debug)]
+pub struct DeviceBuffer {
+    driver: &'static Driver,
+    ptr: sys::CUdeviceptr,
+    size: u64,
+}
+
+// SAFETY: device memory may be used from any thread that has its context current.
+unsafe impl Send for DeviceBuffer {}
+
+impl DeviceBuffer {
+    /// Allocate `size` bytes in the current context.
+    pub fn new(driver: &'static Driver, size: u64) -> Result<Self> {
+        let bytes = checked_len(size, "cuMemAlloc_v2")?;
+        let buffer = DeviceBuffer { driver, ptr: driver.mem_alloc(bytes)?, size };
+        // cuMemAlloc aligns to at least 256 bytes; the kernel's float4 stores need 16.
+        if buffer.ptr % 16 != 0 {
+            return Err(ComputeError::Api {
+                api: "cuda",
+                call: "cuMemAlloc_v2",
+                message: format!("device pointer {:#x} is not 16-byte aligned", buffer.ptr),
+            });
+        }
+        Ok(buffer)
+    }
+
+    /// The whole allocation, for a kernel to write.
+    pub fn range(&self) -> DeviceRange<'_> {
+        DeviceRange { ptr: self.ptr, size: self.size, _owner: std::marker::PhantomData }
+    }
+
+    /// Enqueue a copy of the first `bytes` bytes into `dst` on `stream`. `dst` is borrowed
+    /// mutably until the caller has waited for the copy (for example `stream.synchronize()` or an
+    /// event recorded after it): the borrow ends when this returns, so the wait is the caller's.
+    ///
+    /// # Safety
+    /// Nothing reads or writes `dst`'s memory until the copy has completed, and `dst` is not
+    /// dropped before then.
+    pub unsafe fn copy_to_host_async(
+        &self,
+        dst: &mut PinnedHostBuffer,
+        bytes: u64,
+        stream: &Stream,
+    ) -> Result<()> {
+        if bytes > self.size || bytes > dst.size {
+            return Err(ComputeError::Unsupported {
+                backend: "cuda",
+                reason: format!(
+                    "copy of {bytes} bytes exceeds the device buffer ({}) or the host buffer ({})",
+                    self.size, dst.size
+                ),
+            });
+        }
+        let len = checked_len(bytes, "cuMemcpyDtoHAsync_v2")?;
+        // SAFETY: both ranges lie inside their allocations (checked above); the host buffer is
+        // page-locked and, per this function's contract, untouched until the copy completes; the
+        // stream is live.
+        unsafe { self.driver.memcpy_dtoh_async(dst.ptr, self.ptr, len, stream.raw()) }
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        // SAFETY: the owner synchronised every stream that used the buffer before dropping it;
+        // never used again.
+        if let Err(e) = unsafe { self.driver.mem_free(self.ptr) } {
+            log::warn!("cuda: freeing a device buffer failed: {e}");
+        }
+    }
+}
+
+/// Page-locked host memory (`cuMemAllocHost`), the target of asynchronous device-to-host
+/// copies; freed on drop.
+#[derive(Debug)]
+pub struct PinnedHostBuffer {
+    driver: &'static Driver,
+    ptr: *mut std::ffi::c_void,
+    size: u64,
+}
+
+// SAFETY: the allocation is plain host memory owned by this value; CUDA lets any thread with the
+// context current free it.
+unsafe impl Send for PinnedHostBuffer {}
+
+impl PinnedHostBuffer {
+    /// Allocate `size` bytes (in the current context, which the memory stays registered with).
+    pub fn new(driver: &'static Driver, size: u64) -> Result<Self> {
+        let bytes = checked_len(size, "cuMemAllocHost_v2")?;
+        let buffer = PinnedHostBuffer { driver, ptr: driver.mem_alloc_host(bytes)?, size };
+        // SAFETY: a fresh, non-null allocation of `bytes` bytes that nothing else uses yet;
+        // zeroed once so that `bytes()` never exposes uninitialised memory.
+        unsafe { std::ptr::write_bytes(buffer.ptr.cast::<u8>(), 0, bytes) };
+        Ok(buffer)
+    }
+
+    /// The contents (zero until a copy has written them). Only meaningful once the copies into
+    /// the buffer have completed (the caller waited for them).
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `ptr` is a live allocation of `size` bytes (`size` fit a usize in `new`) owned
+        // by `self`; CUDA writes it only during a copy enqueued through `&mut self`
+        // (`DeviceBuffer::copy_to_host_async`), whose caller waits for it before reading.
+        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.size as usize) }
+    }
+}
+
+impl Drop for PinnedHostBuffer {
+    fn drop(&mut self) {
+        // SAFETY: the owner waited for every copy into the buffer before dropping it; never used
+        // again.
+        if let Err(e) = unsafe { self.driver.mem_free_host(self.ptr) } {
+            log::warn!("cuda: freeing page-locked host memory failed: {e}");
+        }
+    }
+}
+
+/// `size` as a `usize` byte count for `call`, or an error where it does not fit (and for 0,
+/// which CUDA refuses to allocate).
+fn checked_len(size: u64, call: &'static str) -> Result<usize> {
+    match usize::try_from(size) {
+        Ok(0) | Err(_) => Err(ComputeError::Unsupported {
+            backend: "cuda",
+            reason: format!("{call}: {size} bytes is not a size this host can allocate"),
+        }),
+        Ok(n) => Ok(n),
     }
 }
 
@@ -354,5 +508,20 @@ impl crate::compute::timing::TimedEvent for Event {
 
     fn wait(&self) -> Result<()> {
         self.synchronize()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_and_oversized_lengths_are_refused_before_any_call() {
+        assert_eq!(checked_len(4096, "cuMemAlloc_v2").unwrap(), 4096);
+        let err = checked_len(0, "cuMemAlloc_v2").unwrap_err();
+        assert!(matches!(err, ComputeError::Unsupported { backend: "cuda", .. }));
+        assert!(err.to_string().contains("cuMemAlloc_v2: 0 bytes"), "{err}");
+        #[cfg(target_pointer_width = "32")]
+        assert!(checked_len(u64::MAX, "cuMemAllocHost_v2").is_err());
     }
 }
