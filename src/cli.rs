@@ -23,6 +23,7 @@ Examples:
   vkhip --backend cpu --sync bridged --slots 2 --grid 1024x1024
   vkhip info                              devices, capabilities, and which pair vkhip would use
   vkhip verify --backend vulkan --grid 513x257
+  vkhip bench --preset quick --out b      the frame-sync benchmark matrix (CSV, markdown, PNG)
   vkhip --headless --frames 600 --trace t.json   then open t.json in ui.perfetto.dev
   vkhip trace check t.json                proves the protocol's orderings from the trace
   RUST_LOG=debug vkhip ...                more detail (RUST_LOG=vulkan=trace for the messenger)
@@ -44,8 +45,8 @@ pub enum Command {
     Info(InfoArgs),
     /// Run frames with --time frame, read every slot back and compare it with the CPU reference.
     Verify(VerifyArgs),
-    /// Run a matrix of configurations (backend × sync × slots × grid) in child processes and
-    /// write bench.csv, bench.md and bench.png (see `vkhip bench --help`).
+    /// Benchmark matrix: run configurations (backend × sync × slots × grid) as headless child
+    /// processes; write bench.csv, bench.md and bench.png.
     #[command(after_help = BENCH_AFTER)]
     Bench(MatrixArgs),
     /// Time the kernel against a plain fill of the same buffer (interop backends).
@@ -249,8 +250,8 @@ pub struct MatrixArgs {
     /// Frames run before the statistics start, per run (0..=1000000; default: the preset's).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub warmup: Option<u64>,
-    /// Grid and image sizes, comma-separated GRIDxGRID@IMGxIMG (default: the preset's), e.g.
-    /// 256x256@320x180,1024x1024@1280x720.
+    /// Grid and image sizes, comma-separated GRID@SIZE with both WxH (default: the preset's),
+    /// e.g. 256x256@320x180,1024x1024@1280x720.
     #[arg(long, value_name = "LIST", value_parser = parse_cell_sizes)]
     pub grids: Option<CellSizes>,
     /// Keep only the configurations whose label contains this text (repeatable; any match keeps).
