@@ -309,3 +309,31 @@ fn usage_errors_exit_2_with_one_line() {
     // Nothing ran, nothing was written.
     assert!(!out.join("bench.csv").exists());
 }
+
+/// An interrupt stops the matrix after the run in progress: the outputs cover what finished,
+/// the header says so, and the exit code is 130.
+#[test]
+fn an_interrupt_writes_what_finished() {
+    let out = temp_dir("bench-interrupt");
+    let child = vkhip()
+        .args(["bench", "--preset", "quick", "--reps", "200", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start vkhip bench");
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let kill = run(std::process::Command::new("kill").args(["-INT", &child.id().to_string()]));
+    assert_ok(&kill, "kill -INT");
+    let t = std::time::Instant::now();
+    let o = child.wait_with_output().expect("wait for vkhip bench");
+    assert!(t.elapsed().as_secs() < 30, "took {:?} to stop", t.elapsed());
+    assert_eq!(o.status.code(), Some(130), "stderr:\n{}", stderr(&o));
+    assert!(stderr(&o).contains("interrupted after "), "{}", stderr(&o));
+    let rows = read_csv(&out.join("bench.csv"));
+    assert!(rows.len() < 600, "{} rows: the interrupt did not stop the matrix", rows.len());
+    assert!(rows.iter().all(|r| r["status"] == "ok"), "{rows:?}");
+    let md = std::fs::read_to_string(out.join("bench.md")).unwrap();
+    assert!(md.contains(&format!("- **interrupted** after {} of 600 timed runs", rows.len())), "{md}");
+    assert!(out.join("bench.png").exists());
+}

@@ -16,6 +16,7 @@ pub mod run;
 pub mod stats;
 pub mod table;
 
+use super::frame::interrupted;
 use crate::cli::{MatrixArgs, UsageError};
 use crate::pending::PendingFile;
 use anyhow::Context as _;
@@ -75,15 +76,21 @@ fn progress(total: u64) -> ProgressBar {
     bar
 }
 
-/// Run every cell once untimed, then `reps` rounds in rotated order.
-fn run_matrix(plan: &Plan, exe: &Path) -> Vec<CellResult> {
+/// Run every cell once untimed, then `reps` rounds in rotated order. After an interrupt
+/// (Ctrl-C, SIGTERM) no further run starts, and the run it arrived during is dropped; the second
+/// value counts the timed runs that finished.
+fn run_matrix(plan: &Plan, exe: &Path) -> (Vec<CellResult>, u64) {
     let n = plan.cells.len();
     let bar = progress((n as u64) * (1 + u64::from(plan.reps)));
     let mut results: Vec<CellResult> =
         plan.cells.iter().map(|&cell| CellResult { cell, runs: Vec::new() }).collect();
     // A configuration this machine cannot run (exit 2) is not run again.
     let mut unsupported: Vec<Option<String>> = vec![None; n];
+    let mut done = 0u64;
     for (i, cell) in plan.cells.iter().enumerate() {
+        if interrupted() {
+            break;
+        }
         bar.set_message(format!("warm-up: {}", cell_name(cell)));
         match run::run_child(exe, &run::child_args(cell, run::WARMUP_RUN_FRAMES, 0, plan.device)) {
             Outcome::Unsupported(r) => {
@@ -95,23 +102,31 @@ fn run_matrix(plan: &Plan, exe: &Path) -> Vec<CellResult> {
         }
         bar.inc(1);
     }
-    for round in 0..plan.reps as usize {
+    'rounds: for round in 0..plan.reps as usize {
         for i in run::round_order(n, round) {
+            if interrupted() {
+                break 'rounds;
+            }
             let cell = &plan.cells[i];
             bar.set_message(format!("rep {}/{}: {}", round + 1, plan.reps, cell_name(cell)));
             let outcome = match &unsupported[i] {
                 Some(r) => Outcome::Unsupported(r.clone()),
                 None => run::run_child(exe, &run::child_args(cell, plan.frames, plan.warmup, plan.device)),
             };
+            if interrupted() {
+                // The child may have been interrupted too: its numbers are not a whole run.
+                break 'rounds;
+            }
             if let Outcome::Failed(r) = &outcome {
                 log::warn!("{} (rep {}): failed: {r}", cell_name(cell), round + 1);
             }
             results[i].runs.push(outcome);
+            done += 1;
             bar.inc(1);
         }
     }
     bar.finish_and_clear();
-    results
+    (results, done)
 }
 
 /// `vkhip bench`.
@@ -119,7 +134,14 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<ExitCode> {
     let plan = Plan::new(args)?;
     let [csv_file, md_file, png_file] = open_outputs(&args.out)?;
     let exe = std::env::current_exe().context("finding the vkhip binary to run the cells with")?;
-    let results = run_matrix(&plan, &exe);
+    let (results, done) = run_matrix(&plan, &exe);
+    let planned = plan.cells.len() as u64 * u64::from(plan.reps);
+    let stopped = (done < planned).then(|| {
+        crate::errln!(
+            "vkhip: bench: interrupted after {done} of {planned} timed runs; writing what finished"
+        );
+        format!("after {done} of {planned} timed runs; the tables cover the runs that finished")
+    });
 
     let device = results.iter().flat_map(|r| &r.runs).find_map(|o| o.measurement().map(|m| m.device.clone()));
     let header = table::Header {
@@ -129,6 +151,7 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<ExitCode> {
         frames: plan.frames,
         warmup: plan.warmup,
         reps: plan.reps,
+        interrupted: stopped,
     };
     let markdown = table::markdown(&header, &plan.sizes, &results);
     let mut labels: Vec<&str> = Vec::new();
@@ -163,5 +186,5 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<ExitCode> {
         crate::outln!("wrote {}", p.display());
     }
     let failed = results.iter().flat_map(|r| &r.runs).any(|o| matches!(o, Outcome::Failed(_)));
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(super::interrupted_or(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }))
 }

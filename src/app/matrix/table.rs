@@ -15,6 +15,8 @@ pub struct Header {
     pub frames: u64,
     pub warmup: u64,
     pub reps: u32,
+    /// Set when an interrupt stopped the matrix early: what finished.
+    pub interrupted: Option<String>,
 }
 
 /// The CSV's columns, in order.
@@ -132,6 +134,9 @@ pub fn markdown(header: &Header, sizes: &[CellSize], results: &[CellResult]) -> 
     let _ = writeln!(out, "- date: {}", header.date_utc);
     let _ = writeln!(out, "- command: `{}`", header.command.replace('`', "'"));
     let _ = writeln!(out, "- device: {}", header.device.as_deref().unwrap_or("(no run reported one)"));
+    if let Some(i) = &header.interrupted {
+        let _ = writeln!(out, "- **interrupted** {i}");
+    }
     let _ = writeln!(
         out,
         "- each run: {} timed frames after {} warm-up frames (`--time frame`, headless); {} repetition(s), interleaved",
