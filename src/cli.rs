@@ -233,6 +233,7 @@ Examples:
   vkhip bench --preset quick --out /tmp/b
   vkhip bench --only external --only vulkan --grids 1024x1024@1280x720 --reps 5
 
+Ctrl-C stops after the run in progress and writes what finished (exit 130).
 Exit codes: 0 every cell ran or was unsupported, 1 a cell failed, 2 a usage problem.";
 
 /// `vkhip bench`: the frame-sync benchmark matrix.
