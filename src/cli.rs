@@ -44,6 +44,7 @@ Examples:
   vkhip --backend cpu --sync bridged --slots 2 --grid 1024x1024
   vkhip info                              devices, capabilities, and which pair vkhip would use
   vkhip verify --backend vulkan --grid 513x257
+  vkhip bench --preset quick --out b      the frame-sync benchmark matrix (CSV, markdown, PNG)
   vkhip --headless --frames 600 --trace t.json   then open t.json in ui.perfetto.dev
   vkhip trace check t.json                proves the protocol's orderings from the trace
   RUST_LOG=debug vkhip ...                more detail (RUST_LOG=vulkan=trace for the messenger)
@@ -65,6 +66,10 @@ pub enum Command {
     Info(InfoArgs),
     /// Run frames with --time frame, read every slot back and compare it with the CPU reference.
     Verify(VerifyArgs),
+    /// Benchmark matrix: run configurations (backend × sync × slots × grid) as headless child
+    /// processes; write bench.csv, bench.md and bench.png.
+    #[command(after_help = BENCH_AFTER)]
+    Bench(MatrixArgs),
     /// Time the kernel against a plain fill of the same buffer (interop backends).
     BenchKernel(BenchArgs),
     /// Create and destroy the whole interop setup repeatedly; fail if fds or device memory leak.
@@ -214,6 +219,116 @@ pub struct BenchArgs {
     /// Timed launches of each (kernel and fill; 1..=100000).
     #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub iterations: u32,
+}
+
+const BENCH_AFTER: &str = "\
+What it measures:
+  Each cell (configuration × grid@size) runs as its own headless child process,
+  `vkhip --headless --time frame --frames WARMUP+FRAMES --warmup-frames WARMUP` plus the cell's
+  flags, and its frame report is parsed: frame time (mean, p50, p99, fps), render-thread CPU time
+  per frame, start-up time (when the report has it), and the resolved sync configuration.
+  First every cell runs once untimed (50 frames: kernels compiled, caches and driver warm), then
+  --reps rounds run every cell once each, in an order rotated by one per round, so repetitions
+  interleave and slow drift does not favour one configuration. A cell whose child exits 2 is
+  'unsupported' (its last stderr line is the reason; it is not run again), exit 1 or a crash is
+  'failed'; the matrix carries on either way.
+
+Presets:
+  gpu    (default) the H100 matrix: vulkan (native), the binary K=1 reference, simpleVulkan's
+         host wait, blocking, bridged, external with K/B/R variants, the defaults, and a staged
+         copy; grids 256x256@320x180, 1024x1024, 2048x2048, 4096x4096 (@1280x720);
+         1000 frames + 100 warm-up, 3 repetitions.
+  quick  a CI-sized matrix for lavapipe: vulkan/external, cpu/bridged, cpu/bridged K=4 R=2 B=2 at
+         64x64@160x90; 60 frames + 10 warm-up, 2 repetitions.
+
+Outputs (in --out, each written atomically):
+  bench.csv   one row per run: configuration, resolved sync line, grid, size, rep, frame times,
+              render CPU, start-up, status (ok / unsupported / failed) and reason.
+  bench.md    one table per grid@size: median of the repetitions' mean frame time, spread
+              (min–max), ratios to 'vulkan (native)' and 'reference: binary K=1', render CPU p50,
+              start-up; printed to stdout at the end as well.
+  bench.png   median frame time per configuration, one panel per grid@size.
+
+Examples:
+  vkhip bench                                         the gpu matrix into ./vkhip-bench
+  vkhip bench --preset quick --out /tmp/b
+  vkhip bench --only external --only vulkan --grids 1024x1024@1280x720 --reps 5
+
+Ctrl-C stops after the run in progress and writes what finished (exit 130).
+Exit codes: 0 every cell ran or was unsupported, 1 a cell failed, 2 a usage problem.";
+
+/// `vkhip bench`: the frame-sync benchmark matrix.
+#[derive(Args, Debug, Clone)]
+pub struct MatrixArgs {
+    /// Which matrix to run.
+    #[arg(long, value_enum, default_value_t = BenchPreset::Gpu)]
+    pub preset: BenchPreset,
+    /// Timed repetitions of every cell (1..=1000; default: the preset's).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub reps: Option<u32>,
+    /// Timed frames per run (1..=10000000; default: the preset's).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub frames: Option<u64>,
+    /// Frames run before the statistics start, per run (0..=1000000; default: the preset's).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub warmup: Option<u64>,
+    /// Grid and image sizes, comma-separated GRID@SIZE with both WxH (default: the preset's),
+    /// e.g. 256x256@320x180,1024x1024@1280x720.
+    #[arg(long, value_name = "LIST", value_parser = parse_cell_sizes)]
+    pub grids: Option<CellSizes>,
+    /// Keep only the configurations whose label contains this text (repeatable; any match keeps).
+    #[arg(long, value_name = "TEXT")]
+    pub only: Vec<String>,
+    /// Directory for bench.csv, bench.md and bench.png (created if missing).
+    #[arg(long, value_name = "DIR", default_value = "vkhip-bench")]
+    pub out: PathBuf,
+    /// Vulkan device index passed to every run (see `vkhip info`).
+    #[arg(long, value_name = "N")]
+    pub device: Option<usize>,
+}
+
+/// `vkhip bench --preset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BenchPreset {
+    /// A small matrix that lavapipe runs in seconds (CI).
+    Quick,
+    /// The full matrix for a GPU machine.
+    Gpu,
+}
+
+/// One `--grids` entry: the grid and the offscreen image size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CellSize {
+    pub grid: Grid,
+    pub size: Grid,
+}
+
+impl std::fmt::Display for CellSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}@{}", self.grid, self.size)
+    }
+}
+
+/// The parsed `--grids` list (a newtype, so clap takes the whole list as one value).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CellSizes(pub Vec<CellSize>);
+
+/// Parse `GRID@SIZE[,GRID@SIZE...]` (no duplicates).
+pub fn parse_cell_sizes(s: &str) -> Result<CellSizes, String> {
+    let mut out: Vec<CellSize> = Vec::new();
+    for item in s.split(',').map(str::trim) {
+        let (g, z) = item
+            .split_once('@')
+            .ok_or_else(|| format!("'{item}' is not of the form GRID@SIZE (e.g. 1024x1024@1280x720)"))?;
+        let grid: Grid = g.parse().map_err(|e| format!("grid {e}"))?;
+        let size: Grid = z.parse().map_err(|e| format!("image size {e}"))?;
+        let cell = CellSize { grid, size };
+        if out.contains(&cell) {
+            return Err(format!("{cell} is listed twice"));
+        }
+        out.push(cell);
+    }
+    Ok(CellSizes(out))
 }
 
 #[derive(Args, Debug, Clone)]
@@ -398,6 +513,11 @@ mod tests {
             &["cycles", "--count", "0"],
             &["cycles", "--count", "1"],
             &["bench-kernel", "--iterations", "0"],
+            &["bench", "--reps", "0"],
+            &["bench", "--frames", "0"],
+            &["bench", "--grids", "64x64"],
+            &["bench", "--grids", "64x64@1x5"],
+            &["bench", "--grids", "64x64@160x90,64x64@160x90"],
         ] {
             let e = parse(bad).err().unwrap_or_else(|| panic!("{bad:?} was accepted"));
             assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{bad:?}: {e}");
@@ -408,6 +528,7 @@ mod tests {
             &["--max-fps", "0.1"],
             &["verify", "--tolerance", "0"],
             &["cycles", "--count", "2"],
+            &["bench", "--preset", "quick", "--reps", "1", "--grids", "64x64@160x90,96x80@320x180"],
         ] {
             assert!(parse(good).is_ok(), "{good:?} was refused");
         }

@@ -41,9 +41,9 @@ fn main() -> ExitCode {
         vkhip::errln!("vkhip: error: {e}");
         return ExitCode::from(2);
     }
-    if matches!(cli.command, None | Some(Command::Verify(_))) {
-        // Frame loops stop at the next frame and tear down in order; other commands keep the
-        // default (Ctrl-C ends them at once).
+    if matches!(cli.command, None | Some(Command::Verify(_)) | Some(Command::Bench(_))) {
+        // Frame loops stop at the next frame and tear down in order, the benchmark matrix after
+        // the run in progress; other commands keep the default (Ctrl-C ends them at once).
         app::frame::install_interrupt_handler();
     }
     let validation = match &cli.command {

@@ -6,6 +6,7 @@ pub mod frame;
 pub mod headless;
 pub mod info;
 pub mod interrupt;
+pub mod matrix;
 pub mod profiling;
 pub mod report;
 pub mod session;
@@ -48,6 +49,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Info(a)) => info::run(&a).map(|()| ExitCode::SUCCESS),
         Some(Command::Verify(a)) => verify::run(&a).map(interrupted_or),
+        Some(Command::Bench(a)) => matrix::run(&a),
         Some(Command::BenchKernel(a)) => bench::bench_kernel(&a),
         Some(Command::Cycles(a)) => bench::cycles(&a),
         Some(Command::ComparePng(a)) => compare_png(&a),

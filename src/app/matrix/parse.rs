@@ -1,0 +1,173 @@
+//! Reading a child run's frame report (`vkhip --headless`'s stdout) into numbers.
+//!
+//! The lines relied on (two spaces, the label padded to 12 characters, a space, the value):
+//! `frame time` (mean, p50, p99, fps), `render cpu` (p50), `sync` (the resolved configuration,
+//! kept verbatim), `device`, and the optional `start-up`.
+
+/// What one run measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measurement {
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub fps: f64,
+    pub render_cpu_p50_us: f64,
+    /// Seconds from process start to the first frame, when the report states it.
+    pub startup_s: Option<f64>,
+    /// The text after `sync`, e.g. `external, 8 slot(s), run-ahead 4, batch 4`.
+    pub resolved: String,
+    /// The text after `device`.
+    pub device: String,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ParseError {
+    #[error("the frame report has no '{0}' line")]
+    Missing(&'static str),
+    #[error("cannot read the '{label}' line: '{line}'")]
+    Malformed { label: &'static str, line: String },
+}
+
+/// The value of the report line labelled `label`, if there is one.
+fn field<'a>(report: &'a str, label: &str) -> Option<&'a str> {
+    report.lines().find_map(|line| {
+        let rest = line.strip_prefix("  ")?;
+        if !rest.is_char_boundary(12) || rest.len() < 13 {
+            return None;
+        }
+        let (name, value) = rest.split_at(12);
+        (name.trim_end() == label && value.starts_with(' ')).then(|| value.trim())
+    })
+}
+
+/// The number after the word `key` in `text` (`p50 0.150 ms` → 0.150).
+fn number_after(text: &str, key: &str) -> Option<f64> {
+    let mut words = text.split_whitespace();
+    while let Some(w) = words.next() {
+        if w == key {
+            return words.next()?.parse().ok().filter(|v: &f64| v.is_finite());
+        }
+    }
+    None
+}
+
+fn required<'a>(report: &'a str, label: &'static str) -> Result<&'a str, ParseError> {
+    field(report, label).ok_or(ParseError::Missing(label))
+}
+
+/// Parse a frame report.
+pub fn parse_report(report: &str) -> Result<Measurement, ParseError> {
+    let frame = required(report, "frame time")?;
+    let bad = |label: &'static str, line: &str| ParseError::Malformed { label, line: line.to_string() };
+    let get = |key| number_after(frame, key).ok_or_else(|| bad("frame time", frame));
+    let (mean_ms, p50_ms, p99_ms) = (get("mean")?, get("p50")?, get("p99")?);
+    // `(6535.9 fps)`: the number just before the word `fps`.
+    let fps = frame
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .windows(2)
+        .find(|w| w[1].trim_end_matches(')') == "fps")
+        .and_then(|w| w[0].trim_start_matches('(').parse::<f64>().ok())
+        .ok_or_else(|| bad("frame time", frame))?;
+    let cpu = required(report, "render cpu")?;
+    let render_cpu_p50_us = match (number_after(cpu, "p50"), cpu.split_whitespace().nth(2)) {
+        (Some(v), Some("µs")) => v,
+        (Some(v), Some("ms")) => v * 1e3,
+        _ => return Err(bad("render cpu", cpu)),
+    };
+    let startup_s = match field(report, "start-up") {
+        None => None,
+        Some(s) => Some(
+            s.split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<f64>().ok())
+                .filter(|_| s.split_whitespace().nth(1) == Some("s"))
+                .ok_or_else(|| bad("start-up", s))?,
+        ),
+    };
+    Ok(Measurement {
+        mean_ms,
+        p50_ms,
+        p99_ms,
+        fps,
+        render_cpu_p50_us,
+        startup_s,
+        resolved: required(report, "sync")?.to_string(),
+        device: required(report, "device")?.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report as this branch prints it (no start-up line).
+    const TODAY: &str = "\
+vkhip frame report
+  frames       70 (offscreen 160x90)
+  frame time   mean 2.662 ms   p50 2.327 ms   p99 17.646 ms   (375.6 fps)
+  gpu draw     mean 2.343 ms   p50 2.084 ms   p99 12.755 ms   (the draw's whole command buffer, any wait included)
+  draw         p50 2.051 ms   p99 12.689 ms   (GPU, from heights readable to the end)
+  compute      p50 0.159 ms   p99 0.295 ms   (host: write and wait)
+  hand-off     p50 301.8 µs   p99 4300.8 µs   (compute signalled, or queue free if later → draw could read)
+  sync overhead p50 0.305 ms   p99 14.778 ms   (frame time − max(draw, compute))
+  render cpu   p50 63.9 µs   p99 227.2 µs   (render thread CPU time per frame)
+  host phases  throttle 189 µs   compute 230 µs   record+submit 2190 µs   (mean per frame)
+  clock        vulkan: VK_EXT_calibrated_timestamps, re-anchored every 250 ms (1 anchors), ±0.0 µs (largest drift between anchors 0.0 µs)
+  backend      cpu on host CPU (2 threads) (--backend)
+  sync         bridged, 3 slot(s)
+  grid         64x64 (4096 values per slot)
+  device       llvmpipe (LLVM 15.0.6, 256 bits) [CPU; llvmpipe Mesa 22.3.6 (LLVM 15.0.6)] (first CPU (discrete > integrated > virtual > CPU))
+";
+
+    /// The report as main will print it: start-up line, the extended sync line.
+    const EXTENDED: &str = "\
+vkhip frame report
+  frames       1000 (offscreen 1280x720)
+  frame time   mean 0.153 ms   p50 0.150 ms   p99 0.201 ms   (6535.9 fps)
+  sync overhead p50 0.001 ms   p99 0.010 ms   (frame time − max(draw, compute))
+  render cpu   p50 12.3 µs   p99 40.1 µs   (render thread CPU time per frame)
+  start-up     0.412 s to the first frame (process start → first draw finished)
+  sync         external, 8 slot(s), run-ahead 4, batch 4
+  device       NVIDIA H100 80GB HBM3 [discrete; NVIDIA 560.35.03] (matches the compute backend)
+";
+
+    #[test]
+    fn reads_todays_report() {
+        let m = parse_report(TODAY).unwrap();
+        assert_eq!((m.mean_ms, m.p50_ms, m.p99_ms, m.fps), (2.662, 2.327, 17.646, 375.6));
+        assert_eq!(m.render_cpu_p50_us, 63.9);
+        assert_eq!(m.startup_s, None);
+        // `sync overhead` is not the `sync` line.
+        assert_eq!(m.resolved, "bridged, 3 slot(s)");
+        assert!(m.device.starts_with("llvmpipe (LLVM 15.0.6, 256 bits) [CPU;"), "{}", m.device);
+    }
+
+    #[test]
+    fn reads_the_extended_report() {
+        let m = parse_report(EXTENDED).unwrap();
+        assert_eq!((m.mean_ms, m.p50_ms, m.p99_ms, m.fps), (0.153, 0.150, 0.201, 6535.9));
+        assert_eq!(m.render_cpu_p50_us, 12.3);
+        assert_eq!(m.startup_s, Some(0.412));
+        assert_eq!(m.resolved, "external, 8 slot(s), run-ahead 4, batch 4");
+        assert_eq!(
+            m.device,
+            "NVIDIA H100 80GB HBM3 [discrete; NVIDIA 560.35.03] (matches the compute backend)"
+        );
+    }
+
+    #[test]
+    fn missing_and_malformed_lines_are_errors() {
+        assert_eq!(parse_report("vkhip frame report\n"), Err(ParseError::Missing("frame time")));
+        let no_sync: String =
+            TODAY.lines().filter(|l| !l.starts_with("  sync  ")).map(|l| format!("{l}\n")).collect();
+        assert_eq!(parse_report(&no_sync), Err(ParseError::Missing("sync")));
+        let bad = TODAY.replace("mean 2.662 ms", "mean NaN ms");
+        assert!(matches!(parse_report(&bad), Err(ParseError::Malformed { label: "frame time", .. })));
+        let bad = EXTENDED.replace("0.412 s to", "soon to");
+        assert!(matches!(parse_report(&bad), Err(ParseError::Malformed { label: "start-up", .. })));
+        // A label must be padded to exactly 12 characters and followed by a space.
+        let shifted = TODAY.replace("  frame time   mean", "  frame time mean");
+        assert_eq!(parse_report(&shifted), Err(ParseError::Missing("frame time")));
+    }
+}

@@ -1,0 +1,211 @@
+//! The benchmark matrix's data: configurations, the presets, and the cells they expand to.
+
+use crate::cli::{BenchPreset, CellSize, MatrixArgs, UsageError};
+use crate::sim::Grid;
+
+/// One configuration: the flags a child run gets. `None` leaves a flag out, so the run resolves
+/// the default itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub label: &'static str,
+    pub backend: &'static str,
+    pub sync: Option<&'static str>,
+    pub slots: Option<u32>,
+    pub run_ahead: Option<u32>,
+    pub batch: Option<u32>,
+    pub memory: Option<&'static str>,
+}
+
+/// The configuration the other rows are compared with first.
+pub const NATIVE: &str = "vulkan (native)";
+/// The second baseline: CUDA with one slot and a binary semaphore pair.
+pub const REFERENCE: &str = "reference: binary K=1";
+
+const fn row(
+    label: &'static str,
+    backend: &'static str,
+    sync: Option<&'static str>,
+    k: Option<u32>,
+    r: Option<u32>,
+    b: Option<u32>,
+    memory: Option<&'static str>,
+) -> Config {
+    Config { label, backend, sync, slots: k, run_ahead: r, batch: b, memory }
+}
+
+const N: Option<u32> = None;
+const fn s(v: u32) -> Option<u32> {
+    Some(v)
+}
+
+#[rustfmt::skip]
+const GPU_ROWS: &[Config] = &[
+    //   label                      backend   --sync              K     R     B     --memory
+    row(NATIVE,                     "vulkan", Some("external"),  N,    N,    N,    None),
+    row(REFERENCE,                  "cuda",   Some("binary"),    s(1), N,    N,    None),
+    row("simpleVulkan as shipped",  "cuda",   Some("host-wait"), s(1), N,    N,    None),
+    row("blocking",                 "cuda",   Some("blocking"),  s(1), N,    N,    None),
+    row("bridged K=3",              "cuda",   Some("bridged"),   s(3), N,    N,    None),
+    row("external K=3",             "cuda",   Some("external"),  s(3), s(0), s(1), None),
+    row("external K=8 R=7",         "cuda",   Some("external"),  s(8), s(7), s(1), None),
+    row("external K=4 B=2 R=2",     "cuda",   Some("external"),  s(4), s(2), s(2), None),
+    row("external K=8 B=4 R=4",     "cuda",   Some("external"),  s(8), s(4), s(4), None),
+    row("external K=8 B=8 R=0",     "cuda",   Some("external"),  s(8), s(0), s(8), None),
+    row("default",                  "cuda",   None,              N,    N,    N,    None),
+    row("staged copy",              "cuda",   Some("bridged"),   s(2), N,    N,    Some("staged")),
+];
+
+#[rustfmt::skip]
+const QUICK_ROWS: &[Config] = &[
+    row(NATIVE,                     "vulkan", Some("external"),  N,    N,    N,    None),
+    row("cpu bridged",              "cpu",    Some("bridged"),   N,    N,    N,    None),
+    row("cpu bridged K=4 R=2 B=2",  "cpu",    Some("bridged"),   s(4), s(2), s(2), None),
+];
+
+const fn size(gw: u32, gh: u32, iw: u32, ih: u32) -> CellSize {
+    CellSize { grid: Grid { width: gw, height: gh }, size: Grid { width: iw, height: ih } }
+}
+
+const GPU_SIZES: &[CellSize] = &[
+    size(256, 256, 320, 180),
+    size(1024, 1024, 1280, 720),
+    size(2048, 2048, 1280, 720),
+    size(4096, 4096, 1280, 720),
+];
+
+const QUICK_SIZES: &[CellSize] = &[size(64, 64, 160, 90)];
+
+/// A preset: rows, sizes, and how long each run is.
+#[derive(Clone, Copy, Debug)]
+pub struct Preset {
+    pub rows: &'static [Config],
+    pub sizes: &'static [CellSize],
+    pub frames: u64,
+    pub warmup: u64,
+    pub reps: u32,
+}
+
+pub fn preset(p: BenchPreset) -> Preset {
+    match p {
+        BenchPreset::Gpu => Preset { rows: GPU_ROWS, sizes: GPU_SIZES, frames: 1000, warmup: 100, reps: 3 },
+        BenchPreset::Quick => {
+            Preset { rows: QUICK_ROWS, sizes: QUICK_SIZES, frames: 60, warmup: 10, reps: 2 }
+        }
+    }
+}
+
+/// One cell of the matrix: a configuration at one grid and image size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cell {
+    pub config: Config,
+    pub at: CellSize,
+}
+
+/// What `vkhip bench` will run, after the command line's overrides.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub cells: Vec<Cell>,
+    pub sizes: Vec<CellSize>,
+    pub frames: u64,
+    pub warmup: u64,
+    pub reps: u32,
+    pub device: Option<usize>,
+}
+
+impl Plan {
+    /// The preset with `args`' overrides; an `--only` that keeps nothing is a usage error.
+    pub fn new(args: &MatrixArgs) -> Result<Plan, UsageError> {
+        let p = preset(args.preset);
+        let rows: Vec<Config> = p
+            .rows
+            .iter()
+            .filter(|c| args.only.is_empty() || args.only.iter().any(|o| c.label.contains(o.as_str())))
+            .copied()
+            .collect();
+        if rows.is_empty() {
+            let labels: Vec<&str> = p.rows.iter().map(|c| c.label).collect();
+            return Err(UsageError(format!(
+                "--only {} matches no configuration of this preset (labels: {})",
+                args.only.join(", --only "),
+                labels.join("; ")
+            )));
+        }
+        let sizes = args.grids.as_ref().map_or_else(|| p.sizes.to_vec(), |g| g.0.clone());
+        let cells =
+            sizes.iter().flat_map(|&at| rows.iter().map(move |&config| Cell { config, at })).collect();
+        Ok(Plan {
+            cells,
+            sizes,
+            frames: args.frames.unwrap_or(p.frames),
+            warmup: args.warmup.unwrap_or(p.warmup),
+            reps: args.reps.unwrap_or(p.reps),
+            device: args.device,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    /// Every preset row is a valid `vkhip` command line (the child would parse it).
+    #[test]
+    fn every_row_parses_as_a_run() {
+        for p in [BenchPreset::Gpu, BenchPreset::Quick] {
+            let pr = preset(p);
+            for c in pr.rows {
+                for at in pr.sizes {
+                    let args =
+                        crate::app::matrix::run::child_args(&Cell { config: *c, at: *at }, 10, 5, None);
+                    let cli = Cli::try_parse_from(std::iter::once("vkhip".to_string()).chain(args.clone()))
+                        .unwrap_or_else(|e| panic!("{}: {args:?}: {e}", c.label));
+                    assert!(cli.command.is_none());
+                    assert_eq!(cli.run.common.grid, at.grid);
+                    assert_eq!(cli.run.size, at.size);
+                }
+            }
+            let labels: Vec<_> = pr.rows.iter().map(|c| c.label).collect();
+            let mut unique = labels.clone();
+            unique.sort_unstable();
+            unique.dedup();
+            assert_eq!(unique.len(), labels.len(), "duplicate labels in {p:?}");
+        }
+    }
+
+    #[test]
+    fn gpu_preset_has_both_baselines_and_twelve_rows() {
+        let p = preset(BenchPreset::Gpu);
+        assert_eq!(p.rows.len(), 12);
+        assert_eq!(p.rows[0].label, NATIVE);
+        assert!(p.rows.iter().any(|c| c.label == REFERENCE));
+        let default = p.rows.iter().find(|c| c.label == "default").unwrap();
+        assert_eq!((default.sync, default.slots, default.memory), (None, None, None));
+        assert_eq!((p.frames, p.warmup, p.reps, p.sizes.len()), (1000, 100, 3, 4));
+    }
+
+    fn args(extra: &[&str]) -> MatrixArgs {
+        let cli = Cli::try_parse_from(["vkhip", "bench"].iter().chain(extra)).unwrap();
+        match cli.command {
+            Some(crate::cli::Command::Bench(a)) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn overrides_and_filters() {
+        let plan = Plan::new(&args(&["--only", "external K=8", "--only", "native", "--reps", "5"])).unwrap();
+        let labels: Vec<_> =
+            plan.cells.iter().filter(|c| c.at == GPU_SIZES[0]).map(|c| c.config.label).collect();
+        assert_eq!(labels, [NATIVE, "external K=8 R=7", "external K=8 B=4 R=4", "external K=8 B=8 R=0"]);
+        assert_eq!(plan.cells.len(), 4 * GPU_SIZES.len());
+        assert_eq!((plan.reps, plan.frames, plan.warmup), (5, 1000, 100));
+        let plan =
+            Plan::new(&args(&["--preset", "quick", "--grids", "32x32@64x64", "--frames", "7"])).unwrap();
+        assert_eq!(plan.sizes, [size(32, 32, 64, 64)]);
+        assert_eq!((plan.cells.len(), plan.frames, plan.warmup, plan.reps), (3, 7, 10, 2));
+        let e = Plan::new(&args(&["--only", "banana"])).unwrap_err();
+        assert!(e.0.contains("--only banana matches no configuration"), "{e}");
+    }
+}

@@ -1,0 +1,130 @@
+//! Summaries over a cell's repetitions: medians and spreads.
+
+use super::run::Outcome;
+
+/// Median of `v` (mean of the middle two for an even count); `None` when empty.
+pub fn median(v: &[f64]) -> Option<f64> {
+    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if s.is_empty() {
+        return None;
+    }
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    Some(if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 })
+}
+
+/// Smallest and largest of `v`; `None` when empty.
+pub fn spread(v: &[f64]) -> Option<(f64, f64)> {
+    v.iter().copied().filter(|x| x.is_finite()).fold(None, |acc, x| match acc {
+        None => Some((x, x)),
+        Some((lo, hi)) => Some((lo.min(x), hi.max(x))),
+    })
+}
+
+/// One cell's repetitions, summarised.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    /// Median over the ok repetitions of each one's mean frame time.
+    pub frame_ms: Option<f64>,
+    pub spread_ms: Option<(f64, f64)>,
+    pub render_cpu_p50_us: Option<f64>,
+    pub startup_s: Option<f64>,
+    /// The resolved sync line of the first ok repetition.
+    pub resolved: Option<String>,
+    pub ok: usize,
+    pub runs: usize,
+    /// The first repetition that was not ok, if any.
+    pub problem: Option<Outcome>,
+}
+
+impl Summary {
+    pub fn of(runs: &[Outcome]) -> Summary {
+        let ms: Vec<_> = runs.iter().filter_map(Outcome::measurement).collect();
+        let pick = |f: fn(&super::parse::Measurement) -> Option<f64>| {
+            ms.iter().filter_map(|m| f(m)).collect::<Vec<_>>()
+        };
+        let means = pick(|m| Some(m.mean_ms));
+        Summary {
+            frame_ms: median(&means),
+            spread_ms: spread(&means),
+            render_cpu_p50_us: median(&pick(|m| Some(m.render_cpu_p50_us))),
+            startup_s: median(&pick(|m| m.startup_s)),
+            resolved: ms.first().map(|m| m.resolved.clone()),
+            ok: ms.len(),
+            runs: runs.len(),
+            problem: runs.iter().find(|o| o.measurement().is_none()).cloned(),
+        }
+    }
+
+    /// `ok`, `ok (2 of 3)`, or the first problem's status and reason.
+    pub fn status(&self) -> String {
+        match &self.problem {
+            None => "ok".into(),
+            Some(p) if self.ok > 0 => {
+                format!("ok ({} of {}; {}: {})", self.ok, self.runs, p.status(), p.reason())
+            }
+            Some(p) => format!("{}: {}", p.status(), p.reason()),
+        }
+    }
+
+    /// This summary's frame time over `base`'s, when both have one.
+    pub fn ratio_to(&self, base: Option<&Summary>) -> Option<f64> {
+        let b = base?.frame_ms?;
+        Some(self.frame_ms? / b).filter(|r| r.is_finite())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse::Measurement;
+    use super::*;
+
+    #[test]
+    fn median_and_spread() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0]), Some(3.0));
+        assert_eq!(median(&[5.0, 1.0, 3.0]), Some(3.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[f64::NAN, 2.0]), Some(2.0));
+        assert_eq!(spread(&[]), None);
+        assert_eq!(spread(&[2.0, 0.5, 9.0, 3.0]), Some((0.5, 9.0)));
+    }
+
+    fn ok(mean: f64, cpu: f64, startup: Option<f64>) -> Outcome {
+        Outcome::Ok(Measurement {
+            mean_ms: mean,
+            p50_ms: mean,
+            p99_ms: mean * 2.0,
+            fps: 1e3 / mean,
+            render_cpu_p50_us: cpu,
+            startup_s: startup,
+            resolved: "external, 3 slot(s)".into(),
+            device: "d".into(),
+        })
+    }
+
+    #[test]
+    fn summary_uses_only_ok_runs() {
+        let runs = [
+            ok(2.0, 10.0, None),
+            Outcome::Failed("exit code 1: lost".into()),
+            ok(4.0, 30.0, Some(0.5)),
+            ok(3.0, 20.0, None),
+        ];
+        let s = Summary::of(&runs);
+        assert_eq!(s.frame_ms, Some(3.0));
+        assert_eq!(s.spread_ms, Some((2.0, 4.0)));
+        assert_eq!(s.render_cpu_p50_us, Some(20.0));
+        assert_eq!(s.startup_s, Some(0.5));
+        assert_eq!((s.ok, s.runs), (3, 4));
+        assert_eq!(s.status(), "ok (3 of 4; failed: exit code 1: lost)");
+        let base = Summary::of(&[ok(1.5, 1.0, None)]);
+        assert_eq!(s.ratio_to(Some(&base)), Some(2.0));
+        assert_eq!(s.ratio_to(None), None);
+        let none = Summary::of(&[Outcome::Unsupported("no cuda".into())]);
+        assert_eq!(none.frame_ms, None);
+        assert_eq!(none.status(), "unsupported: no cuda");
+        assert_eq!(s.ratio_to(Some(&none)), None);
+        assert_eq!(none.ratio_to(Some(&base)), None);
+    }
+}

@@ -1,0 +1,222 @@
+//! The outputs' contents: bench.csv rows and the bench.md tables.
+
+use super::preset::{NATIVE, REFERENCE};
+use super::stats::Summary;
+use super::CellResult;
+use crate::cli::CellSize;
+use std::fmt::Write as _;
+
+/// What the markdown header states about the whole matrix.
+#[derive(Clone, Debug)]
+pub struct Header {
+    pub date_utc: String,
+    pub command: String,
+    pub device: Option<String>,
+    pub frames: u64,
+    pub warmup: u64,
+    pub reps: u32,
+    /// Set when an interrupt stopped the matrix early: what finished.
+    pub interrupted: Option<String>,
+}
+
+/// The CSV's columns, in order.
+pub const CSV_COLUMNS: &[&str] = &[
+    "label",
+    "backend",
+    "sync_requested",
+    "slots",
+    "run_ahead",
+    "batch",
+    "memory",
+    "resolved",
+    "grid",
+    "size",
+    "rep",
+    "frames",
+    "mean_ms",
+    "p50_ms",
+    "p99_ms",
+    "fps",
+    "render_cpu_p50_us",
+    "startup_s",
+    "status",
+    "reason",
+];
+
+/// Write one CSV row per repetition of every cell.
+pub fn write_csv<W: std::io::Write>(out: W, results: &[CellResult], frames: u64) -> csv::Result<()> {
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record(CSV_COLUMNS)?;
+    let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
+    for r in results {
+        let c = &r.cell.config;
+        for (rep, o) in r.runs.iter().enumerate() {
+            let m = o.measurement();
+            let num =
+                |f: fn(&super::parse::Measurement) -> f64| m.map(|m| f(m).to_string()).unwrap_or_default();
+            w.write_record([
+                c.label.to_string(),
+                c.backend.to_string(),
+                c.sync.unwrap_or("").to_string(),
+                opt(c.slots),
+                opt(c.run_ahead),
+                opt(c.batch),
+                c.memory.unwrap_or("").to_string(),
+                m.map(|m| m.resolved.clone()).unwrap_or_default(),
+                r.cell.at.grid.to_string(),
+                r.cell.at.size.to_string(),
+                (rep + 1).to_string(),
+                frames.to_string(),
+                num(|m| m.mean_ms),
+                num(|m| m.p50_ms),
+                num(|m| m.p99_ms),
+                num(|m| m.fps),
+                num(|m| m.render_cpu_p50_us),
+                m.and_then(|m| m.startup_s).map(|v| v.to_string()).unwrap_or_default(),
+                o.status().to_string(),
+                o.reason().to_string(),
+            ])?;
+        }
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// A table cell's text: no line breaks, pipes escaped.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+fn ratio(r: Option<f64>) -> String {
+    r.map_or_else(|| "n/a".into(), |r| format!("{r:.2}×"))
+}
+
+fn or_dash(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "–".into(), |v| format!("{v:.digits$}"))
+}
+
+/// The markdown table for one grid@size.
+pub fn markdown_table(at: &CellSize, results: &[CellResult]) -> String {
+    let rows: Vec<(&CellResult, Summary)> =
+        results.iter().filter(|r| r.cell.at == *at).map(|r| (r, Summary::of(&r.runs))).collect();
+    let base = |label: &str| rows.iter().find(|(r, _)| r.cell.config.label == label).map(|(_, s)| s);
+    let (native, reference) = (base(NATIVE), base(REFERENCE));
+    let mut out = String::new();
+    let _ = writeln!(out, "### grid {} @ image {}\n", at.grid, at.size);
+    let _ = writeln!(
+        out,
+        "| configuration | resolved sync | frame time (ms) | spread (ms) | vs {NATIVE} | vs {REFERENCE} | render CPU p50 (µs) | start-up (s) | status |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---|");
+    for (r, s) in &rows {
+        let spread = s.spread_ms.map_or_else(|| "–".into(), |(lo, hi)| format!("{lo:.3}–{hi:.3}"));
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(r.cell.config.label),
+            cell(s.resolved.as_deref().unwrap_or("–")),
+            or_dash(s.frame_ms, 3),
+            spread,
+            ratio(s.ratio_to(native)),
+            ratio(s.ratio_to(reference)),
+            or_dash(s.render_cpu_p50_us, 1),
+            or_dash(s.startup_s, 3),
+            cell(&s.status()),
+        );
+    }
+    out
+}
+
+/// The whole bench.md.
+pub fn markdown(header: &Header, sizes: &[CellSize], results: &[CellResult]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "## vkhip bench\n");
+    let _ = writeln!(out, "- date: {}", header.date_utc);
+    let _ = writeln!(out, "- command: `{}`", header.command.replace('`', "'"));
+    let _ = writeln!(out, "- device: {}", header.device.as_deref().unwrap_or("(no run reported one)"));
+    if let Some(i) = &header.interrupted {
+        let _ = writeln!(out, "- **interrupted** {i}");
+    }
+    let _ = writeln!(
+        out,
+        "- each run: {} timed frames after {} warm-up frames (`--time frame`, headless); {} repetition(s), interleaved",
+        header.frames, header.warmup, header.reps
+    );
+    let _ = writeln!(
+        out,
+        "- frame time: median over the repetitions of each run's mean frame time; spread: min–max of those means; ratios: this row's frame time over the baseline's at the same grid (n/a: the baseline is not in the matrix or did not run)\n"
+    );
+    for at in sizes {
+        out.push_str(&markdown_table(at, results));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse::Measurement;
+    use super::super::preset::{preset, Cell};
+    use super::super::run::Outcome;
+    use super::*;
+    use crate::cli::BenchPreset;
+
+    fn ok(mean: f64) -> Outcome {
+        Outcome::Ok(Measurement {
+            mean_ms: mean,
+            p50_ms: mean,
+            p99_ms: mean,
+            fps: 1e3 / mean,
+            render_cpu_p50_us: 5.0,
+            startup_s: None,
+            resolved: "binary, 1 slot(s)".into(),
+            device: "d".into(),
+        })
+    }
+
+    #[test]
+    fn ratios_use_the_baselines_of_the_same_grid() {
+        let p = preset(BenchPreset::Gpu);
+        let at = p.sizes[0];
+        let result = |i: usize, runs: Vec<Outcome>| CellResult { cell: Cell { config: p.rows[i], at }, runs };
+        let results = vec![
+            result(0, vec![ok(1.0), ok(1.2), ok(0.8)]),
+            result(1, vec![ok(2.0), ok(2.0), ok(2.0)]),
+            result(2, vec![ok(4.0), ok(3.0), ok(5.0)]),
+            result(3, vec![Outcome::Unsupported("no | cuda".into()); 3]),
+        ];
+        let t = markdown_table(&at, &results);
+        let line =
+            |label: &str| t.lines().find(|l| l.starts_with(&format!("| {label} |"))).unwrap().to_string();
+        assert!(line("simpleVulkan as shipped").contains("| 4.000 | 3.000–5.000 | 4.00× | 2.00× |"), "{t}");
+        assert!(line("vulkan (native)").contains("| 1.000 | 0.800–1.200 | 1.00× | 0.50× |"), "{t}");
+        assert!(line("blocking").contains("| – | – | n/a | n/a |"), "{t}");
+        assert!(line("blocking").ends_with("| unsupported: no \\| cuda |"), "{t}");
+        // Without the reference row its column is n/a.
+        let t = markdown_table(&at, &results[..1]);
+        assert!(t.contains("| 1.00× | n/a |"), "{t}");
+    }
+
+    #[test]
+    fn csv_has_a_row_per_repetition() {
+        let p = preset(BenchPreset::Quick);
+        let at = p.sizes[0];
+        let results = vec![
+            CellResult { cell: Cell { config: p.rows[0], at }, runs: vec![ok(1.0), ok(2.0)] },
+            CellResult {
+                cell: Cell { config: p.rows[2], at },
+                runs: vec![ok(1.0), Outcome::Failed("a, \"b\"".into())],
+            },
+        ];
+        let mut buf = Vec::new();
+        write_csv(&mut buf, &results, 60).unwrap();
+        let mut r = csv::Reader::from_reader(buf.as_slice());
+        assert_eq!(r.headers().unwrap().iter().collect::<Vec<_>>(), CSV_COLUMNS);
+        let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 4);
+        assert_eq!(&rows[1][10], "2");
+        assert_eq!(&rows[1][12], "2");
+        assert_eq!((&rows[2][3], &rows[2][4], &rows[2][5]), ("4", "2", "2"));
+        assert_eq!((&rows[3][18], &rows[3][19], &rows[3][12]), ("failed", "a, \"b\"", ""));
+    }
+}
