@@ -32,6 +32,7 @@ pub struct Offscreen {
 impl Offscreen {
     /// Build the session for `common` and an offscreen target of `extent`.
     pub fn new(common: &CommonArgs, extent: vk::Extent2D) -> anyhow::Result<Self> {
+        super::session::prewarm(common.backend);
         let instance = Arc::new(Instance::new(common.validation, &[])?);
         let session = Session::new(instance, common, false)?;
         let renderer = Renderer::new(

@@ -153,6 +153,7 @@ pub struct Session {
 impl Session {
     /// Build everything for `args` on `instance`; `swapchain` enables presenting.
     pub fn new(instance: Arc<Instance>, args: &CommonArgs, swapchain: bool) -> Result<Self, SessionError> {
+        prewarm(args.backend);
         let devices = enumerate(&instance)?;
         let choice = choose_backend(args.backend, &devices, args.device)?;
         let uuids: Vec<[u8; 16]> = choice.compute_devices.iter().map(|c| c.uuid).collect();
@@ -236,6 +237,14 @@ impl Session {
     }
 }
 
+/// Start loading the compute API (driver, contexts, kernel) in the background, so it overlaps the
+/// Vulkan set-up, when the backend may be CUDA. Idempotent; call it as early as possible.
+pub fn prewarm(backend: BackendKind) {
+    if matches!(backend, BackendKind::Cuda | BackendKind::Auto) {
+        crate::compute::cuda::prewarm();
+    }
+}
+
 /// Export every slot's memory as OPAQUE_FD with the sizes an importer needs.
 pub fn export_memory(slots: &[Slot]) -> Result<Vec<InteropMemory>, VkError> {
     slots
@@ -300,8 +309,7 @@ fn interop_backend(
 /// `--memory staged`: CUDA writes its own buffer and copies it through host memory into the
 /// host-mapped slots.
 fn staged_backend(uuid: [u8; 16], slots: &[Slot]) -> Result<Box<dyn ComputeBackend>, ComputeError> {
-    let _ = (uuid, slots);
-    Err(ComputeError::Unsupported { backend: "cuda", reason: "--memory staged is not built yet".into() })
+    Ok(Box::new(crate::compute::cuda::CudaStagedBackend::new(uuid, slots)?))
 }
 
 /// Bit pattern written into a slot before a checked frame: a quiet NaN, which no writer produces

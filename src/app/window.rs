@@ -108,6 +108,7 @@ impl App<'_> {
         let attrs = Window::default_attributes()
             .with_title("vkhip")
             .with_inner_size(PhysicalSize::new(args.size.width, args.size.height));
+        super::session::prewarm(args.common.backend);
         let window = Arc::new(el.create_window(attrs).context("creating the window")?);
         let display = el.display_handle().context("display handle")?.as_raw();
         let exts = ash_window::enumerate_required_extensions(display).map_err(|e| {
