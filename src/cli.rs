@@ -119,6 +119,11 @@ pub struct CommonArgs {
     /// bridged modes). Adds up to B−1 frames of latency. Default: chosen for the backend and mode.
     #[arg(long, value_name = "B", value_parser = clap::value_parser!(u32).range(1..=8))]
     pub batch: Option<u32>,
+    /// The compute side's wait for `rendered` (external, bridged): `auto` skips it when the host
+    /// has already seen the value (the draw finished; nothing left to order), `gpu` always waits
+    /// on the compute API's stream. See README, "Run-ahead and batches".
+    #[arg(long, value_enum, default_value_t = ComputeWait::Auto)]
+    pub compute_wait: ComputeWait,
     /// How the compute API reaches the slots: zero-copy (imported Vulkan memory) or staged (the
     /// kernel writes the API's own buffer, copied through host memory into a host-visible slot
     /// each frame: the baseline without interop memory; cuda only).
@@ -347,6 +352,15 @@ pub struct CompareArgs {
     /// Per-channel tolerance (a pixel differs if a channel differs by more).
     #[arg(long, default_value_t = crate::image::CHANNEL_TOLERANCE)]
     pub tolerance: u8,
+}
+
+/// `--compute-wait`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
+pub enum ComputeWait {
+    /// Skip the wait when the host already saw `rendered` reach the value.
+    Auto,
+    /// Always wait on the GPU.
+    Gpu,
 }
 
 /// `--memory`.

@@ -86,6 +86,11 @@ pub fn frame_report(
             writeln!(out, "  sync overhead {}   (frame time − max(draw, compute))", ms_line(&st.overhead));
     }
     let _ = writeln!(out, "  render cpu   {}   (render thread CPU time per frame)", us_line(&st.cpu));
+    let _ = writeln!(
+        out,
+        "  render work  {}   (the same without the throttle's wait: vkhip's own work per frame)",
+        us_line(&st.cpu_work)
+    );
     if let (Some(start), Some(first)) = (crate::profile::clock::process_start_ns(), p.first_frame_end_ns) {
         let _ = writeln!(
             out,
@@ -123,6 +128,13 @@ pub fn frame_report(
     );
     let plan = sync.plan();
     let _ = writeln!(out, "  sync         {}", plan.describe());
+    if plan.elide_waits && sync.waits_planned > 0 {
+        let _ = writeln!(
+            out,
+            "  compute wait {} of {} skipped: the host had already seen the draw finish",
+            sync.waits_elided, sync.waits_planned
+        );
+    }
     if plan.lead_frames() > 0 {
         let _ = writeln!(
             out,

@@ -27,6 +27,8 @@ pub struct RenderMarks {
     pub start_ns: u64,
     last_ns: u64,
     cpu0_ns: u64,
+    /// CPU time the render thread spent in the throttle's wait (inside the driver).
+    throttle_cpu_ns: u64,
     spans: Vec<HostSpan>,
 }
 
@@ -34,12 +36,22 @@ impl RenderMarks {
     /// Frame `frame` starts now.
     pub fn start(frame: u64) -> Self {
         let now = host_now_ns();
-        RenderMarks { frame, start_ns: now, last_ns: now, cpu0_ns: thread_cpu_ns(), spans: Vec::new() }
+        RenderMarks {
+            frame,
+            start_ns: now,
+            last_ns: now,
+            cpu0_ns: thread_cpu_ns(),
+            throttle_cpu_ns: 0,
+            spans: Vec::new(),
+        }
     }
 
     /// Close `phase`: it ran from the previous mark until now.
     pub fn lap(&mut self, phase: Phase) {
         let now = host_now_ns();
+        if phase == Phase::Throttle {
+            self.throttle_cpu_ns += thread_cpu_ns().saturating_sub(self.cpu0_ns);
+        }
         self.spans.push(HostSpan { track: Track::Render, phase, start_ns: self.last_ns, end_ns: now });
         self.last_ns = now;
     }
@@ -69,6 +81,9 @@ pub struct FrameFigures {
     pub lead_ns: Option<u64>,
     /// Render thread CPU time for the frame.
     pub cpu_ns: u64,
+    /// The same without the throttle's wait: vkhip's own work per frame (recording, submitting,
+    /// handing over), not the driver's polling while the render thread waits for the GPU.
+    pub cpu_work_ns: u64,
 }
 
 /// All streaming statistics of a run.
@@ -83,6 +98,7 @@ pub struct Stats {
     pub overhead: Stat,
     pub lead: Stat,
     pub cpu: Stat,
+    pub cpu_work: Stat,
     pub throttle: Stat,
     pub handoff_host: Stat,
     pub submit: Stat,
@@ -93,6 +109,7 @@ struct Open {
     frame: u64,
     start_ns: Option<u64>,
     cpu_ns: u64,
+    cpu_work_ns: u64,
     spans: Vec<HostSpan>,
 }
 
@@ -158,7 +175,7 @@ impl Profiler {
         }
         while self.first_open + (self.open.len() as u64) <= frame {
             let f = self.first_open + self.open.len() as u64;
-            self.open.push_back(Open { frame: f, start_ns: None, cpu_ns: 0, spans: Vec::new() });
+            self.open.push_back(Open { frame: f, start_ns: None, cpu_ns: 0, cpu_work_ns: 0, spans: Vec::new() });
         }
         self.open.get_mut((frame - self.first_open) as usize)
     }
@@ -188,6 +205,7 @@ impl Profiler {
         if let Some(open) = self.open_frame(frame) {
             open.start_ns = Some(marks.start_ns);
             open.cpu_ns = cpu;
+            open.cpu_work_ns = cpu.saturating_sub(marks.throttle_cpu_ns);
             open.spans.extend(marks.spans);
         } else {
             self.late_spans += marks.spans.len() as u64;
@@ -273,6 +291,7 @@ impl Profiler {
         let s = &mut self.stats;
         s.frame.record(f.frame_ns);
         s.cpu.record(f.cpu_ns);
+        s.cpu_work.record(f.cpu_work_ns);
         let opt = |stat: &mut Stat, v: Option<u64>| {
             if let Some(v) = v {
                 stat.record(v)
@@ -364,6 +383,7 @@ fn figures(
             _ => None,
         },
         cpu_ns: open.cpu_ns,
+        cpu_work_ns: open.cpu_work_ns,
     }
 }
 

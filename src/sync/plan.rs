@@ -16,7 +16,7 @@
 //! its batch. R + B ≤ K keeps every compute wait on a draw that was submitted before the batch
 //! was handed over: no slot is overwritten early and nothing waits on work not yet submitted.
 
-use crate::cli::{CommonArgs, MemoryPath};
+use crate::cli::{CommonArgs, ComputeWait, MemoryPath};
 use crate::compute::{BackendKind, GpuSyncSupport};
 use crate::vk::device::PhysicalDeviceInfo;
 
@@ -33,18 +33,33 @@ pub struct SyncRequest {
     pub run_ahead: Option<u32>,
     pub batch: Option<u32>,
     pub memory: MemoryPath,
+    pub compute_wait: ComputeWait,
 }
 
 impl From<&CommonArgs> for SyncRequest {
     fn from(a: &CommonArgs) -> Self {
-        SyncRequest { mode: a.sync, slots: a.slots, run_ahead: a.run_ahead, batch: a.batch, memory: a.memory }
+        SyncRequest {
+            mode: a.sync,
+            slots: a.slots,
+            run_ahead: a.run_ahead,
+            batch: a.batch,
+            memory: a.memory,
+            compute_wait: a.compute_wait,
+        }
     }
 }
 
 impl SyncRequest {
     /// `--sync MODE` and nothing else.
     pub fn mode(mode: SyncMode) -> Self {
-        SyncRequest { mode, slots: None, run_ahead: None, batch: None, memory: MemoryPath::ZeroCopy }
+        SyncRequest {
+            mode,
+            slots: None,
+            run_ahead: None,
+            batch: None,
+            memory: MemoryPath::ZeroCopy,
+            compute_wait: ComputeWait::Auto,
+        }
     }
 }
 
@@ -84,6 +99,9 @@ pub struct SyncPlan {
     /// B: frames per hand-off (one wait, B writes, one signal).
     pub batch: usize,
     pub memory: MemoryPath,
+    /// Skip a compute-side wait for `rendered` that the host has already seen satisfied
+    /// (timeline modes; binary semaphores must pair every signal with a wait).
+    pub elide_waits: bool,
     /// What Vulkan exports for the backend to import.
     pub export: Export,
     /// The mode to use instead if the backend did not import what `mode` needs (HIP on Linux).
@@ -159,7 +177,9 @@ impl SyncPlan {
         // continues bridged (same slots, run-ahead and batch: bridged supports them all).
         let fallback =
             (backend == BackendKind::Hip && mode == SyncMode::External).then_some(SyncMode::Bridged);
-        Ok(SyncPlan { backend, mode, slots, run_ahead, batch, memory: req.memory, export, fallback })
+        let elide_waits = req.compute_wait == ComputeWait::Auto
+            && matches!(mode, SyncMode::External | SyncMode::Bridged | SyncMode::HostWait);
+        Ok(SyncPlan { backend, mode, slots, run_ahead, batch, memory: req.memory, elide_waits, export, fallback })
     }
 
     /// Apply the fallback once the backend said what it imported. Errors when the mode needs
@@ -236,6 +256,9 @@ impl SyncPlan {
         if self.memory == MemoryPath::Staged {
             s.push_str(", staged copy");
         }
+        if !self.elide_waits && matches!(self.mode, SyncMode::External | SyncMode::Bridged | SyncMode::HostWait) {
+            s.push_str(", compute always waits on the GPU");
+        }
         s
     }
 }
@@ -301,7 +324,7 @@ mod tests {
     }
 
     fn req(mode: SyncMode, k: Option<u32>, r: Option<u32>, b: Option<u32>) -> SyncRequest {
-        SyncRequest { mode, slots: k, run_ahead: r, batch: b, memory: MemoryPath::ZeroCopy }
+        SyncRequest { slots: k, run_ahead: r, batch: b, ..SyncRequest::mode(mode) }
     }
 
     fn plan(r: SyncRequest, backend: BackendKind, dev: &PhysicalDeviceInfo) -> Result<SyncPlan, String> {
@@ -442,6 +465,7 @@ mod tests {
                         run_ahead: r,
                         batch: b,
                         memory: MemoryPath::ZeroCopy,
+                        elide_waits: true,
                         export: Export::Timelines,
                         fallback: None,
                     };
