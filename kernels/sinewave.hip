@@ -18,16 +18,18 @@
 // row walkers keep the GPU full. The slot's base address is at least 256-byte aligned (a Vulkan
 // allocation imported at offset 0).
 //
-// Parameters, in this order (the Rust side passes them in exactly this order; a test reads this
-// signature): heights, width, height, phase, amplitude, frequency.
+// Parameters of `sinewave`, in this order (the Rust side passes them in exactly this order; a test
+// reads this signature): heights, width, height, phase, amplitude, frequency. `sinewave_batch`
+// (at the end) writes several slots in one launch.
 
 struct __attribute__((aligned(16))) vkhip_float4 {
     float x, y, z, w;
 };
 
-extern "C" __global__ void sinewave(float* __restrict__ heights, unsigned int width,
-                                    unsigned int height, float phase, float amplitude,
-                                    float frequency)
+// The body of one launch over one slot; `sinewave` and `sinewave_batch` share it.
+__device__ __forceinline__ void vkhip_sinewave(float* __restrict__ heights, unsigned int width,
+                                               unsigned int height, float phase, float amplitude,
+                                               float frequency)
 {
     const unsigned int quad = blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned int x0 = quad * 4u;
@@ -65,4 +67,28 @@ extern "C" __global__ void sinewave(float* __restrict__ heights, unsigned int wi
             }
         }
     }
+}
+
+extern "C" __global__ void sinewave(float* __restrict__ heights, unsigned int width,
+                                    unsigned int height, float phase, float amplitude,
+                                    float frequency)
+{
+    vkhip_sinewave(heights, width, height, phase, amplitude, frequency);
+}
+
+// A batch: up to VKHIP_MAX_BATCH slots written by one launch (gridDim.z = frames in the batch;
+// blockIdx.z picks the frame), so a batched hand-off costs one launch instead of B. The Rust side
+// passes the struct by value with the same layout (8 pointers, then 3 × 8 floats).
+struct vkhip_batch {
+    float* heights[8];
+    float phase[8];
+    float amplitude[8];
+    float frequency[8];
+};
+
+extern "C" __global__ void sinewave_batch(vkhip_batch batch, unsigned int width, unsigned int height)
+{
+    const unsigned int i = blockIdx.z;
+    vkhip_sinewave(batch.heights[i], width, height, batch.phase[i], batch.amplitude[i],
+                   batch.frequency[i]);
 }

@@ -124,6 +124,11 @@ pub struct CommonArgs {
     /// on the compute API's stream. See README, "Run-ahead and batches".
     #[arg(long, value_enum, default_value_t = ComputeWait::Auto)]
     pub compute_wait: ComputeWait,
+    /// GPU-side profiling: timestamps in every draw and dispatch and events around every kernel
+    /// (the report's draw, compute and hand-off lines, the trace's GPU tracks). `off` leaves the
+    /// GPU free of profiling work (frame time and the render thread's figures remain).
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub gpu_timing: OnOff,
     /// How the compute API reaches the slots: zero-copy (imported Vulkan memory) or staged (the
     /// kernel writes the API's own buffer, copied through host memory into a host-visible slot
     /// each frame: the baseline without interop memory; cuda only).
@@ -287,6 +292,10 @@ pub struct MatrixArgs {
     /// Directory for bench.csv, bench.md and bench.png (created if missing).
     #[arg(long, value_name = "DIR", default_value = "vkhip-bench")]
     pub out: PathBuf,
+    /// `--gpu-timing` for every run. Off by default: the bench measures the sync protocols, not
+    /// the profiler's timestamps and events (`on` includes their cost, the same for every row).
+    #[arg(long, value_enum, default_value_t = OnOff::Off)]
+    pub gpu_timing: OnOff,
     /// Vulkan device index passed to every run (see `vkhip info`).
     #[arg(long, value_name = "N")]
     pub device: Option<usize>,
@@ -354,6 +363,13 @@ pub struct CompareArgs {
     pub tolerance: u8,
 }
 
+/// A switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
 /// `--compute-wait`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
 pub enum ComputeWait {
@@ -416,6 +432,11 @@ pub fn check_run(args: &RunArgs, headless: bool) -> Result<(), UsageError> {
     }
     check_dt(args.dt)?;
     check_max_fps(args.max_fps)?;
+    if args.trace.is_some() && args.common.gpu_timing == OnOff::Off {
+        return Err(UsageError(
+            "--trace needs the GPU side of the timeline: drop --gpu-timing off (or --trace)".into(),
+        ));
+    }
     if args.capture.is_some() && !headless {
         return Err(UsageError("--capture needs a headless run (add --headless)".into()));
     }

@@ -92,9 +92,14 @@ pub fn frame_report(
         us_line(&st.cpu_work)
     );
     if let (Some(start), Some(first)) = (crate::profile::clock::process_start_ns(), p.first_frame_end_ns) {
+        let to = if st.draw.is_empty() {
+            "process start → the second frame began; no GPU timestamps"
+        } else {
+            "process start → first draw finished"
+        };
         let _ = writeln!(
             out,
-            "  start-up     {:.3} s to the first frame (process start → first draw finished)",
+            "  start-up     {:.3} s to the first frame ({to})",
             first.saturating_sub(start) as f64 / 1e9
         );
     }

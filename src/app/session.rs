@@ -154,6 +154,7 @@ impl Session {
     /// Build everything for `args` on `instance`; `swapchain` enables presenting.
     pub fn new(instance: Arc<Instance>, args: &CommonArgs, swapchain: bool) -> Result<Self, SessionError> {
         prewarm(args.backend);
+        crate::profile::set_gpu_timing(args.gpu_timing == crate::cli::OnOff::On);
         let devices = enumerate(&instance)?;
         let choice = choose_backend(args.backend, &devices, args.device)?;
         let uuids: Vec<[u8; 16]> = choice.compute_devices.iter().map(|c| c.uuid).collect();

@@ -16,6 +16,10 @@ use std::path::{Path, PathBuf};
 pub const SINEWAVE_SOURCE: &str = include_str!("../../kernels/sinewave.hip");
 /// The kernel's entry point (`extern "C"`, so the name is not mangled).
 pub const SINEWAVE_ENTRY: &str = "sinewave";
+/// The batched entry point: up to [`MAX_BATCH`] slots in one launch (`gridDim.z` frames).
+pub const SINEWAVE_BATCH_ENTRY: &str = "sinewave_batch";
+/// Most slots one `sinewave_batch` launch writes (the size of its arrays).
+pub const MAX_BATCH: usize = 8;
 
 /// Threads per block of `sinewave` (x only): a multiple of every GPU's warp/wavefront size.
 pub const SINEWAVE_BLOCK: u32 = 256;
@@ -27,6 +31,8 @@ pub const SINEWAVE_BLOCK: u32 = 256;
 pub struct SinewaveLaunch {
     pub grid_x: u32,
     pub grid_y: u32,
+    /// 1, or the number of frames of a `sinewave_batch` launch.
+    pub grid_z: u32,
     pub block_x: u32,
 }
 
@@ -52,7 +58,7 @@ pub fn sinewave_launch(grid: Grid, resident_blocks: u32) -> SinewaveLaunch {
     let quads = grid.width.div_ceil(4);
     let grid_x = quads.div_ceil(SINEWAVE_BLOCK).max(1);
     let grid_y = (resident_blocks.max(1) / grid_x).clamp(1, grid.height.min(65535));
-    SinewaveLaunch { grid_x, grid_y, block_x: SINEWAVE_BLOCK }
+    SinewaveLaunch { grid_x, grid_y, grid_z: 1, block_x: SINEWAVE_BLOCK }
 }
 
 /// Whether a compiled kernel came from the cache or was compiled in this run.
@@ -199,7 +205,7 @@ mod tests {
         // 4096 × 4096 on an H100/H200 (132 SMs × 8 resident blocks of 256): 4 column blocks,
         // 264 row walkers each, 16 rows per walker.
         let l = sinewave_launch(Grid { width: 4096, height: 4096 }, 132 * 8);
-        assert_eq!(l, SinewaveLaunch { grid_x: 4, grid_y: 264, block_x: 256 });
+        assert_eq!(l, SinewaveLaunch { grid_x: 4, grid_y: 264, grid_z: 1, block_x: 256 });
         // Never more walkers than rows.
         assert_eq!(sinewave_launch(Grid { width: 8, height: 3 }, 1056).grid_y, 3);
         // A grid wider than the device holds still launches one walker per column block.

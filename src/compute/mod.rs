@@ -261,6 +261,35 @@ pub trait ComputeBackend: Send {
         sync: GpuSync,
     ) -> Result<(), ComputeError>;
 
+    /// GPU-side path for a batch: `frames` (frame, slot, params), written in order behind
+    /// `sync`'s wait and before its signal, with no signal between them (see [`crate::sync`],
+    /// "Run-ahead and batches"). Returns at once. The default enqueues frame by frame; a backend
+    /// may write the whole batch with one launch.
+    fn enqueue_batch_gpu_synced(
+        &mut self,
+        frames: &[(u64, usize, WaveParams)],
+        sync: GpuSync,
+    ) -> Result<(), ComputeError> {
+        let n = frames.len();
+        for (i, &(frame, slot, ref params)) in frames.iter().enumerate() {
+            let per_frame = match sync {
+                GpuSync::Timeline { wait_rendered, signal_computed } => GpuSync::Timeline {
+                    wait_rendered: wait_rendered.filter(|_| i == 0),
+                    signal_computed: signal_computed.filter(|_| i + 1 == n),
+                },
+                binary @ GpuSync::Binary { .. } if n == 1 => binary,
+                GpuSync::Binary { .. } => {
+                    return Err(ComputeError::Unsupported {
+                        backend: self.kind().name(),
+                        reason: "binary semaphores cannot batch: each signal pairs with one wait".into(),
+                    })
+                }
+            };
+            self.enqueue_gpu_synced(frame, slot, params, per_frame)?;
+        }
+        Ok(())
+    }
+
     /// Host-synchronous path (`bridged`, `blocking`): write `slot` for `params` and return when the
     /// values are complete and visible to Vulkan. The wait uses the API's own event or fence.
     fn write_slot_and_wait(

@@ -80,6 +80,8 @@ pub enum Mark {
 
 struct Entry<E> {
     frame: Option<u64>,
+    /// Frames `frame..frame + covers` share these events (a batch written by one launch).
+    covers: u64,
     events: [E; 4],
     /// Which events were recorded for `frame` (a Cell, so marks need only `&self` while the
     /// caller holds other borrows of its backend).
@@ -88,6 +90,8 @@ struct Entry<E> {
 
 /// Per-frame events of one stream, and the anchor that puts them on the host clock.
 pub struct StreamTimer<E: TimedEvent> {
+    /// Off (`--gpu-timing off`): no event is ever recorded and no anchor taken.
+    enabled: bool,
     ring: Vec<Entry<E>>,
     /// The anchor event and, once one was taken, its host time.
     anchor: (E, Option<Anchor>),
@@ -123,15 +127,18 @@ impl<E: TimedEvent> StreamTimer<E> {
             .map(|_| {
                 Ok(Entry {
                     frame: None,
+                    covers: 1,
                     events: [new_event()?, new_event()?, new_event()?, new_event()?],
                     used: Default::default(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
         let first = new_event()?;
+        let enabled = crate::profile::gpu_timing();
         // Profiling must not stop the backend from opening: without an anchor (a GPU busy with
         // another context), spans wait for one taken later.
         let anchor = match take_anchor(&first, &clock_stream, ANCHOR_TRIES, ANCHOR_GIVE_UP_NS) {
+            _ if !enabled => None,
             Ok(a) => {
                 log::info!("{api} clock: anchor event, accuracy ±{} ns", a.accuracy_ns);
                 Some(a)
@@ -143,6 +150,7 @@ impl<E: TimedEvent> StreamTimer<E> {
         };
         let now = host_now_ns();
         Ok(StreamTimer {
+            enabled,
             ring,
             max_anchor_ns: anchor.map_or(0, |a| a.accuracy_ns),
             anchors: u64::from(anchor.is_some()),
@@ -162,6 +170,12 @@ impl<E: TimedEvent> StreamTimer<E> {
 
     /// Start frame `frame`'s events; returns the ring entry to [`Self::mark`].
     pub fn begin(&mut self, frame: u64) -> usize {
+        self.begin_batch(frame, 1)
+    }
+
+    /// Like [`Self::begin`], for a batch of `covers` frames starting at `frame` written by one
+    /// launch: each of them gets the batch's spans.
+    pub fn begin_batch(&mut self, frame: u64, covers: u64) -> usize {
         let i = (frame % DEPTH as u64) as usize;
         if self.ring[i].frame.is_some() {
             self.collect(i);
@@ -170,12 +184,16 @@ impl<E: TimedEvent> StreamTimer<E> {
             }
         }
         self.ring[i].frame = Some(frame);
+        self.ring[i].covers = covers.max(1);
         self.ring[i].used.iter().for_each(|u| u.set(false));
         i
     }
 
     /// Record `mark` of entry `i` on `stream`.
     pub fn mark(&self, i: usize, mark: Mark, stream: &E::Stream) -> Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
         self.ring[i].events[mark as usize].record_on(stream)?;
         self.ring[i].used[mark as usize].set(true);
         Ok(())
@@ -184,6 +202,9 @@ impl<E: TimedEvent> StreamTimer<E> {
     /// Move the spans of every frame whose events have completed into `out`, oldest first;
     /// re-anchors when due. Never blocks.
     pub fn take_spans(&mut self, out: &mut Vec<Span>) {
+        if !self.enabled {
+            return;
+        }
         if host_now_ns() >= self.next_anchor_ns {
             self.reanchor();
         }
@@ -195,9 +216,12 @@ impl<E: TimedEvent> StreamTimer<E> {
         out.append(&mut self.spans);
     }
 
-    /// The mapping's method and accuracy.
-    pub fn clock_info(&self) -> ClockInfo {
-        ClockInfo {
+    /// The mapping's method and accuracy (None with GPU timing off: nothing is mapped).
+    pub fn clock_info(&self) -> Option<ClockInfo> {
+        if !self.enabled {
+            return None;
+        }
+        Some(ClockInfo {
             method: format!(
                 "{} events against an anchor event on an idle stream, re-anchored every {} ms ({} anchors, {} refused)",
                 self.api,
@@ -207,7 +231,7 @@ impl<E: TimedEvent> StreamTimer<E> {
             ),
             accuracy_ns: self.max_anchor_ns + self.max_drift_ns + self.max_f32_step_ns,
             drift_ns: self.max_drift_ns,
-        }
+        })
     }
 
     /// Take a new anchor: a few short tries on the calling thread (at most
@@ -293,8 +317,10 @@ impl<E: TimedEvent> StreamTimer<E> {
         for (a, b, phase) in pairs {
             if used[a] && used[b] {
                 if let (Some(s), Some(t)) = (host(a), host(b)) {
-                    if self.spans.len() < SPAN_BUFFER {
-                        self.spans.push(Span::host(frame, Track::Compute, phase, s, t));
+                    for f in frame..frame + e.covers {
+                        if self.spans.len() < SPAN_BUFFER {
+                            self.spans.push(Span::host(f, Track::Compute, phase, s, t));
+                        }
                     }
                 }
             }
@@ -417,7 +443,7 @@ mod tests {
         let crate::profile::Stamp::Host(end) = s.end else { panic!("host stamp") };
         // The fake event "happens" 200 µs after its record: the mapping must say so, to within
         // the anchor's accuracy plus float rounding of the elapsed time.
-        let slack = t.clock_info().accuracy_ns + 2_000;
+        let slack = t.clock_info().unwrap().accuracy_ns + 2_000;
         assert!(start + slack >= before + 200_000, "start {start} before {before}");
         // Recorded right after `before`: not later than that plus the delay, slack and a little
         // scheduling time.
@@ -468,14 +494,14 @@ mod tests {
             b - a
         );
         // The position carries the f32 step, and the stated accuracy says so.
-        assert!(t.clock_info().accuracy_ns >= 50_000, "{:?}", t.clock_info());
+        assert!(t.clock_info().unwrap().accuracy_ns >= 50_000, "{:?}", t.clock_info());
     }
 
     #[test]
     fn a_timer_without_an_anchor_opens_and_maps_nothing_until_it_has_one() {
         // The anchor stream never completes within the give-up time (a GPU busy elsewhere).
         let mut t = StreamTimer::new("fake", FakeStream { delay_ns: 10_000_000_000 }, event).unwrap();
-        assert!(t.clock_info().method.contains("(0 anchors"), "{}", t.clock_info().method);
+        assert!(t.clock_info().unwrap().method.contains("(0 anchors"), "{}", t.clock_info().unwrap().method);
         let mut out = Vec::new();
         let i = t.begin(0);
         t.mark(i, Mark::BeforeKernel, &FakeStream { delay_ns: 0 }).unwrap();

@@ -74,7 +74,7 @@ impl VulkanBackend {
             sems,
             ctx: ctx.clone(),
         };
-        if bits > 0 {
+        if bits > 0 && crate::profile::gpu_timing() {
             let info = vk::QueryPoolCreateInfo::default()
                 .query_type(vk::QueryType::TIMESTAMP)
                 .query_count(STAMPS * slots.len() as u32);

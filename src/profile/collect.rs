@@ -175,7 +175,13 @@ impl Profiler {
         }
         while self.first_open + (self.open.len() as u64) <= frame {
             let f = self.first_open + self.open.len() as u64;
-            self.open.push_back(Open { frame: f, start_ns: None, cpu_ns: 0, cpu_work_ns: 0, spans: Vec::new() });
+            self.open.push_back(Open {
+                frame: f,
+                start_ns: None,
+                cpu_ns: 0,
+                cpu_work_ns: 0,
+                spans: Vec::new(),
+            });
         }
         self.open.get_mut((frame - self.first_open) as usize)
     }

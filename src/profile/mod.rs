@@ -48,5 +48,20 @@ pub mod stats;
 pub mod trace;
 
 pub use collect::{FrameFigures, Profiler, RenderMarks};
+
+static GPU_TIMING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turn the GPU side of the timeline on or off for the objects created from now on
+/// (`--gpu-timing`): the draws' and dispatches' timestamps and the CUDA/HIP events. Off, a run
+/// has only host-side figures (frame time, render-thread phases and CPU time, host writes),
+/// and the GPU does no profiling work at all.
+pub fn set_gpu_timing(on: bool) {
+    GPU_TIMING.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether GPU timing is on (see [`set_gpu_timing`]; on by default).
+pub fn gpu_timing() -> bool {
+    GPU_TIMING.load(std::sync::atomic::Ordering::Relaxed)
+}
 pub use span::{Phase, Span, Stamp, Track};
 pub use stats::{FrameSummary, Stat};

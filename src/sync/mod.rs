@@ -427,13 +427,8 @@ impl FrameSync {
             .collect();
         match (&mut self.driver, plan.mode) {
             (Driver::Inline(b), SyncMode::External | SyncMode::HostWait) => {
-                for &(f, slot, ref p) in &frames {
-                    let sync = GpuSync::Timeline {
-                        wait_rendered: wait.filter(|_| f == start),
-                        signal_computed: (f + 1 == end).then_some(end),
-                    };
-                    b.enqueue_gpu_synced(f, slot, p, sync)?;
-                }
+                let sync = GpuSync::Timeline { wait_rendered: wait, signal_computed: Some(end) };
+                b.enqueue_batch_gpu_synced(&frames, sync)?;
                 if plan.mode == SyncMode::HostWait {
                     // simpleVulkan's shipped scheme: the host waits for the value the compute API
                     // signalled before the draw is submitted (the trap this mode measures).

@@ -78,9 +78,10 @@ pub enum Export {
 /// bench` on the H100 (README, "Defaults"; BENCHMARKS.md).
 pub fn default_shape(backend: BackendKind, mode: SyncMode) -> (usize, usize, usize) {
     match (mode, backend) {
-        // GPU-side interop: the cost is a fixed GPU switch per hand-off; batching 8 frames per
-        // hand-off divides it by 8.
-        (SyncMode::External, BackendKind::Cuda | BackendKind::Hip) => (8, 0, 8),
+        // GPU-side interop: the cost is a pair of GPU context switches per hand-off; batches of 7
+        // pay it once per 7 frames, and with R + B ≤ K − 1 the host has always seen the previous
+        // reader finish, so the compute side never waits on a Vulkan signal (BENCHMARKS.md).
+        (SyncMode::External, BackendKind::Cuda | BackendKind::Hip) => (8, 0, 7),
         (SyncMode::HostWait, _) => (1, 0, 1),
         _ => (3, 0, 1),
     }
@@ -179,7 +180,17 @@ impl SyncPlan {
             (backend == BackendKind::Hip && mode == SyncMode::External).then_some(SyncMode::Bridged);
         let elide_waits = req.compute_wait == ComputeWait::Auto
             && matches!(mode, SyncMode::External | SyncMode::Bridged | SyncMode::HostWait);
-        Ok(SyncPlan { backend, mode, slots, run_ahead, batch, memory: req.memory, elide_waits, export, fallback })
+        Ok(SyncPlan {
+            backend,
+            mode,
+            slots,
+            run_ahead,
+            batch,
+            memory: req.memory,
+            elide_waits,
+            export,
+            fallback,
+        })
     }
 
     /// Apply the fallback once the backend said what it imported. Errors when the mode needs
@@ -256,7 +267,9 @@ impl SyncPlan {
         if self.memory == MemoryPath::Staged {
             s.push_str(", staged copy");
         }
-        if !self.elide_waits && matches!(self.mode, SyncMode::External | SyncMode::Bridged | SyncMode::HostWait) {
+        if !self.elide_waits
+            && matches!(self.mode, SyncMode::External | SyncMode::Bridged | SyncMode::HostWait)
+        {
             s.push_str(", compute always waits on the GPU");
         }
         s
@@ -389,7 +402,7 @@ mod tests {
     fn defaults_batch_gpu_interop_and_keep_the_rest() {
         let gpu = device(true, true);
         let p = plan(SyncRequest::mode(SyncMode::Auto), BackendKind::Cuda, &gpu).unwrap();
-        assert_eq!((p.mode, p.slots, p.run_ahead, p.batch), (SyncMode::External, 8, 0, 8));
+        assert_eq!((p.mode, p.slots, p.run_ahead, p.batch), (SyncMode::External, 8, 0, 7));
         let p = plan(SyncRequest::mode(SyncMode::Auto), BackendKind::Vulkan, &gpu).unwrap();
         assert_eq!((p.slots, p.run_ahead, p.batch), (3, 0, 1));
         let p = plan(SyncRequest::mode(SyncMode::Binary), BackendKind::Cuda, &gpu).unwrap();

@@ -39,10 +39,11 @@ pub struct DrawTimer {
 }
 
 impl DrawTimer {
-    /// `Ok(None)` when the queue has no timestamps.
+    /// `Ok(None)` when the queue has no timestamps, or GPU timing is off
+    /// ([`crate::profile::gpu_timing`]).
     pub fn new(ctx: &Arc<Context>, buffers: usize) -> Result<Option<Self>, VkError> {
         let bits = ctx.physical.timestamp_bits;
-        if bits == 0 || ctx.physical.timestamp_period <= 0.0 {
+        if bits == 0 || ctx.physical.timestamp_period <= 0.0 || !crate::profile::gpu_timing() {
             return Ok(None);
         }
         let info = vk::QueryPoolCreateInfo::default()

@@ -14,6 +14,8 @@ pub struct Config {
     pub run_ahead: Option<u32>,
     pub batch: Option<u32>,
     pub memory: Option<&'static str>,
+    /// `--compute-wait` (None: the default).
+    pub compute_wait: Option<&'static str>,
 }
 
 /// The configuration the other rows are compared with first.
@@ -30,7 +32,12 @@ const fn row(
     b: Option<u32>,
     memory: Option<&'static str>,
 ) -> Config {
-    Config { label, backend, sync, slots: k, run_ahead: r, batch: b, memory }
+    Config { label, backend, sync, slots: k, run_ahead: r, batch: b, memory, compute_wait: None }
+}
+
+/// `c` with `--compute-wait gpu`: the compute side always waits on the GPU.
+const fn gpu_waits(c: Config, label: &'static str) -> Config {
+    Config { label, compute_wait: Some("gpu"), ..c }
 }
 
 const N: Option<u32> = None;
@@ -51,8 +58,10 @@ const GPU_ROWS: &[Config] = &[
     row("external K=4 B=2 R=2",     "cuda",   Some("external"),  s(4), s(2), s(2), None),
     row("external K=8 B=4 R=4",     "cuda",   Some("external"),  s(8), s(4), s(4), None),
     row("external K=8 B=8 R=0",     "cuda",   Some("external"),  s(8), s(0), s(8), None),
+    row("external K=8 B=4 R=3",     "cuda",   Some("external"),  s(8), s(3), s(4), None),
     row("default",                  "cuda",   None,              N,    N,    N,    None),
-    row("staged copy",              "cuda",   Some("bridged"),   s(2), N,    N,    Some("staged")),
+    gpu_waits(row("",               "cuda",   None,              N,    N,    N,    None), "default, GPU waits"),
+    row("staged copy",              "cuda",   Some("bridged"),   s(3), N,    N,    Some("staged")),
 ];
 
 #[rustfmt::skip]
@@ -110,6 +119,8 @@ pub struct Plan {
     pub warmup: u64,
     pub reps: u32,
     pub device: Option<usize>,
+    /// `--gpu-timing` of every child run.
+    pub gpu_timing: crate::cli::OnOff,
 }
 
 impl Plan {
@@ -140,6 +151,7 @@ impl Plan {
             warmup: args.warmup.unwrap_or(p.warmup),
             reps: args.reps.unwrap_or(p.reps),
             device: args.device,
+            gpu_timing: args.gpu_timing,
         })
     }
 }
@@ -158,7 +170,13 @@ mod tests {
             for c in pr.rows {
                 for at in pr.sizes {
                     let args =
-                        crate::app::matrix::run::child_args(&Cell { config: *c, at: *at }, 10, 5, None);
+                        crate::app::matrix::run::child_args(
+                            &Cell { config: *c, at: *at },
+                            10,
+                            5,
+                            None,
+                            crate::cli::OnOff::Off,
+                        );
                     let cli = Cli::try_parse_from(std::iter::once("vkhip".to_string()).chain(args.clone()))
                         .unwrap_or_else(|e| panic!("{}: {args:?}: {e}", c.label));
                     assert!(cli.command.is_none());
@@ -175,9 +193,9 @@ mod tests {
     }
 
     #[test]
-    fn gpu_preset_has_both_baselines_and_twelve_rows() {
+    fn gpu_preset_has_both_baselines_and_fourteen_rows() {
         let p = preset(BenchPreset::Gpu);
-        assert_eq!(p.rows.len(), 12);
+        assert_eq!(p.rows.len(), 14);
         assert_eq!(p.rows[0].label, NATIVE);
         assert!(p.rows.iter().any(|c| c.label == REFERENCE));
         let default = p.rows.iter().find(|c| c.label == "default").unwrap();
@@ -198,8 +216,11 @@ mod tests {
         let plan = Plan::new(&args(&["--only", "external K=8", "--only", "native", "--reps", "5"])).unwrap();
         let labels: Vec<_> =
             plan.cells.iter().filter(|c| c.at == GPU_SIZES[0]).map(|c| c.config.label).collect();
-        assert_eq!(labels, [NATIVE, "external K=8 R=7", "external K=8 B=4 R=4", "external K=8 B=8 R=0"]);
-        assert_eq!(plan.cells.len(), 4 * GPU_SIZES.len());
+        assert_eq!(
+            labels,
+            [NATIVE, "external K=8 R=7", "external K=8 B=4 R=4", "external K=8 B=8 R=0", "external K=8 B=4 R=3"]
+        );
+        assert_eq!(plan.cells.len(), 5 * GPU_SIZES.len());
         assert_eq!((plan.reps, plan.frames, plan.warmup), (5, 1000, 100));
         let plan =
             Plan::new(&args(&["--preset", "quick", "--grids", "32x32@64x64", "--frames", "7"])).unwrap();

@@ -49,7 +49,13 @@ impl Outcome {
 
 /// The child's arguments: `--headless --time frame --frames W+F --warmup-frames W`, the cell's
 /// grid and size, and only the flags the configuration sets (never `--capture`).
-pub fn child_args(cell: &Cell, frames: u64, warmup: u64, device: Option<usize>) -> Vec<String> {
+pub fn child_args(
+    cell: &Cell,
+    frames: u64,
+    warmup: u64,
+    device: Option<usize>,
+    gpu_timing: crate::cli::OnOff,
+) -> Vec<String> {
     let c = &cell.config;
     let mut a: Vec<String> = vec![
         "--headless".into(),
@@ -73,7 +79,11 @@ pub fn child_args(cell: &Cell, frames: u64, warmup: u64, device: Option<usize>) 
     opt("--run-ahead", c.run_ahead.map(|v| v.to_string()));
     opt("--batch", c.batch.map(|v| v.to_string()));
     opt("--memory", c.memory.map(str::to_string));
+    opt("--compute-wait", c.compute_wait.map(str::to_string));
     opt("--device", device.map(|v| v.to_string()));
+    if gpu_timing == crate::cli::OnOff::Off {
+        a.extend(["--gpu-timing".into(), "off".into()]);
+    }
     a.extend(["--grid".into(), cell.at.grid.to_string(), "--size".into(), cell.at.size.to_string()]);
     a
 }

@@ -15,6 +15,8 @@ pub struct Header {
     pub frames: u64,
     pub warmup: u64,
     pub reps: u32,
+    /// Whether the runs had GPU timing on (`vkhip bench --gpu-timing on`).
+    pub gpu_timing: bool,
     /// Set when an interrupt stopped the matrix early: what finished.
     pub interrupted: Option<String>,
 }
@@ -139,8 +141,11 @@ pub fn markdown(header: &Header, sizes: &[CellSize], results: &[CellResult]) -> 
     }
     let _ = writeln!(
         out,
-        "- each run: {} timed frames after {} warm-up frames (`--time frame`, headless); {} repetition(s), interleaved",
-        header.frames, header.warmup, header.reps
+        "- each run: {} timed frames after {} warm-up frames (`--time frame`, headless, `--gpu-timing {}`); {} repetition(s), interleaved",
+        header.frames,
+        header.warmup,
+        if header.gpu_timing { "on" } else { "off" },
+        header.reps
     );
     let _ = writeln!(
         out,

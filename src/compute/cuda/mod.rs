@@ -288,6 +288,52 @@ impl CudaBackend {
         })
     }
 
+    /// wait → one launch writing every slot of `frames` → signal, on the stream (a batch of one is
+    /// a plain `sinewave` launch). Everything is resolved and checked before the first enqueue,
+    /// so a refused batch leaves no wait behind on the stream.
+    fn enqueue(&mut self, frames: &[(u64, usize, WaveParams)], sync: GpuSync) -> Result<()> {
+        let Some(&(first, _, _)) = frames.first() else { return Ok(()) };
+        if frames.len() > crate::compute::kernel::MAX_BATCH
+            || (frames.len() > 1 && matches!(sync, GpuSync::Binary { .. }))
+        {
+            return Err(ComputeError::Unsupported {
+                backend: "cuda",
+                reason: format!(
+                    "a batch of {} frames (binary sync takes 1, timelines up to 8)",
+                    frames.len()
+                ),
+            });
+        }
+        self.ctx.make_current()?;
+        let i = self.timer.begin_batch(first, frames.len() as u64);
+        let plan = plan_sync("cuda", sync, self.timeline.is_some(), self.binary.len())?;
+        let ranges = frames
+            .iter()
+            .map(|&(_, slot, _)| self.slot(slot).map(MappedBuffer::range))
+            .collect::<Result<Vec<_>>>()?;
+        let params: Vec<WaveParams> = frames.iter().map(|f| f.2).collect();
+        for (r, p) in ranges.iter().zip(&params) {
+            plan::check_grid_fits(p.grid, r.size())?;
+        }
+        let wait = plan.wait.map(|w| self.semaphore(w.semaphore).map(|s| (s, w.value))).transpose()?;
+        let signal = plan.signal.map(|s| self.semaphore(s.semaphore).map(|h| (h, s.value))).transpose()?;
+        if let Some((semaphore, value)) = wait {
+            self.timer.mark(i, Mark::BeforeWait, &self.stream)?;
+            semaphore.wait(value, &self.stream)?;
+        }
+        self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
+        if let [range] = ranges[..] {
+            self.kernel.launch(&self.stream, range, &params[0], self.device.limits)?;
+        } else {
+            self.kernel.launch_batch(&self.stream, &ranges, &params, self.device.limits)?;
+        }
+        self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
+        if let Some((semaphore, value)) = signal {
+            semaphore.signal(value, &self.stream)?;
+        }
+        self.timer.mark(i, Mark::AfterSignal, &self.stream)
+    }
+
     fn launch(&self, slot: usize, params: &WaveParams) -> Result<()> {
         self.kernel.launch(&self.stream, self.slot(slot)?.range(), params, self.device.limits)?;
         Ok(())
@@ -384,26 +430,11 @@ impl ComputeBackend for CudaBackend {
         params: &WaveParams,
         sync: GpuSync,
     ) -> Result<()> {
-        self.ctx.make_current()?;
-        let i = self.timer.begin(frame);
-        let plan = plan_sync("cuda", sync, self.timeline.is_some(), self.binary.len())?;
-        // Resolve and check everything before the first enqueue, so a refused frame leaves no
-        // wait behind on the stream.
-        let buffer = self.slot(slot)?;
-        plan::check_grid_fits(params.grid, buffer.size())?;
-        let wait = plan.wait.map(|w| self.semaphore(w.semaphore).map(|s| (s, w.value))).transpose()?;
-        let signal = plan.signal.map(|s| self.semaphore(s.semaphore).map(|h| (h, s.value))).transpose()?;
-        if let Some((semaphore, value)) = wait {
-            self.timer.mark(i, Mark::BeforeWait, &self.stream)?;
-            semaphore.wait(value, &self.stream)?;
-        }
-        self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
-        self.kernel.launch(&self.stream, buffer.range(), params, self.device.limits)?;
-        self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
-        if let Some((semaphore, value)) = signal {
-            semaphore.signal(value, &self.stream)?;
-        }
-        self.timer.mark(i, Mark::AfterSignal, &self.stream)
+        self.enqueue(&[(frame, slot, *params)], sync)
+    }
+
+    fn enqueue_batch_gpu_synced(&mut self, frames: &[(u64, usize, WaveParams)], sync: GpuSync) -> Result<()> {
+        self.enqueue(frames, sync)
     }
 
     fn write_slot_and_wait(&mut self, frame: u64, slot: usize, params: &WaveParams) -> Result<()> {
@@ -424,7 +455,7 @@ impl ComputeBackend for CudaBackend {
     }
 
     fn clock_info(&self) -> Option<ClockInfo> {
-        Some(self.timer.clock_info())
+        self.timer.clock_info()
     }
 
     fn finish(&mut self) -> Result<()> {

@@ -4,7 +4,7 @@
 
 use std::ffi::c_void;
 
-use crate::compute::kernel::{sinewave_launch, SinewaveLaunch, SINEWAVE_BLOCK};
+use crate::compute::kernel::{sinewave_launch, SinewaveLaunch, MAX_BATCH, SINEWAVE_BLOCK};
 use crate::compute::ComputeError;
 use crate::sim::{Grid, WaveParams};
 
@@ -79,6 +79,64 @@ impl SinewaveArgs {
     }
 }
 
+/// The `vkhip_batch` struct of `kernels/sinewave.hip`, passed by value to `sinewave_batch`: the
+/// same layout (8 device pointers, then 3 × 8 floats; a test compares it with the source).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SinewaveBatch {
+    pub heights: [u64; MAX_BATCH],
+    pub phase: [f32; MAX_BATCH],
+    pub amplitude: [f32; MAX_BATCH],
+    pub frequency: [f32; MAX_BATCH],
+}
+
+/// The arguments of `sinewave_batch`: the batch, then width and height.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SinewaveBatchArgs {
+    pub batch: SinewaveBatch,
+    pub width: u32,
+    pub height: u32,
+}
+
+impl SinewaveBatchArgs {
+    /// `sinewave_batch`'s parameter list as written in the source (see [`SinewaveArgs::SIGNATURE`]).
+    #[cfg(test)]
+    pub const SIGNATURE: [(&'static str, &'static str); 3] =
+        [("vkhip_batch", "batch"), ("unsigned int", "width"), ("unsigned int", "height")];
+
+    /// Frame `i` of the batch writes `heights[i]` for `params[i]`; every frame has the same grid.
+    pub fn new(heights: &[u64], params: &[WaveParams]) -> Result<Self, ComputeError> {
+        let n = heights.len();
+        if n == 0 || n > MAX_BATCH || params.len() != n || params.iter().any(|p| p.grid != params[0].grid) {
+            return Err(ComputeError::Unsupported {
+                backend: "cuda",
+                reason: format!(
+                    "a batched launch takes 1..={MAX_BATCH} slots with one parameter set each, all on one grid                      (got {n} slots, {} parameter sets)",
+                    params.len()
+                ),
+            });
+        }
+        let mut batch = SinewaveBatch::default();
+        for (i, (h, p)) in heights.iter().zip(params).enumerate() {
+            batch.heights[i] = *h;
+            batch.phase[i] = p.phase;
+            batch.amplitude[i] = p.amplitude;
+            batch.frequency[i] = p.frequency;
+        }
+        Ok(SinewaveBatchArgs { batch, width: params[0].grid.width, height: params[0].grid.height })
+    }
+
+    /// `kernelParams` for `cuLaunchKernel`, in signature order (borrowing `self`, as
+    /// [`SinewaveArgs::param_pointers`]).
+    pub fn param_pointers(&mut self) -> [*mut c_void; 3] {
+        [
+            (&mut self.batch as *mut SinewaveBatch).cast(),
+            (&mut self.width as *mut u32).cast(),
+            (&mut self.height as *mut u32).cast(),
+        ]
+    }
+}
+
 /// Refuse a grid that does not fit the mapped slot: the kernel would write past its end.
 pub fn check_grid_fits(grid: Grid, buffer_size: u64) -> Result<(), ComputeError> {
     if grid.bytes() > buffer_size {
@@ -138,12 +196,12 @@ mod tests {
     fn launch_fills_an_h100_and_no_more() {
         // 4096 × 4096: 132 SMs × 8 resident blocks → 4 column blocks × 264 row walkers.
         let cfg = launch_config(Grid { width: 4096, height: 4096 }, H100);
-        assert_eq!(cfg, SinewaveLaunch { grid_x: 4, grid_y: 264, block_x: 256 });
+        assert_eq!(cfg, SinewaveLaunch { grid_x: 4, grid_y: 264, grid_z: 1, block_x: 256 });
         // Bogus (zero) attributes still give a valid launch.
         let zero = DeviceLimits { sm_count: 0, max_threads_per_block: 0, max_threads_per_sm: 0 };
         assert_eq!(
             launch_config(Grid { width: 2, height: 2 }, zero),
-            SinewaveLaunch { grid_x: 1, grid_y: 1, block_x: 256 }
+            SinewaveLaunch { grid_x: 1, grid_y: 1, grid_z: 1, block_x: 256 }
         );
     }
 
@@ -180,6 +238,34 @@ mod tests {
             kernel_signature("extern \"C\" __global__ void k(float *p, unsigned  int w)", "k"),
             vec![("float*".into(), "p".into()), ("unsigned int".into(), "w".into())]
         );
+    }
+
+    #[test]
+    fn batch_kernel_signature_and_struct_match_the_source() {
+        use crate::compute::kernel::SINEWAVE_BATCH_ENTRY;
+        let parsed = kernel_signature(SINEWAVE_SOURCE, SINEWAVE_BATCH_ENTRY);
+        let expected: Vec<(String, String)> =
+            SinewaveBatchArgs::SIGNATURE.iter().map(|(t, n)| (t.to_string(), n.to_string())).collect();
+        assert_eq!(parsed, expected);
+        // The struct: the same fields, in the same order, with MAX_BATCH entries each.
+        let flat = SINEWAVE_SOURCE.split_whitespace().collect::<Vec<_>>().join(" ");
+        let n = MAX_BATCH;
+        let fields = format!(
+            "struct vkhip_batch {{ float* heights[{n}]; float phase[{n}]; float amplitude[{n}]; float frequency[{n}]; }};"
+        );
+        assert!(flat.contains(&fields), "kernel source lacks `{fields}`");
+        assert_eq!(std::mem::size_of::<SinewaveBatch>(), 8 * n + 3 * 4 * n);
+        assert_eq!(std::mem::align_of::<SinewaveBatch>(), 8);
+        // Argument checks.
+        let p = WaveParams::at_time(Grid { width: 8, height: 8 }, 0.0);
+        assert!(SinewaveBatchArgs::new(&[], &[]).is_err());
+        assert!(SinewaveBatchArgs::new(&[1; 9], &[p; 9]).is_err());
+        assert!(SinewaveBatchArgs::new(&[1, 2], &[p]).is_err());
+        let q = WaveParams::at_time(Grid { width: 9, height: 8 }, 0.0);
+        assert!(SinewaveBatchArgs::new(&[1, 2], &[p, q]).is_err());
+        let a = SinewaveBatchArgs::new(&[10, 20], &[p, WaveParams::at_time(p.grid, 1.0)]).unwrap();
+        assert_eq!((a.batch.heights[..2].to_vec(), a.width, a.height), (vec![10, 20], 8, 8));
+        assert_ne!(a.batch.phase[0], a.batch.phase[1]);
     }
 
     #[test]

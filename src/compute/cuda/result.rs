@@ -684,7 +684,7 @@ impl Driver {
                 function,
                 launch.grid_x,
                 launch.grid_y,
-                1,
+                launch.grid_z,
                 launch.block_x,
                 1,
                 1,

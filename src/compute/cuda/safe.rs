@@ -13,10 +13,10 @@
 //! import is destroyed; imports take their fd through [`ImportFd::import`] with
 //! [`FdOwnership::TakenOnSuccess`] (CUDA owns the fd after a successful import).
 
-use super::plan::{self, DeviceLimits, SinewaveArgs};
+use super::plan::{self, DeviceLimits, SinewaveArgs, SinewaveBatchArgs};
 use super::result::Driver;
 use crate::compute::fd::{FdOwnership, ImportFd};
-use crate::compute::kernel::SinewaveLaunch;
+use crate::compute::kernel::{SinewaveLaunch, SINEWAVE_BATCH_ENTRY};
 use crate::compute::ComputeError;
 use crate::sim::WaveParams;
 use cudarc::driver::sys;
@@ -146,12 +146,14 @@ impl Drop for Event {
     }
 }
 
-/// The loaded `sinewave` module and its entry point; unloaded on drop.
+/// The loaded `sinewave` module and its entry points; unloaded on drop.
 #[derive(Debug)]
 pub struct Kernel {
     driver: &'static Driver,
     module: sys::CUmodule,
     function: sys::CUfunction,
+    /// `sinewave_batch` (None: an image without it; batches then launch once per slot).
+    batch: Option<sys::CUfunction>,
 }
 
 // SAFETY: modules and functions may be used from any thread that has their context current.
@@ -163,7 +165,13 @@ impl Kernel {
         let module = driver.module_load_data(image)?;
         // SAFETY: `module` was just loaded into the current context.
         match unsafe { driver.module_get_function(module, entry) } {
-            Ok(function) => Ok(Kernel { driver, module, function }),
+            Ok(function) => {
+                // SAFETY: as above.
+                let batch = unsafe { driver.module_get_function(module, SINEWAVE_BATCH_ENTRY) }
+                    .map_err(|e| log::debug!("cuda: no {SINEWAVE_BATCH_ENTRY} in the image ({e})"))
+                    .ok();
+                Ok(Kernel { driver, module, function, batch })
+            }
             Err(e) => {
                 // SAFETY: loaded above, nothing uses it.
                 if let Err(u) = unsafe { driver.module_unload(module) } {
@@ -194,6 +202,46 @@ impl Kernel {
         // `DeviceRange` is only made from live, owned device memory of its size, 16-byte
         // aligned, which it borrows); `args` outlives the call, which copies the values.
         unsafe { self.driver.launch_kernel(self.function, cfg, stream.raw(), &mut ptrs) }?;
+        Ok(cfg)
+    }
+}
+
+impl Kernel {
+    /// Enqueue one launch of `sinewave_batch` writing `dsts[i]` for `params[i]` (all on one grid,
+    /// at most [`crate::compute::kernel::MAX_BATCH`]); falls back to one `sinewave` launch per slot when the image has no
+    /// batch entry. One launch instead of B is most of what a batched hand-off saves on the GPU.
+    pub fn launch_batch(
+        &self,
+        stream: &Stream,
+        dsts: &[DeviceRange<'_>],
+        params: &[WaveParams],
+        limits: DeviceLimits,
+    ) -> Result<SinewaveLaunch> {
+        let Some(function) = self.batch.filter(|_| dsts.len() > 1) else {
+            let mut cfg = None;
+            for (d, p) in dsts.iter().zip(params) {
+                cfg = Some(self.launch(stream, *d, p, limits)?);
+            }
+            return cfg.ok_or_else(|| ComputeError::Unsupported {
+                backend: "cuda",
+                reason: "an empty batch".into(),
+            });
+        };
+        for (d, p) in dsts.iter().zip(params) {
+            plan::check_grid_fits(p.grid, d.size())?;
+        }
+        crate::fault::inject_compute(crate::fault::Fault::CudaLaunch, "cuda", "cuLaunchKernel")?;
+        let ptrs: Vec<u64> = dsts.iter().map(DeviceRange::ptr).collect();
+        let mut args = SinewaveBatchArgs::new(&ptrs, params)?;
+        let mut cfg = plan::launch_config(params[0].grid, limits);
+        cfg.grid_z = dsts.len() as u32;
+        let mut arg_ptrs = args.param_pointers();
+        // SAFETY: `function` is `sinewave_batch`, whose parameters are
+        // `SinewaveBatchArgs::SIGNATURE` with the struct's layout checked against the source by a
+        // unit test; blockIdx.z < dsts.len() picks one of the pointers filled in, each the start
+        // of a live `DeviceRange` that holds the grid (checked above); `args` outlives the call,
+        // which copies the values.
+        unsafe { self.driver.launch_kernel(function, cfg, stream.raw(), &mut arg_ptrs) }?;
         Ok(cfg)
     }
 }
@@ -268,10 +316,6 @@ impl MappedBuffer {
             });
         }
         Ok(buffer)
-    }
-
-    pub fn size(&self) -> u64 {
-        self.size
     }
 
     /// The mapping, for a kernel to write.

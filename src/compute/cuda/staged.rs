@@ -200,7 +200,7 @@ impl ComputeBackend for CudaStagedBackend {
     }
 
     fn clock_info(&self) -> Option<ClockInfo> {
-        Some(self.timer.clock_info())
+        self.timer.clock_info()
     }
 
     fn finish(&mut self) -> Result<()> {

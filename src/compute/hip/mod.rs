@@ -531,7 +531,7 @@ impl ComputeBackend for HipBackend {
     }
 
     fn clock_info(&self) -> Option<ClockInfo> {
-        Some(self.timer.clock_info())
+        self.timer.clock_info()
     }
 
     fn finish(&mut self) -> Result<(), ComputeError> {
