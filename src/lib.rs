@@ -2,6 +2,9 @@
 //! (CPU, Vulkan compute, CUDA, HIP) through exported memory and semaphores.
 //!
 //! Where to look first (export → import → map → wait → kernel → signal):
+//! - [`interop`]: the interop as a library, kernel-agnostic — Vulkan exports a buffer and
+//!   timelines ([`interop::vulkan`]), CUDA imports them and runs your kernel between a wait and a
+//!   signal ([`interop::cuda`]); `examples/cuda_interop.rs` uses nothing else.
 //! - [`vk::external`]: export of slot memory and semaphores as OPAQUE_FD.
 //! - [`compute`]: the backend interface; `compute::cuda` and `compute::hip` import the fds and map them.
 //! - [`sync`]: the frame-sync protocol, end to end (who waits on what, in every `--sync` mode).
@@ -15,6 +18,7 @@ pub mod cli;
 pub mod compute;
 pub mod fault;
 pub mod image;
+pub mod interop;
 pub mod output;
 pub mod overlay;
 pub mod pending;

@@ -248,17 +248,7 @@ pub fn prewarm(backend: BackendKind) {
 
 /// Export every slot's memory as OPAQUE_FD with the sizes an importer needs.
 pub fn export_memory(slots: &[Slot]) -> Result<Vec<InteropMemory>, VkError> {
-    slots
-        .iter()
-        .map(|s| {
-            Ok(InteropMemory {
-                fd: ImportFd::new(s.export_fd()?),
-                allocation_size: s.allocation_size,
-                buffer_size: s.size,
-                dedicated: s.dedicated,
-            })
-        })
-        .collect()
+    slots.iter().map(crate::interop::vulkan::export_slot).collect()
 }
 
 /// Export the semaphores of the mode in use.
@@ -359,33 +349,6 @@ impl Session {
 
     /// Read `slot` back through Vulkan once `waits` (semaphore, value) are reached.
     pub fn read_slot(&self, slot: usize, waits: &[(ash::vk::Semaphore, u64)]) -> Result<Vec<f32>, VkError> {
-        use crate::vk::memory::HostBuffer;
-        use ash::vk;
-        let s = &self.slots[slot];
-        let host = HostBuffer::new(&self.ctx, s.size, vk::BufferUsageFlags::TRANSFER_DST)?;
-        let d = &self.ctx.device;
-        let waits: Vec<_> =
-            waits.iter().map(|&(sem, v)| (sem, v, vk::PipelineStageFlags::TRANSFER)).collect();
-        self.ctx.one_shot(&waits, |cmd| {
-            let region = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: s.size };
-            // SAFETY: recording into the one-shot command buffer; both buffers are live and large
-            // enough.
-            unsafe {
-                cmd_memory_barrier(
-                    d,
-                    cmd,
-                    (vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::MEMORY_WRITE),
-                    (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
-                );
-                d.cmd_copy_buffer(cmd, s.buffer, host.buffer, &[region]);
-                cmd_memory_barrier(
-                    d,
-                    cmd,
-                    (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-                    (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
-                );
-            }
-        })?;
-        Ok(host.floats().to_vec())
+        crate::interop::vulkan::read_back(&self.ctx, &self.slots[slot], waits, &[])
     }
 }

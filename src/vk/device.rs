@@ -494,6 +494,17 @@ impl Context {
         waits: &[(vk::Semaphore, u64, vk::PipelineStageFlags)],
         record: impl FnOnce(vk::CommandBuffer),
     ) -> Result<(), VkError> {
+        self.one_shot_signalling(waits, &[], record)
+    }
+
+    /// [`Self::one_shot`] that also signals `signals` (semaphore, value — 0 for binary) when the
+    /// commands finish.
+    pub fn one_shot_signalling(
+        &self,
+        waits: &[(vk::Semaphore, u64, vk::PipelineStageFlags)],
+        signals: &[(vk::Semaphore, u64)],
+        record: impl FnOnce(vk::CommandBuffer),
+    ) -> Result<(), VkError> {
         let d = &self.device;
         let pool = self.one_shot_pool.lock().unwrap_or_else(|p| p.into_inner());
         let alloc = vk::CommandBufferAllocateInfo::default()
@@ -513,7 +524,7 @@ impl Context {
                 record(cmd);
                 // SAFETY: recording was begun above.
                 unsafe { d.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
-                self.submit_with(cmd, waits, &[], fence)?;
+                self.submit_with(cmd, waits, signals, fence)?;
                 // SAFETY: the fence was submitted above.
                 match unsafe { d.wait_for_fences(&[fence], true, WAIT_TIMEOUT.as_nanos() as u64) } {
                     Ok(()) => Ok(()),

@@ -39,11 +39,11 @@
 //! released, the stream destroyed and the primary context released. The caller frees the Vulkan
 //! memory and semaphores after the backend is gone.
 
-mod nvrtc;
-mod plan;
+pub(crate) mod nvrtc;
+pub(crate) mod plan;
 mod prewarm;
-mod result;
-mod safe;
+pub(crate) mod result;
+pub(crate) mod safe;
 mod staged;
 
 use crate::compute::kernel::{CacheOutcome, KernelCache, SINEWAVE_ENTRY};
@@ -71,15 +71,15 @@ const BENCHMARK_WARMUP: u32 = 5;
 
 /// A device as the driver reports it.
 #[derive(Clone, Debug)]
-struct CudaDevice {
-    ordinal: i32,
-    handle: sys::CUdevice,
-    name: String,
-    uuid: [u8; 16],
+pub(crate) struct CudaDevice {
+    pub ordinal: i32,
+    pub handle: sys::CUdevice,
+    pub name: String,
+    pub uuid: [u8; 16],
     /// Compute capability as major·10 + minor (90 for the H100).
-    arch: u32,
-    limits: DeviceLimits,
-    total_mem: u64,
+    pub arch: u32,
+    pub limits: DeviceLimits,
+    pub total_mem: u64,
 }
 
 fn enumerate(driver: &Driver) -> Result<Vec<CudaDevice>> {
@@ -157,7 +157,7 @@ pub fn hold_context(device_uuid: [u8; 16]) -> Result<ContextHold> {
 
 /// The CUDA device whose UUID is `device_uuid` (Vulkan's deviceUUID), or `Unavailable` naming
 /// the devices seen.
-fn find_device(driver: &Driver, device_uuid: [u8; 16]) -> Result<CudaDevice> {
+pub(crate) fn find_device(driver: &Driver, device_uuid: [u8; 16]) -> Result<CudaDevice> {
     let devices = enumerate(driver)?;
     let seen: Vec<SeenDevice> = devices
         .iter()
@@ -385,11 +385,11 @@ fn build_kernel(driver: &'static Driver, device: &CudaDevice, driver_version: i3
     let build = |fresh| nvrtc::sinewave_image(&cache, &device.name, device.arch, driver_version, fresh);
     let built = build(false)?;
     log::info!("cuda: kernel {:?} by {} ({:?})", built.target, built.compiler, built.outcome);
-    match Kernel::load(driver, &built.image, SINEWAVE_ENTRY) {
+    match Kernel::load(driver, &built.image, SINEWAVE_ENTRY).map(Kernel::with_batch_entry) {
         Ok(kernel) => Ok(kernel),
         Err(e) if built.outcome == CacheOutcome::Hit => {
             log::warn!("cuda: the cached kernel did not load ({e}); compiling it afresh");
-            Kernel::load(driver, &build(true)?.image, SINEWAVE_ENTRY)
+            Kernel::load(driver, &build(true)?.image, SINEWAVE_ENTRY).map(Kernel::with_batch_entry)
         }
         Err(e) => Err(e),
     }

@@ -94,9 +94,21 @@ pub fn check_compiler_vs_driver(nvrtc: (i32, i32), driver_version: i32, target: 
 
 /// Compile `source` for `target`: the cubin, or the NUL-terminated PTX.
 pub fn compile(nvrtc: &Nvrtc, source: &str, target: Target) -> Result<Vec<u8>> {
-    let program = Program { nvrtc, raw: nvrtc.create_program(source, "sinewave.hip")? };
+    compile_with(nvrtc, source, "sinewave.hip", &target.options(), target)
+}
+
+/// Compile `source` (named `name` in messages) with `options` (which must select `target`'s
+/// output): the cubin, or the NUL-terminated PTX.
+pub fn compile_with(
+    nvrtc: &Nvrtc,
+    source: &str,
+    name: &str,
+    options: &[String],
+    target: Target,
+) -> Result<Vec<u8>> {
+    let program = Program { nvrtc, raw: nvrtc.create_program(source, name)? };
     // SAFETY: `program.raw` is live until `program` drops (so for every call below).
-    let compiled = unsafe { nvrtc.compile_program(program.raw, &target.options()) };
+    let compiled = unsafe { nvrtc.compile_program(program.raw, options) };
     // SAFETY: as above.
     let log = unsafe { nvrtc.program_log(program.raw) }.unwrap_or_default();
     if let Err(e) = compiled {
@@ -106,7 +118,7 @@ pub fn compile(nvrtc: &Nvrtc, source: &str, target: Target) -> Result<Vec<u8>> {
         });
     }
     if !log.is_empty() {
-        log::debug!("nvrtc log for sinewave.hip:\n{log}");
+        log::debug!("nvrtc log for {name}:\n{log}");
     }
     match target {
         // SAFETY: compiled successfully above.

@@ -664,7 +664,8 @@ impl Driver {
         self.check("cuModuleUnload", unsafe { (self.api.cuModuleUnload)(module) })
     }
 
-    /// Enqueue a 1-D launch of `function` on `stream`.
+    /// Enqueue a launch of `function` on `stream`: `grid` blocks of `block` threads, no dynamic
+    /// shared memory.
     ///
     /// # Safety
     /// `function` and `stream` are live objects of the current context; `params` holds one
@@ -673,7 +674,8 @@ impl Driver {
     pub unsafe fn launch_kernel(
         &self,
         function: sys::CUfunction,
-        launch: crate::compute::kernel::SinewaveLaunch,
+        grid: [u32; 3],
+        block: [u32; 3],
         stream: sys::CUstream,
         params: &mut [*mut c_void],
     ) -> Result<()> {
@@ -682,12 +684,12 @@ impl Driver {
         self.check("cuLaunchKernel", unsafe {
             (self.api.cuLaunchKernel)(
                 function,
-                launch.grid_x,
-                launch.grid_y,
-                launch.grid_z,
-                launch.block_x,
-                1,
-                1,
+                grid[0],
+                grid[1],
+                grid[2],
+                block[0],
+                block[1],
+                block[2],
                 0,
                 stream,
                 params.as_mut_ptr(),

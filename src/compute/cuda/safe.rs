@@ -20,6 +20,7 @@ use crate::compute::kernel::{SinewaveLaunch, SINEWAVE_BATCH_ENTRY};
 use crate::compute::ComputeError;
 use crate::sim::WaveParams;
 use cudarc::driver::sys;
+use std::ffi::c_void;
 
 type Result<T> = std::result::Result<T, ComputeError>;
 
@@ -165,13 +166,7 @@ impl Kernel {
         let module = driver.module_load_data(image)?;
         // SAFETY: `module` was just loaded into the current context.
         match unsafe { driver.module_get_function(module, entry) } {
-            Ok(function) => {
-                // SAFETY: as above.
-                let batch = unsafe { driver.module_get_function(module, SINEWAVE_BATCH_ENTRY) }
-                    .map_err(|e| log::debug!("cuda: no {SINEWAVE_BATCH_ENTRY} in the image ({e})"))
-                    .ok();
-                Ok(Kernel { driver, module, function, batch })
-            }
+            Ok(function) => Ok(Kernel { driver, module, function, batch: None }),
             Err(e) => {
                 // SAFETY: loaded above, nothing uses it.
                 if let Err(u) = unsafe { driver.module_unload(module) } {
@@ -201,7 +196,9 @@ impl Kernel {
         // `grid.len()` floats from `dst.ptr()`, which the check above keeps inside the range (a
         // `DeviceRange` is only made from live, owned device memory of its size, 16-byte
         // aligned, which it borrows); `args` outlives the call, which copies the values.
-        unsafe { self.driver.launch_kernel(self.function, cfg, stream.raw(), &mut ptrs) }?;
+        unsafe {
+            self.driver.launch_kernel(self.function, dims(cfg).0, dims(cfg).1, stream.raw(), &mut ptrs)
+        }?;
         Ok(cfg)
     }
 }
@@ -241,9 +238,46 @@ impl Kernel {
         // unit test; blockIdx.z < dsts.len() picks one of the pointers filled in, each the start
         // of a live `DeviceRange` that holds the grid (checked above); `args` outlives the call,
         // which copies the values.
-        unsafe { self.driver.launch_kernel(function, cfg, stream.raw(), &mut arg_ptrs) }?;
+        unsafe {
+            self.driver.launch_kernel(function, dims(cfg).0, dims(cfg).1, stream.raw(), &mut arg_ptrs)
+        }?;
         Ok(cfg)
     }
+}
+
+impl Kernel {
+    /// Also look up `sinewave_batch` (logged at debug level if the image has none: batches then
+    /// launch once per slot).
+    pub fn with_batch_entry(mut self) -> Self {
+        // SAFETY: `module` is live (owned by `self`) in the current context.
+        self.batch = unsafe { self.driver.module_get_function(self.module, SINEWAVE_BATCH_ENTRY) }
+            .map_err(|e| log::debug!("cuda: no {SINEWAVE_BATCH_ENTRY} in the image ({e})"))
+            .ok();
+        self
+    }
+
+    /// Enqueue a launch of the loaded entry point with your own arguments.
+    ///
+    /// # Safety
+    /// `args` holds one pointer per parameter of the entry point, in order, each to a live value
+    /// of that parameter's type; device pointers among them address memory of the current
+    /// context large enough for everything the kernel touches, and nothing else uses that memory
+    /// until the stream is past this launch.
+    pub unsafe fn launch_raw(
+        &self,
+        stream: &Stream,
+        grid: [u32; 3],
+        block: [u32; 3],
+        args: &mut [*mut c_void],
+    ) -> Result<()> {
+        // SAFETY: per this function's contract; `function` belongs to the live module.
+        unsafe { self.driver.launch_kernel(self.function, grid, block, stream.raw(), args) }
+    }
+}
+
+/// `cuLaunchKernel`'s (grid, block) for a `sinewave` launch.
+fn dims(l: SinewaveLaunch) -> ([u32; 3], [u32; 3]) {
+    ([l.grid_x, l.grid_y, l.grid_z], [l.block_x, 1, 1])
 }
 
 impl Drop for Kernel {

@@ -1,0 +1,67 @@
+//! The interop itself, as a library: Vulkan exports a buffer and two timeline semaphores, a compute
+//! API imports them, and every frame runs wait → *your* kernel → signal. Nothing here knows about
+//! the sine wave, the window or the profiler; vkhip's own CUDA backend is built on the same calls.
+//!
+//! ## The six steps (`examples/cuda_interop.rs` runs them end to end)
+//! 1. **export** — [`vulkan::VulkanDevice`] makes a [`vulkan::SharedBuffer`] (device-local, its own
+//!    dedicated allocation, exportable as OPAQUE_FD) and [`vulkan::SharedTimeline`]s, and exports
+//!    each as a file descriptor: [`InteropMemory`] (fd + the sizes an importer needs) and
+//!    [`ImportFd`].
+//! 2. **import** — the compute API opens the device whose UUID is Vulkan's `deviceUUID`
+//!    ([`cuda::Cuda::open`]) and imports the fds ([`cuda::Cuda::import_buffer`],
+//!    [`cuda::Cuda::import_timeline`]). An fd is *consumed*: owned by the driver after a
+//!    successful import, closed by vkhip after a failed one ([`ImportFd`]), never both.
+//! 3. **map** — the imported memory is mapped to a device pointer for kernels
+//!    ([`cuda::CudaBuffer::device_ptr`]).
+//! 4. **wait** — before writing, the compute stream waits for the value Vulkan signals when it is
+//!    done reading the buffer.
+//! 5. **kernel** — your launch, on the same stream ([`cuda::Cuda::frame`] takes a closure).
+//! 6. **signal** — the stream signals the value Vulkan waits for before it reads.
+//!
+//! Values: frame f is `f + 1` on both timelines (0 = nothing yet). The host never blocks on a
+//! value the compute API signals — on NVIDIA such a wait takes ≈ 10 ms (docs/ARCHITECTURE.md); wait
+//! on Vulkan's own values, or on the compute API's own stream or events.
+//!
+//! ## Teardown
+//! Drop the compute side first (it synchronises its stream, then destroys the imported
+//! semaphores and memory), then the Vulkan objects, then the Vulkan device. Holding the values
+//! in that order in one struct (fields drop in declaration order) encodes it.
+//!
+//! For several frames in flight, run-ahead and batches, see [`crate::sync`], which drives vkhip's
+//! backends with the same steps.
+//!
+//! ```
+//! // The value convention, and why the compute side of frame f waits for frame f − K's draw.
+//! use vkhip::interop::FrameValues;
+//! let v = FrameValues { slots: 3 };
+//! assert_eq!(v.signal(0), 1); // frame 0 done: 'computed' = 1
+//! assert_eq!(v.wait_before_write(2), None); // slot 2 was never read
+//! assert_eq!(v.wait_before_write(3), Some(1)); // slot 0 again: frame 0's draw must be done
+//! ```
+
+pub mod cuda;
+pub mod vulkan;
+
+pub use crate::compute::fd::ImportFd;
+pub use crate::compute::ComputeError;
+pub use crate::compute::InteropMemory;
+pub use crate::vk::VkError;
+
+/// The timeline values of the protocol for K buffers used in turn (frame f uses buffer f mod K).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameValues {
+    pub slots: u64,
+}
+
+impl FrameValues {
+    /// The value that says "frame `f` is done" (written, or drawn): `f + 1`.
+    pub fn signal(&self, frame: u64) -> u64 {
+        frame + 1
+    }
+
+    /// The value of the reader's timeline to wait for before writing frame `f`'s buffer: the
+    /// previous frame that used it, f − K, must be done reading (None while f < K).
+    pub fn wait_before_write(&self, frame: u64) -> Option<u64> {
+        (frame >= self.slots).then(|| frame + 1 - self.slots)
+    }
+}
