@@ -43,6 +43,12 @@ struct Shared {
     device: CudaDevice,
 }
 
+// SAFETY: every use of the stream and the context goes through the CUDA driver API, which is
+// thread-safe: calls from several threads on one stream are serialised by the driver (their
+// order between threads is whatever the callers make it). `Shared` holds no Rust-side mutable
+// state.
+unsafe impl Sync for Shared {}
+
 impl Shared {
     /// Make the context current on this thread and wait for the stream: before any object that
     /// pending work may use is destroyed.
