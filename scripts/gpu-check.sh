@@ -20,6 +20,9 @@
 #      (with vs without --trace, interleaved, 3 repetitions) at most 3% of frame time
 #   6b. fault injection (VKHIP_FAULT) on the CUDA path: memory and semaphore import, NVRTC, launch
 #   6c. optional soak (GPU_CHECK_SOAK_FRAMES=N): cuda external and bridged, RSS and fds flat
+#   6d. examples/cuda_interop (the library example, its own kernel checked on the host): it must
+#      print "cuda_interop: OK" and exit 0. Found at GPU_CHECK_CUDA_EXAMPLE, default
+#      BIN's directory/examples/cuda_interop (where `cargo build --release --examples` puts it)
 #
 # If the loader cannot find libnvrtc (.13 or .12), the script looks in the CUDA toolkit's and
 # NVIDIA's pip wheels' usual directories and adds the first hit to LD_LIBRARY_PATH (the summary
@@ -347,11 +350,16 @@ fi
 # Traces of the hand-off at 256² and 1024² in a 320x180 image: K=3 (compute overlaps drawing), K=1
 # (the APIs alternate), blocking (nothing overlaps) and the vulkan baseline. Each trace must pass
 # `vkhip trace check`; the row shows the report's new figures and the checker's overlap line.
+# Also the default configuration (batches of 7 frames), where each batch's draws wait for its
+# one launch.
 for spec in "cuda external 3 256x256" "cuda external 3 1024x1024" "cuda external 1 1024x1024" \
-    "cuda blocking 1 1024x1024" "vulkan external 3 1024x1024"; do
+    "cuda blocking 1 1024x1024" "vulkan external 3 1024x1024" "cuda default 8 256x256" \
+    "cuda default 8 1024x1024"; do
     read -r backend sync slots grid <<<"$spec"
     name="trace-$backend-$sync-k$slots-$grid"
-    run "$name" "$bin" --headless --backend "$backend" --sync "$sync" --slots "$slots" --grid "$grid" \
+    shape=(--sync "$sync" --slots "$slots" --run-ahead 0 --batch 1)
+    [ "$sync" = default ] && shape=()
+    run "$name" "$bin" --headless --backend "$backend" "${shape[@]}" --grid "$grid" \
         --size 320x180 --frames 1500 --trace "$out/$name.json"
     if [ "$rc" -ne 0 ]; then
         record "$name" "$(status_of)" "exit $rc: $tail_line"
@@ -390,8 +398,8 @@ for grid in 256x256 1024x1024; do
             name="tracecost-$grid-$mode-$rep"
             extra=()
             [ "$mode" = on ] && extra=(--trace "$out/$name.json")
-            run "$name" "$bin" --headless --backend cuda --sync external --slots 3 --grid "$grid" \
-                --size 320x180 --frames 1500 "${extra[@]}"
+            run "$name" "$bin" --headless --backend cuda --sync external --slots 3 --run-ahead 0 \
+                --batch 1 --grid "$grid" --size 320x180 --frames 1500 "${extra[@]}"
             mean=$(grep -m 1 'frame time' "$out/$name.stdout" | tr -s ' ' | cut -d ' ' -f 5)
             rm -f "$out/$name.json"
             if [ "$mode" = on ]; then on+=("$mean"); else off+=("$mean"); fi
@@ -453,6 +461,19 @@ if [ "$soak_frames" -gt 0 ]; then
             record "$name" FAIL "exit $rc; ${mem:-no memory line}; fds $fds_early -> $fds_late"
         fi
     done
+fi
+
+# --- 6d. the library example ------------------------------------------------------------------------
+example=${GPU_CHECK_CUDA_EXAMPLE:-$(dirname "$bin")/examples/cuda_interop}
+if [ -x "$example" ]; then
+    run example-cuda-interop "$example"
+    if [ "$rc" -eq 0 ] && [ "${last#cuda_interop: OK}" != "$last" ]; then
+        record example-cuda-interop PASS "${last#cuda_interop: }"
+    else
+        record example-cuda-interop "$(status_of)" "exit $rc: $tail_line"
+    fi
+else
+    record example-cuda-interop FAIL "no executable at $example (build it: cargo build --release --examples)"
 fi
 
 # --- 7. summary --------------------------------------------------------------------------------------
