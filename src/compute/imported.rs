@@ -186,14 +186,6 @@ impl<A: InteropApi> Imported<A> {
         Imported { timer, done, semaphores, slots, api, stream }
     }
 
-    pub fn api(&self) -> &A {
-        &self.api
-    }
-
-    pub fn slot_count(&self) -> usize {
-        self.slots.len()
-    }
-
     pub fn support(&self) -> GpuSyncSupport {
         self.semaphores.support()
     }
