@@ -9,7 +9,8 @@
 //! Where: `$VKHIP_KERNEL_CACHE` if set (`off` disables the cache), else
 //! `$XDG_CACHE_HOME/vkhip/kernels`, else `~/.cache/vkhip/kernels`.
 
-use crate::sim::Grid;
+use crate::sim::{Grid, WaveParams};
+use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 
 /// The kernel source, embedded at build time so the binary runs from anywhere.
@@ -59,6 +60,59 @@ pub fn sinewave_launch(grid: Grid, resident_blocks: u32) -> SinewaveLaunch {
     let grid_x = quads.div_ceil(SINEWAVE_BLOCK).max(1);
     let grid_y = (resident_blocks.max(1) / grid_x).clamp(1, grid.height.min(65535));
     SinewaveLaunch { grid_x, grid_y, grid_z: 1, block_x: SINEWAVE_BLOCK }
+}
+
+/// The arguments of `sinewave` in `kernels/sinewave.hip`, in the order `cuLaunchKernel` and
+/// `hipModuleLaunchKernel` pass them (`kernelParams[i]` points at the i-th field of
+/// `SinewaveArgs::SIGNATURE`). One type for both APIs: the source is one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SinewaveArgs {
+    /// Device address of the slot (`float*` on a 64-bit device).
+    pub heights: u64,
+    pub width: u32,
+    pub height: u32,
+    pub phase: f32,
+    pub amplitude: f32,
+    pub frequency: f32,
+}
+
+impl SinewaveArgs {
+    /// The kernel's parameter list as written in the source: (C type, name). A unit test parses
+    /// `kernels/sinewave.hip` and compares (and checks [`Self::param_pointers`] against it).
+    #[cfg(test)]
+    pub const SIGNATURE: [(&'static str, &'static str); 6] = [
+        ("float*", "heights"),
+        ("unsigned int", "width"),
+        ("unsigned int", "height"),
+        ("float", "phase"),
+        ("float", "amplitude"),
+        ("float", "frequency"),
+    ];
+
+    pub fn new(heights: u64, params: &WaveParams) -> Self {
+        SinewaveArgs {
+            heights,
+            width: params.grid.width,
+            height: params.grid.height,
+            phase: params.phase,
+            amplitude: params.amplitude,
+            frequency: params.frequency,
+        }
+    }
+
+    /// `kernelParams` for `cuLaunchKernel` / `hipModuleLaunchKernel`: one pointer per argument, in
+    /// `Self::SIGNATURE` order. The pointers borrow `self`, which must stay in place until the
+    /// launch call returns (the driver copies the values during the call).
+    pub fn param_pointers(&mut self) -> [*mut c_void; 6] {
+        [
+            (&mut self.heights as *mut u64).cast(),
+            (&mut self.width as *mut u32).cast(),
+            (&mut self.height as *mut u32).cast(),
+            (&mut self.phase as *mut f32).cast(),
+            (&mut self.amplitude as *mut f32).cast(),
+            (&mut self.frequency as *mut f32).cast(),
+        ]
+    }
 }
 
 /// Whether a compiled kernel came from the cache or was compiled in this run.

@@ -21,6 +21,7 @@ pub mod cuda;
 pub mod fd;
 #[cfg(feature = "hip")]
 pub mod hip;
+pub mod imported;
 pub mod kernel;
 pub mod timing;
 pub mod vulkan;
@@ -270,24 +271,7 @@ pub trait ComputeBackend: Send {
         frames: &[(u64, usize, WaveParams)],
         sync: GpuSync,
     ) -> Result<(), ComputeError> {
-        let n = frames.len();
-        for (i, &(frame, slot, ref params)) in frames.iter().enumerate() {
-            let per_frame = match sync {
-                GpuSync::Timeline { wait_rendered, signal_computed } => GpuSync::Timeline {
-                    wait_rendered: wait_rendered.filter(|_| i == 0),
-                    signal_computed: signal_computed.filter(|_| i + 1 == n),
-                },
-                binary @ GpuSync::Binary { .. } if n == 1 => binary,
-                GpuSync::Binary { .. } => {
-                    return Err(ComputeError::Unsupported {
-                        backend: self.kind().name(),
-                        reason: "binary semaphores cannot batch: each signal pairs with one wait".into(),
-                    })
-                }
-            };
-            self.enqueue_gpu_synced(frame, slot, params, per_frame)?;
-        }
-        Ok(())
+        enqueue_frame_by_frame(self, frames, sync)
     }
 
     /// Host-synchronous path (`bridged`, `blocking`): write `slot` for `params` and return when the
@@ -330,6 +314,33 @@ pub trait ComputeBackend: Send {
     fn device_memory(&self) -> Option<Result<(u64, u64), ComputeError>> {
         None
     }
+}
+
+/// [`ComputeBackend::enqueue_batch_gpu_synced`]'s default: `frames` one by one through
+/// `enqueue_gpu_synced`, the first waiting and the last signalling (binary sync takes one frame).
+pub fn enqueue_frame_by_frame<B: ComputeBackend + ?Sized>(
+    backend: &mut B,
+    frames: &[(u64, usize, WaveParams)],
+    sync: GpuSync,
+) -> Result<(), ComputeError> {
+    let n = frames.len();
+    for (i, &(frame, slot, ref params)) in frames.iter().enumerate() {
+        let per_frame = match sync {
+            GpuSync::Timeline { wait_rendered, signal_computed } => GpuSync::Timeline {
+                wait_rendered: wait_rendered.filter(|_| i == 0),
+                signal_computed: signal_computed.filter(|_| i + 1 == n),
+            },
+            binary @ GpuSync::Binary { .. } if n == 1 => binary,
+            GpuSync::Binary { .. } => {
+                return Err(ComputeError::Unsupported {
+                    backend: backend.kind().name(),
+                    reason: "binary semaphores cannot batch: each signal pairs with one wait".into(),
+                })
+            }
+        };
+        backend.enqueue_gpu_synced(frame, slot, params, per_frame)?;
+    }
+    Ok(())
 }
 
 /// Kernel time against a plain fill (memset) of the same buffer, both timed with the compute

@@ -33,10 +33,17 @@
 //! why not PTX), cached by [`KernelCache`]. Each thread owns four columns and walks rows; enough
 //! row walkers are launched to fill the GPU ([`plan::launch_config`]).
 //!
-//! Teardown (DESIGN.md "Interop rules"), encoded by [`CudaBackend`]'s field order: its `Drop`
-//! makes the context current and synchronises the stream; then the imported semaphores are
-//! destroyed, the mapped pointers freed and the imported memory destroyed, the event and module
-//! released, the stream destroyed and the primary context released. The caller frees the Vulkan
+//! Shape. [`CudaBackend`] is the skeleton HIP shares ([`crate::compute::imported`]):
+//! [`Imported`] over `CudaApi` (the kernel: `sinewave`, or `sinewave_batch` for a batch, fill,
+//! events, semaphore wait/signal), in an [`InteropBackend`] with `CudaContext` (the primary
+//! context, made current before every call). Slot, grid and semaphore checks, the frame paths and
+//! the benchmark are written there once, for both APIs.
+//!
+//! Teardown (DESIGN.md "Interop rules"), encoded by field order: `InteropBackend`'s `Drop`
+//! makes the context current and synchronises the stream; then the profiler's and host-wait
+//! events are released, the imported semaphores destroyed, the mapped pointers freed and the
+//! imported memory destroyed, the module unloaded, the stream destroyed and the primary context
+//! released. The caller frees the Vulkan
 //! memory and semaphores after the backend is gone.
 
 pub(crate) mod nvrtc;
@@ -46,15 +53,14 @@ pub(crate) mod result;
 pub(crate) mod safe;
 mod staged;
 
-use crate::compute::kernel::{CacheOutcome, KernelCache, SINEWAVE_ENTRY};
-use crate::compute::timing::{Mark, StreamTimer};
-use crate::compute::{plan_sync, SemaphoreRef};
-use crate::compute::{
-    BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError, GpuSync, GpuSyncSupport, InteropMemory,
-    InteropSemaphorePair, InteropSemaphores, KernelBenchmark,
+use crate::compute::imported::{
+    self, Imported, InteropApi, InteropBackend, InteropDevice, SemaphorePair, Semaphores,
 };
-use crate::profile::clock::ClockInfo;
-use crate::profile::Span;
+use crate::compute::kernel::{CacheOutcome, KernelCache, SinewaveLaunch, SINEWAVE_ENTRY};
+use crate::compute::timing::StreamTimer;
+use crate::compute::{
+    BackendKind, ComputeDeviceInfo, ComputeError, InteropMemory, InteropSemaphorePair, InteropSemaphores,
+};
 use crate::sim::WaveParams;
 use cudarc::driver::sys;
 use plan::{DeviceLimits, SeenDevice};
@@ -65,9 +71,6 @@ pub use prewarm::prewarm;
 pub use staged::CudaStagedBackend;
 
 type Result<T> = std::result::Result<T, ComputeError>;
-
-/// Launches (kernel and fill each) run before `benchmark` starts timing.
-const BENCHMARK_WARMUP: u32 = 5;
 
 /// A device as the driver reports it.
 #[derive(Clone, Debug)]
@@ -166,44 +169,105 @@ pub(crate) fn find_device(driver: &Driver, device_uuid: [u8; 16]) -> Result<Cuda
     Ok(devices[plan::choose_device(device_uuid, &seen)?].clone())
 }
 
-/// An imported (computed, rendered) pair.
-struct SemaphorePair {
-    computed: ExternalSemaphore,
-    rendered: ExternalSemaphore,
+/// Import a (computed, rendered) pair ([`SemaphorePair::import`]); a failure is an error.
+fn import_pair(
+    driver: &'static Driver,
+    pair: InteropSemaphorePair,
+    timeline: bool,
+) -> Result<SemaphorePair<ExternalSemaphore>> {
+    // An injected failure drops both fds unused, which closes them, as a real one does.
+    crate::fault::inject_compute(
+        crate::fault::Fault::CudaSemaphoreImport,
+        "cuda",
+        "cuImportExternalSemaphore",
+    )?;
+    SemaphorePair::import(pair, |fd| ExternalSemaphore::import(driver, fd, timeline))
 }
 
-impl SemaphorePair {
-    fn import(driver: &'static Driver, pair: InteropSemaphorePair, timeline: bool) -> Result<Self> {
-        let InteropSemaphorePair { computed, rendered } = pair;
-        // If the first import fails, `rendered` is dropped unused, which closes its fd.
-        // An injected failure drops both fds unused, which closes them, as a real one does.
-        crate::fault::inject_compute(
-            crate::fault::Fault::CudaSemaphoreImport,
-            "cuda",
-            "cuImportExternalSemaphore",
-        )?;
-        let computed = ExternalSemaphore::import(driver, computed, timeline)?;
-        let rendered = ExternalSemaphore::import(driver, rendered, timeline)?;
-        Ok(SemaphorePair { computed, rendered })
+/// What the shared skeleton ([`Imported`]) calls CUDA with: the loaded kernel and the device's
+/// launch limits.
+pub struct CudaApi {
+    kernel: Kernel,
+    limits: DeviceLimits,
+    driver: &'static Driver,
+}
+
+impl InteropApi for CudaApi {
+    const NAME: &'static str = "cuda";
+    const FILL_NAME: &'static str = "cuMemsetD32Async";
+    type Stream = Stream;
+    type Event = Event;
+    type Semaphore = ExternalSemaphore;
+    type Buffer = MappedBuffer;
+
+    fn buffer_size(buffer: &MappedBuffer) -> u64 {
+        buffer.range().size()
+    }
+
+    fn wait(&self, semaphore: &ExternalSemaphore, value: u64, stream: &Stream) -> Result<()> {
+        semaphore.wait(value, stream)
+    }
+
+    fn signal(&self, semaphore: &ExternalSemaphore, value: u64, stream: &Stream) -> Result<()> {
+        semaphore.signal(value, stream)
+    }
+
+    /// One `sinewave` launch for one slot, one `sinewave_batch` launch for several.
+    fn launch(&self, stream: &Stream, slots: &[(&MappedBuffer, WaveParams)]) -> Result<SinewaveLaunch> {
+        if let [(buffer, params)] = slots {
+            return self.kernel.launch(stream, buffer.range(), params, self.limits);
+        }
+        let ranges: Vec<_> = slots.iter().map(|(b, _)| b.range()).collect();
+        let params: Vec<WaveParams> = slots.iter().map(|s| s.1).collect();
+        self.kernel.launch_batch(stream, &ranges, &params, self.limits)
+    }
+
+    fn fill(&self, buffer: &MappedBuffer, words: usize, stream: &Stream) -> Result<()> {
+        buffer.memset_d32_async(0, words, stream)
+    }
+
+    fn timed_event(&self) -> Result<Event> {
+        Event::new(self.driver, true)
+    }
+
+    fn elapsed_us(&self, start: &Event, end: &Event) -> Result<f64> {
+        start.elapsed_us(end)
+    }
+
+    fn synchronize(&self, stream: &Stream) -> Result<()> {
+        stream.synchronize()
     }
 }
 
-/// The CUDA backend: imported slots and semaphores, the kernel, one stream.
-pub struct CudaBackend {
-    // Field order is teardown order (after `Drop` has synchronised the stream): semaphores,
-    // then slots (each frees its pointer, then destroys its import), then event, module and
-    // stream, and the context last.
-    timeline: Option<SemaphorePair>,
-    binary: Vec<SemaphorePair>,
-    slots: Vec<MappedBuffer>,
-    /// Per-frame events for the profiler (their own idle stream for the clock anchor).
-    timer: StreamTimer<Event>,
-    done: Event,
-    kernel: Kernel,
-    stream: Stream,
+/// The CUDA backend: imported slots and semaphores, the kernel and one stream (the shared
+/// skeleton, [`Imported`]), in the device's primary context ([`CudaContext`], dropped last).
+pub type CudaBackend = InteropBackend<CudaContext>;
+
+/// The device a [`CudaBackend`] runs on, and its retained primary context (which outlives the
+/// skeleton's objects: it is the backend's last field).
+pub struct CudaContext {
     ctx: PrimaryContext,
     device: CudaDevice,
     driver: &'static Driver,
+}
+
+impl InteropDevice for CudaContext {
+    type Api = CudaApi;
+    const KIND: BackendKind = BackendKind::Cuda;
+    /// One `sinewave_batch` launch per batch.
+    const BATCHES: bool = true;
+
+    fn make_current(&self) -> Result<()> {
+        self.ctx.make_current()
+    }
+
+    fn name(&self) -> String {
+        format!("{} (CUDA device {}, sm_{})", self.device.name, self.device.ordinal, self.device.arch)
+    }
+
+    fn memory(&self) -> Option<Result<(u64, u64)>> {
+        Some(self.ctx.make_current().and_then(|()| self.driver.mem_get_info()))
+    }
 }
 
 impl CudaBackend {
@@ -219,16 +283,7 @@ impl CudaBackend {
         let driver_version = driver.driver_version()?;
         let device = find_device(driver, device_uuid)?;
         let InteropSemaphores { timeline, binary } = semaphores;
-        if !binary.is_empty() && binary.len() != memory.len() {
-            return Err(ComputeError::Unsupported {
-                backend: "cuda",
-                reason: format!(
-                    "{} binary semaphore pairs for {} slots (one pair per slot expected)",
-                    binary.len(),
-                    memory.len()
-                ),
-            });
-        }
+        imported::check_pairs_per_slot("cuda", binary.len(), memory.len())?;
 
         // Declaration order here is the reverse of teardown on an early return (`setup` drops
         // last: the module, then the context, which stays current on this thread throughout).
@@ -241,11 +296,9 @@ impl CudaBackend {
             .enumerate()
             .map(|(i, m)| import_slot(driver, i, m))
             .collect::<Result<Vec<_>>>()?;
-        let timeline = timeline.map(|pair| SemaphorePair::import(driver, pair, true)).transpose()?;
-        let binary = binary
-            .into_iter()
-            .map(|pair| SemaphorePair::import(driver, pair, false))
-            .collect::<Result<Vec<_>>>()?;
+        let timeline = timeline.map(|pair| import_pair(driver, pair, true)).transpose()?;
+        let binary =
+            binary.into_iter().map(|pair| import_pair(driver, pair, false)).collect::<Result<Vec<_>>>()?;
         log::info!(
             "cuda: {} (device {}, sm_{}, driver CUDA {}): {} slot(s) imported, timeline \
              semaphores: {}, binary pairs: {}",
@@ -258,85 +311,17 @@ impl CudaBackend {
             binary.len()
         );
         let DeviceSetup { kernel, ctx } = setup;
-        Ok(CudaBackend { timeline, binary, slots, timer, done, kernel, stream, ctx, device, driver })
+        let api = CudaApi { kernel, limits: device.limits, driver };
+        let core = Imported::new(api, stream, done, timer, slots, Semaphores { timeline, binary });
+        Ok(InteropBackend::from_parts(core, CudaContext { ctx, device, driver }))
     }
 
     /// (free, total) device memory in bytes (`cuMemGetInfo`), for the leak check. Through
     /// `dyn ComputeBackend` the same figure comes as `Some(..)` from the trait's `device_memory`.
     pub fn device_memory(&self) -> Result<(u64, u64)> {
-        self.ctx.make_current()?;
-        self.driver.mem_get_info()
-    }
-
-    fn slot(&self, slot: usize) -> Result<&MappedBuffer> {
-        self.slots.get(slot).ok_or_else(|| ComputeError::Unsupported {
-            backend: "cuda",
-            reason: format!("slot {slot} out of range ({} slots imported)", self.slots.len()),
-        })
-    }
-
-    fn semaphore(&self, which: SemaphoreRef) -> Result<&ExternalSemaphore> {
-        let found = match which {
-            SemaphoreRef::TimelineRendered => self.timeline.as_ref().map(|p| &p.rendered),
-            SemaphoreRef::TimelineComputed => self.timeline.as_ref().map(|p| &p.computed),
-            SemaphoreRef::BinaryRendered(i) => self.binary.get(i).map(|p| &p.rendered),
-            SemaphoreRef::BinaryComputed(i) => self.binary.get(i).map(|p| &p.computed),
-        };
-        found.ok_or_else(|| ComputeError::Unsupported {
-            backend: "cuda",
-            reason: format!("semaphore {which:?} was not imported"),
-        })
-    }
-
-    /// wait → one launch writing every slot of `frames` → signal, on the stream (a batch of one is
-    /// a plain `sinewave` launch). Everything is resolved and checked before the first enqueue,
-    /// so a refused batch leaves no wait behind on the stream.
-    fn enqueue(&mut self, frames: &[(u64, usize, WaveParams)], sync: GpuSync) -> Result<()> {
-        let Some(&(first, _, _)) = frames.first() else { return Ok(()) };
-        if frames.len() > crate::compute::kernel::MAX_BATCH
-            || (frames.len() > 1 && matches!(sync, GpuSync::Binary { .. }))
-        {
-            return Err(ComputeError::Unsupported {
-                backend: "cuda",
-                reason: format!(
-                    "a batch of {} frames (binary sync takes 1, timelines up to 8)",
-                    frames.len()
-                ),
-            });
-        }
-        self.ctx.make_current()?;
-        let i = self.timer.begin_batch(first, frames.len() as u64);
-        let plan = plan_sync("cuda", sync, self.timeline.is_some(), self.binary.len())?;
-        let ranges = frames
-            .iter()
-            .map(|&(_, slot, _)| self.slot(slot).map(MappedBuffer::range))
-            .collect::<Result<Vec<_>>>()?;
-        let params: Vec<WaveParams> = frames.iter().map(|f| f.2).collect();
-        for (r, p) in ranges.iter().zip(&params) {
-            plan::check_grid_fits(p.grid, r.size())?;
-        }
-        let wait = plan.wait.map(|w| self.semaphore(w.semaphore).map(|s| (s, w.value))).transpose()?;
-        let signal = plan.signal.map(|s| self.semaphore(s.semaphore).map(|h| (h, s.value))).transpose()?;
-        if let Some((semaphore, value)) = wait {
-            self.timer.mark(i, Mark::BeforeWait, &self.stream)?;
-            semaphore.wait(value, &self.stream)?;
-        }
-        self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
-        if let [range] = ranges[..] {
-            self.kernel.launch(&self.stream, range, &params[0], self.device.limits)?;
-        } else {
-            self.kernel.launch_batch(&self.stream, &ranges, &params, self.device.limits)?;
-        }
-        self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
-        if let Some((semaphore, value)) = signal {
-            semaphore.signal(value, &self.stream)?;
-        }
-        self.timer.mark(i, Mark::AfterSignal, &self.stream)
-    }
-
-    fn launch(&self, slot: usize, params: &WaveParams) -> Result<()> {
-        self.kernel.launch(&self.stream, self.slot(slot)?.range(), params, self.device.limits)?;
-        Ok(())
+        let context = self.device();
+        context.ctx.make_current()?;
+        context.driver.mem_get_info()
     }
 }
 
@@ -396,137 +381,10 @@ fn build_kernel(driver: &'static Driver, device: &CudaDevice, driver_version: i3
 }
 
 fn import_slot(driver: &'static Driver, index: usize, m: InteropMemory) -> Result<MappedBuffer> {
-    if m.buffer_size == 0 || m.buffer_size > m.allocation_size {
-        return Err(ComputeError::Unsupported {
-            backend: "cuda",
-            reason: format!(
-                "slot {index}: buffer size {} does not fit the allocation size {}",
-                m.buffer_size, m.allocation_size
-            ),
-        });
-    }
+    imported::check_slot_memory("cuda", index, &m)?;
     crate::fault::inject_compute(crate::fault::Fault::CudaMemoryImport, "cuda", "cuImportExternalMemory")?;
     let memory = ExternalMemory::import(driver, m.fd, m.allocation_size, m.dedicated)?;
     MappedBuffer::map(memory, m.buffer_size)
-}
-
-impl ComputeBackend for CudaBackend {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Cuda
-    }
-
-    fn device_name(&self) -> String {
-        format!("{} (CUDA device {}, sm_{})", self.device.name, self.device.ordinal, self.device.arch)
-    }
-
-    fn gpu_sync_support(&self) -> GpuSyncSupport {
-        GpuSyncSupport { timeline: self.timeline.is_some(), binary: !self.binary.is_empty() }
-    }
-
-    fn enqueue_gpu_synced(
-        &mut self,
-        frame: u64,
-        slot: usize,
-        params: &WaveParams,
-        sync: GpuSync,
-    ) -> Result<()> {
-        self.enqueue(&[(frame, slot, *params)], sync)
-    }
-
-    fn enqueue_batch_gpu_synced(&mut self, frames: &[(u64, usize, WaveParams)], sync: GpuSync) -> Result<()> {
-        self.enqueue(frames, sync)
-    }
-
-    fn write_slot_and_wait(&mut self, frame: u64, slot: usize, params: &WaveParams) -> Result<()> {
-        self.ctx.make_current()?;
-        let i = self.timer.begin(frame);
-        self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
-        self.launch(slot, params)?;
-        self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
-        self.done.record(&self.stream)?;
-        self.done.synchronize()
-    }
-
-    fn take_spans(&mut self, out: &mut Vec<Span>) {
-        match self.ctx.make_current() {
-            Ok(()) => self.timer.take_spans(out),
-            Err(e) => log::debug!("cuda: timing skipped: {e}"),
-        }
-    }
-
-    fn clock_info(&self) -> Option<ClockInfo> {
-        self.timer.clock_info()
-    }
-
-    fn finish(&mut self) -> Result<()> {
-        self.ctx.make_current()?;
-        self.stream.synchronize()
-    }
-
-    /// Kernel time against `cuMemsetD32Async` over the same bytes, both timed with events on the
-    /// backend's stream, `iterations` of each (after a few untimed warm-up launches). The slot
-    /// holds `params`' heights afterwards.
-    fn benchmark(&mut self, slot: usize, params: &WaveParams, iterations: u32) -> Result<KernelBenchmark> {
-        self.ctx.make_current()?;
-        let buffer = self.slot(slot)?;
-        let words = params.grid.len();
-        let events = (0..iterations)
-            .map(|_| -> Result<[Event; 4]> {
-                Ok([
-                    Event::new(self.driver, true)?,
-                    Event::new(self.driver, true)?,
-                    Event::new(self.driver, true)?,
-                    Event::new(self.driver, true)?,
-                ])
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let launch = || self.kernel.launch(&self.stream, buffer.range(), params, self.device.limits);
-        let cfg = launch()?;
-        log::info!(
-            "cuda: benchmark on {}: {}x{} blocks of {} threads, {iterations} timed launches",
-            params.grid,
-            cfg.grid_x,
-            cfg.grid_y,
-            cfg.block_x
-        );
-        for _ in 0..BENCHMARK_WARMUP {
-            launch()?;
-            buffer.memset_d32_async(0, words, &self.stream)?;
-        }
-        for [k0, k1, f0, f1] in &events {
-            k0.record(&self.stream)?;
-            launch()?;
-            k1.record(&self.stream)?;
-            f0.record(&self.stream)?;
-            buffer.memset_d32_async(0, words, &self.stream)?;
-            f1.record(&self.stream)?;
-        }
-        launch()?;
-        self.stream.synchronize()?;
-        let mut result = KernelBenchmark { fill_name: "cuMemsetD32Async", ..Default::default() };
-        for [k0, k1, f0, f1] in &events {
-            result.kernel_us.push(k0.elapsed_us(k1)?);
-            result.fill_us.push(f0.elapsed_us(f1)?);
-        }
-        Ok(result)
-    }
-
-    fn device_memory(&self) -> Option<Result<(u64, u64)>> {
-        // The inherent method of the same name (inherent methods win on a concrete `CudaBackend`).
-        Some(CudaBackend::device_memory(self))
-    }
-}
-
-impl Drop for CudaBackend {
-    fn drop(&mut self) {
-        if let Err(e) = self.ctx.make_current() {
-            log::warn!("cuda: making the context current for teardown failed: {e}");
-        }
-        if let Err(e) = self.stream.synchronize() {
-            log::warn!("cuda: synchronising the stream for teardown failed: {e}");
-        }
-        // The fields now drop in declaration order (see the struct).
-    }
 }
 
 #[cfg(test)]

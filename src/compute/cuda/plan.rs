@@ -4,6 +4,8 @@
 
 use std::ffi::c_void;
 
+/// Shared with HIP (the kernel source is one); re-exported where `safe` looks for it.
+pub use crate::compute::kernel::SinewaveArgs;
 use crate::compute::kernel::{sinewave_launch, SinewaveLaunch, MAX_BATCH, SINEWAVE_BLOCK};
 use crate::compute::ComputeError;
 use crate::sim::{Grid, WaveParams};
@@ -25,58 +27,6 @@ pub struct DeviceLimits {
 pub fn launch_config(grid: Grid, limits: DeviceLimits) -> SinewaveLaunch {
     let blocks_per_sm = (limits.max_threads_per_sm / SINEWAVE_BLOCK).max(1);
     sinewave_launch(grid, limits.sm_count.max(1).saturating_mul(blocks_per_sm))
-}
-
-/// The arguments of `sinewave` in `kernels/sinewave.hip`, in the order `cuLaunchKernel` passes
-/// them (`kernelParams[i]` points at the i-th field of [`SinewaveArgs::SIGNATURE`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SinewaveArgs {
-    /// Device address of the slot (`float*` on a 64-bit device).
-    pub heights: u64,
-    pub width: u32,
-    pub height: u32,
-    pub phase: f32,
-    pub amplitude: f32,
-    pub frequency: f32,
-}
-
-impl SinewaveArgs {
-    /// The kernel's parameter list as written in the source: (C type, name). A unit test parses
-    /// `kernels/sinewave.hip` and compares (and checks [`Self::param_pointers`] against it).
-    #[cfg(test)]
-    pub const SIGNATURE: [(&'static str, &'static str); 6] = [
-        ("float*", "heights"),
-        ("unsigned int", "width"),
-        ("unsigned int", "height"),
-        ("float", "phase"),
-        ("float", "amplitude"),
-        ("float", "frequency"),
-    ];
-
-    pub fn new(heights: u64, params: &WaveParams) -> Self {
-        SinewaveArgs {
-            heights,
-            width: params.grid.width,
-            height: params.grid.height,
-            phase: params.phase,
-            amplitude: params.amplitude,
-            frequency: params.frequency,
-        }
-    }
-
-    /// `kernelParams` for `cuLaunchKernel`: one pointer per argument, in [`Self::SIGNATURE`]
-    /// order. The pointers borrow `self`, which must stay in place until the launch call returns
-    /// (the driver copies the values during the call).
-    pub fn param_pointers(&mut self) -> [*mut c_void; 6] {
-        [
-            (&mut self.heights as *mut u64).cast(),
-            (&mut self.width as *mut u32).cast(),
-            (&mut self.height as *mut u32).cast(),
-            (&mut self.phase as *mut f32).cast(),
-            (&mut self.amplitude as *mut f32).cast(),
-            (&mut self.frequency as *mut f32).cast(),
-        ]
-    }
 }
 
 /// The `vkhip_batch` struct of `kernels/sinewave.hip`, passed by value to `sinewave_batch`: the
@@ -137,15 +87,10 @@ impl SinewaveBatchArgs {
     }
 }
 
-/// Refuse a grid that does not fit the mapped slot: the kernel would write past its end.
+/// Refuse a grid that does not fit the mapped slot: the kernel would write past its end (the
+/// shared check, [`crate::compute::imported::check_grid_fits`], as CUDA).
 pub fn check_grid_fits(grid: Grid, buffer_size: u64) -> Result<(), ComputeError> {
-    if grid.bytes() > buffer_size {
-        return Err(ComputeError::Unsupported {
-            backend: "cuda",
-            reason: format!("grid {grid} needs {} bytes but the slot maps only {buffer_size}", grid.bytes()),
-        });
-    }
-    Ok(())
+    crate::compute::imported::check_grid_fits("cuda", grid, buffer_size)
 }
 
 /// A device as CUDA reports it, for matching against Vulkan's deviceUUID.

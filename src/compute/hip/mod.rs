@@ -15,8 +15,11 @@
 //! - `elf`: what a code object is (machine, flags, symbols), read with the `object` crate.
 //! - `raii`: one owning type per object (stream, event, module, imported memory, mapped
 //!   pointer, imported semaphore). Drop never panics.
-//! - this file: [`HipBackend`] (the [`ComputeBackend`]), [`probe`], and the pure pieces
-//!   ([`amd_uuid_from_pci`], [`code_object_has_symbol`], [`compile_sinewave`]).
+//! - this file: [`HipBackend`] (the [`ComputeBackend`](crate::compute::ComputeBackend)): the
+//!   shared skeleton ([`crate::compute::imported`]) over `HipApi` (module, launch, fill, events,
+//!   semaphore wait/signal) and `HipDevice` (`hipSetDevice`), the same shape
+//!   as CUDA's; [`probe`], and the pure pieces ([`amd_uuid_from_pci`],
+//!   [`code_object_has_symbol`], [`compile_sinewave`]).
 //!
 //! # One build for ROCm 5.2 to 7.x
 //!
@@ -49,7 +52,7 @@
 //! `roc::Device::importExtSemaphore`, a stub that returns false (`ShouldNotReachHere()`, an
 //! assert in debug builds of clr; hipamd#48, clr#72: "implemented only in the PAL backend"). So
 //! the semaphores are imported only when the user asked for `--sync external`
-//! (`try_import_semaphores`), a failure is a warning, and [`ComputeBackend::gpu_sync_support`]
+//! (`try_import_semaphores`), a failure is a warning, and [`ComputeBackend::gpu_sync_support`](crate::compute::ComputeBackend::gpu_sync_support)
 //! then reports nothing, which sends `crate::sync` to `bridged` with a warning. `--sync external`
 //! imports the timeline pair with `hipExternalSemaphoreHandleTypeTimelineSemaphoreFd` (9), a
 //! handle type that exists only from HIP 6.4 on; older runtimes are not asked for it. ROCm 6.4 on
@@ -57,7 +60,7 @@
 //! external semaphores returns NOT_SUPPORTED on Linux (libhsakmt: Windows
 //! only). The attempt is kept so that a runtime that implements it is used without a change here.
 //!
-//! In `bridged` and `blocking`, [`ComputeBackend::write_slot_and_wait`] enqueues the kernel, records
+//! In `bridged` and `blocking`, [`ComputeBackend::write_slot_and_wait`](crate::compute::ComputeBackend::write_slot_and_wait) enqueues the kernel, records
 //! an event behind it and waits on that event on the host. An event, because it is HIP's own
 //! completion primitive and the host wait costs microseconds; `hipLaunchHostFunc` (a callback
 //! instead of a wait) is not exported by HIP 5.2, and `hipStreamWaitValue32` is the wrong
@@ -77,9 +80,10 @@
 //!
 //! # Teardown
 //!
-//! [`HipBackend`]'s `Drop` makes the device current and synchronises the stream; then the fields
-//! drop in declaration order: events, module, imported semaphores, mapped pointers (each freeing
-//! its pointer, then destroying its import), and the stream last. The owner drops the backend
+//! [`HipBackend`]'s `Drop` (the skeleton's, [`crate::compute::imported::InteropBackend`]) makes
+//! the device current and synchronises the stream; then the fields drop in declaration order:
+//! events, imported semaphores, mapped pointers (each freeing its pointer, then destroying its
+//! import), module, and the stream last. The owner drops the backend
 //! before it frees the Vulkan memory and semaphores.
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
@@ -92,22 +96,20 @@ mod pci;
 mod raii;
 mod rtc;
 
-use std::ffi::c_void;
-
 pub use compile::{compile_sinewave, hiprtc_version, supported_offload_archs};
 pub use elf::code_object_has_symbol;
 pub use layout::{interop_layout, LayoutEntry, Since};
 pub use pci::amd_uuid_from_pci;
 
 use super::fd::FdOwnership;
-use super::kernel::{KernelCache, SINEWAVE_ENTRY, SINEWAVE_SOURCE};
-use super::timing::{Mark, StreamTimer};
-use super::{
-    plan_sync, BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError, GpuSync, GpuSyncSupport,
-    InteropMemory, InteropSemaphorePair, InteropSemaphores, KernelBenchmark, SemaphoreRef,
+use super::imported::{self, Imported, InteropApi, InteropBackend, InteropDevice, SemaphorePair, Semaphores};
+use super::kernel::{
+    sinewave_launch, KernelCache, SinewaveArgs, SinewaveLaunch, SINEWAVE_ENTRY, SINEWAVE_SOURCE,
 };
-use crate::profile::clock::ClockInfo;
-use crate::profile::Span;
+use super::timing::StreamTimer;
+use super::{
+    BackendKind, ComputeDeviceInfo, ComputeError, InteropMemory, InteropSemaphorePair, InteropSemaphores,
+};
 use crate::sim::WaveParams;
 use device::{format_hip_version, HipDevice};
 use raii::{Event, ExternalMemory, ExternalSemaphore, MappedBuffer, Module, Stream};
@@ -204,88 +206,146 @@ fn offers_timeline_import(runtime: i32) -> bool {
     runtime >= ffi::FIRST_TIMELINE_RUNTIME
 }
 
-struct SemaphorePair {
-    computed: ExternalSemaphore,
-    rendered: ExternalSemaphore,
+/// Import a (computed, rendered) pair with `handle_type` ([`SemaphorePair::import`]).
+fn import_pair(
+    pair: InteropSemaphorePair,
+    handle_type: u32,
+) -> Result<SemaphorePair<ExternalSemaphore>, ComputeError> {
+    SemaphorePair::import(pair, |fd| ExternalSemaphore::import(fd, handle_type))
 }
 
-impl SemaphorePair {
-    fn import(pair: InteropSemaphorePair, handle_type: u32) -> Result<SemaphorePair, ComputeError> {
-        let InteropSemaphorePair { computed, rendered } = pair;
-        let computed = ExternalSemaphore::import(computed, handle_type);
-        // Import `rendered` even when `computed` failed, so both fds are released the same way.
-        let rendered = ExternalSemaphore::import(rendered, handle_type);
-        Ok(SemaphorePair { computed: computed?, rendered: rendered? })
+/// Try the imports the user asked for; a failure is a warning and leaves that scheme off (ROCm on
+/// Linux cannot import external semaphores). Every fd is closed either way.
+fn import_semaphores(semaphores: InteropSemaphores, runtime: i32) -> Semaphores<ExternalSemaphore> {
+    let mut out = Semaphores::default();
+    if let Some(pair) = semaphores.timeline {
+        if !offers_timeline_import(runtime) {
+            log::warn!(
+                "hip: HIP runtime {} has no timeline semaphore handle type (HIP 6.4 adds it); \
+                 not importing the timeline semaphores",
+                format_hip_version(runtime)
+            );
+        } else {
+            match import_pair(pair, ffi::EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_FD) {
+                Ok(p) => out.timeline = Some(p),
+                Err(e) => log::warn!(
+                    "hip: importing the timeline semaphores failed ({e}); ROCm on Linux does not \
+                     implement external semaphores (hipamd#48, clr#72)"
+                ),
+            }
+        }
     }
+    // All pairs or none: the first failure drops the pairs not yet tried, which closes their fds.
+    let binary = semaphores
+        .binary
+        .into_iter()
+        .map(|pair| import_pair(pair, ffi::EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD))
+        .collect::<Result<Vec<_>, _>>();
+    match binary {
+        Ok(binary) => out.binary = binary,
+        Err(e) => log::warn!(
+            "hip: importing the binary semaphores failed ({e}); ROCm on Linux does not \
+             implement external semaphores (hipamd#48, clr#72)"
+        ),
+    }
+    out
 }
 
-#[derive(Default)]
-struct ImportedSemaphores {
-    timeline: Option<SemaphorePair>,
-    binary: Vec<SemaphorePair>,
+/// What the shared skeleton ([`Imported`]) calls HIP with: the loaded module and how many blocks
+/// the device keeps resident.
+pub struct HipApi {
+    module: Module,
+    max_blocks: u32,
 }
 
-impl ImportedSemaphores {
-    /// Try the imports the user asked for; a failure is a warning and leaves that scheme off.
-    fn import(semaphores: InteropSemaphores, runtime: i32) -> ImportedSemaphores {
-        let mut out = ImportedSemaphores::default();
-        if let Some(pair) = semaphores.timeline {
-            if !offers_timeline_import(runtime) {
-                log::warn!(
-                    "hip: HIP runtime {} has no timeline semaphore handle type (HIP 6.4 adds it); \
-                     not importing the timeline semaphores",
-                    format_hip_version(runtime)
-                );
-            } else {
-                match SemaphorePair::import(pair, ffi::EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_FD) {
-                    Ok(p) => out.timeline = Some(p),
-                    Err(e) => log::warn!(
-                        "hip: importing the timeline semaphores failed ({e}); ROCm on Linux does not \
-                         implement external semaphores (hipamd#48, clr#72)"
-                    ),
-                }
-            }
-        }
-        let mut binary = Vec::with_capacity(semaphores.binary.len());
-        let mut failed = None;
-        for pair in semaphores.binary {
-            if failed.is_some() {
-                continue; // dropping `pair` closes its fds
-            }
-            match SemaphorePair::import(pair, ffi::EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD) {
-                Ok(p) => binary.push(p),
-                Err(e) => failed = Some(e),
-            }
-        }
-        match failed {
-            None => out.binary = binary,
-            Some(e) => log::warn!(
-                "hip: importing the binary semaphores failed ({e}); ROCm on Linux does not \
-                 implement external semaphores (hipamd#48, clr#72)"
-            ),
-        }
-        out
+impl InteropApi for HipApi {
+    const NAME: &'static str = "hip";
+    const FILL_NAME: &'static str = "hipMemsetD32Async";
+    type Stream = Stream;
+    type Event = Event;
+    type Semaphore = ExternalSemaphore;
+    type Buffer = MappedBuffer;
+
+    fn buffer_size(buffer: &MappedBuffer) -> u64 {
+        buffer.size()
     }
 
-    fn support(&self) -> GpuSyncSupport {
-        GpuSyncSupport { timeline: self.timeline.is_some(), binary: !self.binary.is_empty() }
+    fn wait(&self, semaphore: &ExternalSemaphore, value: u64, stream: &Stream) -> Result<(), ComputeError> {
+        semaphore.wait_async(value, stream)
+    }
+
+    fn signal(&self, semaphore: &ExternalSemaphore, value: u64, stream: &Stream) -> Result<(), ComputeError> {
+        semaphore.signal_async(value, stream)
+    }
+
+    /// One `sinewave` launch per slot (HIP batches through the trait's default loop, one slot each).
+    fn launch(
+        &self,
+        stream: &Stream,
+        slots: &[(&MappedBuffer, WaveParams)],
+    ) -> Result<SinewaveLaunch, ComputeError> {
+        let mut last = None;
+        for (buffer, params) in slots {
+            imported::check_grid_fits("hip", params.grid, buffer.size())?;
+            let launch = sinewave_launch(params.grid, self.max_blocks);
+            let mut args = SinewaveArgs::new(buffer.ptr() as u64, params);
+            let mut ptrs = args.param_pointers();
+            // SAFETY: the function and stream are live (borrowed owners); `ptrs` points at the
+            // fields of `args`, in the order and types of `sinewave`'s parameters
+            // (`SinewaveArgs::SIGNATURE`, checked against the source by a unit test; the device
+            // pointer is 8 bytes, as on every HIP target), and `args` outlives the call (the
+            // runtime copies the values at launch); the kernel writes `width·height` floats, which
+            // the check above keeps inside the mapping.
+            unsafe { ffi::module_launch_kernel(self.module.function(), launch, stream.raw(), &mut ptrs) }?;
+            last = Some(launch);
+        }
+        last.ok_or_else(|| ComputeError::Unsupported { backend: "hip", reason: "an empty batch".into() })
+    }
+
+    fn fill(&self, buffer: &MappedBuffer, words: usize, stream: &Stream) -> Result<(), ComputeError> {
+        if words as u64 * 4 > buffer.size() {
+            return Err(ComputeError::Unsupported {
+                backend: "hip",
+                reason: format!("a fill of {words} words does not fit a {}-byte slot", buffer.size()),
+            });
+        }
+        // SAFETY: `buffer` maps at least `words` 32-bit words (checked above); the stream is live.
+        unsafe { ffi::memset_d32_async(buffer.ptr(), 0, words, stream.raw()) }
+    }
+
+    fn timed_event(&self) -> Result<Event, ComputeError> {
+        Event::new_timed()
+    }
+
+    fn elapsed_us(&self, start: &Event, end: &Event) -> Result<f64, ComputeError> {
+        Ok(f64::from(Event::elapsed_ms(start, end)?) * 1000.0)
+    }
+
+    fn synchronize(&self, stream: &Stream) -> Result<(), ComputeError> {
+        stream.synchronize()
     }
 }
 
 /// The HIP compute backend. See the module notes for the layers, the sync rules and teardown.
-pub struct HipBackend {
-    // Drop order (after `Drop::drop` synchronised the stream): the profiler's events and its
-    // anchor stream, events, module, semaphores, slot mappings and their imports, then the stream.
-    /// Per-frame events for the profiler (see `compute::timing`).
-    timer: StreamTimer<Event>,
-    done: Event,
-    module: Module,
-    semaphores: ImportedSemaphores,
-    slots: Vec<MappedBuffer>,
-    stream: Stream,
-    device: HipDevice,
-    support: GpuSyncSupport,
-    max_blocks: u32,
+///
+/// Drop order (after `Drop::drop` made the device current and synchronised the stream): the
+/// skeleton's fields (the profiler's events and anchor stream, events, semaphores, slot mappings
+/// and their imports, module, then the stream: see [`Imported`]).
+pub type HipBackend = InteropBackend<HipDevice>;
+
+impl InteropDevice for HipDevice {
+    type Api = HipApi;
+    const KIND: BackendKind = BackendKind::Hip;
+    /// Batches go frame by frame (the trait's default): `sinewave_batch` was never run on AMD.
+    const BATCHES: bool = false;
+
+    fn make_current(&self) -> Result<(), ComputeError> {
+        ffi::set_device(self.ordinal)
+    }
+
+    fn name(&self) -> String {
+        format!("{} ({}, PCI {})", self.name, self.arch, self.pci_bus_id)
+    }
 }
 
 const _: fn() = || {
@@ -316,6 +376,7 @@ impl HipBackend {
             });
         };
         ffi::set_device(device.ordinal)?;
+        imported::check_pairs_per_slot("hip", semaphores.binary.len(), memory.len())?;
         let runtime = ffi::runtime_version()?;
         let driver = ffi::driver_version().unwrap_or(0);
         log::info!(
@@ -333,232 +394,21 @@ impl HipBackend {
 
         let mut slots = Vec::with_capacity(memory.len());
         for (i, m) in memory.into_iter().enumerate() {
-            if m.buffer_size > m.allocation_size {
-                return Err(ComputeError::Unsupported {
-                    backend: "hip",
-                    reason: format!(
-                        "slot {i}: buffer of {} bytes does not fit its {}-byte allocation",
-                        m.buffer_size, m.allocation_size
-                    ),
-                });
-            }
+            imported::check_slot_memory("hip", i, &m)?;
             let imported = ExternalMemory::import(m.fd, m.allocation_size, m.dedicated)?;
             slots.push(MappedBuffer::map(imported, m.buffer_size)?);
         }
 
         let semaphores = if try_import_semaphores {
-            ImportedSemaphores::import(semaphores, runtime)
+            import_semaphores(semaphores, runtime)
         } else {
             drop(semaphores); // closes the fds
-            ImportedSemaphores::default()
+            Semaphores::default()
         };
-        let support = semaphores.support();
-        Ok(HipBackend {
-            timer,
-            done,
-            module,
-            semaphores,
-            slots,
-            stream,
-            // Resident blocks of 256 threads: 8 per compute unit (2048 threads, the CDNA/RDNA maximum).
-            max_blocks: device.compute_units.max(1).saturating_mul(8),
-            device,
-            support,
-        })
-    }
-
-    /// The mapping for `slot`, checked against the grid `p` needs.
-    fn slot(&self, slot: usize, p: &WaveParams) -> Result<&MappedBuffer, ComputeError> {
-        let buf = self.slots.get(slot).ok_or_else(|| ComputeError::Unsupported {
-            backend: "hip",
-            reason: format!("slot {slot} does not exist ({} imported)", self.slots.len()),
-        })?;
-        if p.grid.bytes() > buf.size() {
-            return Err(ComputeError::Unsupported {
-                backend: "hip",
-                reason: format!(
-                    "grid {} needs {} bytes, slot {slot} maps {}",
-                    p.grid,
-                    p.grid.bytes(),
-                    buf.size()
-                ),
-            });
-        }
-        Ok(buf)
-    }
-
-    /// Enqueue the kernel for `slot` on the stream.
-    fn launch(&self, slot: usize, p: &WaveParams) -> Result<(), ComputeError> {
-        let buf = self.slot(slot, p)?;
-        let launch = crate::compute::kernel::sinewave_launch(p.grid, self.max_blocks);
-        // Kernel parameters, in the order of kernels/sinewave.hip.
-        let mut heights: *mut c_void = buf.ptr();
-        let mut width: u32 = p.grid.width;
-        let mut height: u32 = p.grid.height;
-        let mut phase: f32 = p.phase;
-        let mut amplitude: f32 = p.amplitude;
-        let mut frequency: f32 = p.frequency;
-        let mut args: [*mut c_void; 6] = [
-            std::ptr::from_mut(&mut heights).cast(),
-            std::ptr::from_mut(&mut width).cast(),
-            std::ptr::from_mut(&mut height).cast(),
-            std::ptr::from_mut(&mut phase).cast(),
-            std::ptr::from_mut(&mut amplitude).cast(),
-            std::ptr::from_mut(&mut frequency).cast(),
-        ];
-        // SAFETY: the function and stream are live (owned by self); `args` points at six locals
-        // of exactly the kernel's parameter types (float*, unsigned, unsigned, float, float,
-        // float) that outlive the call (the runtime copies them at launch); the kernel writes
-        // `width·height` floats, which `slot()` checked fit the mapping.
-        unsafe { ffi::module_launch_kernel(self.module.function(), launch, self.stream.raw(), &mut args) }
-    }
-
-    /// Kernel time against `hipMemsetD32Async` over the same bytes, `iterations` each (after one
-    /// warm-up of both), interleaved on the backend's stream and timed with HIP events. Leaves
-    /// the slot zero-filled.
-    fn time_kernel(
-        &mut self,
-        slot: usize,
-        params: &WaveParams,
-        iterations: u32,
-    ) -> Result<KernelBenchmark, ComputeError> {
-        ffi::set_device(self.device.ordinal)?;
-        let words = params.grid.len();
-        let dst = self.slot(slot, params)?.ptr();
-        let start = Event::new_timed()?;
-        let stop = Event::new_timed()?;
-        let fill = |s: &Stream| {
-            // SAFETY: `dst` maps at least `words` 32-bit words (checked by `slot()`); the stream
-            // is live.
-            unsafe { ffi::memset_d32_async(dst, 0, words, s.raw()) }
-        };
-        self.launch(slot, params)?;
-        fill(&self.stream)?;
-        self.stream.synchronize()?;
-        let mut out = KernelBenchmark { fill_name: "hipMemsetD32Async", ..Default::default() };
-        for _ in 0..iterations {
-            start.record(&self.stream)?;
-            self.launch(slot, params)?;
-            stop.record(&self.stream)?;
-            stop.synchronize()?;
-            out.kernel_us.push(f64::from(Event::elapsed_ms(&start, &stop)?) * 1000.0);
-
-            start.record(&self.stream)?;
-            fill(&self.stream)?;
-            stop.record(&self.stream)?;
-            stop.synchronize()?;
-            out.fill_us.push(f64::from(Event::elapsed_ms(&start, &stop)?) * 1000.0);
-        }
-        Ok(out)
-    }
-}
-
-impl ComputeBackend for HipBackend {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Hip
-    }
-
-    fn device_name(&self) -> String {
-        format!("{} ({}, PCI {})", self.device.name, self.device.arch, self.device.pci_bus_id)
-    }
-
-    fn gpu_sync_support(&self) -> GpuSyncSupport {
-        self.support
-    }
-
-    fn enqueue_gpu_synced(
-        &mut self,
-        frame: u64,
-        slot: usize,
-        params: &WaveParams,
-        sync: GpuSync,
-    ) -> Result<(), ComputeError> {
-        ffi::set_device(self.device.ordinal)?;
-        let i = self.timer.begin(frame);
-        let imported = &self.semaphores;
-        let plan = plan_sync("hip", sync, imported.timeline.is_some(), imported.binary.len())?;
-        let pick = |r: SemaphoreRef| match r {
-            SemaphoreRef::TimelineComputed => imported.timeline.as_ref().map(|p| &p.computed),
-            SemaphoreRef::TimelineRendered => imported.timeline.as_ref().map(|p| &p.rendered),
-            SemaphoreRef::BinaryComputed(i) => imported.binary.get(i).map(|p| &p.computed),
-            SemaphoreRef::BinaryRendered(i) => imported.binary.get(i).map(|p| &p.rendered),
-        };
-        // plan_sync checked that every referenced semaphore was imported.
-        let missing = || {
-            ComputeError::Unsupported {
-            backend: "hip",
-            reason: "semaphores were not imported (ROCm on Linux cannot import external semaphores; use --sync bridged)"
-                .into(),
-        }
-        };
-        let wait =
-            plan.wait.map(|w| pick(w.semaphore).map(|s| (s, w.value)).ok_or_else(missing)).transpose()?;
-        let signal =
-            plan.signal.map(|s| pick(s.semaphore).map(|h| (h, s.value)).ok_or_else(missing)).transpose()?;
-        if let Some((semaphore, value)) = wait {
-            self.timer.mark(i, Mark::BeforeWait, &self.stream)?;
-            semaphore.wait_async(value, &self.stream)?;
-        }
-        self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
-        self.launch(slot, params)?;
-        self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
-        if let Some((semaphore, value)) = signal {
-            semaphore.signal_async(value, &self.stream)?;
-        }
-        self.timer.mark(i, Mark::AfterSignal, &self.stream)
-    }
-
-    fn write_slot_and_wait(
-        &mut self,
-        frame: u64,
-        slot: usize,
-        params: &WaveParams,
-    ) -> Result<(), ComputeError> {
-        ffi::set_device(self.device.ordinal)?;
-        let i = self.timer.begin(frame);
-        self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
-        self.launch(slot, params)?;
-        self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
-        self.done.record(&self.stream)?;
-        self.done.synchronize()
-    }
-
-    fn take_spans(&mut self, out: &mut Vec<Span>) {
-        match ffi::set_device(self.device.ordinal) {
-            Ok(()) => self.timer.take_spans(out),
-            Err(e) => log::debug!("hip: timing skipped: {e}"),
-        }
-    }
-
-    fn clock_info(&self) -> Option<ClockInfo> {
-        self.timer.clock_info()
-    }
-
-    fn finish(&mut self) -> Result<(), ComputeError> {
-        ffi::set_device(self.device.ordinal)?;
-        self.stream.synchronize()
-    }
-
-    fn benchmark(
-        &mut self,
-        slot: usize,
-        params: &WaveParams,
-        iterations: u32,
-    ) -> Result<KernelBenchmark, ComputeError> {
-        self.time_kernel(slot, params, iterations)
-    }
-}
-
-impl Drop for HipBackend {
-    fn drop(&mut self) {
-        // The last user may be another thread than the one that created the backend.
-        if let Err(e) = ffi::set_device(self.device.ordinal) {
-            log::warn!("hip: teardown: {e}");
-        }
-        // Before any event, semaphore or mapping goes (ROCm#4670); the fields drop after this.
-        if let Err(e) = self.stream.synchronize() {
-            log::warn!("hip: teardown: {e}");
-        }
+        // Resident blocks of 256 threads: 8 per compute unit (2048 threads, the CDNA/RDNA maximum).
+        let api = HipApi { module, max_blocks: device.compute_units.max(1).saturating_mul(8) };
+        let core = Imported::new(api, stream, done, timer, slots, semaphores);
+        Ok(InteropBackend::from_parts(core, device))
     }
 }
 
@@ -566,6 +416,7 @@ impl Drop for HipBackend {
 mod tests {
     use super::*;
     use crate::compute::fd::ImportFd;
+    use crate::compute::GpuSyncSupport;
     use std::os::fd::{AsRawFd, OwnedFd};
 
     fn is_open(fd: i32) -> bool {
@@ -659,7 +510,7 @@ mod tests {
         // HIP >= 6.4 is asked for the timeline type and fails (no device; on Linux also the
         // stub); older runtimes are not asked for it. Either way: a warning, not an error, and
         // `FrameSync` then falls back to bridged.
-        let imported = ImportedSemaphores::import(semaphores, runtime);
+        let imported = import_semaphores(semaphores, runtime);
         assert_eq!(
             imported.support(),
             GpuSyncSupport { timeline: false, binary: false },
