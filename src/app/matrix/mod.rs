@@ -92,7 +92,10 @@ fn run_matrix(plan: &Plan, exe: &Path) -> (Vec<CellResult>, u64) {
             break;
         }
         bar.set_message(format!("warm-up: {}", cell_name(cell)));
-        match run::run_child(exe, &run::child_args(cell, run::WARMUP_RUN_FRAMES, 0, plan.device, plan.gpu_timing)) {
+        match run::run_child(
+            exe,
+            &run::child_args(cell, run::WARMUP_RUN_FRAMES, 0, plan.device, plan.gpu_timing),
+        ) {
             Outcome::Unsupported(r) => {
                 log::info!("{}: unsupported: {r}", cell_name(cell));
                 unsupported[i] = Some(r);
@@ -111,7 +114,10 @@ fn run_matrix(plan: &Plan, exe: &Path) -> (Vec<CellResult>, u64) {
             bar.set_message(format!("rep {}/{}: {}", round + 1, plan.reps, cell_name(cell)));
             let outcome = match &unsupported[i] {
                 Some(r) => Outcome::Unsupported(r.clone()),
-                None => run::run_child(exe, &run::child_args(cell, plan.frames, plan.warmup, plan.device, plan.gpu_timing)),
+                None => run::run_child(
+                    exe,
+                    &run::child_args(cell, plan.frames, plan.warmup, plan.device, plan.gpu_timing),
+                ),
             };
             if interrupted() {
                 // The child may have been interrupted too: its numbers are not a whole run.

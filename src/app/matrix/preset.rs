@@ -169,14 +169,13 @@ mod tests {
             let pr = preset(p);
             for c in pr.rows {
                 for at in pr.sizes {
-                    let args =
-                        crate::app::matrix::run::child_args(
-                            &Cell { config: *c, at: *at },
-                            10,
-                            5,
-                            None,
-                            crate::cli::OnOff::Off,
-                        );
+                    let args = crate::app::matrix::run::child_args(
+                        &Cell { config: *c, at: *at },
+                        10,
+                        5,
+                        None,
+                        crate::cli::OnOff::Off,
+                    );
                     let cli = Cli::try_parse_from(std::iter::once("vkhip".to_string()).chain(args.clone()))
                         .unwrap_or_else(|e| panic!("{}: {args:?}: {e}", c.label));
                     assert!(cli.command.is_none());
@@ -218,7 +217,13 @@ mod tests {
             plan.cells.iter().filter(|c| c.at == GPU_SIZES[0]).map(|c| c.config.label).collect();
         assert_eq!(
             labels,
-            [NATIVE, "external K=8 R=7", "external K=8 B=4 R=4", "external K=8 B=8 R=0", "external K=8 B=4 R=3"]
+            [
+                NATIVE,
+                "external K=8 R=7",
+                "external K=8 B=4 R=4",
+                "external K=8 B=8 R=0",
+                "external K=8 B=4 R=3"
+            ]
         );
         assert_eq!(plan.cells.len(), 5 * GPU_SIZES.len());
         assert_eq!((plan.reps, plan.frames, plan.warmup), (5, 1000, 100));
