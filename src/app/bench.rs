@@ -11,8 +11,8 @@
 //! use vkhip::cli::{Cli, Command};
 //!
 //! let cycles = |sync: &str| {
-//!     let cli = Cli::try_parse_from(["vkhip", "cycles", "--count", "2", "--backend", "cpu", "--sync", sync, "--grid", "32x32"])
-//!         .unwrap();
+//!     let args = ["vkhip", "cycles", "--count", "2", "--backend", "cpu", "--sync", sync, "--grid", "32x32"];
+//!     let cli = Cli::try_parse_from(args).unwrap();
 //!     let Some(Command::Cycles(args)) = cli.command else { unreachable!() };
 //!     vkhip::app::bench::cycles(&args)
 //! };

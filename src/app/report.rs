@@ -16,7 +16,8 @@
 //! use vkhip::profile::RenderMarks;
 //! use vkhip::vk::instance::Instance;
 //!
-//! let cli = Cli::try_parse_from(["vkhip", "--backend", "cpu", "--sync", "bridged", "--grid", "32x32"]).unwrap();
+//! let args = ["vkhip", "--backend", "cpu", "--sync", "bridged", "--grid", "32x32"];
+//! let cli = Cli::try_parse_from(args).unwrap();
 //! let instance = Arc::new(Instance::new(false, &[]).unwrap());
 //! let session = Session::new(instance, &cli.run.common, false).unwrap();
 //! let mut profile = FrameProfile::new(&session, None);

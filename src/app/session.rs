@@ -27,7 +27,8 @@
 //! );
 //! assert!(err.is_environment()); // exit code 2: a user's request, not a failure
 //! let err = check_grid(grid("8192x8192"), 1, &dev).unwrap_err();
-//! assert!(err.to_string().contains("one slot needs 256 MiB, more than gpu's maxStorageBufferRange (128 MiB)"));
+//! let text = err.to_string();
+//! assert!(text.contains("one slot needs 256 MiB, more than gpu's maxStorageBufferRange (128 MiB)"), "{text}");
 //!
 //! // An explicit non-interop backend is taken as given, without probing a compute API.
 //! let choice = choose_backend(BackendKind::Cpu, &[], None).unwrap();

@@ -18,8 +18,9 @@
 //! use vkhip::cli::{Cli, Command};
 //!
 //! let verify = |extra: &[&str]| {
-//!     let base = ["vkhip", "verify", "--backend", "cpu", "--sync", "bridged", "--grid", "48x32", "--frames", "4"];
-//!     let cli = Cli::try_parse_from(base.iter().chain(extra)).unwrap();
+//!     let base = ["vkhip", "verify", "--backend", "cpu", "--sync", "bridged"];
+//!     let shape = ["--grid", "48x32", "--frames", "4"];
+//!     let cli = Cli::try_parse_from(base.iter().chain(&shape).chain(extra)).unwrap();
 //!     let Some(Command::Verify(args)) = cli.command else { unreachable!() };
 //!     vkhip::app::verify::run(&args).unwrap()
 //! };

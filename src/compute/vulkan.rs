@@ -28,12 +28,13 @@
 //! let devices = enumerate(&instance).unwrap();
 //! let pd = devices.into_iter().find(|d| d.usable()).expect("a Vulkan 1.2 device (lavapipe will do)");
 //! let ctx = Context::new(instance, pd, false).unwrap();
-//! let plan = SyncPlan::resolve(&SyncRequest::mode(SyncMode::Auto), BackendKind::Vulkan, &ctx.physical).unwrap();
+//! let auto = SyncRequest::mode(SyncMode::Auto);
+//! let plan = SyncPlan::resolve(&auto, BackendKind::Vulkan, &ctx.physical).unwrap();
 //! assert_eq!(plan.mode, SyncMode::External); // it waits and signals on its own queue
 //! let sems = FrameSemaphores::new(&ctx, &plan).unwrap();
 //! let grid = Grid { width: 96, height: 40 };
-//! let slots: Vec<Slot> =
-//!     (0..plan.slots).map(|_| Slot::new(&ctx, grid.bytes(), SlotMemory::HostMapped, false).unwrap()).collect();
+//! let slot = || Slot::new(&ctx, grid.bytes(), SlotMemory::HostMapped, false).unwrap();
+//! let slots: Vec<Slot> = (0..plan.slots).map(|_| slot()).collect();
 //! let mut backend = VulkanBackend::new(&ctx, &slots, sems.handles()).unwrap();
 //! assert!(backend.gpu_sync_support().timeline);
 //!

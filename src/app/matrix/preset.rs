@@ -10,7 +10,8 @@
 //! let quick = preset(BenchPreset::Quick);
 //! let labels: Vec<&str> = quick.rows.iter().map(|c| c.label).collect();
 //! assert_eq!(labels, [NATIVE, "cpu bridged", "cpu bridged K=4 R=2 B=2"]);
-//! assert_eq!((quick.rows[2].slots, quick.rows[2].run_ahead, quick.rows[2].batch), (Some(4), Some(2), Some(2)));
+//! let shaped = &quick.rows[2];
+//! assert_eq!((shaped.slots, shaped.run_ahead, shaped.batch), (Some(4), Some(2), Some(2)));
 //! assert_eq!(quick.sizes[0].to_string(), "64x64@160x90");
 //! assert_eq!((quick.frames, quick.warmup, quick.reps), (60, 10, 2));
 //!
