@@ -3,7 +3,7 @@
 //! bench.md and bench.png.
 //!
 //! - [`preset`]: the configurations and presets, and the plan after the command line's overrides;
-//! - [`run`]: one child run and how its exit is classified; the rotated order of the rounds;
+//! - [`mod@run`]: one child run and how its exit is classified; the rotated order of the rounds;
 //! - [`parse`]: reading the child's frame report;
 //! - [`stats`]: medians and spreads over the repetitions;
 //! - [`table`]: the CSV rows and the markdown tables;
