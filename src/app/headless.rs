@@ -1,4 +1,29 @@
 //! Headless run: render offscreen, print the frame report, optionally write the last frame.
+//!
+//! # Examples
+//!
+//! On any Vulkan device (lavapipe included): a few frames offscreen, the last one captured.
+//!
+//! ```
+//! use clap::Parser as _;
+//! use vkhip::cli::Cli;
+//! use vkhip::image::Rgba;
+//!
+//! let png = std::env::temp_dir().join(format!("vkhip-headless-doc-{}.png", std::process::id()));
+//! let mut args: Vec<std::ffi::OsString> = ["vkhip", "--headless", "--frames", "3", "--backend", "cpu"]
+//!     .into_iter()
+//!     .chain(["--grid", "32x32", "--size", "96x64", "--capture"])
+//!     .map(Into::into)
+//!     .collect();
+//! args.push(png.clone().into());
+//! let cli = Cli::try_parse_from(args).unwrap();
+//! vkhip::app::headless::run(&cli.run).unwrap();
+//! let img = Rgba::read_png(&png).unwrap();
+//! assert_eq!((img.width, img.height), (96, 64));
+//! let first = &img.pixels[..4];
+//! assert!(img.pixels.chunks_exact(4).any(|p| p != first), "the surface is drawn over the background");
+//! std::fs::remove_file(&png).unwrap();
+//! ```
 
 use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget};
 use super::profiling::{create_trace_file, FrameProfile};

@@ -1,5 +1,20 @@
 //! `vkhip info`: every Vulkan device with the capabilities that matter for interop, every compute
 //! device the interop APIs can see, and the pair vkhip would use, with the reason.
+//!
+//! # Examples
+//!
+//! On any Vulkan device (lavapipe included): the report prints, and a `--device` index beyond
+//! the devices listed is a usage error (exit code 2) raised before anything is printed.
+//!
+//! ```
+//! use vkhip::cli::InfoArgs;
+//! use vkhip::compute::BackendKind;
+//!
+//! vkhip::app::info::run(&InfoArgs { backend: BackendKind::Vulkan, device: None }).unwrap();
+//! let err = vkhip::app::info::run(&InfoArgs { backend: BackendKind::Auto, device: Some(999) }).unwrap_err();
+//! assert!(err.to_string().starts_with("--device 999: there are only "), "{err}");
+//! assert!(vkhip::app::is_environment_error(&err));
+//! ```
 
 use super::session::{choose_backend, probe_interop};
 use crate::cli::InfoArgs;

@@ -6,6 +6,26 @@
 //!   [`BURST`] of the first count once; only a later one aborts at once (exit 130, no report).
 //! - A loop sleeping until a deadline (the window's `--max-fps` pacing) registers a waker with
 //!   [`set_waker`], so an interrupt takes effect at once, not at the next frame.
+//!
+//! # Examples
+//!
+//! A signal sets the flag and wakes the registered waiter at once.
+//!
+//! ```
+//! use std::sync::mpsc;
+//! use std::time::Duration;
+//! use vkhip::app::interrupt::{clear_waker, install_interrupt_handler, interrupted, set_waker};
+//!
+//! install_interrupt_handler();
+//! let (tx, rx) = mpsc::channel();
+//! set_waker(move || tx.send(()).unwrap());
+//! assert!(!interrupted());
+//! // SAFETY: raise(3) only sends SIGINT to this process, whose handler was installed above.
+//! assert_eq!(unsafe { libc::raise(libc::SIGINT) }, 0);
+//! rx.recv_timeout(Duration::from_secs(10)).expect("the waker runs");
+//! assert!(interrupted());
+//! clear_waker();
+//! ```
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};

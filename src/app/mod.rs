@@ -1,5 +1,23 @@
 //! The ways vkhip runs: window, headless, verify, info, benchmarks. Each builds a
 //! [`session::Session`] and drives the frame loop.
+//!
+//! # Examples
+//!
+//! Errors are sorted into exit code 2 (usage, environment) and 1 (failures) by their type,
+//! however deep in the chain:
+//!
+//! ```
+//! use anyhow::Context as _;
+//! use vkhip::app::is_environment_error;
+//! use vkhip::cli::UsageError;
+//! use vkhip::compute::ComputeError;
+//!
+//! let usage: anyhow::Result<()> = Err(UsageError("--frames must be at least 1".into()).into());
+//! assert!(is_environment_error(&usage.context("starting the run").unwrap_err()));
+//! let missing = ComputeError::Unavailable { backend: "cuda", reason: "no libcuda.so".into() };
+//! assert!(is_environment_error(&anyhow::Error::from(missing)));
+//! assert!(!is_environment_error(&anyhow::anyhow!("the kernel wrote NaN")));
+//! ```
 
 pub mod bench;
 pub mod frame;

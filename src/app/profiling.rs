@@ -1,5 +1,26 @@
 //! The profiler of a frame loop (headless or window): gathers every actor's spans once per frame,
 //! maps them onto the host clock, and at the end writes the trace (`--trace`).
+//!
+//! # Examples
+//!
+//! The trace's file is claimed before the first frame, so a bad `--trace` path fails at once,
+//! naming the path; a good one leaves nothing behind until the trace is written.
+//!
+//! ```
+//! use vkhip::app::profiling::create_trace_file;
+//!
+//! let dir = std::env::temp_dir().join(format!("vkhip-profiling-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir).unwrap();
+//! let err = create_trace_file(&dir).unwrap_err();
+//! assert_eq!(err.to_string(), format!("cannot write the trace to {}: it is a directory", dir.display()));
+//!
+//! let path = dir.join("trace.json");
+//! let pending = create_trace_file(&path).unwrap();
+//! assert_eq!(pending.path(), path.as_path());
+//! drop(pending); // no trace written: no file
+//! assert!(!path.exists());
+//! std::fs::remove_dir_all(&dir).unwrap();
+//! ```
 
 use super::session::Session;
 use crate::pending::PendingFile;

@@ -1,4 +1,39 @@
 //! The one-screen frame report printed at the end of every headless run (and window run).
+//!
+//! # Examples
+//!
+//! On any Vulkan device (lavapipe included), with the `cpu` backend: the report of a session
+//! whose profiler saw a few frames holds every line `vkhip bench` reads back
+//! ([`crate::app::matrix::parse`]), with the plan and the device as they are.
+//!
+//! ```
+//! use clap::Parser as _;
+//! use std::sync::Arc;
+//! use vkhip::app::matrix::parse::parse_report;
+//! use vkhip::app::profiling::FrameProfile;
+//! use vkhip::app::session::Session;
+//! use vkhip::cli::Cli;
+//! use vkhip::profile::RenderMarks;
+//! use vkhip::vk::instance::Instance;
+//!
+//! let args = ["vkhip", "--backend", "cpu", "--sync", "bridged", "--grid", "32x32"];
+//! let cli = Cli::try_parse_from(args).unwrap();
+//! let instance = Arc::new(Instance::new(false, &[]).unwrap());
+//! let session = Session::new(instance, &cli.run.common, false).unwrap();
+//! let mut profile = FrameProfile::new(&session, None);
+//! for f in 0..5 {
+//!     profile.profiler.end_frame(RenderMarks::start(f));
+//!     std::thread::sleep(std::time::Duration::from_millis(2));
+//! }
+//! profile.profiler.finish(vkhip::profile::clock::host_now_ns());
+//! let report = vkhip::app::report::frame_report(&session, &profile, "offscreen 64x64", &[]);
+//! assert!(report.starts_with("vkhip frame report\n  frames       5 (offscreen 64x64)\n"), "{report}");
+//! let m = parse_report(&report).unwrap();
+//! assert_eq!(m.resolved, session.sync.plan().describe());
+//! assert_eq!(m.resolved, "bridged, 3 slot(s), run-ahead 0, batch 1");
+//! assert!(m.device.starts_with(&session.ctx.physical.name), "{}", m.device);
+//! assert!(m.mean_ms >= 1.5 && m.p99_ms >= m.p50_ms, "{m:?}"); // 2 ms sleeps between frame starts
+//! ```
 
 use super::profiling::FrameProfile;
 use super::session::Session;

@@ -1,6 +1,43 @@
 //! Everything one run needs, built in dependency order and torn down in reverse:
 //! backend choice → Vulkan device → slots (exported) → semaphores (exported) → backend (imports)
 //! → frame-sync protocol. The interop path, export → import, is [`Session::new`] top to bottom.
+//!
+//! # Examples
+//!
+//! The checks made before anything is allocated need only the device's description:
+//!
+//! ```
+//! use vkhip::app::session::{check_grid, choose_backend, POISON};
+//! use vkhip::compute::BackendKind;
+//! use vkhip::sim::Grid;
+//! use vkhip::vk::device::PhysicalDeviceInfo;
+//!
+//! let dev = PhysicalDeviceInfo {
+//!     name: "gpu".into(),
+//!     max_storage_buffer_range: 1 << 27,  // 128 MiB
+//!     device_local_bytes: 512 << 20,      // 512 MiB
+//!     ..Default::default()
+//! };
+//! let grid = |s: &str| s.parse::<Grid>().unwrap();
+//! assert!(check_grid(grid("4096x4096"), 3, &dev).is_ok()); // 64 MiB a slot, 192 MiB in all
+//! let err = check_grid(grid("8192x4096"), 3, &dev).unwrap_err(); // 128 MiB a slot, 384 MiB in all
+//! assert_eq!(
+//!     err.to_string(),
+//!     "grid 8192x4096 is too large: 3 slots need 384 MiB, more than half of gpu's 512 MiB device-local heap"
+//! );
+//! assert!(err.is_environment()); // exit code 2: a user's request, not a failure
+//! let err = check_grid(grid("8192x8192"), 1, &dev).unwrap_err();
+//! let text = err.to_string();
+//! assert!(text.contains("one slot needs 256 MiB, more than gpu's maxStorageBufferRange (128 MiB)"), "{text}");
+//!
+//! // An explicit non-interop backend is taken as given, without probing a compute API.
+//! let choice = choose_backend(BackendKind::Cpu, &[], None).unwrap();
+//! assert_eq!((choice.kind, choice.reason.as_str()), (BackendKind::Cpu, "--backend"));
+//! assert!(choice.compute_devices.is_empty());
+//!
+//! // The poison a checked frame's slot is filled with is a NaN: it never equals a height.
+//! assert!(f32::from_bits(POISON).is_nan());
+//! ```
 
 use crate::cli::CommonArgs;
 use crate::cli::MemoryPath;

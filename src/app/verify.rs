@@ -6,6 +6,27 @@
 //! compute (the mode's own path) → draw → read slot `f mod K` back through Vulkan after the draw
 //! → compare every value with `sim::height`. A value left unwritten stays NaN and fails. The
 //! slot is read before any later frame is handed over, so nothing can overwrite it first.
+//!
+//! # Examples
+//!
+//! On any Vulkan device (lavapipe included), with the `cpu` backend: every slot matches the
+//! reference, and a slot corrupted on purpose (the hidden `--corrupt-frame`) fails the check.
+//!
+//! ```
+//! use clap::Parser as _;
+//! use std::process::ExitCode;
+//! use vkhip::cli::{Cli, Command};
+//!
+//! let verify = |extra: &[&str]| {
+//!     let base = ["vkhip", "verify", "--backend", "cpu", "--sync", "bridged"];
+//!     let shape = ["--grid", "48x32", "--frames", "4"];
+//!     let cli = Cli::try_parse_from(base.iter().chain(&shape).chain(extra)).unwrap();
+//!     let Some(Command::Verify(args)) = cli.command else { unreachable!() };
+//!     vkhip::app::verify::run(&args).unwrap()
+//! };
+//! assert_eq!(verify(&[]), ExitCode::SUCCESS);
+//! assert_eq!(verify(&["--corrupt-frame", "2"]), ExitCode::FAILURE);
+//! ```
 
 use super::frame::{compute_and_draw, interrupted, throttle};
 use super::headless::Offscreen;

@@ -2,6 +2,44 @@
 //! itself ([`crate::sim::fill_reference`]). It cannot wait or signal on the GPU, so it runs
 //! `bridged` (or `blocking`): exactly the protocol path HIP takes on Linux, which lets CI exercise
 //! it without any GPU.
+//!
+//! # Examples
+//!
+//! On any Vulkan device (lavapipe included): the backend writes the CPU reference through a
+//! host-mapped slot, and refuses a slot it cannot map.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use vkhip::compute::cpu::CpuBackend;
+//! use vkhip::compute::{BackendKind, ComputeBackend};
+//! use vkhip::sim::{compare_with_reference, Grid, WaveParams};
+//! use vkhip::vk::device::{enumerate, Context};
+//! use vkhip::vk::external::{Slot, SlotMemory};
+//! use vkhip::vk::instance::Instance;
+//!
+//! let instance = Arc::new(Instance::new(false, &[]).unwrap());
+//! let devices = enumerate(&instance).unwrap();
+//! let pd = devices.into_iter().find(|d| d.usable()).expect("a Vulkan 1.2 device (lavapipe will do)");
+//! let ctx = Context::new(instance, pd, false).unwrap();
+//! let grid = Grid { width: 64, height: 32 };
+//! let slots: Vec<Slot> =
+//!     (0..2).map(|_| Slot::new(&ctx, grid.bytes(), SlotMemory::HostMapped, false).unwrap()).collect();
+//! let mut cpu = CpuBackend::new(&slots).unwrap();
+//! assert_eq!(cpu.kind(), BackendKind::Cpu);
+//! assert!(!cpu.gpu_sync_support().timeline); // so it runs bridged or blocking
+//!
+//! let params = WaveParams::at_time(grid, 0.75);
+//! cpu.write_slot_and_wait(3, 1, &params).unwrap();
+//! // SAFETY: a host-coherent mapping of grid.len() floats; nothing else writes it now.
+//! let heights = unsafe { std::slice::from_raw_parts(slots[1].mapped().unwrap(), grid.len()) };
+//! let c = compare_with_reference(&params, heights, 0.0);
+//! assert_eq!((c.mismatches, c.max_abs_error), (0, 0.0)); // the reference itself, bit for bit
+//! assert!(heights.iter().any(|&h| h != 0.0));
+//!
+//! let gpu_only = [Slot::new(&ctx, grid.bytes(), SlotMemory::DeviceLocal, false).unwrap()];
+//! let err = CpuBackend::new(&gpu_only).err().expect("a device-local slot has no mapping");
+//! assert!(err.to_string().contains("slot memory is not host-mapped"), "{err}");
+//! ```
 
 use super::{BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport};
 use crate::sim::{fill_reference, WaveParams};

@@ -14,6 +14,67 @@
 //! [`REANCHOR_NS`]; where the previous anchor predicted the new one, compared with where it was
 //! measured, is the drift between the two clocks, and the largest seen is added to the stated
 //! accuracy (250 ms between anchors keeps it to a few µs on any ordinary oscillator).
+//!
+//! # Examples
+//!
+//! A fake API whose events complete the moment they are recorded: one launch writes a batch of
+//! three frames, and each of the frames gets the batch's wait, write and signal spans.
+//!
+//! ```
+//! use std::cell::Cell;
+//! use vkhip::compute::timing::{Mark, StreamTimer, TimedEvent};
+//! use vkhip::compute::ComputeError;
+//! use vkhip::profile::clock::host_now_ns;
+//! use vkhip::profile::{Phase, Stamp, Track};
+//!
+//! struct Stream;
+//! struct Event(Cell<u64>);
+//! impl TimedEvent for Event {
+//!     type Stream = Stream;
+//!     fn record_on(&self, _: &Stream) -> Result<(), ComputeError> {
+//!         self.0.set(host_now_ns());
+//!         Ok(())
+//!     }
+//!     fn is_done(&self) -> Result<bool, ComputeError> {
+//!         Ok(true)
+//!     }
+//!     fn ms_since(&self, earlier: &Self) -> Result<f32, ComputeError> {
+//!         Ok(((self.0.get() as f64 - earlier.0.get() as f64) / 1e6) as f32)
+//!     }
+//!     fn wait(&self) -> Result<(), ComputeError> {
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let mut timer = StreamTimer::new("fake", Stream, || Ok(Event(Cell::new(0)))).unwrap();
+//! let info = timer.clock_info().expect("GPU timing is on by default");
+//! assert!(info.method.starts_with("fake events against an anchor event"), "{}", info.method);
+//! assert!(info.method.contains("(1 anchors, 0 refused)"), "{}", info.method);
+//!
+//! let before = host_now_ns();
+//! let i = timer.begin_batch(8, 3);
+//! for mark in [Mark::BeforeWait, Mark::BeforeKernel, Mark::AfterKernel, Mark::AfterSignal] {
+//!     timer.mark(i, mark, &Stream).unwrap();
+//! }
+//! let after = host_now_ns();
+//! let mut spans = Vec::new();
+//! timer.take_spans(&mut spans);
+//! let mut seen: Vec<(u64, Phase)> = spans.iter().map(|s| (s.frame, s.phase)).collect();
+//! seen.sort_by_key(|&(f, p)| (f, p as u8));
+//! let phases = [Phase::WaitRendered, Phase::Write, Phase::Signal];
+//! let want: Vec<(u64, Phase)> = (8..11).flat_map(|f| phases.map(|p| (f, p))).collect();
+//! assert_eq!(seen, want);
+//! // On the host clock, between the first and the last mark (plus the anchor's accuracy).
+//! let slack = timer.clock_info().unwrap().accuracy_ns + 2_000;
+//! for s in &spans {
+//!     assert_eq!(s.track, Track::Compute);
+//!     let (Stamp::Host(a), Stamp::Host(b)) = (s.start, s.end) else { panic!("host stamps") };
+//!     assert!(a + slack >= before && a <= b && b <= after + slack, "{a}..{b} outside {before}..{after}");
+//! }
+//! // Taken once: a second call finds nothing new.
+//! timer.take_spans(&mut spans);
+//! assert_eq!((spans.len(), timer.dropped), (9, 0));
+//! ```
 
 use super::ComputeError;
 use crate::profile::clock::{host_now_ns, Anchor, ClockInfo};
@@ -137,15 +198,18 @@ impl<E: TimedEvent> StreamTimer<E> {
         let enabled = crate::profile::gpu_timing();
         // Profiling must not stop the backend from opening: without an anchor (a GPU busy with
         // another context), spans wait for one taken later.
-        let anchor = match take_anchor(&first, &clock_stream, ANCHOR_TRIES, ANCHOR_GIVE_UP_NS) {
-            _ if !enabled => None,
-            Ok(a) => {
-                log::info!("{api} clock: anchor event, accuracy ±{} ns", a.accuracy_ns);
-                Some(a)
-            }
-            Err(e) => {
-                log::warn!("{api} clock: no anchor yet ({e}); compute spans start once one is taken");
-                None
+        let anchor = if !enabled {
+            None
+        } else {
+            match take_anchor(&first, &clock_stream, ANCHOR_TRIES, ANCHOR_GIVE_UP_NS) {
+                Ok(a) => {
+                    log::info!("{api} clock: anchor event, accuracy ±{} ns", a.accuracy_ns);
+                    Some(a)
+                }
+                Err(e) => {
+                    log::warn!("{api} clock: no anchor yet ({e}); compute spans start once one is taken");
+                    None
+                }
             }
         };
         let now = host_now_ns();

@@ -8,6 +8,45 @@
 //! barrier from the wait's stage chains with the semaphore wait), and its end (at the compute stage:
 //! the dispatch's own work, not the draws queued before it). They are read once
 //! the slot's fence says the dispatch finished, and leave as Vulkan ticks.
+//!
+//! # Examples
+//!
+//! On any Vulkan device (lavapipe included): one dispatch writes the slot, which matches the CPU
+//! reference within the tolerance `vkhip verify` uses.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use vkhip::compute::vulkan::VulkanBackend;
+//! use vkhip::compute::{BackendKind, ComputeBackend};
+//! use vkhip::sim::{compare_with_reference, Grid, WaveParams};
+//! use vkhip::sync::{FrameSemaphores, SyncMode, SyncPlan, SyncRequest};
+//! use vkhip::vk::device::{enumerate, Context};
+//! use vkhip::vk::external::{Slot, SlotMemory};
+//! use vkhip::vk::instance::Instance;
+//!
+//! let instance = Arc::new(Instance::new(false, &[]).unwrap());
+//! let devices = enumerate(&instance).unwrap();
+//! let pd = devices.into_iter().find(|d| d.usable()).expect("a Vulkan 1.2 device (lavapipe will do)");
+//! let ctx = Context::new(instance, pd, false).unwrap();
+//! let auto = SyncRequest::mode(SyncMode::Auto);
+//! let plan = SyncPlan::resolve(&auto, BackendKind::Vulkan, &ctx.physical).unwrap();
+//! assert_eq!(plan.mode, SyncMode::External); // it waits and signals on its own queue
+//! let sems = FrameSemaphores::new(&ctx, &plan).unwrap();
+//! let grid = Grid { width: 96, height: 40 };
+//! let slot = || Slot::new(&ctx, grid.bytes(), SlotMemory::HostMapped, false).unwrap();
+//! let slots: Vec<Slot> = (0..plan.slots).map(|_| slot()).collect();
+//! let mut backend = VulkanBackend::new(&ctx, &slots, sems.handles()).unwrap();
+//! assert!(backend.gpu_sync_support().timeline);
+//!
+//! let params = WaveParams::at_time(grid, 2.5);
+//! backend.write_slot_and_wait(0, 2, &params).unwrap();
+//! // SAFETY: a host-coherent mapping of grid.len() floats; the dispatch's fence was waited for.
+//! let heights = unsafe { std::slice::from_raw_parts(slots[2].mapped().unwrap(), grid.len()) };
+//! let c = compare_with_reference(&params, heights, 1e-5);
+//! assert_eq!(c.mismatches, 0, "{c:?}");
+//! assert!(heights.iter().any(|&h| h.abs() > 0.1));
+//! backend.finish().unwrap();
+//! ```
 
 use super::{plan_sync, BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport, SemaphoreRef};
 use crate::profile::{Phase, Span, Stamp, Track};

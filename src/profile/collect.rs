@@ -3,6 +3,35 @@
 //! timestamps a few frames later); the collector keeps the last [`LAG`] frames open, and closes a
 //! frame once it is older than that: its figures go to the streaming statistics, its spans to the
 //! trace ring (when tracing), and then the frame is forgotten. Memory is constant.
+//!
+//! # Examples
+//!
+//! ```
+//! use vkhip::profile::collect::LAG;
+//! use vkhip::profile::{Phase, Profiler, RenderMarks, Span, Stamp, Track};
+//!
+//! let mut p = Profiler::new(3, None);
+//! let no_timestamps = |_: u64| None;
+//! for f in 0..20 {
+//!     // The compute side's write of frame f: 400 µs on the host clock.
+//!     let t = 1_000_000 * (f + 1);
+//!     p.add(Span::host(f, Track::Compute, Phase::Write, t, t + 400_000), &no_timestamps);
+//!     p.end_frame(RenderMarks::start(f));
+//! }
+//! // Only frames more than LAG behind the latest are closed while the run goes on.
+//! assert_eq!(p.frames_closed(), 20 - 1 - LAG);
+//! // A Vulkan timestamp without a mapping to the host clock cannot be placed: not counted.
+//! let (start, end) = (Stamp::Vulkan(1), Stamp::Vulkan(2));
+//! p.add(Span { frame: 19, track: Track::Queue, phase: Phase::Draw, start, end }, &no_timestamps);
+//! p.finish(vkhip::profile::clock::host_now_ns());
+//! assert_eq!(p.frames_closed(), 20);
+//! let figures: Vec<_> = p.drain_closed().collect();
+//! assert_eq!(figures.len(), 20);
+//! assert!(figures.iter().enumerate().all(|(i, f)| f.frame == i as u64 && f.compute_ns == Some(400_000)));
+//! assert!(figures.iter().all(|f| f.draw_ns.is_none()));
+//! assert_eq!((p.stats.frame.count(), p.stats.compute.count(), p.stats.draw.count()), (20, 20, 0));
+//! assert!((p.stats.compute.p50_ms() - 0.4).abs() < 0.01);
+//! ```
 
 use super::clock::{host_now_ns, rss_bytes, thread_cpu_ns};
 use super::span::{HostSpan, Phase, Span, Stamp, Track};

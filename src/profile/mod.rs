@@ -39,6 +39,51 @@
 //! `--trace`, keeps the spans of the last N frames in a ring written as Chrome trace-event JSON at
 //! the end ([`trace`]). [`check`] reads such a file back and proves the protocol's two orderings
 //! (`vkhip trace check`).
+//!
+//! # Examples
+//!
+//! `--gpu-timing off` reaches every timer created afterwards: a compute stream's timer then
+//! records no frame's events and maps nothing.
+//!
+//! ```
+//! use std::cell::Cell;
+//! use vkhip::compute::timing::{Mark, StreamTimer, TimedEvent};
+//! use vkhip::compute::ComputeError;
+//!
+//! thread_local!(static RECORDS: Cell<u32> = const { Cell::new(0) });
+//! struct Event;
+//! impl TimedEvent for Event {
+//!     type Stream = ();
+//!     fn record_on(&self, _: &()) -> Result<(), ComputeError> {
+//!         RECORDS.set(RECORDS.get() + 1);
+//!         Ok(())
+//!     }
+//!     fn is_done(&self) -> Result<bool, ComputeError> {
+//!         Ok(true)
+//!     }
+//!     fn ms_since(&self, _: &Self) -> Result<f32, ComputeError> {
+//!         panic!("nothing is mapped with GPU timing off")
+//!     }
+//!     fn wait(&self) -> Result<(), ComputeError> {
+//!         Ok(())
+//!     }
+//! }
+//!
+//! assert!(vkhip::profile::gpu_timing()); // on by default
+//! vkhip::profile::set_gpu_timing(false);
+//! assert!(!vkhip::profile::gpu_timing());
+//! let mut timer = StreamTimer::new("off", (), || Ok(Event)).unwrap();
+//! assert!(timer.clock_info().is_none());
+//! let before = RECORDS.get();
+//! let i = timer.begin(0);
+//! for mark in [Mark::BeforeWait, Mark::BeforeKernel, Mark::AfterKernel, Mark::AfterSignal] {
+//!     timer.mark(i, mark, &()).unwrap();
+//! }
+//! let mut spans = Vec::new();
+//! timer.take_spans(&mut spans);
+//! assert_eq!(RECORDS.get(), before, "a frame's marks record nothing");
+//! assert!(spans.is_empty());
+//! ```
 
 pub mod check;
 pub mod clock;

@@ -89,6 +89,24 @@
 //! (stream synchronise), releases any draw still waiting on a `computed` value that will never
 //! come (after an error or Ctrl-C), and waits for the queue. The idle backend is dropped with the
 //! `FrameSync`, before the Vulkan memory and semaphores it imported.
+//!
+//! # Examples
+//!
+//! The render thread's throttle never waits during the first F frames, then waits for the draw
+//! F frames back; modes are named as on the command line.
+//!
+//! ```
+//! use vkhip::sync::{throttle_value, SyncMode, FRAMES_IN_FLIGHT};
+//!
+//! assert_eq!(FRAMES_IN_FLIGHT, 2);
+//! let waits: Vec<Option<u64>> = (0..5).map(throttle_value).collect();
+//! assert_eq!(waits, [None, None, Some(1), Some(2), Some(3)]); // frame 2 waits for draw 0 (rendered = 1)
+//!
+//! assert_eq!(SyncMode::HostWait.to_string(), "host-wait");
+//! assert_eq!(format!("--sync {}", SyncMode::Unsynchronized), "--sync none");
+//! assert!(SyncMode::External.gpu_side() && SyncMode::Binary.gpu_side());
+//! assert!(!SyncMode::Bridged.gpu_side() && !SyncMode::Blocking.gpu_side());
+//! ```
 
 mod bridge;
 pub mod plan;

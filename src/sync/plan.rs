@@ -15,6 +15,58 @@
 //! slot is done), B writes, one signal (`computed` = s + B). Draw f waits `computed` ≥ the end of
 //! its batch. R + B ≤ K keeps every compute wait on a draw that was submitted before the batch
 //! was handed over: no slot is overwritten early and nothing waits on work not yet submitted.
+//!
+//! # Examples
+//!
+//! CUDA on a device that exports timeline semaphores: `auto` resolves to `external` with the
+//! GPU-side defaults, K = 8, R = 0, B = 7.
+//!
+//! ```
+//! use vkhip::compute::BackendKind;
+//! use vkhip::sync::{Export, SyncMode, SyncPlan, SyncRequest};
+//! use vkhip::vk::device::PhysicalDeviceInfo;
+//!
+//! let gpu = PhysicalDeviceInfo { name: "H100".into(), timeline_export: true, ..Default::default() };
+//! let plan = SyncPlan::resolve(&SyncRequest::mode(SyncMode::Auto), BackendKind::Cuda, &gpu).unwrap();
+//! assert_eq!((plan.mode, plan.slots, plan.run_ahead, plan.batch), (SyncMode::External, 8, 0, 7));
+//! assert_eq!(plan.export, Export::Timelines);
+//! assert_eq!(plan.describe(), "external, 8 slot(s), run-ahead 0, batch 7");
+//!
+//! // Walk the hand-offs: frames 0–6 at frame 0, nothing until frame 7, then 7–13.
+//! let mut handed = 0;
+//! let mut handoffs = Vec::new();
+//! for frame in 0..15 {
+//!     let due = plan.due(frame, handed);
+//!     if !due.is_empty() {
+//!         handoffs.push((frame, due.clone(), plan.compute_wait_value(due.start)));
+//!         handed = due.end;
+//!     }
+//! }
+//! // Batch 7..14 (slots 7, 0–5) waits for rendered ≥ 6: draw 5, the previous reader of slot 5.
+//! assert_eq!(handoffs, [(0, 0..7, None), (7, 7..14, Some(6)), (14, 14..21, Some(13))]);
+//! // Every draw of a batch waits for the batch's single signal.
+//! let draws = [0, 6, 7].map(|f| plan.computed_for_draw(f));
+//! assert_eq!(draws, [7, 7, 14]);
+//! assert_eq!(plan.lead_frames(), 6);
+//!
+//! // What the device cannot export, and a shape the mode cannot run, are refused with the reason.
+//! let binary = SyncRequest::mode(SyncMode::Binary);
+//! let err = SyncPlan::resolve(&binary, BackendKind::Cuda, &gpu).unwrap_err();
+//! assert_eq!(
+//!     err.to_string(),
+//!     "--sync binary with --backend cuda: H100 cannot export binary semaphores as OPAQUE_FD; use bridged"
+//! );
+//! let both = PhysicalDeviceInfo { binary_export: true, ..gpu.clone() };
+//! let req = SyncRequest { batch: Some(4), ..binary };
+//! let err = SyncPlan::resolve(&req, BackendKind::Cuda, &both).unwrap_err();
+//! let text = err.to_string();
+//! assert!(text.starts_with("--sync binary with --backend cuda: --batch 4 with --sync binary: "), "{text}");
+//! assert!(text.ends_with("; use --sync external or bridged"), "{text}");
+//! // The cpu backend cannot wait on the GPU.
+//! let external = SyncRequest::mode(SyncMode::External);
+//! let err = SyncPlan::resolve(&external, BackendKind::Cpu, &gpu).unwrap_err();
+//! assert!(err.to_string().contains("the cpu backend cannot wait or signal on the GPU"), "{err}");
+//! ```
 
 use crate::cli::{CommonArgs, ComputeWait, MemoryPath};
 use crate::compute::{BackendKind, GpuSyncSupport};

@@ -14,6 +14,45 @@
 //!
 //! **fds.** Every `export_fd` call returns a new fd that the caller owns; pass it on through
 //! [`crate::compute::fd::ImportFd`], which applies the importing API's ownership rule.
+//!
+//! # Examples
+//!
+//! On any Vulkan device that exports memory (lavapipe does): an exportable slot hands out a new
+//! fd per call; a host-mapped slot is written and read through its mapping.
+//!
+//! ```
+//! use std::os::fd::AsRawFd as _;
+//! use std::sync::Arc;
+//! use vkhip::vk::device::{enumerate, Context};
+//! use vkhip::vk::external::{Semaphore, Slot, SlotMemory};
+//! use vkhip::vk::instance::Instance;
+//!
+//! let instance = Arc::new(Instance::new(false, &[]).unwrap());
+//! let devices = enumerate(&instance).unwrap();
+//! let pd = devices.into_iter().find(|d| d.usable() && d.memory_export).expect("a device exporting memory");
+//! let ctx = Context::new(instance, pd, false).unwrap();
+//!
+//! let slot = Slot::new(&ctx, 4096, SlotMemory::DeviceLocal, true).unwrap();
+//! assert!(slot.exportable && slot.allocation_size >= slot.size && slot.size == 4096);
+//! assert!(slot.mapped().is_none());
+//! let (a, b) = (slot.export_fd().unwrap(), slot.export_fd().unwrap());
+//! assert!(a.as_raw_fd() >= 0 && a.as_raw_fd() != b.as_raw_fd());
+//!
+//! let host = Slot::new(&ctx, 16, SlotMemory::HostMapped, false).unwrap();
+//! let p = host.mapped().expect("a persistent mapping");
+//! // SAFETY: 16 bytes = 4 floats of a host-coherent mapping nobody else uses.
+//! let back = unsafe {
+//!     p.copy_from_nonoverlapping([1.0f32, 2.0, 3.0, 4.0].as_ptr(), 4);
+//!     std::slice::from_raw_parts(p, 4).to_vec()
+//! };
+//! assert_eq!(back, [1.0, 2.0, 3.0, 4.0]);
+//! assert!(host.export_fd().is_err()); // not created exportable
+//!
+//! let sem = Semaphore::timeline(&ctx, 5, false).unwrap();
+//! assert!(sem.timeline);
+//! let err = sem.export_fd().err().expect("not exportable");
+//! assert!(err.to_string().contains("this semaphore was not created exportable"), "{err}");
+//! ```
 
 use super::device::Context;
 use super::memory::find_memory_type;

@@ -7,6 +7,71 @@
 //! throttle has freed (the previous command buffer that read it has finished). The host writes
 //! before the submit, and a queue submission makes host writes to coherent memory visible to the
 //! device, so no barrier is needed.
+//!
+//! # Examples
+//!
+//! On any Vulkan device (lavapipe included): the overlay draws inside its rectangle
+//! ([`crate::overlay::overlay_rect`]) and leaves the rest of the image alone.
+//!
+//! ```
+//! use ash::vk;
+//! use std::sync::Arc;
+//! use vkhip::overlay::{overlay_rect, OverlayHistory, Series};
+//! use vkhip::vk::device::{enumerate, Context};
+//! use vkhip::vk::external::Semaphore;
+//! use vkhip::vk::instance::Instance;
+//! use vkhip::vk::overlay::OverlayPipeline;
+//! use vkhip::vk::pipeline::RenderPass;
+//! use vkhip::vk::target::{OffscreenTarget, OFFSCREEN_FORMAT};
+//!
+//! let instance = Arc::new(Instance::new(false, &[]).unwrap());
+//! let devices = enumerate(&instance).unwrap();
+//! let pd = devices.into_iter().find(|d| d.usable()).expect("a Vulkan 1.2 device (lavapipe will do)");
+//! let ctx = Context::new(instance, pd, false).unwrap();
+//! let pass = RenderPass::new(&ctx, OFFSCREEN_FORMAT, vk::ImageLayout::TRANSFER_SRC_OPTIMAL).unwrap();
+//! let extent = vk::Extent2D { width: 320, height: 180 };
+//! let target = OffscreenTarget::new(&ctx, pass.handle, extent).unwrap();
+//! let mut overlay = OverlayPipeline::new(&ctx, &pass, 2).unwrap();
+//! let mut history = OverlayHistory::new();
+//! for f in 0..100 {
+//!     history.set(f, Series::Frame, 10.0 + (f % 7) as f32);
+//! }
+//! let clear = [
+//!     vk::ClearValue { color: vk::ClearColorValue { float32: [0.0, 0.0, 0.0, 1.0] } },
+//!     vk::ClearValue { depth_stencil: vk::ClearDepthStencilValue { depth: 1.0, stencil: 0 } },
+//! ];
+//! let area = vk::Rect2D { offset: vk::Offset2D::default(), extent };
+//! let begin = vk::RenderPassBeginInfo::default()
+//!     .render_pass(pass.handle)
+//!     .framebuffer(target.framebuffer.handle)
+//!     .render_area(area)
+//!     .clear_values(&clear);
+//! let viewport = vk::Viewport { width: 320.0, height: 180.0, max_depth: 1.0, ..Default::default() };
+//! ctx.one_shot(&[], |cmd| {
+//!     // SAFETY: recording into the one-shot command buffer, inside a render pass of the kind the
+//!     // overlay was made for; sample buffer 0 has never been used.
+//!     unsafe {
+//!         ctx.device.cmd_begin_render_pass(cmd, &begin, vk::SubpassContents::INLINE);
+//!         ctx.device.cmd_set_viewport(cmd, 0, &[viewport]);
+//!         ctx.device.cmd_set_scissor(cmd, 0, &[area]);
+//!         overlay.record(cmd, 0, extent, &history);
+//!         ctx.device.cmd_end_render_pass(cmd);
+//!     }
+//! })
+//! .unwrap();
+//! let done = Semaphore::timeline(&ctx, 1, false).unwrap();
+//! let rgba = target.read_rgba(&ctx, (done.handle, 1)).unwrap();
+//! let r = overlay_rect(320, 180);
+//! let drawn = |x: u32, y: u32| {
+//!     let i = ((y * 320 + x) * 4) as usize;
+//!     rgba[i..i + 3] != [0, 0, 0]
+//! };
+//! let inside = (r.x..r.x + r.width).flat_map(|x| (r.y..r.y + r.height).map(move |y| (x, y)));
+//! assert!(inside.filter(|&(x, y)| drawn(x, y)).count() as u32 > r.width * r.height / 2);
+//! let outside = (0..320u32).flat_map(|x| (0..180u32).map(move |y| (x, y)));
+//! let inside_r = |x: u32, y: u32| (r.x..r.x + r.width).contains(&x) && (r.y..r.y + r.height).contains(&y);
+//! assert!(outside.filter(|&(x, y)| !inside_r(x, y)).all(|(x, y)| !drawn(x, y)));
+//! ```
 
 use super::device::Context;
 use super::memory::HostBuffer;

@@ -1,5 +1,37 @@
 //! Render pass, the surface pipeline (draws the height field), and the compute pipeline used by
 //! the `vulkan` backend. Shader interfaces are documented in `src/shaders.rs`.
+//!
+//! # Examples
+//!
+//! On any Vulkan device (lavapipe included): the compute pipeline's dispatch for a slot writes
+//! the sine wave into that slot only.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use vkhip::shaders::SinewavePush;
+//! use vkhip::sim::{compare_with_reference, Grid, WaveParams};
+//! use vkhip::vk::device::{enumerate, Context};
+//! use vkhip::vk::external::{Slot, SlotMemory};
+//! use vkhip::vk::instance::Instance;
+//! use vkhip::vk::pipeline::SinewavePipeline;
+//!
+//! let instance = Arc::new(Instance::new(false, &[]).unwrap());
+//! let devices = enumerate(&instance).unwrap();
+//! let pd = devices.into_iter().find(|d| d.usable()).expect("a Vulkan 1.2 device (lavapipe will do)");
+//! let ctx = Context::new(instance, pd, false).unwrap();
+//! let grid = Grid { width: 33, height: 17 }; // not a multiple of the workgroup size
+//! let slots: Vec<Slot> =
+//!     (0..2).map(|_| Slot::new(&ctx, grid.bytes(), SlotMemory::HostMapped, false).unwrap()).collect();
+//! let pipeline = SinewavePipeline::new(&ctx, &slots).unwrap();
+//! let params = WaveParams::at_time(grid, 1.0);
+//! // SAFETY: slot 0's host-coherent mapping holds grid.len() floats; nothing else uses it.
+//! unsafe { std::slice::from_raw_parts_mut(slots[0].mapped().unwrap(), grid.len()).fill(7.0) };
+//! ctx.one_shot(&[], |cmd| pipeline.record_dispatch(cmd, 1, &SinewavePush::from(&params))).unwrap();
+//! // SAFETY: host-coherent mappings of grid.len() floats; the one-shot submission has finished.
+//! let read = |s: &Slot| unsafe { std::slice::from_raw_parts(s.mapped().unwrap(), grid.len()) }.to_vec();
+//! assert_eq!(compare_with_reference(&params, &read(&slots[1]), 1e-5).mismatches, 0);
+//! assert!(read(&slots[0]).iter().all(|&h| h == 7.0)); // the other slot is untouched
+//! ```
 
 use super::device::Context;
 use super::external::Slot;

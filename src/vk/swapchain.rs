@@ -1,4 +1,31 @@
 //! Window-system surface and swapchain (window mode).
+//!
+//! # Examples
+//!
+//! The swapchain's extent follows the window within the surface's limits, and never beyond
+//! what the device can render (the presentation engine scales the rest):
+//!
+//! ```
+//! use ash::vk;
+//! use vkhip::vk::swapchain::{clamp_extent, device_max_extent};
+//!
+//! let mut limits = vk::PhysicalDeviceLimits::default();
+//! limits.max_image_dimension2_d = 16384;
+//! limits.max_framebuffer_width = 16384;
+//! limits.max_framebuffer_height = 8192;
+//! limits.max_viewport_dimensions = [16384, 16384];
+//! assert_eq!(device_max_extent(&limits), vk::Extent2D { width: 16384, height: 8192 });
+//!
+//! let caps = vk::SurfaceCapabilitiesKHR {
+//!     min_image_extent: vk::Extent2D { width: 1, height: 1 },
+//!     max_image_extent: vk::Extent2D { width: 20000, height: 20000 },
+//!     ..Default::default()
+//! };
+//! let want = |width, height| clamp_extent(vk::Extent2D { width, height }, &caps, &limits);
+//! assert_eq!(want(1280, 720), vk::Extent2D { width: 1280, height: 720 });
+//! assert_eq!(want(19000, 9000), vk::Extent2D { width: 16384, height: 8192 }); // the device wins
+//! assert_eq!(want(0, 0), vk::Extent2D { width: 1, height: 1 }); // a minimised window: never 0
+//! ```
 
 use super::device::Context;
 use super::instance::Instance;

@@ -1,4 +1,49 @@
 //! Images, framebuffers and the offscreen colour + depth target used by headless runs.
+//!
+//! # Examples
+//!
+//! On any Vulkan device (lavapipe included): a render pass that only clears leaves the clear
+//! colour in every pixel the target reads back.
+//!
+//! ```
+//! use ash::vk;
+//! use std::sync::Arc;
+//! use vkhip::vk::device::{enumerate, Context};
+//! use vkhip::vk::external::Semaphore;
+//! use vkhip::vk::instance::Instance;
+//! use vkhip::vk::pipeline::RenderPass;
+//! use vkhip::vk::target::{OffscreenTarget, OFFSCREEN_FORMAT};
+//!
+//! let instance = Arc::new(Instance::new(false, &[]).unwrap());
+//! let devices = enumerate(&instance).unwrap();
+//! let pd = devices.into_iter().find(|d| d.usable()).expect("a Vulkan 1.2 device (lavapipe will do)");
+//! let ctx = Context::new(instance, pd, false).unwrap();
+//! let pass = RenderPass::new(&ctx, OFFSCREEN_FORMAT, vk::ImageLayout::TRANSFER_SRC_OPTIMAL).unwrap();
+//! let extent = vk::Extent2D { width: 40, height: 24 };
+//! let target = OffscreenTarget::new(&ctx, pass.handle, extent).unwrap();
+//! let clear = [
+//!     vk::ClearValue { color: vk::ClearColorValue { float32: [0.0, 0.5, 1.0, 1.0] } },
+//!     vk::ClearValue { depth_stencil: vk::ClearDepthStencilValue { depth: 1.0, stencil: 0 } },
+//! ];
+//! let begin = vk::RenderPassBeginInfo::default()
+//!     .render_pass(pass.handle)
+//!     .framebuffer(target.framebuffer.handle)
+//!     .render_area(vk::Rect2D { offset: vk::Offset2D::default(), extent })
+//!     .clear_values(&clear);
+//! ctx.one_shot(&[], |cmd| {
+//!     // SAFETY: recording into the one-shot command buffer; the pass and framebuffer are alive.
+//!     unsafe {
+//!         ctx.device.cmd_begin_render_pass(cmd, &begin, vk::SubpassContents::INLINE);
+//!         ctx.device.cmd_end_render_pass(cmd);
+//!     }
+//! })
+//! .unwrap();
+//! let done = Semaphore::timeline(&ctx, 1, false).unwrap(); // already at 1: the wait is satisfied
+//! let rgba = target.read_rgba(&ctx, (done.handle, 1)).unwrap();
+//! assert_eq!(rgba.len(), 40 * 24 * 4);
+//! let near = |a: u8, b: u8| a.abs_diff(b) <= 1;
+//! assert!(rgba.chunks_exact(4).all(|p| p[0] == 0 && near(p[1], 128) && p[2] == 255 && p[3] == 255));
+//! ```
 
 use super::device::Context;
 use super::memory::{find_memory_type, HostBuffer};

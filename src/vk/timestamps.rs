@@ -15,6 +15,54 @@
 //! 3. **end** — bottom of pipe, last command: the draw finished.
 //!
 //! Spans leave as raw ticks ([`Stamp::Vulkan`]); the profiler maps them to the host clock.
+//!
+//! # Examples
+//!
+//! On any Vulkan device: with GPU timing off there is no timer at all; with it on, a device
+//! that has timestamps (lavapipe does) returns a frame's two draw spans, in order, once the
+//! command buffer ran.
+//!
+//! ```
+//! use ash::vk;
+//! use std::sync::Arc;
+//! use vkhip::profile::{Phase, Stamp, Track};
+//! use vkhip::vk::device::{enumerate, Context};
+//! use vkhip::vk::instance::Instance;
+//! use vkhip::vk::timestamps::DrawTimer;
+//!
+//! let instance = Arc::new(Instance::new(false, &[]).unwrap());
+//! let devices = enumerate(&instance).unwrap();
+//! let pd = devices.into_iter().find(|d| d.usable()).expect("a Vulkan 1.2 device (lavapipe will do)");
+//! let ctx = Context::new(instance, pd, false).unwrap();
+//! vkhip::profile::set_gpu_timing(false);
+//! assert!(DrawTimer::new(&ctx, 2).unwrap().is_none());
+//! vkhip::profile::set_gpu_timing(true);
+//! let has_timestamps = ctx.physical.timestamp_bits > 0 && ctx.physical.timestamp_period > 0.0;
+//! let timer = DrawTimer::new(&ctx, 2).unwrap();
+//! assert_eq!(timer.is_some(), has_timestamps);
+//! if let Some(mut timer) = timer {
+//!     ctx.one_shot(&[], |cmd| {
+//!         // SAFETY: recording the one-shot command buffer; triple 1 was never used.
+//!         unsafe {
+//!             timer.begin(cmd, 1, 42, vk::PipelineStageFlags::VERTEX_SHADER);
+//!             timer.end(cmd, 1);
+//!         }
+//!     })
+//!     .unwrap();
+//!     timer.submitted(1);
+//!     timer.finish(); // one_shot waited for the queue
+//!     let mut spans = Vec::new();
+//!     timer.take_spans(&mut spans);
+//!     let got: Vec<(u64, Track, Phase)> = spans.iter().map(|s| (s.frame, s.track, s.phase)).collect();
+//!     assert_eq!(got, [(42, Track::Queue, Phase::WaitComputed), (42, Track::Queue, Phase::Draw)]);
+//!     let ticks = |s: Stamp| match s {
+//!         Stamp::Vulkan(t) => t,
+//!         Stamp::Host(_) => panic!("draw spans leave as Vulkan ticks"),
+//!     };
+//!     assert_eq!(ticks(spans[0].end), ticks(spans[1].start));
+//!     assert!(ticks(spans[0].start) <= ticks(spans[0].end) && ticks(spans[1].start) <= ticks(spans[1].end));
+//! }
+//! ```
 
 use super::device::Context;
 use super::{CallContext, VkError};

@@ -3,11 +3,41 @@
 //! bench.md and bench.png.
 //!
 //! - [`preset`]: the configurations and presets, and the plan after the command line's overrides;
-//! - [`run`](mod@run): one child run and how its exit is classified; the rotated order of the rounds;
+//! - [`mod@run`]: one child run and how its exit is classified; the rotated order of the rounds;
 //! - [`parse`]: reading the child's frame report;
 //! - [`stats`]: medians and spreads over the repetitions;
 //! - [`table`]: the CSV rows and the markdown tables;
 //! - [`plot`]: the PNG chart.
+//!
+//! # Examples
+//!
+//! One cell's journey: the child's frame report is parsed into a measurement, and the
+//! repetitions' summary becomes its row in bench.md.
+//!
+//! ```
+//! use vkhip::app::matrix::preset::{preset, Cell};
+//! use vkhip::app::matrix::run::Outcome;
+//! use vkhip::app::matrix::{parse::parse_report, table::markdown_table, CellResult};
+//! use vkhip::cli::BenchPreset;
+//!
+//! let quick = preset(BenchPreset::Quick);
+//! let cell = Cell { config: quick.rows[1], at: quick.sizes[0] };
+//! let report = |mean: &str| {
+//!     format!(
+//!         "vkhip frame report\n  frame time   mean {mean} ms   p50 1.9 ms   p99 3.0 ms   (500.0 fps)\n  \
+//!          render cpu   p50 40.0 µs   p99 90.0 µs   (render thread CPU time per frame)\n  \
+//!          sync         bridged, 3 slot(s), run-ahead 0, batch 1\n  device       llvmpipe\n"
+//!     )
+//! };
+//! let runs = ["2.0", "2.5", "1.5"].map(|m| Outcome::Ok(parse_report(&report(m)).unwrap())).to_vec();
+//! let table = markdown_table(&cell.at, &[CellResult { cell, runs }]);
+//! assert!(table.starts_with("### grid 64x64 @ image 160x90\n"), "{table}");
+//! let row = table.lines().last().unwrap();
+//! assert_eq!(
+//!     row,
+//!     "| cpu bridged | bridged, 3 slot(s), run-ahead 0, batch 1 | 2.000 | 1.500–2.500 | n/a | n/a | 40.0 | – | ok |"
+//! );
+//! ```
 
 pub mod parse;
 pub mod plot;

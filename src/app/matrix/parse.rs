@@ -3,6 +3,31 @@
 //! The lines relied on (two spaces, the label padded to 12 characters, a space, the value):
 //! `frame time` (mean, p50, p99, fps), `render cpu` (p50), `sync` (the resolved configuration,
 //! kept verbatim), `device`, and the optional `start-up`.
+//!
+//! # Examples
+//!
+//! ```
+//! use vkhip::app::matrix::parse::{parse_report, ParseError};
+//!
+//! let report = "vkhip frame report
+//!   frame time   mean 0.153 ms   p50 0.150 ms   p99 0.201 ms   (6535.9 fps)
+//!   render cpu   p50 1.2 ms   p99 4.0 ms   (render thread CPU time per frame)
+//!   start-up     0.412 s to the first frame (process start → first draw finished)
+//!   sync         external, 8 slot(s), run-ahead 0, batch 7
+//!   device       NVIDIA H100 80GB HBM3 [discrete GPU]
+//! ";
+//! let m = parse_report(report).unwrap();
+//! assert_eq!((m.mean_ms, m.p50_ms, m.p99_ms, m.fps), (0.153, 0.150, 0.201, 6535.9));
+//! assert_eq!((m.render_cpu_p50_us, m.startup_s), (1200.0, Some(0.412))); // ms read as µs
+//! assert_eq!(m.resolved, "external, 8 slot(s), run-ahead 0, batch 7");
+//! assert_eq!(m.device, "NVIDIA H100 80GB HBM3 [discrete GPU]");
+//!
+//! // A report cut short, and a line that is not what it should be.
+//! assert_eq!(parse_report("vkhip frame report\n"), Err(ParseError::Missing("frame time")));
+//! let bad = report.replace("p99 0.201 ms", "p99 n/a");
+//! let err = parse_report(&bad).unwrap_err();
+//! assert!(matches!(err, ParseError::Malformed { label: "frame time", .. }), "{err}");
+//! ```
 
 /// What one run measured.
 #[derive(Clone, Debug, PartialEq)]

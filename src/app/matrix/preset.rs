@@ -1,4 +1,26 @@
 //! The benchmark matrix's data: configurations, the presets, and the cells they expand to.
+//!
+//! # Examples
+//!
+//! ```
+//! use vkhip::app::matrix::preset::{preset, NATIVE, REFERENCE};
+//! use vkhip::cli::BenchPreset;
+//!
+//! // The quick preset (CI, lavapipe): three rows at one small size, no CUDA.
+//! let quick = preset(BenchPreset::Quick);
+//! let labels: Vec<&str> = quick.rows.iter().map(|c| c.label).collect();
+//! assert_eq!(labels, [NATIVE, "cpu bridged", "cpu bridged K=4 R=2 B=2"]);
+//! let shaped = &quick.rows[2];
+//! assert_eq!((shaped.slots, shaped.run_ahead, shaped.batch), (Some(4), Some(2), Some(2)));
+//! assert_eq!(quick.sizes[0].to_string(), "64x64@160x90");
+//! assert_eq!((quick.frames, quick.warmup, quick.reps), (60, 10, 2));
+//!
+//! // The GPU preset starts with its two baselines; every label is distinct.
+//! let gpu = preset(BenchPreset::Gpu);
+//! assert_eq!((gpu.rows[0].label, gpu.rows[1].label), (NATIVE, REFERENCE));
+//! let mut seen = std::collections::HashSet::new();
+//! assert!(gpu.rows.iter().all(|c| seen.insert(c.label)));
+//! ```
 
 use crate::cli::{BenchPreset, CellSize, MatrixArgs, UsageError};
 use crate::sim::Grid;

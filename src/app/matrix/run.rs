@@ -1,4 +1,35 @@
 //! Running one cell in a child process and classifying what came back; the order of the runs.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::os::unix::process::ExitStatusExt as _;
+//! use std::process::ExitStatus;
+//! use vkhip::app::matrix::preset::{preset, Cell};
+//! use vkhip::app::matrix::run::{child_args, classify, round_order, Outcome};
+//! use vkhip::cli::{BenchPreset, OnOff};
+//!
+//! // The child's command line: frame-timed, warm-up included, only the flags the row sets.
+//! let quick = preset(BenchPreset::Quick);
+//! let args = child_args(&Cell { config: quick.rows[2], at: quick.sizes[0] }, 60, 10, None, OnOff::Off);
+//! assert_eq!(
+//!     args.join(" "),
+//!     "--headless --time frame --frames 70 --warmup-frames 10 --backend cpu --sync bridged --slots 4 \
+//!      --run-ahead 2 --batch 2 --gpu-timing off --grid 64x64 --size 160x90"
+//! );
+//!
+//! // Exit code 2 is "cannot run here", anything else non-zero a failure; the reason is the last
+//! // line of stderr. (A raw wait status holds the exit code in its second byte.)
+//! let exited = |code: i32| Some(ExitStatus::from_raw(code << 8));
+//! let stderr = "warning: x\nvkhip: error: backend cuda is not available\n";
+//! assert_eq!(classify(exited(2), "", stderr), Outcome::Unsupported("backend cuda is not available".into()));
+//! assert_eq!(classify(exited(1), "", ""), Outcome::Failed("exit code 1".into()));
+//! assert_eq!(classify(Some(ExitStatus::from_raw(9)), "", "").reason(), "killed by signal 9");
+//! assert_eq!(classify(exited(0), "no report", "").status(), "failed"); // exit 0 without a report
+//!
+//! // Each round starts one cell later.
+//! assert_eq!([0, 1, 3].map(|r| round_order(3, r)), [[0, 1, 2], [1, 2, 0], [0, 1, 2]]);
+//! ```
 
 use super::parse::{parse_report, Measurement};
 use super::preset::Cell;

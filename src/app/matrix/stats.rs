@@ -1,4 +1,34 @@
 //! Summaries over a cell's repetitions: medians and spreads.
+//!
+//! # Examples
+//!
+//! ```
+//! use vkhip::app::matrix::parse::Measurement;
+//! use vkhip::app::matrix::run::Outcome;
+//! use vkhip::app::matrix::stats::{median, spread, Summary};
+//!
+//! assert_eq!(median(&[0.5, 9.0, 2.0, 3.0]), Some(2.5));
+//! assert_eq!(spread(&[0.5, 9.0, 2.0, 3.0]), Some((0.5, 9.0)));
+//!
+//! let ok = |mean_ms: f64| {
+//!     Outcome::Ok(Measurement {
+//!         mean_ms,
+//!         p50_ms: mean_ms,
+//!         p99_ms: mean_ms,
+//!         fps: 1e3 / mean_ms,
+//!         render_cpu_p50_us: 10.0,
+//!         startup_s: None,
+//!         resolved: "bridged, 3 slot(s)".into(),
+//!         device: "llvmpipe".into(),
+//!     })
+//! };
+//! // Only the runs that measured something count; the first problem is kept for the status.
+//! let s = Summary::of(&[ok(2.0), Outcome::Failed("exit code 1".into()), ok(4.0), ok(3.0)]);
+//! assert_eq!((s.frame_ms, s.spread_ms), (Some(3.0), Some((2.0, 4.0))));
+//! assert_eq!(s.status(), "ok (3 of 4; failed: exit code 1)");
+//! let native = Summary::of(&[ok(1.5)]);
+//! assert_eq!(s.ratio_to(Some(&native)), Some(2.0));
+//! ```
 
 use super::run::Outcome;
 

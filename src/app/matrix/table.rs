@@ -1,4 +1,31 @@
 //! The outputs' contents: bench.csv rows and the bench.md tables.
+//!
+//! # Examples
+//!
+//! bench.csv holds one row per repetition, under [`CSV_COLUMNS`]; a run that did not measure
+//! anything leaves the numbers empty and says why.
+//!
+//! ```
+//! use vkhip::app::matrix::preset::{preset, Cell};
+//! use vkhip::app::matrix::run::Outcome;
+//! use vkhip::app::matrix::table::{write_csv, CSV_COLUMNS};
+//! use vkhip::app::matrix::CellResult;
+//! use vkhip::cli::BenchPreset;
+//!
+//! let quick = preset(BenchPreset::Quick);
+//! let cell = Cell { config: quick.rows[0], at: quick.sizes[0] };
+//! let runs = vec![Outcome::Failed("exit code 1: lost, the device".into())];
+//! let mut csv = Vec::new();
+//! write_csv(&mut csv, &[CellResult { cell, runs }], 60).unwrap();
+//! let text = String::from_utf8(csv).unwrap();
+//! let lines: Vec<&str> = text.lines().collect();
+//! assert_eq!(lines[0], CSV_COLUMNS.join(","));
+//! assert!(lines[0].starts_with("label,backend,sync_requested,slots,run_ahead,batch,memory,resolved,grid"));
+//! assert_eq!(
+//!     lines[1],
+//!     r#"vulkan (native),vulkan,external,,,,,,64x64,160x90,1,60,,,,,,,failed,"exit code 1: lost, the device""#
+//! );
+//! ```
 
 use super::preset::{NATIVE, REFERENCE};
 use super::stats::Summary;

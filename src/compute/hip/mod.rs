@@ -85,6 +85,20 @@
 //! events, imported semaphores, mapped pointers (each freeing its pointer, then destroying its
 //! import), module, and the stream last. The owner drops the backend
 //! before it frees the Vulkan memory and semaphores.
+//!
+//! # Examples
+//!
+//! Which Vulkan device a HIP device is: AMD's drivers build the deviceUUID from the PCI location
+//! HIP reports (the HIP UUID itself cannot be compared).
+//!
+//! ```
+//! use vkhip::compute::hip::amd_uuid_from_pci;
+//! use vkhip::vk::device::uuid_string;
+//!
+//! // The GPU at 0001:c3:1f.0, as RADV and AMDVLK report it.
+//! let uuid = amd_uuid_from_pci(0x0001, 0xc3, 0x1f);
+//! assert_eq!(uuid_string(&uuid), "01000000-c300-0000-1f00-000000000000");
+//! ```
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 mod compile;
