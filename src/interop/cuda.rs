@@ -212,6 +212,18 @@ impl CudaBuffer {
     }
 }
 
+impl CudaBuffer {
+    /// The mapped range, for vkhip's own kernels.
+    pub(crate) fn range(&self) -> crate::compute::cuda::safe::DeviceRange<'_> {
+        self.mapped.range()
+    }
+
+    /// Enqueue a fill of the first `words` 32-bit words with `value`.
+    pub(crate) fn fill(&self, value: u32, words: usize, stream: &Stream) -> Result<()> {
+        self.mapped.memset_d32_async(value, words, stream)
+    }
+}
+
 impl Drop for CudaBuffer {
     fn drop(&mut self) {
         self.shared.quiesce();
@@ -222,6 +234,13 @@ impl Drop for CudaBuffer {
 pub struct CudaTimeline {
     semaphore: ExternalSemaphore,
     shared: Arc<Shared>,
+}
+
+impl CudaTimeline {
+    /// The imported semaphore, for waits and signals on another stream of the same context.
+    pub(crate) fn raw(&self) -> &ExternalSemaphore {
+        &self.semaphore
+    }
 }
 
 impl Drop for CudaTimeline {

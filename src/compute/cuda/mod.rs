@@ -61,11 +61,12 @@ use crate::compute::timing::StreamTimer;
 use crate::compute::{
     BackendKind, ComputeDeviceInfo, ComputeError, InteropMemory, InteropSemaphorePair, InteropSemaphores,
 };
+use crate::interop::cuda::{Cuda, CudaBuffer, CudaTimeline};
 use crate::sim::WaveParams;
 use cudarc::driver::sys;
 use plan::{DeviceLimits, SeenDevice};
 use result::Driver;
-use safe::{Event, ExternalMemory, ExternalSemaphore, Kernel, MappedBuffer, PrimaryContext, Stream};
+use safe::{Event, Kernel, PrimaryContext, Stream};
 
 pub use prewarm::prewarm;
 pub use staged::CudaStagedBackend;
@@ -171,17 +172,17 @@ pub(crate) fn find_device(driver: &Driver, device_uuid: [u8; 16]) -> Result<Cuda
 
 /// Import a (computed, rendered) pair ([`SemaphorePair::import`]); a failure is an error.
 fn import_pair(
-    driver: &'static Driver,
+    cuda: &Cuda,
     pair: InteropSemaphorePair,
     timeline: bool,
-) -> Result<SemaphorePair<ExternalSemaphore>> {
+) -> Result<SemaphorePair<CudaTimeline>> {
     // An injected failure drops both fds unused, which closes them, as a real one does.
     crate::fault::inject_compute(
         crate::fault::Fault::CudaSemaphoreImport,
         "cuda",
         "cuImportExternalSemaphore",
     )?;
-    SemaphorePair::import(pair, |fd| ExternalSemaphore::import(driver, fd, timeline))
+    SemaphorePair::import(pair, |fd| if timeline { cuda.import_timeline(fd) } else { cuda.import_binary(fd) })
 }
 
 /// What the shared skeleton ([`Imported`]) calls CUDA with: the loaded kernel and the device's
@@ -197,23 +198,23 @@ impl InteropApi for CudaApi {
     const FILL_NAME: &'static str = "cuMemsetD32Async";
     type Stream = Stream;
     type Event = Event;
-    type Semaphore = ExternalSemaphore;
-    type Buffer = MappedBuffer;
+    type Semaphore = CudaTimeline;
+    type Buffer = CudaBuffer;
 
-    fn buffer_size(buffer: &MappedBuffer) -> u64 {
-        buffer.range().size()
+    fn buffer_size(buffer: &CudaBuffer) -> u64 {
+        buffer.size()
     }
 
-    fn wait(&self, semaphore: &ExternalSemaphore, value: u64, stream: &Stream) -> Result<()> {
-        semaphore.wait(value, stream)
+    fn wait(&self, semaphore: &CudaTimeline, value: u64, stream: &Stream) -> Result<()> {
+        semaphore.raw().wait(value, stream)
     }
 
-    fn signal(&self, semaphore: &ExternalSemaphore, value: u64, stream: &Stream) -> Result<()> {
-        semaphore.signal(value, stream)
+    fn signal(&self, semaphore: &CudaTimeline, value: u64, stream: &Stream) -> Result<()> {
+        semaphore.raw().signal(value, stream)
     }
 
     /// One `sinewave` launch for one slot, one `sinewave_batch` launch for several.
-    fn launch(&self, stream: &Stream, slots: &[(&MappedBuffer, WaveParams)]) -> Result<SinewaveLaunch> {
+    fn launch(&self, stream: &Stream, slots: &[(&CudaBuffer, WaveParams)]) -> Result<SinewaveLaunch> {
         if let [(buffer, params)] = slots {
             return self.kernel.launch(stream, buffer.range(), params, self.limits);
         }
@@ -222,8 +223,8 @@ impl InteropApi for CudaApi {
         self.kernel.launch_batch(stream, &ranges, &params, self.limits)
     }
 
-    fn fill(&self, buffer: &MappedBuffer, words: usize, stream: &Stream) -> Result<()> {
-        buffer.memset_d32_async(0, words, stream)
+    fn fill(&self, buffer: &CudaBuffer, words: usize, stream: &Stream) -> Result<()> {
+        buffer.fill(0, words, stream)
     }
 
     fn timed_event(&self) -> Result<Event> {
@@ -291,14 +292,17 @@ impl CudaBackend {
         let stream = Stream::new_non_blocking(driver)?;
         let done = Event::new(driver, false)?;
         let timer = StreamTimer::new("cuda", Stream::new_non_blocking(driver)?, || Event::new(driver, true))?;
+        // The imports go through the public interop API (`vkhip::interop::cuda`), as a user's
+        // would; each import keeps the context alive and waits for CUDA's work before it goes.
+        let cuda = Cuda::open(device_uuid)?;
         let slots = memory
             .into_iter()
             .enumerate()
-            .map(|(i, m)| import_slot(driver, i, m))
+            .map(|(i, m)| import_slot(&cuda, i, m))
             .collect::<Result<Vec<_>>>()?;
-        let timeline = timeline.map(|pair| import_pair(driver, pair, true)).transpose()?;
+        let timeline = timeline.map(|pair| import_pair(&cuda, pair, true)).transpose()?;
         let binary =
-            binary.into_iter().map(|pair| import_pair(driver, pair, false)).collect::<Result<Vec<_>>>()?;
+            binary.into_iter().map(|pair| import_pair(&cuda, pair, false)).collect::<Result<Vec<_>>>()?;
         log::info!(
             "cuda: {} (device {}, sm_{}, driver CUDA {}): {} slot(s) imported, timeline \
              semaphores: {}, binary pairs: {}",
@@ -380,11 +384,10 @@ fn build_kernel(driver: &'static Driver, device: &CudaDevice, driver_version: i3
     }
 }
 
-fn import_slot(driver: &'static Driver, index: usize, m: InteropMemory) -> Result<MappedBuffer> {
+fn import_slot(cuda: &Cuda, index: usize, m: InteropMemory) -> Result<CudaBuffer> {
     imported::check_slot_memory("cuda", index, &m)?;
     crate::fault::inject_compute(crate::fault::Fault::CudaMemoryImport, "cuda", "cuImportExternalMemory")?;
-    let memory = ExternalMemory::import(driver, m.fd, m.allocation_size, m.dedicated)?;
-    MappedBuffer::map(memory, m.buffer_size)
+    cuda.import_buffer(m)
 }
 
 #[cfg(test)]
