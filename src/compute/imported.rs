@@ -22,8 +22,8 @@ use crate::compute::fd::ImportFd;
 use crate::compute::kernel::{SinewaveLaunch, MAX_BATCH};
 use crate::compute::timing::{Mark, StreamTimer, TimedEvent};
 use crate::compute::{
-    enqueue_frame_by_frame, plan_sync, BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport,
-    InteropMemory, InteropSemaphorePair, KernelBenchmark, SemaphoreRef,
+    enqueue_frame_by_frame, semaphore_ops, BackendKind, ComputeBackend, ComputeError, GpuSync,
+    GpuSyncSupport, InteropMemory, InteropSemaphorePair, KernelBenchmark, SemaphoreRef,
 };
 use crate::profile::clock::ClockInfo;
 use crate::profile::Span;
@@ -222,7 +222,7 @@ impl<A: InteropApi> Imported<A> {
         }
         let i = self.timer.begin_batch(first, frames.len() as u64);
         let s = &self.semaphores;
-        let plan = plan_sync(A::NAME, sync, s.timeline.is_some(), s.binary.len())?;
+        let plan = semaphore_ops(A::NAME, sync, s.timeline.is_some(), s.binary.len())?;
         let slots = frames
             .iter()
             .map(|&(_, slot, params)| self.slot_for(slot, params.grid).map(|b| (b, params)))

@@ -141,7 +141,7 @@ pub struct SemaphoreOp {
 
 /// What `enqueue_gpu_synced` does around the kernel, on the backend's stream or queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SyncPlan {
+pub struct SemaphoreOps {
     pub wait: Option<SemaphoreOp>,
     pub signal: Option<SemaphoreOp>,
 }
@@ -153,22 +153,22 @@ pub struct SyncPlan {
 /// # Examples
 ///
 /// ```
-/// use vkhip::compute::{plan_sync, GpuSync, SemaphoreOp, SemaphoreRef};
+/// use vkhip::compute::{semaphore_ops, GpuSync, SemaphoreOp, SemaphoreRef};
 ///
 /// // Frame 4 with K = 3: wait `rendered` ≥ 2 (frame 1's draw), signal `computed` = 5.
-/// let plan = plan_sync("cuda", GpuSync::Timeline { wait_rendered: Some(2), signal_computed: Some(5) }, true, 0)
+/// let plan = semaphore_ops("cuda", GpuSync::Timeline { wait_rendered: Some(2), signal_computed: Some(5) }, true, 0)
 ///     .unwrap();
 /// assert_eq!(plan.wait, Some(SemaphoreOp { semaphore: SemaphoreRef::TimelineRendered, value: 2 }));
 /// assert_eq!(plan.signal, Some(SemaphoreOp { semaphore: SemaphoreRef::TimelineComputed, value: 5 }));
 /// // Asking for a scheme whose semaphores were not imported is an error, not a silent no-op.
-/// assert!(plan_sync("hip", GpuSync::Binary { slot: 0, wait_rendered: false }, false, 0).is_err());
+/// assert!(semaphore_ops("hip", GpuSync::Binary { slot: 0, wait_rendered: false }, false, 0).is_err());
 /// ```
-pub fn plan_sync(
+pub fn semaphore_ops(
     backend: &'static str,
     sync: GpuSync,
     has_timeline: bool,
     binary_pairs: usize,
-) -> Result<SyncPlan, ComputeError> {
+) -> Result<SemaphoreOps, ComputeError> {
     match sync {
         GpuSync::Timeline { wait_rendered, signal_computed } => {
             if !has_timeline {
@@ -177,7 +177,7 @@ pub fn plan_sync(
                     reason: "timeline sync requested but no timeline semaphores were imported".into(),
                 });
             }
-            Ok(SyncPlan {
+            Ok(SemaphoreOps {
                 wait: wait_rendered
                     .map(|value| SemaphoreOp { semaphore: SemaphoreRef::TimelineRendered, value }),
                 signal: signal_computed
@@ -194,7 +194,7 @@ pub fn plan_sync(
                     ),
                 });
             }
-            Ok(SyncPlan {
+            Ok(SemaphoreOps {
                 wait: wait_rendered
                     .then_some(SemaphoreOp { semaphore: SemaphoreRef::BinaryRendered(slot), value: 0 }),
                 signal: Some(SemaphoreOp { semaphore: SemaphoreRef::BinaryComputed(slot), value: 0 }),
@@ -386,7 +386,7 @@ mod tests {
 
     #[test]
     fn timeline_plan_waits_only_when_asked() {
-        let plan = plan_sync(
+        let plan = semaphore_ops(
             "cuda",
             GpuSync::Timeline { wait_rendered: Some(3), signal_computed: Some(5) },
             true,
@@ -395,38 +395,47 @@ mod tests {
         .unwrap();
         assert_eq!(
             plan,
-            SyncPlan {
+            SemaphoreOps {
                 wait: Some(SemaphoreOp { semaphore: SemaphoreRef::TimelineRendered, value: 3 }),
                 signal: Some(SemaphoreOp { semaphore: SemaphoreRef::TimelineComputed, value: 5 }),
             }
         );
-        let first =
-            plan_sync("cuda", GpuSync::Timeline { wait_rendered: None, signal_computed: Some(1) }, true, 0)
-                .unwrap();
+        let first = semaphore_ops(
+            "cuda",
+            GpuSync::Timeline { wait_rendered: None, signal_computed: Some(1) },
+            true,
+            0,
+        )
+        .unwrap();
         assert_eq!(first.wait, None);
         assert_eq!(first.signal.map(|s| s.value), Some(1));
         // Inside a batch: neither wait nor signal.
         let inner =
-            plan_sync("cuda", GpuSync::Timeline { wait_rendered: None, signal_computed: None }, true, 0)
+            semaphore_ops("cuda", GpuSync::Timeline { wait_rendered: None, signal_computed: None }, true, 0)
                 .unwrap();
         assert_eq!((inner.wait, inner.signal), (None, None));
     }
 
     #[test]
     fn binary_plan_uses_the_slot_pair() {
-        let plan = plan_sync("cuda", GpuSync::Binary { slot: 2, wait_rendered: true }, false, 3).unwrap();
+        let plan = semaphore_ops("cuda", GpuSync::Binary { slot: 2, wait_rendered: true }, false, 3).unwrap();
         assert_eq!(plan.wait.map(|w| w.semaphore), Some(SemaphoreRef::BinaryRendered(2)));
         assert_eq!(plan.signal.map(|s| s.semaphore), Some(SemaphoreRef::BinaryComputed(2)));
-        let no_wait = plan_sync("cuda", GpuSync::Binary { slot: 0, wait_rendered: false }, false, 3).unwrap();
+        let no_wait =
+            semaphore_ops("cuda", GpuSync::Binary { slot: 0, wait_rendered: false }, false, 3).unwrap();
         assert_eq!(no_wait.wait, None);
     }
 
     #[test]
     fn missing_semaphores_are_unsupported() {
-        let t =
-            plan_sync("cuda", GpuSync::Timeline { wait_rendered: None, signal_computed: Some(1) }, false, 4);
+        let t = semaphore_ops(
+            "cuda",
+            GpuSync::Timeline { wait_rendered: None, signal_computed: Some(1) },
+            false,
+            4,
+        );
         assert!(matches!(t, Err(ComputeError::Unsupported { backend: "cuda", .. })));
-        let b = plan_sync("cuda", GpuSync::Binary { slot: 1, wait_rendered: false }, true, 1);
+        let b = semaphore_ops("cuda", GpuSync::Binary { slot: 1, wait_rendered: false }, true, 1);
         let err = b.unwrap_err();
         assert!(matches!(err, ComputeError::Unsupported { .. }));
         assert!(err.to_string().contains("slot 1"), "{err}");

@@ -48,7 +48,9 @@
 //! backend.finish().unwrap();
 //! ```
 
-use super::{plan_sync, BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport, SemaphoreRef};
+use super::{
+    semaphore_ops, BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport, SemaphoreRef,
+};
 use crate::profile::{Phase, Span, Stamp, Track};
 use crate::shaders::SinewavePush;
 use crate::sim::WaveParams;
@@ -251,7 +253,7 @@ impl ComputeBackend for VulkanBackend {
         params: &WaveParams,
         sync: GpuSync,
     ) -> Result<(), ComputeError> {
-        let plan = plan_sync("vulkan", sync, true, self.sems.binary.len())?;
+        let plan = semaphore_ops("vulkan", sync, true, self.sems.binary.len())?;
         let handle = |r: SemaphoreRef| match r {
             SemaphoreRef::TimelineComputed => self.sems.computed,
             SemaphoreRef::TimelineRendered => self.sems.rendered,
