@@ -83,18 +83,18 @@
 //! before it frees the Vulkan memory and semaphores.
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
-mod compile;
-mod device;
+pub(crate) mod compile;
+pub(crate) mod device;
 mod elf;
-mod ffi;
+pub(crate) mod ffi;
 mod layout;
-mod pci;
-mod raii;
+pub(crate) mod pci;
+pub(crate) mod raii;
 mod rtc;
 
 use std::ffi::c_void;
 
-pub use compile::{compile_sinewave, hiprtc_version, supported_offload_archs};
+pub use compile::{compile_kernel, compile_sinewave, hiprtc_version, supported_offload_archs};
 pub use elf::code_object_has_symbol;
 pub use layout::{interop_layout, LayoutEntry, Since};
 pub use pci::amd_uuid_from_pci;
@@ -200,7 +200,7 @@ fn kernel_code(dev: &HipDevice, runtime: i32, driver: i32) -> Result<Vec<u8>, Co
 /// Whether `--sync external` asks this runtime to import the timeline semaphores: only runtimes
 /// whose headers define `hipExternalSemaphoreHandleTypeTimelineSemaphoreFd` (HIP >= 6.4); an
 /// older one would reject (or misread) the value.
-fn offers_timeline_import(runtime: i32) -> bool {
+pub(crate) fn offers_timeline_import(runtime: i32) -> bool {
     runtime >= ffi::FIRST_TIMELINE_RUNTIME
 }
 
