@@ -88,7 +88,7 @@ pub(crate) mod device;
 mod elf;
 pub(crate) mod ffi;
 mod layout;
-pub(crate) mod pci;
+mod pci;
 pub(crate) mod raii;
 mod rtc;
 
