@@ -94,8 +94,8 @@ unshare --mount --propagation private -- bash -euo pipefail -c '
       cargo build --locked --offline --features hip --tests --quiet
       echo \"== sid: unit tests of the HIP backend (HIP 6.4 headers and runtime)\"
       cargo test --locked --offline --features hip --lib compute::hip
-      echo \"== sid: hiprtc 6.4 compiles the kernel; interop layouts against the 6.4 header\"
-      cargo test --locked --offline --features hip --test hip_kernel --test hip_layout \
+      echo \"== sid: hiprtc 6.4 compiles the kernels (sinewave, examples/hip_interop.rs); interop layouts against the 6.4 header\"
+      cargo test --locked --offline --features hip --test hip_kernel --test hip_layout --test examples \
         -- --nocapture --test-threads=1
       echo \"== sid: probing without a GPU is one quiet line\"
       cargo test --locked --offline --features hip --test hip_probe

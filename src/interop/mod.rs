@@ -27,6 +27,11 @@
 //! semaphores and memory), then the Vulkan objects, then the Vulkan device. Holding the values
 //! in that order in one struct (fields drop in declaration order) encodes it.
 //!
+//! ## HIP
+//! `hip` (with `--features hip`) has the same names for AMD GPUs (`examples/hip_interop.rs`).
+//! ROCm on Linux cannot import semaphores, so there steps 4 and 6 become host hand-offs: wait for
+//! the stream after the kernel, then let Vulkan read (vkhip's `bridged` scheme).
+//!
 //! For several frames in flight, run-ahead and batches, see [`crate::sync`], which drives vkhip's
 //! backends with the same steps.
 //!
@@ -40,6 +45,8 @@
 //! ```
 
 pub mod cuda;
+#[cfg(feature = "hip")]
+pub mod hip;
 pub mod vulkan;
 
 pub use crate::compute::fd::ImportFd;

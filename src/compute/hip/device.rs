@@ -78,6 +78,25 @@ pub fn enumerate() -> Result<Vec<HipDevice>, ComputeError> {
     (0..n).map(describe_device).collect()
 }
 
+/// The device whose PCI-built UUID ([`amd_uuid_from_pci`]) is `uuid` (Vulkan's deviceUUID);
+/// `Unavailable`, listing what HIP sees, when none has it. `HipBackend::new` matches the same way.
+pub fn find_by_uuid(uuid: [u8; 16]) -> Result<HipDevice, ComputeError> {
+    let devices = enumerate()?;
+    if let Some(d) = devices.iter().find(|d| d.uuid == uuid) {
+        return Ok(d.clone());
+    }
+    let seen: Vec<String> = devices.iter().map(HipDevice::summary).collect();
+    Err(ComputeError::Unavailable {
+        backend: "hip",
+        reason: format!(
+            "no HIP device has the Vulkan device's UUID {} (HIP devices are matched by PCI \
+             domain/bus/device); HIP sees: {}",
+            format_uuid(&uuid),
+            seen.join("; ")
+        ),
+    })
+}
+
 impl HipDevice {
     /// For `vkhip info` and device matching.
     pub fn info(&self, runtime_version: Option<i32>) -> ComputeDeviceInfo {

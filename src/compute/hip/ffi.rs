@@ -619,21 +619,26 @@ pub unsafe fn module_launch_kernel(
     stream: RawStream,
     args: &mut [*mut c_void],
 ) -> Result<(), ComputeError> {
+    let grid = [launch.grid_x, launch.grid_y, 1];
+    // SAFETY: the caller's contract is this function's.
+    unsafe { launch_kernel(f, grid, [launch.block_x, 1, 1], stream, args) }
+}
+
+/// `hipModuleLaunchKernel(f, grid, block, no dynamic shared memory, stream, args)`.
+///
+/// # Safety
+/// As [`module_launch_kernel`].
+pub unsafe fn launch_kernel(
+    f: RawFunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    stream: RawStream,
+    args: &mut [*mut c_void],
+) -> Result<(), ComputeError> {
+    let ([gx, gy, gz], [bx, by, bz]) = (grid, block);
     // SAFETY: the caller guarantees the handles and the argument array.
     let status = unsafe {
-        hipModuleLaunchKernel(
-            f,
-            launch.grid_x,
-            launch.grid_y,
-            1,
-            launch.block_x,
-            1,
-            1,
-            0,
-            stream,
-            args.as_mut_ptr(),
-            std::ptr::null_mut(),
-        )
+        hipModuleLaunchKernel(f, gx, gy, gz, bx, by, bz, 0, stream, args.as_mut_ptr(), std::ptr::null_mut())
     };
     check(status, "hipModuleLaunchKernel")
 }

@@ -101,21 +101,21 @@
 //! ```
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
-mod compile;
-mod device;
+pub(crate) mod compile;
+pub(crate) mod device;
 mod elf;
-mod ffi;
+pub(crate) mod ffi;
 mod layout;
 mod pci;
-mod raii;
+pub(crate) mod raii;
 mod rtc;
 
-pub use compile::{compile_sinewave, hiprtc_version, supported_offload_archs};
+pub use compile::{compile_kernel, compile_sinewave, hiprtc_version, supported_offload_archs};
 pub use elf::code_object_has_symbol;
 pub use layout::{interop_layout, LayoutEntry, Since};
 pub use pci::amd_uuid_from_pci;
 
-use super::fd::FdOwnership;
+use super::fd::{FdOwnership, ImportFd};
 use super::imported::{self, Imported, InteropApi, InteropBackend, InteropDevice, SemaphorePair, Semaphores};
 use super::kernel::{
     sinewave_launch, KernelCache, SinewaveArgs, SinewaveLaunch, SINEWAVE_ENTRY, SINEWAVE_SOURCE,
@@ -124,9 +124,10 @@ use super::timing::StreamTimer;
 use super::{
     BackendKind, ComputeDeviceInfo, ComputeError, InteropMemory, InteropSemaphorePair, InteropSemaphores,
 };
+use crate::interop::hip::{Hip, HipBuffer, HipTimeline};
 use crate::sim::WaveParams;
 use device::{format_hip_version, HipDevice};
-use raii::{Event, ExternalMemory, ExternalSemaphore, MappedBuffer, Module, Stream};
+use raii::{Event, Module, Stream};
 
 /// What `hipImportExternalMemory` does with the fd: it borrows it.
 ///
@@ -216,21 +217,27 @@ fn kernel_code(dev: &HipDevice, runtime: i32, driver: i32) -> Result<Vec<u8>, Co
 /// Whether `--sync external` asks this runtime to import the timeline semaphores: only runtimes
 /// whose headers define `hipExternalSemaphoreHandleTypeTimelineSemaphoreFd` (HIP >= 6.4); an
 /// older one would reject (or misread) the value.
-fn offers_timeline_import(runtime: i32) -> bool {
+pub(crate) fn offers_timeline_import(runtime: i32) -> bool {
     runtime >= ffi::FIRST_TIMELINE_RUNTIME
 }
 
-/// Import a (computed, rendered) pair with `handle_type` ([`SemaphorePair::import`]).
-fn import_pair(
+/// Import a (computed, rendered) pair with `import` ([`SemaphorePair::import`]).
+fn import_pair<S>(
     pair: InteropSemaphorePair,
-    handle_type: u32,
-) -> Result<SemaphorePair<ExternalSemaphore>, ComputeError> {
-    SemaphorePair::import(pair, |fd| ExternalSemaphore::import(fd, handle_type))
+    timeline: bool,
+    import: &impl Fn(ImportFd, bool) -> Result<S, ComputeError>,
+) -> Result<SemaphorePair<S>, ComputeError> {
+    SemaphorePair::import(pair, |fd| import(fd, timeline))
 }
 
 /// Try the imports the user asked for; a failure is a warning and leaves that scheme off (ROCm on
-/// Linux cannot import external semaphores). Every fd is closed either way.
-fn import_semaphores(semaphores: InteropSemaphores, runtime: i32) -> Semaphores<ExternalSemaphore> {
+/// Linux cannot import external semaphores). Every fd is closed either way. `import(fd, timeline)`
+/// imports one semaphore (the backend: through [`Hip`]).
+fn import_semaphores<S>(
+    semaphores: InteropSemaphores,
+    runtime: i32,
+    import: impl Fn(ImportFd, bool) -> Result<S, ComputeError>,
+) -> Semaphores<S> {
     let mut out = Semaphores::default();
     if let Some(pair) = semaphores.timeline {
         if !offers_timeline_import(runtime) {
@@ -240,7 +247,7 @@ fn import_semaphores(semaphores: InteropSemaphores, runtime: i32) -> Semaphores<
                 format_hip_version(runtime)
             );
         } else {
-            match import_pair(pair, ffi::EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_FD) {
+            match import_pair(pair, true, &import) {
                 Ok(p) => out.timeline = Some(p),
                 Err(e) => log::warn!(
                     "hip: importing the timeline semaphores failed ({e}); ROCm on Linux does not \
@@ -253,7 +260,7 @@ fn import_semaphores(semaphores: InteropSemaphores, runtime: i32) -> Semaphores<
     let binary = semaphores
         .binary
         .into_iter()
-        .map(|pair| import_pair(pair, ffi::EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD))
+        .map(|pair| import_pair(pair, false, &import))
         .collect::<Result<Vec<_>, _>>();
     match binary {
         Ok(binary) => out.binary = binary,
@@ -277,32 +284,32 @@ impl InteropApi for HipApi {
     const FILL_NAME: &'static str = "hipMemsetD32Async";
     type Stream = Stream;
     type Event = Event;
-    type Semaphore = ExternalSemaphore;
-    type Buffer = MappedBuffer;
+    type Semaphore = HipTimeline;
+    type Buffer = HipBuffer;
 
-    fn buffer_size(buffer: &MappedBuffer) -> u64 {
+    fn buffer_size(buffer: &HipBuffer) -> u64 {
         buffer.size()
     }
 
-    fn wait(&self, semaphore: &ExternalSemaphore, value: u64, stream: &Stream) -> Result<(), ComputeError> {
-        semaphore.wait_async(value, stream)
+    fn wait(&self, semaphore: &HipTimeline, value: u64, stream: &Stream) -> Result<(), ComputeError> {
+        semaphore.raw().wait_async(value, stream)
     }
 
-    fn signal(&self, semaphore: &ExternalSemaphore, value: u64, stream: &Stream) -> Result<(), ComputeError> {
-        semaphore.signal_async(value, stream)
+    fn signal(&self, semaphore: &HipTimeline, value: u64, stream: &Stream) -> Result<(), ComputeError> {
+        semaphore.raw().signal_async(value, stream)
     }
 
     /// One `sinewave` launch per slot (HIP batches through the trait's default loop, one slot each).
     fn launch(
         &self,
         stream: &Stream,
-        slots: &[(&MappedBuffer, WaveParams)],
+        slots: &[(&HipBuffer, WaveParams)],
     ) -> Result<SinewaveLaunch, ComputeError> {
         let mut last = None;
         for (buffer, params) in slots {
             imported::check_grid_fits("hip", params.grid, buffer.size())?;
             let launch = sinewave_launch(params.grid, self.max_blocks);
-            let mut args = SinewaveArgs::new(buffer.ptr() as u64, params);
+            let mut args = SinewaveArgs::new(buffer.device_ptr(), params);
             let mut ptrs = args.param_pointers();
             // SAFETY: the function and stream are live (borrowed owners); `ptrs` points at the
             // fields of `args`, in the order and types of `sinewave`'s parameters
@@ -316,7 +323,7 @@ impl InteropApi for HipApi {
         last.ok_or_else(|| ComputeError::Unsupported { backend: "hip", reason: "an empty batch".into() })
     }
 
-    fn fill(&self, buffer: &MappedBuffer, words: usize, stream: &Stream) -> Result<(), ComputeError> {
+    fn fill(&self, buffer: &HipBuffer, words: usize, stream: &Stream) -> Result<(), ComputeError> {
         if words as u64 * 4 > buffer.size() {
             return Err(ComputeError::Unsupported {
                 backend: "hip",
@@ -324,7 +331,7 @@ impl InteropApi for HipApi {
             });
         }
         // SAFETY: `buffer` maps at least `words` 32-bit words (checked above); the stream is live.
-        unsafe { ffi::memset_d32_async(buffer.ptr(), 0, words, stream.raw()) }
+        unsafe { ffi::memset_d32_async(buffer.mapped().ptr(), 0, words, stream.raw()) }
     }
 
     fn timed_event(&self) -> Result<Event, ComputeError> {
@@ -376,19 +383,7 @@ impl HipBackend {
         semaphores: InteropSemaphores,
         try_import_semaphores: bool,
     ) -> Result<Self, ComputeError> {
-        let devices = device::enumerate()?;
-        let Some(device) = devices.iter().find(|d| d.uuid == device_uuid).cloned() else {
-            let seen: Vec<String> = devices.iter().map(HipDevice::summary).collect();
-            return Err(ComputeError::Unavailable {
-                backend: "hip",
-                reason: format!(
-                    "no HIP device has the Vulkan device's UUID {} (HIP devices are matched by \
-                     PCI domain/bus/device); HIP sees: {}",
-                    pci::format_uuid(&device_uuid),
-                    seen.join("; ")
-                ),
-            });
-        };
+        let device = device::find_by_uuid(device_uuid)?;
         ffi::set_device(device.ordinal)?;
         imported::check_pairs_per_slot("hip", semaphores.binary.len(), memory.len())?;
         let runtime = ffi::runtime_version()?;
@@ -406,15 +401,23 @@ impl HipBackend {
         let done = Event::new_sync_only()?;
         let timer = StreamTimer::new("hip", Stream::new_non_blocking()?, Event::new_timed)?;
 
+        // The imports go through the public interop API (`vkhip::interop::hip`), as a user's
+        // would; each import keeps the device's stream alive and waits for it before it goes.
+        let hip = Hip::open(device_uuid)?;
         let mut slots = Vec::with_capacity(memory.len());
         for (i, m) in memory.into_iter().enumerate() {
             imported::check_slot_memory("hip", i, &m)?;
-            let imported = ExternalMemory::import(m.fd, m.allocation_size, m.dedicated)?;
-            slots.push(MappedBuffer::map(imported, m.buffer_size)?);
+            slots.push(hip.import_buffer(m)?);
         }
 
         let semaphores = if try_import_semaphores {
-            import_semaphores(semaphores, runtime)
+            import_semaphores(semaphores, runtime, |fd, timeline: bool| {
+                if timeline {
+                    hip.import_timeline(fd)
+                } else {
+                    hip.import_binary(fd)
+                }
+            })
         } else {
             drop(semaphores); // closes the fds
             Semaphores::default()
@@ -524,7 +527,14 @@ mod tests {
         // HIP >= 6.4 is asked for the timeline type and fails (no device; on Linux also the
         // stub); older runtimes are not asked for it. Either way: a warning, not an error, and
         // `FrameSync` then falls back to bridged.
-        let imported = import_semaphores(semaphores, runtime);
+        let imported = import_semaphores(semaphores, runtime, |fd, timeline| {
+            let handle = if timeline {
+                ffi::EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_FD
+            } else {
+                ffi::EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD
+            };
+            raii::ExternalSemaphore::import(fd, handle)
+        });
         assert_eq!(
             imported.support(),
             GpuSyncSupport { timeline: false, binary: false },

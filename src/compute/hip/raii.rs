@@ -211,7 +211,6 @@ impl Drop for ExternalMemory {
 /// A device pointer to the first `size` bytes of an imported allocation. Owns the import.
 pub struct MappedBuffer {
     ptr: *mut c_void,
-    size: u64,
     /// Held for its Drop, which runs after `Drop::drop` freed `ptr`.
     _memory: ExternalMemory,
 }
@@ -232,15 +231,11 @@ impl MappedBuffer {
         }
         // SAFETY: `memory` is live and at least `size` bytes long (checked above).
         let ptr = unsafe { ffi::external_memory_mapped_buffer(memory.raw, 0, size) }?;
-        Ok(MappedBuffer { ptr, size, _memory: memory })
+        Ok(MappedBuffer { ptr, _memory: memory })
     }
 
     pub fn ptr(&self) -> *mut c_void {
         self.ptr
-    }
-
-    pub fn size(&self) -> u64 {
-        self.size
     }
 }
 

@@ -1,0 +1,99 @@
+//! Keeps the interop examples honest without a GPU (CI runs the binaries themselves, expecting
+//! the "no usable … device" exit 2: `.ci/run`):
+//! - each stays one short file (the "lift it from one example" promise of `vkhip::interop`);
+//! - each imports from vkhip only `vkhip::interop::…`, and names nothing else of vkhip but the
+//!   exit-code classifier `vkhip::app::is_environment_error` (checked with `syn`, so comments and
+//!   strings never count);
+//! - with `--features hip`: the HIP example's own kernel compiles with hiprtc (for gfx90a and
+//!   gfx1030, targets both Debian 12's HIP 5.2 and ROCm 6.4 know) into a code object that defines
+//!   its entry point, the code `Hip::compile` would load on an AMD GPU.
+
+use syn::visit::{self, Visit};
+
+const EXAMPLES: &[&str] = &["examples/cuda_interop.rs", "examples/hip_interop.rs"];
+const MAX_LINES: usize = 150;
+/// The one vkhip path outside `interop` an example may name.
+const ALLOWED_OUTSIDE_INTEROP: &[&str] = &["vkhip::app::is_environment_error"];
+
+fn source(path: &str) -> String {
+    std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Every `vkhip::…` path, in `use` trees and in expressions and types, as "a::b::c".
+#[derive(Default)]
+struct VkhipPaths(Vec<String>);
+
+impl<'ast> Visit<'ast> for VkhipPaths {
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        let segments: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+        if segments.first().is_some_and(|s| s == "vkhip") {
+            self.0.push(segments.join("::"));
+        }
+        visit::visit_path(self, p);
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        fn walk(tree: &syn::UseTree, prefix: &str, out: &mut Vec<String>) {
+            let join =
+                |name: &str| if prefix.is_empty() { name.to_string() } else { format!("{prefix}::{name}") };
+            match tree {
+                syn::UseTree::Path(p) => walk(&p.tree, &join(&p.ident.to_string()), out),
+                syn::UseTree::Name(n) => out.push(join(&n.ident.to_string())),
+                syn::UseTree::Rename(r) => out.push(join(&r.ident.to_string())),
+                syn::UseTree::Glob(_) => out.push(join("*")),
+                syn::UseTree::Group(g) => g.items.iter().for_each(|t| walk(t, prefix, out)),
+            }
+        }
+        let mut names = Vec::new();
+        walk(&u.tree, "", &mut names);
+        self.0.extend(names.into_iter().filter(|n| n.starts_with("vkhip::")));
+    }
+}
+
+#[test]
+fn examples_use_only_the_interop_library() {
+    for path in EXAMPLES {
+        let file = syn::parse_file(&source(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let mut paths = VkhipPaths::default();
+        paths.visit_file(&file);
+        assert!(paths.0.iter().any(|p| p.starts_with("vkhip::interop::")), "{path}: no vkhip::interop use");
+        for p in &paths.0 {
+            assert!(
+                p.starts_with("vkhip::interop::") || ALLOWED_OUTSIDE_INTEROP.contains(&p.as_str()),
+                "{path} names `{p}`: an example may use vkhip::interop only"
+            );
+        }
+    }
+}
+
+#[test]
+fn examples_stay_one_short_file() {
+    for path in EXAMPLES {
+        let lines = source(path).lines().count();
+        assert!(lines <= MAX_LINES, "{path}: {lines} lines (at most {MAX_LINES})");
+    }
+}
+
+/// The kernel source of an example: its `const KERNEL: &str = r#"…"#;`.
+#[cfg(feature = "hip")]
+fn example_kernel(path: &str) -> String {
+    let text = source(path);
+    let start = text.find("const KERNEL: &str = r#\"").expect("the example defines KERNEL") + 24;
+    let len = text[start..].find("\"#").expect("KERNEL ends");
+    text[start..start + len].to_string()
+}
+
+#[cfg(feature = "hip")]
+#[test]
+fn hip_example_kernel_compiles_with_hiprtc() {
+    use vkhip::compute::hip::{code_object_has_symbol, compile_kernel};
+    let kernel = example_kernel("examples/hip_interop.rs");
+    assert!(kernel.contains("extern \"C\" __global__ void ramp("), "{kernel}");
+    for arch in ["gfx90a", "gfx1030"] {
+        let code = compile_kernel(&kernel, "ramp", arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert!(code_object_has_symbol(&code, "ramp"), "{arch}: no `ramp` in the code object");
+        let e = compile_kernel(&kernel, "no_such_kernel", arch).expect_err("entry point missing");
+        assert!(e.to_string().contains("defining `no_such_kernel`"), "{arch}: {e}");
+    }
+}
