@@ -421,8 +421,9 @@ done
 # with no hang (the `run` time limit would show one as exit 124).
 for point in cuda-memory-import cuda-semaphore-import cuda-compile cuda-launch cuda-launch@40; do
     name="fault-${point/@/-at-}"
+    # One launch per frame (--batch 1), so the 40th launch comes at frame 39.
     VKHIP_FAULT=$point VKHIP_KERNEL_CACHE=off run "$name" "$bin" --headless --backend cuda --sync external \
-        --slots 3 --grid 256x256 --size 320x180 --frames 100
+        --slots 3 --run-ahead 0 --batch 1 --grid 256x256 --size 320x180 --frames 100
     errors=$(grep -c '^vkhip: error' "$out/$name.log")
     injected=$(grep -m 1 '^vkhip: error' "$out/$name.log" | grep -c "injected by VKHIP_FAULT=${point%@*}")
     if [ "$rc" -eq 1 ] && [ "$errors" -eq 1 ] && [ "$injected" -eq 1 ]; then

@@ -119,9 +119,9 @@ pub struct CommonArgs {
     /// bridged modes). Adds up to B−1 frames of latency. Default: chosen for the backend and mode.
     #[arg(long, value_name = "B", value_parser = clap::value_parser!(u32).range(1..=8))]
     pub batch: Option<u32>,
-    /// The compute side's wait for `rendered` (external, bridged): `auto` skips it when the host
-    /// has already seen the value (the draw finished; nothing left to order), `gpu` always waits
-    /// on the compute API's stream. See README, "Run-ahead and batches".
+    /// The interop compute side's wait for `rendered` (cuda/hip, external): `auto` skips it when
+    /// the host has already seen the value (the draw finished; nothing left to order), `gpu`
+    /// always enqueues it on the compute API's stream.
     #[arg(long, value_enum, default_value_t = ComputeWait::Auto)]
     pub compute_wait: ComputeWait,
     /// GPU-side profiling: timestamps in every draw and dispatch and events around every kernel

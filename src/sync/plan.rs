@@ -152,8 +152,9 @@ pub struct SyncPlan {
     /// B: frames per hand-off (one wait, B writes, one signal).
     pub batch: usize,
     pub memory: MemoryPath,
-    /// Skip a compute-side wait for `rendered` that the host has already seen satisfied
-    /// (timeline modes; binary semaphores must pair every signal with a wait).
+    /// Skip a compute-side wait for `rendered` that the host has already seen satisfied: the
+    /// interop backends' GPU-side timeline modes (binary semaphores must pair every signal with
+    /// a wait; the vulkan backend and the bridge thread wait for free when satisfied).
     pub elide_waits: bool,
     /// What Vulkan exports for the backend to import.
     pub export: Export,
@@ -230,8 +231,11 @@ impl SyncPlan {
         // continues bridged (same slots, run-ahead and batch: bridged supports them all).
         let fallback =
             (backend == BackendKind::Hip && mode == SyncMode::External).then_some(SyncMode::Bridged);
+        // Only across APIs: a Vulkan dispatch's wait on its own queue, or the bridge thread's host
+        // wait, costs nothing when satisfied, and keeps its span in the trace.
         let elide_waits = req.compute_wait == ComputeWait::Auto
-            && matches!(mode, SyncMode::External | SyncMode::Bridged | SyncMode::HostWait);
+            && interop
+            && matches!(mode, SyncMode::External | SyncMode::HostWait);
         Ok(SyncPlan {
             backend,
             mode,
@@ -320,7 +324,9 @@ impl SyncPlan {
             s.push_str(", staged copy");
         }
         if !self.elide_waits
-            && matches!(self.mode, SyncMode::External | SyncMode::Bridged | SyncMode::HostWait)
+            && self.backend.imports_memory()
+            && self.memory == MemoryPath::ZeroCopy
+            && matches!(self.mode, SyncMode::External | SyncMode::HostWait)
         {
             s.push_str(", compute always waits on the GPU");
         }
