@@ -193,18 +193,6 @@ impl Session {
         prewarm(args.backend);
         crate::profile::set_gpu_timing(args.gpu_timing == crate::cli::OnOff::On);
         let devices = enumerate(&instance)?;
-        // With one usable device (or --device), the Vulkan device does not depend on the compute
-        // API's answer: create it while the compute API initialises in the background (prewarm),
-        // instead of after `choose_backend` has waited for it. The choice is checked below.
-        let single = args.device.is_some() || devices.iter().filter(|d| d.usable()).count() == 1;
-        let early = if single {
-            let (i, _) = choose_device(&devices, args.device, &[])?;
-            let ctx = Context::new(instance.clone(), devices[i].clone(), swapchain)?;
-            let clock = GpuClock::new(&ctx)?;
-            Some((i, ctx, clock))
-        } else {
-            None
-        };
         let choice = choose_backend(args.backend, &devices, args.device)?;
         let uuids: Vec<[u8; 16]> = choice.compute_devices.iter().map(|c| c.uuid).collect();
         let (index, device_reason) = choose_device(&devices, args.device, &uuids)?;
@@ -248,15 +236,9 @@ impl Session {
             .into());
         }
         let device_uuid = physical.uuid;
-        let (ctx, clock) = match early {
-            Some((i, ctx, clock)) if i == index => (ctx, clock),
-            _ => {
-                let ctx = Context::new(instance, physical, swapchain)?;
-                // Calibrate while the queue is still idle.
-                let clock = GpuClock::new(&ctx)?;
-                (ctx, clock)
-            }
-        };
+        let ctx = Context::new(instance, physical, swapchain)?;
+        // Calibrate while the queue is still idle.
+        let clock = GpuClock::new(&ctx)?;
 
         // Export: slots and (for GPU-side modes) the semaphores the compute API will import.
         let memory = if choice.kind == BackendKind::Cpu || staged {
