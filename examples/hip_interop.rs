@@ -21,7 +21,7 @@ use std::ffi::c_void;
 use std::process::ExitCode;
 use vkhip::interop::hip::{devices, Hip, HipTimeline};
 use vkhip::interop::vulkan::VulkanDevice;
-use vkhip::interop::FrameValues;
+use vkhip::interop::{FrameStream, FrameValues};
 
 /// Our kernel: frame f writes f × 100000 + i into element i (exact in f32 for what we use).
 const KERNEL: &str = r#"

@@ -17,6 +17,7 @@
 //! # let _ = kernel; Ok(()) }
 //! ```
 
+use super::FrameStream;
 use crate::compute::cuda::nvrtc::{check_compiler_vs_driver, choose_target, compile_with};
 use crate::compute::cuda::result::{Driver, Nvrtc};
 use crate::compute::cuda::safe::{
@@ -129,37 +130,6 @@ impl Cuda {
         Ok(CudaKernel { kernel: Kernel::load(s.driver, &image, entry)?, shared: s.clone() })
     }
 
-    /// Enqueue a wait on the stream: later work starts once `semaphore` reaches `value` (for a
-    /// binary semaphore, once it is signalled; `value` is ignored).
-    pub fn wait(&self, semaphore: &CudaTimeline, value: u64) -> Result<()> {
-        self.shared.ctx.make_current()?;
-        semaphore.semaphore.wait(value, &self.shared.stream)
-    }
-
-    /// Enqueue a signal on the stream: `semaphore` reaches `value` once earlier work is done.
-    pub fn signal(&self, semaphore: &CudaTimeline, value: u64) -> Result<()> {
-        self.shared.ctx.make_current()?;
-        semaphore.semaphore.signal(value, &self.shared.stream)
-    }
-
-    /// One frame of the protocol on the stream: wait (if any) → `launch` → signal (if any). The
-    /// host does not wait for anything.
-    pub fn frame(
-        &self,
-        wait: Option<(&CudaTimeline, u64)>,
-        signal: Option<(&CudaTimeline, u64)>,
-        launch: impl FnOnce(&Cuda) -> Result<()>,
-    ) -> Result<()> {
-        if let Some((semaphore, value)) = wait {
-            self.wait(semaphore, value)?;
-        }
-        launch(self)?;
-        if let Some((semaphore, value)) = signal {
-            self.signal(semaphore, value)?;
-        }
-        Ok(())
-    }
-
     /// Enqueue `kernel` on the stream: `grid` blocks of `block` threads.
     ///
     /// # Safety
@@ -183,6 +153,20 @@ impl Cuda {
     pub fn synchronize(&self) -> Result<()> {
         self.shared.ctx.make_current()?;
         self.shared.stream.synchronize()
+    }
+}
+
+impl FrameStream for Cuda {
+    type Semaphore = CudaTimeline;
+
+    fn wait(&self, semaphore: &CudaTimeline, value: u64) -> Result<()> {
+        self.shared.ctx.make_current()?;
+        semaphore.semaphore.wait(value, &self.shared.stream)
+    }
+
+    fn signal(&self, semaphore: &CudaTimeline, value: u64) -> Result<()> {
+        self.shared.ctx.make_current()?;
+        semaphore.semaphore.signal(value, &self.shared.stream)
     }
 }
 

@@ -21,6 +21,7 @@
 //! # let _ = kernel; Ok(()) }
 //! ```
 
+use super::FrameStream;
 use crate::compute::fd::ImportFd;
 use crate::compute::hip::compile::{check_target_supported, compile_kernel};
 use crate::compute::hip::device::{find_by_uuid, format_hip_version, HipDevice};
@@ -141,37 +142,6 @@ impl Hip {
         Ok(HipKernel { module, shared: s.clone() })
     }
 
-    /// Enqueue a wait on the stream: later work starts once `semaphore` reaches `value` (for a
-    /// binary semaphore, once it is signalled; `value` is ignored).
-    pub fn wait(&self, semaphore: &HipTimeline, value: u64) -> Result<()> {
-        self.shared.current()?;
-        semaphore.semaphore.wait_async(value, &self.shared.stream)
-    }
-
-    /// Enqueue a signal on the stream: `semaphore` reaches `value` once earlier work is done.
-    pub fn signal(&self, semaphore: &HipTimeline, value: u64) -> Result<()> {
-        self.shared.current()?;
-        semaphore.semaphore.signal_async(value, &self.shared.stream)
-    }
-
-    /// One frame of the protocol on the stream: wait (if any) → `launch` → signal (if any). The
-    /// host does not wait for anything.
-    pub fn frame(
-        &self,
-        wait: Option<(&HipTimeline, u64)>,
-        signal: Option<(&HipTimeline, u64)>,
-        launch: impl FnOnce(&Hip) -> Result<()>,
-    ) -> Result<()> {
-        if let Some((semaphore, value)) = wait {
-            self.wait(semaphore, value)?;
-        }
-        launch(self)?;
-        if let Some((semaphore, value)) = signal {
-            self.signal(semaphore, value)?;
-        }
-        Ok(())
-    }
-
     /// Enqueue `kernel` on the stream: `grid` blocks of `block` threads.
     ///
     /// # Safety
@@ -208,6 +178,20 @@ fn unsupported(what: String) -> ComputeError {
              implemented only in its Windows/PAL backend; hipamd#48, clr#72); synchronise on the \
              host instead: Hip::synchronize after the kernel, then let Vulkan read"
         ),
+    }
+}
+
+impl FrameStream for Hip {
+    type Semaphore = HipTimeline;
+
+    fn wait(&self, semaphore: &HipTimeline, value: u64) -> Result<()> {
+        self.shared.current()?;
+        semaphore.semaphore.wait_async(value, &self.shared.stream)
+    }
+
+    fn signal(&self, semaphore: &HipTimeline, value: u64) -> Result<()> {
+        self.shared.current()?;
+        semaphore.semaphore.signal_async(value, &self.shared.stream)
     }
 }
 

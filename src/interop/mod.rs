@@ -15,7 +15,7 @@
 //!    ([`cuda::CudaBuffer::device_ptr`]).
 //! 4. **wait** — before writing, the compute stream waits for the value Vulkan signals when it is
 //!    done reading the buffer.
-//! 5. **kernel** — your launch, on the same stream ([`cuda::Cuda::frame`] takes a closure).
+//! 5. **kernel** — your launch, on the same stream ([`FrameStream::frame`] takes a closure).
 //! 6. **signal** — the stream signals the value Vulkan waits for before it reads.
 //!
 //! Values: frame f is `f + 1` on both timelines (0 = nothing yet). The host never blocks on a
@@ -53,6 +53,38 @@ pub use crate::compute::fd::ImportFd;
 pub use crate::compute::ComputeError;
 pub use crate::compute::InteropMemory;
 pub use crate::vk::VkError;
+
+/// One stream of a compute API, as the protocol uses it: wait, signal, and one frame between
+/// them. [`cuda::Cuda`] and `hip::Hip` implement it; `frame` is written once for both.
+pub trait FrameStream {
+    /// The API's imported semaphore.
+    type Semaphore;
+
+    /// Enqueue a wait on the stream: later work starts once `semaphore` reaches `value` (for a
+    /// binary semaphore, once it is signalled; `value` is ignored).
+    fn wait(&self, semaphore: &Self::Semaphore, value: u64) -> Result<(), ComputeError>;
+
+    /// Enqueue a signal on the stream: `semaphore` reaches `value` once earlier work is done.
+    fn signal(&self, semaphore: &Self::Semaphore, value: u64) -> Result<(), ComputeError>;
+
+    /// One frame of the protocol on the stream: wait (if any) → `launch` → signal (if any). The
+    /// host does not wait for anything.
+    fn frame(
+        &self,
+        wait: Option<(&Self::Semaphore, u64)>,
+        signal: Option<(&Self::Semaphore, u64)>,
+        launch: impl FnOnce(&Self) -> Result<(), ComputeError>,
+    ) -> Result<(), ComputeError> {
+        if let Some((semaphore, value)) = wait {
+            self.wait(semaphore, value)?;
+        }
+        launch(self)?;
+        if let Some((semaphore, value)) = signal {
+            self.signal(semaphore, value)?;
+        }
+        Ok(())
+    }
+}
 
 /// The timeline values of the protocol for K buffers used in turn (frame f uses buffer f mod K).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
