@@ -111,8 +111,8 @@ pub struct CommonArgs {
     /// with --run-ahead and --batch for the backend and mode (see README, "Defaults").
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=8))]
     pub slots: Option<u32>,
-    /// Frames the compute side may run ahead of the draw, R (0..=K−1; R + B ≤ K). Default:
-    /// chosen for the backend and mode.
+    /// Run-ahead R: each batch is handed to the compute side R frames before its first frame is
+    /// drawn (R + B ≤ K; external, bridged and binary). Default: chosen for the backend and mode.
     #[arg(long, value_name = "R", value_parser = clap::value_parser!(u32).range(0..=7))]
     pub run_ahead: Option<u32>,
     /// Frames written per hand-off, B (1..=K): one wait, B kernels, one signal (external and
