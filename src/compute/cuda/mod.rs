@@ -118,6 +118,15 @@ fn format_cuda_version(version: i32) -> String {
 
 /// Devices the CUDA driver can see. [`ComputeError::Unavailable`] (one line) when libcuda is
 /// missing or too old, `cuInit` fails, or there are no devices.
+///
+/// ```
+/// // A GPU machine lists its devices; anywhere else the answer is one line saying why not
+/// // (an environment gap, exit code 2 in the CLI), never a panic.
+/// match vkhip::compute::cuda::probe() {
+///     Ok(devices) => assert!(!devices.is_empty() && devices.iter().all(|d| d.api == "cuda")),
+///     Err(e) => assert!(e.is_environment() && !e.to_string().contains('\n'), "{e}"),
+/// }
+/// ```
 pub fn probe() -> Result<Vec<ComputeDeviceInfo>> {
     let driver = Driver::get()?;
     let version = format_cuda_version(driver.driver_version()?);
