@@ -76,11 +76,29 @@ fn ctrl_c_stops_a_run_cleanly_with_a_report() {
     let mut child = vkhip()
         .args(["--headless", "--validation", "--frames", "1000000", "--size", "160x90", "--grid", "32x32"])
         .args(["--backend", "cpu", "--sync", "bridged"])
+        .env("RUST_LOG", "info")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start vkhip");
-    std::thread::sleep(Duration::from_millis(2500));
+    // Interrupt once frames are running (the protocol logs its start), however slow the machine:
+    // keep reading stderr on a thread, and collect it for the assertions below.
+    let stderr_pipe = child.stderr.take().expect("stderr");
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
+            if line.contains("vkhip::sync] sync: ") {
+                let _ = started_tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    started_rx.recv_timeout(Duration::from_secs(60)).expect("the run started its frame loop");
+    std::thread::sleep(Duration::from_millis(1000));
     // SAFETY: plain kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let t0 = std::time::Instant::now();
@@ -89,14 +107,15 @@ fn ctrl_c_stops_a_run_cleanly_with_a_report() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(130), "an interrupted run exits 130 after its report\n{}", stderr(&o));
+    let err = reader.join().unwrap();
+    assert_eq!(o.status.code(), Some(130), "an interrupted run exits 130 after its report\n{err}");
     let report = stdout(&o);
     let frames: u64 = report
         .lines()
         .find_map(|l| l.trim().strip_prefix("frames")?.split_whitespace().next()?.parse().ok())
         .expect("frame count in the report");
     assert!(frames > 0 && frames < 1_000_000, "{report}");
-    assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
+    assert!(err.contains("interrupted"), "{err}");
     let v = report.lines().rfind(|l| l.starts_with("validation: ")).unwrap_or_default();
     assert!(v.starts_with("validation: 0 errors, 0 warnings"), "teardown after Ctrl-C: {v}");
 }
