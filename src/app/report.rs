@@ -168,7 +168,7 @@ pub fn frame_report(
     );
     let plan = sync.plan();
     let _ = writeln!(out, "  sync         {}", plan.describe());
-    if plan.elide_waits && sync.waits_planned > 0 {
+    if plan.elide_waits() && sync.waits_planned > 0 {
         let _ = writeln!(
             out,
             "  compute wait {} of {} skipped: the host had already seen the draw finish",

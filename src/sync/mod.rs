@@ -389,7 +389,7 @@ impl FrameSync {
     fn compute_wait(&mut self, value: Option<u64>) -> Result<Option<u64>, SyncError> {
         let Some(v) = value else { return Ok(None) };
         self.waits_planned += 1;
-        if self.plan.elide_waits {
+        if self.plan.elide_waits() {
             if self.rendered_seen.get() < v {
                 let now = self.ctx.timeline_value(self.sems.rendered.handle)?;
                 self.rendered_seen.set(self.rendered_seen.get().max(now));

@@ -152,10 +152,8 @@ pub struct SyncPlan {
     /// B: frames per hand-off (one wait, B writes, one signal).
     pub batch: usize,
     pub memory: MemoryPath,
-    /// Skip a compute-side wait for `rendered` that the host has already seen satisfied: the
-    /// interop backends' GPU-side timeline modes (binary semaphores must pair every signal with
-    /// a wait; the vulkan backend and the bridge thread wait for free when satisfied).
-    pub elide_waits: bool,
+    /// `--compute-wait` (see [`SyncPlan::elide_waits`]).
+    pub compute_wait: ComputeWait,
     /// What Vulkan exports for the backend to import.
     pub export: Export,
     /// The mode to use instead if the backend did not import what `mode` needs (HIP on Linux).
@@ -231,11 +229,6 @@ impl SyncPlan {
         // continues bridged (same slots, run-ahead and batch: bridged supports them all).
         let fallback =
             (backend == BackendKind::Hip && mode == SyncMode::External).then_some(SyncMode::Bridged);
-        // Only across APIs: a Vulkan dispatch's wait on its own queue, or the bridge thread's host
-        // wait, costs nothing when satisfied, and keeps its span in the trace.
-        let elide_waits = req.compute_wait == ComputeWait::Auto
-            && interop
-            && matches!(mode, SyncMode::External | SyncMode::HostWait);
         Ok(SyncPlan {
             backend,
             mode,
@@ -243,7 +236,7 @@ impl SyncPlan {
             run_ahead,
             batch,
             memory: req.memory,
-            elide_waits,
+            compute_wait: req.compute_wait,
             export,
             fallback,
         })
@@ -323,14 +316,27 @@ impl SyncPlan {
         if self.memory == MemoryPath::Staged {
             s.push_str(", staged copy");
         }
-        if !self.elide_waits
-            && self.backend.imports_memory()
-            && self.memory == MemoryPath::ZeroCopy
-            && matches!(self.mode, SyncMode::External | SyncMode::HostWait)
-        {
+        if self.waits_across_apis() && self.compute_wait == ComputeWait::Gpu {
             s.push_str(", compute always waits on the GPU");
         }
         s
+    }
+
+    /// Whether the compute side waits for `rendered` across APIs: an interop backend writing
+    /// zero-copy slots in a GPU-side timeline mode, where `--compute-wait` applies.
+    fn waits_across_apis(&self) -> bool {
+        self.backend.imports_memory()
+            && self.memory == MemoryPath::ZeroCopy
+            && matches!(self.mode, SyncMode::External | SyncMode::HostWait)
+    }
+
+    /// Skip a compute-side wait for `rendered` that the host has already seen satisfied: only
+    /// across APIs (binary semaphores must pair every signal with a wait; a Vulkan dispatch's
+    /// wait on its own queue, or the bridge thread's host wait, costs nothing when satisfied and
+    /// keeps its span in the trace), and with `--compute-wait auto`. Follows the mode after a
+    /// fallback.
+    pub fn elide_waits(&self) -> bool {
+        self.compute_wait == ComputeWait::Auto && self.waits_across_apis()
     }
 }
 
@@ -516,8 +522,11 @@ mod tests {
         let none = GpuSyncSupport { timeline: false, binary: false };
         let after = p.clone().after_import(none).unwrap();
         assert_eq!((after.mode, after.slots, after.batch), (SyncMode::Bridged, p.slots, p.batch));
+        // The bridge thread's host waits are kept once the run falls back.
+        assert!(p.elide_waits() && !after.elide_waits());
         let kept = p.after_import(GpuSyncSupport { timeline: true, binary: false }).unwrap();
         assert_eq!(kept.mode, SyncMode::External);
+        assert!(kept.elide_waits());
         // No fallback for CUDA: refused.
         let p = plan(SyncRequest::mode(SyncMode::External), BackendKind::Cuda, &device(true, true)).unwrap();
         assert!(p.after_import(none).is_err());
@@ -536,7 +545,7 @@ mod tests {
                         run_ahead: r,
                         batch: b,
                         memory: MemoryPath::ZeroCopy,
-                        elide_waits: true,
+                        compute_wait: ComputeWait::Auto,
                         export: Export::Timelines,
                         fallback: None,
                     };
