@@ -81,16 +81,12 @@ pub fn check_grid_fits(backend: &'static str, grid: Grid, buffer_size: u64) -> R
 /// Refuse slot `index`'s memory before importing it: an empty buffer, or one larger than the
 /// allocation it is mapped from.
 pub fn check_slot_memory(backend: &'static str, index: usize, m: &InteropMemory) -> Result<()> {
-    if m.buffer_size == 0 || m.buffer_size > m.allocation_size {
-        return Err(ComputeError::Unsupported {
-            backend,
-            reason: format!(
-                "slot {index}: buffer size {} does not fit the allocation size {}",
-                m.buffer_size, m.allocation_size
-            ),
-        });
-    }
-    Ok(())
+    m.check_sizes(backend).map_err(|e| match e {
+        ComputeError::Unsupported { backend, reason } => {
+            ComputeError::Unsupported { backend, reason: format!("slot {index}: {reason}") }
+        }
+        other => other,
+    })
 }
 
 /// Binary semaphores come one pair per slot, or not at all.

@@ -222,6 +222,22 @@ pub struct InteropMemory {
     pub dedicated: bool,
 }
 
+impl InteropMemory {
+    /// Refuse sizes an importer cannot map: an empty buffer, or one larger than its allocation.
+    pub fn check_sizes(&self, backend: &'static str) -> Result<(), ComputeError> {
+        if self.buffer_size == 0 || self.buffer_size > self.allocation_size {
+            return Err(ComputeError::Unsupported {
+                backend,
+                reason: format!(
+                    "buffer size {} does not fit the allocation size {}",
+                    self.buffer_size, self.allocation_size
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// A pair of exported semaphores, on their way to an interop API.
 #[derive(Debug)]
 pub struct InteropSemaphorePair {

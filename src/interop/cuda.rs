@@ -70,7 +70,11 @@ impl Cuda {
     /// context (what the CUDA runtime uses) and create a non-blocking stream.
     pub fn open(device_uuid: [u8; 16]) -> Result<Self> {
         let driver = Driver::get()?;
-        let device = find_device(driver, device_uuid)?;
+        Cuda::on_device(driver, find_device(driver, device_uuid)?)
+    }
+
+    /// [`Cuda::open`] for a device already found (the backend has looked it up).
+    pub(crate) fn on_device(driver: &'static Driver, device: CudaDevice) -> Result<Self> {
         let ctx = PrimaryContext::retain(driver, device.handle)?;
         ctx.make_current()?;
         let stream = Stream::new_non_blocking(driver)?;
@@ -87,15 +91,7 @@ impl Cuda {
     pub fn import_buffer(&self, memory: InteropMemory) -> Result<CudaBuffer> {
         let s = &self.shared;
         s.ctx.make_current()?;
-        if memory.buffer_size == 0 || memory.buffer_size > memory.allocation_size {
-            return Err(ComputeError::Unsupported {
-                backend: "cuda",
-                reason: format!(
-                    "buffer size {} does not fit the allocation size {}",
-                    memory.buffer_size, memory.allocation_size
-                ),
-            });
-        }
+        memory.check_sizes("cuda")?;
         let imported = ExternalMemory::import(s.driver, memory.fd, memory.allocation_size, memory.dedicated)?;
         let mapped = MappedBuffer::map(imported, memory.buffer_size)?;
         Ok(CudaBuffer { mapped, size: memory.buffer_size, shared: s.clone() })

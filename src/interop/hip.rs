@@ -78,7 +78,11 @@ impl Hip {
     /// by PCI domain/bus/device, because `hipDeviceGetUuid` is not Vulkan's UUID) and create a
     /// non-blocking stream on it.
     pub fn open(device_uuid: [u8; 16]) -> Result<Self> {
-        let device = find_by_uuid(device_uuid)?;
+        Hip::on_device(find_by_uuid(device_uuid)?)
+    }
+
+    /// [`Hip::open`] for a device already found (the backend has looked it up).
+    pub(crate) fn on_device(device: HipDevice) -> Result<Self> {
         ffi::set_device(device.ordinal)?;
         let runtime = ffi::runtime_version()?;
         let stream = Stream::new_non_blocking()?;
@@ -95,11 +99,8 @@ impl Hip {
     pub fn import_buffer(&self, memory: InteropMemory) -> Result<HipBuffer> {
         let s = &self.shared;
         s.current()?;
+        memory.check_sizes("hip")?;
         let (size, allocation) = (memory.buffer_size, memory.allocation_size);
-        if size == 0 || size > allocation {
-            let reason = format!("buffer size {size} does not fit the allocation size {allocation}");
-            return Err(ComputeError::Unsupported { backend: "hip", reason });
-        }
         let imported = ExternalMemory::import(memory.fd, allocation, memory.dedicated)?;
         let mapped = MappedBuffer::map(imported, size)?;
         Ok(HipBuffer { mapped, size, shared: s.clone() })

@@ -303,7 +303,7 @@ impl CudaBackend {
         let timer = StreamTimer::new("cuda", Stream::new_non_blocking(driver)?, || Event::new(driver, true))?;
         // The imports go through the public interop API (`vkhip::interop::cuda`), as a user's
         // would; each import keeps the context alive and waits for CUDA's work before it goes.
-        let cuda = Cuda::open(device_uuid)?;
+        let cuda = Cuda::on_device(driver, device.clone())?;
         let slots = memory
             .into_iter()
             .enumerate()

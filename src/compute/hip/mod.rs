@@ -403,7 +403,7 @@ impl HipBackend {
 
         // The imports go through the public interop API (`vkhip::interop::hip`), as a user's
         // would; each import keeps the device's stream alive and waits for it before it goes.
-        let hip = Hip::open(device_uuid)?;
+        let hip = Hip::on_device(device.clone())?;
         let mut slots = Vec::with_capacity(memory.len());
         for (i, m) in memory.into_iter().enumerate() {
             imported::check_slot_memory("hip", i, &m)?;
