@@ -430,11 +430,13 @@ impl FrameSync {
 
     /// One compute visit: the batch of frames `start..start + params.len()`.
     fn hand_over(&mut self, start: u64, params: &[WaveParams]) -> Result<(), SyncError> {
-        // `none` waits for nothing; binary semaphores must pair every signal with a wait.
+        // The timeline wait of the modes that have one. Binary pairs its waits per slot, blocking
+        // waits for the whole queue, `none` waits for nothing (all below).
         let wait = match self.plan.mode {
-            SyncMode::Unsynchronized => None,
-            SyncMode::Binary => self.plan.compute_wait_value(start),
-            _ => self.compute_wait(self.plan.compute_wait_value(start))?,
+            SyncMode::External | SyncMode::HostWait | SyncMode::Bridged => {
+                self.compute_wait(self.plan.compute_wait_value(start))?
+            }
+            _ => None,
         };
         let plan = &self.plan;
         let end = start + params.len() as u64;
