@@ -22,8 +22,9 @@
 //! assert!(vkhip::app::is_environment_error(&err)); // exit code 2
 //! ```
 
+use super::frame::Clock;
 use super::session::Session;
-use crate::cli::{BenchArgs, CycleArgs};
+use crate::cli::{BenchArgs, CycleArgs, TimeMode};
 use crate::compute::median;
 use crate::sim::WaveParams;
 use crate::sync::SyncMode;
@@ -77,11 +78,10 @@ pub fn cycles(args: &CycleArgs) -> anyhow::Result<ExitCode> {
             if i == 0 && session.sync.backend_kind() == crate::compute::BackendKind::Cuda {
                 _hold = Some(crate::compute::cuda::hold_context(session.ctx.physical.uuid)?);
             }
+            let mut clock = Clock::new(TimeMode::Frame, 1.0 / 60.0);
             for f in 0..3u64 {
                 session.sync.throttle(f)?;
-                let grid = args.common.grid;
-                let params: Vec<_> =
-                    session.sync.due(f).map(|g| WaveParams::at_time(grid, g as f64 / 60.0)).collect();
+                let params = clock.due_params(&session, f);
                 session.sync.compute(f, &params)?;
                 // No draw here: signal `rendered` from the host once the slot is computed, as
                 // the draw would (host-wait on the Vulkan-signalled path only).
