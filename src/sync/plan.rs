@@ -70,6 +70,7 @@
 
 use crate::cli::{CommonArgs, ComputeWait, MemoryPath};
 use crate::compute::{BackendKind, GpuSyncSupport};
+use crate::interop::FrameValues;
 use crate::vk::device::PhysicalDeviceInfo;
 
 use super::{SyncError, SyncMode};
@@ -288,9 +289,10 @@ impl SyncPlan {
 
     /// The `rendered` value the batch starting at `start` waits for before writing (None while
     /// its slots were never read): the draw of frame start + B − K − 1, the previous reader of
-    /// the batch's last slot, is done.
+    /// the batch's last slot, is done. The rule of one frame ([`FrameValues`]) applied to the
+    /// batch's last frame, whose slot was read longest ago.
     pub fn compute_wait_value(&self, start: u64) -> Option<u64> {
-        (start + self.batch as u64).checked_sub(self.slots as u64).filter(|&v| v > 0)
+        FrameValues { slots: self.slots as u64 }.wait_before_write(start + self.batch as u64 - 1)
     }
 
     /// The frames to hand over while the render thread is at `frame`, given that every frame
