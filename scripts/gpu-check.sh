@@ -9,8 +9,8 @@
 #   2. BIN verify --backend cuda for sync in {external, binary, bridged, blocking},
 #      slots in {1, 3}, grid in {256x256, 1000x777, 4096x4096}, 6 frames each
 #   2b. the pipeline shapes: verify every K in 1..8, batch B in 1..K, run-ahead R in 0..K−B with
-#      --sync external on the three grids (120 shapes each), the same for bridged at 256x256,
-#      binary with run-ahead, host-wait (simpleVulkan's scheme), --memory staged, and the defaults;
+#      --sync external and --sync bridged on the three grids (120 shapes each), binary with
+#      run-ahead (36 shapes each), host-wait (simpleVulkan's scheme), --memory staged, and the defaults;
 #      one row per group (GPU_CHECK_JOBS parallel runs, default 4)
 #   3. headless captures of the same frame with cuda and cpu, then BIN compare-png
 #   4. BIN bench-kernel --backend cuda --grid 4096x4096 --iterations 200
@@ -232,14 +232,16 @@ for grid in 256x256 1000x777 4096x4096; do
     done >"$out/sweep-external-$grid.list"
     sweep_group "external-$grid"
 done
-shapes bridged | while read -r k r b; do
-    echo "bri-k$k-r$r-b$b|--backend cuda --sync bridged --slots $k --run-ahead $r --batch $b --grid 256x256 --frames $((2 * k + 3))"
-done >"$out/sweep-bridged-256x256.list"
-sweep_group bridged-256x256
-shapes binary | while read -r k r b; do
-    echo "bin-k$k-r$r|--backend cuda --sync binary --slots $k --run-ahead $r --grid 256x256 --frames $((2 * k + 3))"
-done >"$out/sweep-binary-256x256.list"
-sweep_group binary-256x256
+for grid in 256x256 1000x777 4096x4096; do
+    shapes bridged | while read -r k r b; do
+        echo "bri-$grid-k$k-r$r-b$b|--backend cuda --sync bridged --slots $k --run-ahead $r --batch $b --grid $grid --frames $((2 * k + 3))"
+    done >"$out/sweep-bridged-$grid.list"
+    sweep_group "bridged-$grid"
+    shapes binary | while read -r k r b; do
+        echo "bin-$grid-k$k-r$r|--backend cuda --sync binary --slots $k --run-ahead $r --grid $grid --frames $((2 * k + 3))"
+    done >"$out/sweep-binary-$grid.list"
+    sweep_group "binary-$grid"
+done
 for grid in 256x256 1000x777 4096x4096; do
     echo "hostwait-$grid|--backend cuda --sync host-wait --slots 1 --grid $grid --frames 6"
     echo "staged-$grid|--backend cuda --memory staged --grid $grid --frames 6"

@@ -12,6 +12,8 @@ use vkhip::vk::instance::ValidationCounts;
 
 fn main() -> ExitCode {
     vkhip::profile::clock::mark_process_start();
+    // Before any thread starts: it changes the environment (see its note).
+    vkhip::compute::cuda::limit_hardware_queues();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
         .format_timestamp_millis()
         .init();

@@ -22,14 +22,39 @@ use std::sync::Arc;
 pub const CLEAR_COLOR: [f32; 4] = [0.055, 0.063, 0.086, 1.0];
 
 /// Records and submits draws for one kind of target (offscreen or swapchain).
+///
+/// A draw without the overlay is recorded once per (frame-in-flight index, slot) and submitted
+/// again while its target and push constants stay the same (a headless run records 2 × K command
+/// buffers in all; a window re-records when the camera moves or the swapchain changes). What
+/// changes every frame, the waits and signals, is given at submit time. With the overlay on, the
+/// draw is recorded afresh each frame (its vertex data does change).
 pub struct Renderer {
     timer: Option<DrawTimer>,
     pool: vk::CommandPool,
+    /// Recorded afresh every frame (overlay on), one per frame-in-flight index.
     cmds: Vec<vk::CommandBuffer>,
+    /// Recorded once and reused (overlay off), at `index * slots + slot`.
+    reused: Vec<ReusedDraw>,
+    slots: usize,
     pipeline: SurfacePipeline,
     overlay: Option<OverlayPipeline>,
     pub render_pass: RenderPass,
     ctx: Arc<Context>,
+}
+
+/// What a reusable draw was recorded for: if any of it changes, the draw is recorded again.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct DrawKey {
+    framebuffer: vk::Framebuffer,
+    extent: vk::Extent2D,
+    push: SurfacePush,
+}
+
+/// A command buffer recorded once and submitted every time its (index, slot) comes round.
+struct ReusedDraw {
+    cmd: vk::CommandBuffer,
+    /// None: not recorded yet, or its last recording failed.
+    key: Option<DrawKey>,
 }
 
 /// The push constants for a grid seen through `camera` in a viewport of `extent`.
@@ -72,24 +97,30 @@ impl Renderer {
             timer,
             pool,
             cmds: Vec::new(),
+            reused: Vec::new(),
+            slots: slots.len().max(1),
             pipeline,
             overlay: None,
             render_pass,
             ctx: ctx.clone(),
         };
+        let in_flight = FRAMES_IN_FLIGHT as usize;
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(pool)
             .level(vk::CommandBufferLevel::PRIMARY)
-            .command_buffer_count(FRAMES_IN_FLIGHT as u32);
+            .command_buffer_count((in_flight * (1 + me.slots)) as u32);
         // SAFETY: pool owned by `me`.
-        me.cmds = unsafe { ctx.device.allocate_command_buffers(&alloc) }.call("vkAllocateCommandBuffers")?;
+        let mut all =
+            unsafe { ctx.device.allocate_command_buffers(&alloc) }.call("vkAllocateCommandBuffers")?;
+        me.reused = all.split_off(in_flight).into_iter().map(|cmd| ReusedDraw { cmd, key: None }).collect();
+        me.cmds = all;
         Ok(me)
     }
 
-    /// Record frame `frame`'s draw of `slot` into `framebuffer` and submit it with `sync` plus the
+    /// Draw `slot` into `framebuffer` as frame `frame` and submit it with `sync` plus the
     /// target's own waits/signals (swapchain acquire / present), with the frame-time overlay of
-    /// `overlay` on top when given. The caller has throttled, so the command buffer for `frame`
-    /// is free.
+    /// `overlay` on top when given. The caller has throttled, so every command buffer of
+    /// `frame`'s index is free: the last submission of each was frame − 2 or earlier.
     #[allow(clippy::too_many_arguments)]
     pub fn draw(
         &mut self,
@@ -107,9 +138,58 @@ impl Renderer {
             self.overlay =
                 Some(OverlayPipeline::new(&self.ctx, &self.render_pass, FRAMES_IN_FLIGHT as usize)?);
         }
-        let d = &self.ctx.device;
         let index = (frame % FRAMES_IN_FLIGHT) as usize;
-        let cmd = self.cmds[index];
+        if let Some(t) = self.timer.as_mut() {
+            // The timestamps' host side: what the index's triple held is read before it is reused.
+            t.prepare(index, frame);
+        }
+        let cmd = if overlay.is_some() {
+            let cmd = self.cmds[index];
+            self.record(cmd, index, slot, framebuffer, extent, push, overlay)?;
+            cmd
+        } else {
+            let key = Some(DrawKey { framebuffer, extent, push: *push });
+            let i = index * self.slots + slot;
+            let cmd = self.reused[i].cmd;
+            if self.reused[i].key != key {
+                self.reused[i].key = None;
+                self.record(cmd, index, slot, framebuffer, extent, push, None)?;
+                self.reused[i].key = key;
+            }
+            cmd
+        };
+
+        let waits: Vec<_> =
+            sync.waits.iter().copied().chain(extra_waits.iter().map(|&(s, stage)| (s, 0, stage))).collect();
+        let signals: Vec<_> =
+            sync.signals.iter().copied().chain(extra_signals.iter().map(|&s| (s, 0))).collect();
+        self.ctx.submit_with(cmd, &waits, &signals, vk::Fence::null())?;
+        if let Some(t) = self.timer.as_mut() {
+            t.submitted(index);
+        }
+        Ok(())
+    }
+
+    /// Forget every recorded draw: call when a framebuffer given to [`Self::draw`] is destroyed
+    /// (a swapchain re-creation), since a new one may reuse its handle.
+    pub fn forget_recorded(&mut self) {
+        self.reused.iter_mut().for_each(|r| r.key = None);
+    }
+
+    /// Record into `cmd` (not pending): clear, the timestamps of triple `index` when timing, the
+    /// surface from `slot`, the overlay when given.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        cmd: vk::CommandBuffer,
+        index: usize,
+        slot: usize,
+        framebuffer: vk::Framebuffer,
+        extent: vk::Extent2D,
+        push: &SurfacePush,
+        overlay: Option<&OverlayHistory>,
+    ) -> Result<(), VkError> {
+        let d = &self.ctx.device;
         let clear = [
             vk::ClearValue { color: vk::ClearColorValue { float32: CLEAR_COLOR } },
             vk::ClearValue { depth_stencil: vk::ClearDepthStencilValue { depth: 1.0, stencil: 0 } },
@@ -123,14 +203,13 @@ impl Renderer {
             min_depth: 0.0,
             max_depth: 1.0,
         };
-        // SAFETY: the throttle guarantees the command buffer's previous submission finished.
+        // SAFETY: `cmd` is not pending (the throttle: see `draw`); its pool allows resets.
         unsafe {
             d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()).call("vkResetCommandBuffer")?;
-            let begin =
-                vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+            let begin = vk::CommandBufferBeginInfo::default();
             d.begin_command_buffer(cmd, &begin).call("vkBeginCommandBuffer")?;
-            if let Some(t) = self.timer.as_mut() {
-                t.begin(cmd, index, frame, HEIGHTS_READ_STAGE);
+            if let Some(t) = self.timer.as_ref() {
+                t.record_begin(cmd, index, HEIGHTS_READ_STAGE);
             }
             let rp = vk::RenderPassBeginInfo::default()
                 .render_pass(self.render_pass.handle)
@@ -150,21 +229,11 @@ impl Renderer {
         // SAFETY: inside the render pass begun above.
         unsafe {
             d.cmd_end_render_pass(cmd);
-            if let Some(t) = self.timer.as_mut() {
+            if let Some(t) = self.timer.as_ref() {
                 t.end(cmd, index);
             }
-            d.end_command_buffer(cmd).call("vkEndCommandBuffer")?;
+            d.end_command_buffer(cmd).call("vkEndCommandBuffer")
         }
-
-        let waits: Vec<_> =
-            sync.waits.iter().copied().chain(extra_waits.iter().map(|&(s, stage)| (s, 0, stage))).collect();
-        let signals: Vec<_> =
-            sync.signals.iter().copied().chain(extra_signals.iter().map(|&s| (s, 0))).collect();
-        self.ctx.submit_with(cmd, &waits, &signals, vk::Fence::null())?;
-        if let Some(t) = self.timer.as_mut() {
-            t.submitted(index);
-        }
-        Ok(())
     }
 }
 

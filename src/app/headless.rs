@@ -67,6 +67,7 @@ impl Offscreen {
             &session.slots,
         )?;
         let target = OffscreenTarget::new(&session.ctx, renderer.render_pass.handle, extent)?;
+        crate::profile::clock::startup_mark("renderer and target ready");
         Ok(Offscreen { target, renderer, session })
     }
 
@@ -120,6 +121,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         compute_and_draw(&mut o.session, &mut o.renderer, f, &params, &target, &mut marks)
             .with_context(|| format!("frame {f}"))?;
         profile.end_frame(&mut o.session, &mut o.renderer, marks);
+        if f == 0 {
+            crate::profile::clock::startup_mark("frame 0 submitted");
+        }
         if let Some(feed) = overlay.as_mut() {
             profile.profiler.drain_closed().for_each(|c| feed.profiled(&c));
         }

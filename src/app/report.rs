@@ -126,6 +126,15 @@ pub fn frame_report(
         "  render work  {}   (the same without the throttle's wait: vkhip's own work per frame)",
         us_line(&st.cpu_work)
     );
+    let p50 = |s: &crate::profile::Stat| s.p50_ms() * 1e3;
+    let _ = writeln!(
+        out,
+        "  cpu phases   wait {:.1}   hand-off {:.1}   record+submit {:.1}   rest {:.1}   (µs, p50 of each: render cpu by phase)",
+        p50(&st.cpu_wait),
+        p50(&st.cpu_handoff),
+        p50(&st.cpu_submit),
+        p50(&st.cpu_other)
+    );
     if let (Some(start), Some(first)) = (crate::profile::clock::process_start_ns(), p.first_frame_end_ns) {
         let to = if st.draw.is_empty() {
             "process start → the second frame began; no GPU timestamps"

@@ -46,6 +46,7 @@ use crate::compute::{
     cpu::CpuBackend, vulkan::VulkanBackend, BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError,
     InteropMemory, InteropSemaphorePair, InteropSemaphores,
 };
+use crate::profile::clock::startup_mark;
 use crate::sim::Grid;
 use crate::sync::{Export, FrameSemaphores, FrameSync, SyncError, SyncPlan, SyncRequest};
 use crate::vk::clock::GpuClock;
@@ -193,7 +194,9 @@ impl Session {
         prewarm(args.backend);
         crate::profile::set_gpu_timing(args.gpu_timing == crate::cli::OnOff::On);
         let devices = enumerate(&instance)?;
+        startup_mark("Vulkan instance made, devices enumerated");
         let choice = choose_backend(args.backend, &devices, args.device)?;
+        startup_mark("compute devices probed");
         let uuids: Vec<[u8; 16]> = choice.compute_devices.iter().map(|c| c.uuid).collect();
         let (index, device_reason) = choose_device(&devices, args.device, &uuids)?;
         let physical = devices[index].clone();
@@ -237,6 +240,7 @@ impl Session {
         }
         let device_uuid = physical.uuid;
         let ctx = Context::new(instance, physical, swapchain)?;
+        startup_mark("Vulkan device created");
         // Calibrate while the queue is still idle.
         let clock = GpuClock::new(&ctx)?;
 
@@ -251,6 +255,7 @@ impl Session {
             .collect::<Result<Vec<_>, _>>()?;
         let export_sems = interop && plan.export != Export::Nothing;
         let sems = FrameSemaphores::new(&ctx, &plan)?;
+        startup_mark("clock calibrated, slots and semaphores made");
         crate::vk::instance::set_foreign_signals(export_sems);
 
         // Import: the backend takes what it needs.
@@ -270,6 +275,7 @@ impl Session {
                 )
             }
         };
+        startup_mark("compute backend ready (memory and semaphores imported)");
         let sync = FrameSync::new(&ctx, plan, sems, backend)?;
         Ok(Session { sync, clock, slots, ctx, grid: args.grid, device_reason, backend_reason: choice.reason })
     }

@@ -171,6 +171,8 @@ impl App<'_> {
         if r.resized || r.swapchain.is_none() {
             let extent = vk::Extent2D { width: size.width, height: size.height };
             let old = r.swapchain.take();
+            // Draws recorded for the old swapchain's framebuffers are recorded again.
+            r.renderer.forget_recorded();
             let sc = Swapchain::new(
                 &r.session.ctx,
                 &r.surface,

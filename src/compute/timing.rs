@@ -110,6 +110,12 @@ const ANCHOR_GIVE_UP_NS: u64 = 2_000_000;
 /// The same for a re-anchor, which runs on the render thread (or the bridge thread).
 const REANCHOR_GIVE_UP_NS: u64 = ANCHOR_GIVE_UP_NS;
 
+/// How long a due re-anchor waits for the frames' stream to be idle before it is tried anyway,
+/// ns. With one hardware queue per context (CUDA_DEVICE_MAX_CONNECTIONS=1, vkhip's default for
+/// a fast start) the anchor's record queues behind whatever the frames' stream holds, such as a
+/// wait for a draw, and would read late; on an idle stream it runs at once.
+const REANCHOR_WAIT_NS: u64 = 4 * REANCHOR_NS;
+
 /// Tries per re-anchor. While the GPU runs the other API's work, the first record waits until the
 /// GPU switches to this API's context (on an H100: about 0.16 ms when the queue is idle, up to a
 /// time slice of about 1.6 ms during a long draw) and its window is too wide; the next one, with
@@ -269,7 +275,10 @@ impl<E: TimedEvent> StreamTimer<E> {
         if !self.enabled {
             return;
         }
-        if host_now_ns() >= self.next_anchor_ns {
+        let now = host_now_ns();
+        // A due re-anchor waits for the frames' stream to be idle, for up to REANCHOR_WAIT_NS.
+        if now >= self.next_anchor_ns && (self.frames_idle() || now >= self.next_anchor_ns + REANCHOR_WAIT_NS)
+        {
             self.reanchor();
         }
         let mut order: Vec<usize> = (0..DEPTH).filter(|&i| self.ring[i].frame.is_some()).collect();
@@ -278,6 +287,15 @@ impl<E: TimedEvent> StreamTimer<E> {
             self.collect(i);
         }
         out.append(&mut self.spans);
+    }
+
+    /// Whether the last event recorded on the frames' stream has completed, so nothing of the
+    /// frames is queued (never blocks; a query that fails reads as busy).
+    fn frames_idle(&self) -> bool {
+        let newest = self.ring.iter().filter(|e| e.frame.is_some()).max_by_key(|e| e.frame);
+        newest.is_none_or(|e| {
+            e.used.iter().rposition(Cell::get).is_none_or(|m| e.events[m].is_done().unwrap_or(false))
+        })
     }
 
     /// The mapping's method and accuracy (None with GPU timing off: nothing is mapped).

@@ -99,6 +99,14 @@ pub fn mark_process_start() {
     PROCESS_START_NS.get_or_init(host_now_ns);
 }
 
+/// Log (debug level) how long after the process's start `what` was reached: the start-up
+/// timeline behind the report's `start-up` line (`RUST_LOG=vkhip=debug`).
+pub fn startup_mark(what: &str) {
+    if let Some(start) = process_start_ns() {
+        log::debug!("start-up: {what} at {:.1} ms", host_now_ns().saturating_sub(start) as f64 / 1e6);
+    }
+}
+
 /// The host time [`mark_process_start`] recorded (None if it was never called: a library user).
 pub fn process_start_ns() -> Option<u64> {
     PROCESS_START_NS.get().copied()

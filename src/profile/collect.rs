@@ -56,21 +56,38 @@ pub struct RenderMarks {
     pub start_ns: u64,
     last_ns: u64,
     cpu0_ns: u64,
-    /// CPU time the render thread spent in the throttle's wait (inside the driver).
-    throttle_cpu_ns: u64,
+    cpu_last_ns: u64,
+    /// The render thread's CPU time so far, by phase.
+    split: CpuSplit,
     spans: Vec<HostSpan>,
+}
+
+/// The render thread's CPU time for one frame, by phase (ns): where the report's `render cpu`
+/// goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuSplit {
+    /// Waiting: the throttle's host wait and (window) the swapchain acquire, inside the driver.
+    pub wait_ns: u64,
+    /// Handing frames over to the compute side (CUDA/HIP calls, the bridge's channel).
+    pub handoff_ns: u64,
+    /// Recording and submitting the draw, and (window) presenting.
+    pub submit_ns: u64,
+    /// The rest: the frame loop and the profiler's own bookkeeping.
+    pub other_ns: u64,
 }
 
 impl RenderMarks {
     /// Frame `frame` starts now.
     pub fn start(frame: u64) -> Self {
         let now = host_now_ns();
+        let cpu = thread_cpu_ns();
         RenderMarks {
             frame,
             start_ns: now,
             last_ns: now,
-            cpu0_ns: thread_cpu_ns(),
-            throttle_cpu_ns: 0,
+            cpu0_ns: cpu,
+            cpu_last_ns: cpu,
+            split: CpuSplit::default(),
             spans: Vec::new(),
         }
     }
@@ -78,8 +95,14 @@ impl RenderMarks {
     /// Close `phase`: it ran from the previous mark until now.
     pub fn lap(&mut self, phase: Phase) {
         let now = host_now_ns();
-        if phase == Phase::Throttle {
-            self.throttle_cpu_ns += thread_cpu_ns().saturating_sub(self.cpu0_ns);
+        let cpu = thread_cpu_ns();
+        let used = cpu.saturating_sub(self.cpu_last_ns);
+        self.cpu_last_ns = cpu;
+        match phase {
+            Phase::Throttle | Phase::Acquire => self.split.wait_ns += used,
+            Phase::Handoff => self.split.handoff_ns += used,
+            Phase::Submit | Phase::Present => self.split.submit_ns += used,
+            _ => self.split.other_ns += used,
         }
         self.spans.push(HostSpan { track: Track::Render, phase, start_ns: self.last_ns, end_ns: now });
         self.last_ns = now;
@@ -113,6 +136,8 @@ pub struct FrameFigures {
     /// The same without the throttle's wait: vkhip's own work per frame (recording, submitting,
     /// handing over), not the driver's polling while the render thread waits for the GPU.
     pub cpu_work_ns: u64,
+    /// `cpu_ns` by phase.
+    pub cpu_split: CpuSplit,
 }
 
 /// All streaming statistics of a run.
@@ -128,6 +153,11 @@ pub struct Stats {
     pub lead: Stat,
     pub cpu: Stat,
     pub cpu_work: Stat,
+    /// `cpu` by phase (see [`CpuSplit`]).
+    pub cpu_wait: Stat,
+    pub cpu_handoff: Stat,
+    pub cpu_submit: Stat,
+    pub cpu_other: Stat,
     pub throttle: Stat,
     pub handoff_host: Stat,
     pub submit: Stat,
@@ -139,6 +169,7 @@ struct Open {
     start_ns: Option<u64>,
     cpu_ns: u64,
     cpu_work_ns: u64,
+    cpu_split: CpuSplit,
     spans: Vec<HostSpan>,
 }
 
@@ -209,6 +240,7 @@ impl Profiler {
                 start_ns: None,
                 cpu_ns: 0,
                 cpu_work_ns: 0,
+                cpu_split: CpuSplit::default(),
                 spans: Vec::new(),
             });
         }
@@ -239,8 +271,12 @@ impl Profiler {
         let frame = marks.frame;
         if let Some(open) = self.open_frame(frame) {
             open.start_ns = Some(marks.start_ns);
+            let mut split = marks.split;
+            split.other_ns +=
+                cpu.saturating_sub(split.wait_ns + split.handoff_ns + split.submit_ns + split.other_ns);
             open.cpu_ns = cpu;
-            open.cpu_work_ns = cpu.saturating_sub(marks.throttle_cpu_ns);
+            open.cpu_work_ns = cpu.saturating_sub(split.wait_ns);
+            open.cpu_split = split;
             open.spans.extend(marks.spans);
         } else {
             self.late_spans += marks.spans.len() as u64;
@@ -327,6 +363,10 @@ impl Profiler {
         s.frame.record(f.frame_ns);
         s.cpu.record(f.cpu_ns);
         s.cpu_work.record(f.cpu_work_ns);
+        s.cpu_wait.record(f.cpu_split.wait_ns);
+        s.cpu_handoff.record(f.cpu_split.handoff_ns);
+        s.cpu_submit.record(f.cpu_split.submit_ns);
+        s.cpu_other.record(f.cpu_split.other_ns);
         let opt = |stat: &mut Stat, v: Option<u64>| {
             if let Some(v) = v {
                 stat.record(v)
@@ -419,6 +459,7 @@ fn figures(
         },
         cpu_ns: open.cpu_ns,
         cpu_work_ns: open.cpu_work_ns,
+        cpu_split: open.cpu_split,
     }
 }
 

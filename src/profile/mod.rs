@@ -92,7 +92,7 @@ pub mod span;
 pub mod stats;
 pub mod trace;
 
-pub use collect::{FrameFigures, Profiler, RenderMarks};
+pub use collect::{CpuSplit, FrameFigures, Profiler, RenderMarks};
 
 static GPU_TIMING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 

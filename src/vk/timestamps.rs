@@ -41,10 +41,11 @@
 //! let timer = DrawTimer::new(&ctx, 2).unwrap();
 //! assert_eq!(timer.is_some(), has_timestamps);
 //! if let Some(mut timer) = timer {
+//!     timer.prepare(1, 42); // frame 42 uses triple 1
 //!     ctx.one_shot(&[], |cmd| {
 //!         // SAFETY: recording the one-shot command buffer; triple 1 was never used.
 //!         unsafe {
-//!             timer.begin(cmd, 1, 42, vk::PipelineStageFlags::VERTEX_SHADER);
+//!             timer.record_begin(cmd, 1, vk::PipelineStageFlags::VERTEX_SHADER);
 //!             timer.end(cmd, 1);
 //!         }
 //!     })
@@ -140,20 +141,28 @@ impl DrawTimer {
         self.pending[index] = None;
     }
 
-    /// At the start of `cmd` (outside a render pass): read what triple `index` held, reset it,
-    /// write the start timestamp for `frame`, then the barrier and the readable timestamp (see
-    /// the module note). `wait_stage` is the stage the submission waits for the heights at.
+    /// Frame `frame` is about to use triple `index`: read what the triple held (its previous
+    /// frame's results) and remember `frame` for it. Every frame, whether its command buffer is
+    /// recorded afresh or reused.
+    pub fn prepare(&mut self, index: usize, frame: u64) {
+        self.collect(index, false);
+        self.recorded[index] = Some(frame);
+    }
+
+    /// At the start of `cmd` (outside a render pass): reset triple `index`, write its start
+    /// timestamp, then the barrier and the readable timestamp (see the module note). `wait_stage`
+    /// is the stage the submission waits for the heights at. The commands depend on `index`
+    /// alone, so a command buffer holding them can be submitted again for later frames.
     ///
     /// # Safety
-    /// `cmd` is recording; the previous command buffer that used triple `index` has finished.
-    pub unsafe fn begin(
-        &mut self,
+    /// `cmd` is recording; every submission of it runs after the previous command buffer that
+    /// used triple `index` has finished, and after [`Self::prepare`] for that frame.
+    pub unsafe fn record_begin(
+        &self,
         cmd: vk::CommandBuffer,
         index: usize,
-        frame: u64,
         wait_stage: vk::PipelineStageFlags,
     ) {
-        self.collect(index, false);
         let d = &self.ctx.device;
         let first = PER_FRAME * index as u32;
         // SAFETY: per this function's contract.
@@ -173,7 +182,6 @@ impl DrawTimer {
             );
             d.cmd_write_timestamp(cmd, wait_stage, self.pool, first + 1);
         }
-        self.recorded[index] = Some(frame);
     }
 
     /// The command buffer that recorded triple `index` was submitted: its results will come.
@@ -186,8 +194,8 @@ impl DrawTimer {
     /// At the end of `cmd`: the end timestamp of triple `index`.
     ///
     /// # Safety
-    /// `cmd` is recording and [`Self::begin`] was recorded into it for `index`.
-    pub unsafe fn end(&mut self, cmd: vk::CommandBuffer, index: usize) {
+    /// `cmd` is recording and [`Self::record_begin`] was recorded into it for `index`.
+    pub unsafe fn end(&self, cmd: vk::CommandBuffer, index: usize) {
         // SAFETY: per this function's contract.
         unsafe {
             self.ctx.device.cmd_write_timestamp(

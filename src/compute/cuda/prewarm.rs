@@ -18,6 +18,7 @@
 
 use std::sync::{Mutex, MutexGuard, Once};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use super::result::Driver;
 use super::safe::PrimaryContext;
@@ -35,6 +36,25 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// `CUDA_DEVICE_MAX_CONNECTIONS` unless the environment already sets it: how many hardware work
+/// queues CUDA creates with each context (its default is 8).
+pub const DEFAULT_CONNECTIONS: &str = "1";
+
+/// Ask CUDA for [`DEFAULT_CONNECTIONS`] hardware work queue per context, unless the user set
+/// `CUDA_DEVICE_MAX_CONNECTIONS`. Creating the primary context is the longest step of start-up,
+/// and each queue adds to it: with CUDA's default of 8 the first frame came 0.456 s after the
+/// process started on an H100, with 2 at 0.350 s and with 1 at 0.329 s (medians of 7,
+/// BENCHMARKS.md, "Start-up"). vkhip's frames use one stream; the profiler's clock anchors use a
+/// second, which then shares the queue, so a re-anchor waits until the frames' stream is idle
+/// ([`crate::compute::timing`]). Changes the process environment:
+/// call it first thing in `main`, before any thread starts and before anything loads libcuda.
+pub fn limit_hardware_queues() {
+    const VAR: &str = "CUDA_DEVICE_MAX_CONNECTIONS";
+    if std::env::var_os(VAR).is_none() {
+        std::env::set_var(VAR, DEFAULT_CONNECTIONS);
+    }
+}
+
 /// Start the prewarm thread, once per process; later calls do nothing. Never blocks, never fails
 /// (a thread that cannot be spawned is logged at debug level and the backends set up as before).
 pub fn prewarm() {
@@ -47,21 +67,40 @@ pub fn prewarm() {
 /// The thread's work: every device's context and kernel, or the first error that stops it all.
 /// A device whose own set-up fails is skipped (its backend will meet the error itself).
 fn warm_all() -> Result<Warmed> {
-    let started = std::time::Instant::now();
+    let started = Instant::now();
+    // NVRTC is loaded (a large library) on its own thread while the driver initialises: the
+    // kernel cache's key needs its version even when the kernel is cached.
+    let nvrtc = std::thread::Builder::new().name("nvrtc-load".into()).spawn(|| {
+        let t = Instant::now();
+        let loaded = super::result::Nvrtc::get().is_ok();
+        log::debug!("cuda: prewarm: libnvrtc loaded={loaded} in {:.1?}", t.elapsed());
+    });
     let driver = Driver::get()?;
     let driver_version = driver.driver_version()?;
+    log::debug!("cuda: prewarm: libcuda + cuInit in {:.1?}", started.elapsed());
     let mut warmed = Vec::new();
     for device in enumerate(driver)? {
+        let t = Instant::now();
         let setup = PrimaryContext::retain(driver, device.handle).and_then(|ctx| {
             ctx.make_current()?;
-            Ok(DeviceSetup { kernel: build_kernel(driver, &device, driver_version)?, ctx })
+            let retained = t.elapsed();
+            let kernel = build_kernel(driver, &device, driver_version)?;
+            log::debug!(
+                "cuda: prewarm: device {}: primary context {retained:.1?}, kernel {:.1?}",
+                device.ordinal,
+                t.elapsed() - retained
+            );
+            Ok(DeviceSetup { kernel, ctx })
         });
         match setup {
             Ok(setup) => warmed.push((device.uuid, setup)),
             Err(e) => log::debug!("cuda: prewarm of device {} ({}) failed: {e}", device.ordinal, device.name),
         }
     }
-    log::debug!("cuda: prewarmed {} device(s) in {:.0?}", warmed.len(), started.elapsed());
+    if let Ok(handle) = nvrtc {
+        let _ = handle.join();
+    }
+    log::debug!("cuda: prewarmed {} device(s) in {:.1?}", warmed.len(), started.elapsed());
     Ok(warmed)
 }
 
