@@ -10,7 +10,9 @@
 #      slots in {1, 3}, grid in {256x256, 1000x777, 4096x4096}, 6 frames each
 #   2b. the pipeline shapes: verify every K in 1..8, batch B in 1..K, run-ahead R in 0..K−B with
 #      --sync external and --sync bridged on the three grids (120 shapes each), binary with
-#      run-ahead (36 shapes each), host-wait (simpleVulkan's scheme), --memory staged, and the defaults;
+#      run-ahead (36 shapes each; the grids: GPU_CHECK_SWEEP_GRIDS, default all three; the
+#      full sweep took 7.7 min on an H100 with GPU_CHECK_JOBS=16, GPU_CHECK_SWEEP_GRIDS=256x256
+#      about 2 min), host-wait (simpleVulkan's scheme), --memory staged, and the defaults;
 #      one row per group (GPU_CHECK_JOBS parallel runs, default 4)
 #   3. headless captures of the same frame with cuda and cpu, then BIN compare-png
 #   4. BIN bench-kernel --backend cuda --grid 4096x4096 --iterations 200
@@ -225,14 +227,15 @@ shapes() {
         done
     done
 }
-for grid in 256x256 1000x777 4096x4096; do
+sweep_grids=${GPU_CHECK_SWEEP_GRIDS:-256x256 1000x777 4096x4096}
+for grid in $sweep_grids; do
     shapes external | while read -r k r b; do
         frames=$((2 * k + 3))
         echo "ext-$grid-k$k-r$r-b$b|--backend cuda --sync external --slots $k --run-ahead $r --batch $b --grid $grid --frames $frames"
     done >"$out/sweep-external-$grid.list"
     sweep_group "external-$grid"
 done
-for grid in 256x256 1000x777 4096x4096; do
+for grid in $sweep_grids; do
     shapes bridged | while read -r k r b; do
         echo "bri-$grid-k$k-r$r-b$b|--backend cuda --sync bridged --slots $k --run-ahead $r --batch $b --grid $grid --frames $((2 * k + 3))"
     done >"$out/sweep-bridged-$grid.list"

@@ -123,6 +123,14 @@ fn cpu_bridged_trace_has_every_track_and_one_span_per_frame_per_phase() {
     for line in ["hand-off", "sync overhead", "render cpu", "compute "] {
         assert!(report.contains(line), "report lacks '{line}':\n{report}");
     }
+    // The render thread's CPU time by phase: four p50s, in µs.
+    let phases = report.lines().find(|l| l.trim_start().starts_with("cpu phases")).expect("cpu phases line");
+    let numbers: Vec<f64> = phases.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    assert_eq!(numbers.len(), 4, "{phases}");
+    assert!(
+        numbers.iter().all(|&v| v >= 0.0) && numbers[2] > 0.0,
+        "record+submit took no CPU time: {phases}"
+    );
     let (code, out) = check(&dir.join("cpu.json"));
     assert_eq!(code, 0, "{out}");
     assert!(out.contains(&format!("{FRAMES} read-after-write")) && out.contains(" 0 violation(s)"), "{out}");

@@ -542,6 +542,31 @@ mod tests {
     }
 
     #[test]
+    fn a_due_reanchor_waits_for_the_frames_stream_to_be_idle() {
+        let mut t = StreamTimer::new("fake", FakeStream { delay_ns: 0 }, event).unwrap();
+        assert_eq!(t.anchors, 1);
+        let mut out = Vec::new();
+        // Frame 3's last event completes 60 s from now: the frames' stream is busy.
+        let i = t.begin(3);
+        t.mark(i, Mark::AfterSignal, &FakeStream { delay_ns: 60_000_000_000 }).unwrap();
+        let now = host_now_ns();
+        t.next_anchor_ns = now; // due
+        t.take_spans(&mut out);
+        assert_eq!((t.anchors, t.refused_anchors), (1, 0), "re-anchored while the stream was busy");
+        // Busy for longer than REANCHOR_WAIT_NS past the due time: taken anyway.
+        t.next_anchor_ns = now - REANCHOR_WAIT_NS;
+        t.take_spans(&mut out);
+        assert_eq!(t.anchors + t.refused_anchors, 2, "a re-anchor overdue by REANCHOR_WAIT_NS was not tried");
+        // Idle (the frame's last event done): a due re-anchor is taken at once.
+        let i = t.begin(4);
+        t.mark(i, Mark::AfterSignal, &FakeStream { delay_ns: 0 }).unwrap();
+        t.next_anchor_ns = host_now_ns();
+        let before = t.anchors + t.refused_anchors;
+        t.take_spans(&mut out);
+        assert_eq!(t.anchors + t.refused_anchors, before + 1);
+    }
+
+    #[test]
     fn durations_stay_exact_when_the_anchor_is_old() {
         let mut t = StreamTimer::new("fake", FakeStream { delay_ns: 0 }, event).unwrap();
         // Move the anchor 1000 s into the past on both clocks: milliseconds since it no longer fit

@@ -467,6 +467,43 @@ fn figures(
 mod tests {
     use super::*;
 
+    /// Burn about `ns` of this thread's CPU time.
+    fn burn(ns: u64) {
+        let c0 = thread_cpu_ns();
+        let mut x = 1u64;
+        while thread_cpu_ns() - c0 < ns {
+            for i in 0..1000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
+            }
+        }
+        std::hint::black_box(x);
+    }
+
+    #[test]
+    fn cpu_time_is_split_by_the_phase_it_was_spent_in() {
+        let mut p = Profiler::new(3, None);
+        let mut marks = RenderMarks::start(0);
+        burn(3_000_000);
+        marks.lap(Phase::Throttle);
+        burn(1_000_000);
+        marks.lap(Phase::Handoff);
+        burn(6_000_000);
+        marks.lap(Phase::Submit);
+        burn(2_000_000); // after the last mark: the rest
+        p.end_frame(marks);
+        p.finish(host_now_ns());
+        let f = p.drain_closed().next().expect("frame 0 closed");
+        let s = f.cpu_split;
+        let ms = |ns: u64| ns as f64 / 1e6;
+        // Each phase holds at least what was burnt in it, and not the others' share.
+        assert!((3.0..5.0).contains(&ms(s.wait_ns)), "{s:?}");
+        assert!((1.0..2.9).contains(&ms(s.handoff_ns)), "{s:?}");
+        assert!((6.0..8.0).contains(&ms(s.submit_ns)), "{s:?}");
+        assert!((2.0..3.9).contains(&ms(s.other_ns)), "{s:?}");
+        assert_eq!(s.wait_ns + s.handoff_ns + s.submit_ns + s.other_ns, f.cpu_ns);
+        assert_eq!(f.cpu_work_ns, f.cpu_ns - s.wait_ns);
+    }
+
     fn host(frame: u64, track: Track, phase: Phase, a: u64, b: u64) -> Span {
         Span::host(frame, track, phase, a, b)
     }
