@@ -1,5 +1,6 @@
-//! The draw: per-frame command buffers that clear, draw the surface from a slot, and submit with
-//! the waits and signals the frame-sync protocol gives ([`crate::sync::DrawSync`]). When asked, the frame-time
+//! The draw: command buffers that clear and draw the surface from a slot, recorded once per
+//! (frame in flight, slot) and submitted every frame with the waits and signals the frame-sync
+//! protocol gives ([`crate::sync::DrawSync`]). When asked, the frame-time
 //! overlay ([`crate::overlay`]) is drawn after the surface; its pipeline is created on first use,
 //! so a run that never shows it records exactly what it did before.
 

@@ -17,7 +17,7 @@ const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 /// are the design notes' (docs/ARCHITECTURE.md, "Facts measured on the GPU machine"); the last
 /// two follow from them (seen on the H200, driver 580.159.04, layer 1.3.239): the layer never
 /// sees the draw's wait on `computed` satisfied, so it believes the draw's command buffer is
-/// still pending when the throttle (after a real wait on `rendered`) re-records it.
+/// still pending when the throttle (after a real wait on `rendered`) submits or re-records it.
 const FOREIGN_SIGNAL_VUIDS: [&str; 4] = [
     "VUID-VkSemaphoreSignalInfo-value-03259",
     "VUID-vkQueueSubmit-pCommandBuffers-00071",
