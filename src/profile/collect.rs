@@ -55,7 +55,7 @@ pub struct RenderMarks {
     pub frame: u64,
     pub start_ns: u64,
     last_ns: u64,
-    cpu0_ns: u64,
+    /// The thread's CPU clock at the last mark.
     cpu_last_ns: u64,
     /// The render thread's CPU time so far, by phase.
     split: CpuSplit,
@@ -76,6 +76,13 @@ pub struct CpuSplit {
     pub other_ns: u64,
 }
 
+impl CpuSplit {
+    /// The frame's whole CPU time.
+    pub fn total_ns(&self) -> u64 {
+        self.wait_ns + self.handoff_ns + self.submit_ns + self.other_ns
+    }
+}
+
 impl RenderMarks {
     /// Frame `frame` starts now.
     pub fn start(frame: u64) -> Self {
@@ -85,7 +92,6 @@ impl RenderMarks {
             frame,
             start_ns: now,
             last_ns: now,
-            cpu0_ns: cpu,
             cpu_last_ns: cpu,
             split: CpuSplit::default(),
             spans: Vec::new(),
@@ -167,8 +173,6 @@ pub struct Stats {
 struct Open {
     frame: u64,
     start_ns: Option<u64>,
-    cpu_ns: u64,
-    cpu_work_ns: u64,
     cpu_split: CpuSplit,
     spans: Vec<HostSpan>,
 }
@@ -238,8 +242,6 @@ impl Profiler {
             self.open.push_back(Open {
                 frame: f,
                 start_ns: None,
-                cpu_ns: 0,
-                cpu_work_ns: 0,
                 cpu_split: CpuSplit::default(),
                 spans: Vec::new(),
             });
@@ -267,15 +269,12 @@ impl Profiler {
     /// The render thread finished frame `marks.frame`: record its marks and close frames older
     /// than [`LAG`].
     pub fn end_frame(&mut self, marks: RenderMarks) {
-        let cpu = thread_cpu_ns().saturating_sub(marks.cpu0_ns);
+        // The CPU time since the last mark is the rest's.
+        let mut split = marks.split;
+        split.other_ns += thread_cpu_ns().saturating_sub(marks.cpu_last_ns);
         let frame = marks.frame;
         if let Some(open) = self.open_frame(frame) {
             open.start_ns = Some(marks.start_ns);
-            let mut split = marks.split;
-            split.other_ns +=
-                cpu.saturating_sub(split.wait_ns + split.handoff_ns + split.submit_ns + split.other_ns);
-            open.cpu_ns = cpu;
-            open.cpu_work_ns = cpu.saturating_sub(split.wait_ns);
             open.cpu_split = split;
             open.spans.extend(marks.spans);
         } else {
@@ -457,8 +456,8 @@ fn figures(
             (Some(d), Some(w)) => Some(d.start_ns.saturating_sub(w.end_ns)),
             _ => None,
         },
-        cpu_ns: open.cpu_ns,
-        cpu_work_ns: open.cpu_work_ns,
+        cpu_ns: open.cpu_split.total_ns(),
+        cpu_work_ns: open.cpu_split.total_ns() - open.cpu_split.wait_ns,
         cpu_split: open.cpu_split,
     }
 }

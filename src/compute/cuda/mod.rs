@@ -68,7 +68,7 @@ use plan::{DeviceLimits, SeenDevice};
 use result::Driver;
 use safe::{Event, Kernel, PrimaryContext, Stream};
 
-pub use prewarm::{limit_hardware_queues, prewarm, DEFAULT_CONNECTIONS};
+pub use prewarm::{limit_hardware_queues, prewarm};
 pub use staged::CudaStagedBackend;
 
 type Result<T> = std::result::Result<T, ComputeError>;

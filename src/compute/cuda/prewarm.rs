@@ -38,9 +38,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// `CUDA_DEVICE_MAX_CONNECTIONS` unless the environment already sets it: how many hardware work
 /// queues CUDA creates with each context (its default is 8).
-pub const DEFAULT_CONNECTIONS: &str = "1";
+const DEFAULT_CONNECTIONS: &str = "1";
 
-/// Ask CUDA for [`DEFAULT_CONNECTIONS`] hardware work queue per context, unless the user set
+/// Ask CUDA for one hardware work queue per context, unless the user set
 /// `CUDA_DEVICE_MAX_CONNECTIONS`. Creating the primary context is the longest step of start-up,
 /// and each queue adds to it: with CUDA's default of 8 the first frame came 0.456 s after the
 /// process started on an H100, with 2 at 0.350 s and with 1 at 0.329 s (medians of 7,
