@@ -229,21 +229,12 @@ shapes() {
 }
 sweep_grids=${GPU_CHECK_SWEEP_GRIDS:-256x256 1000x777 4096x4096}
 for grid in $sweep_grids; do
-    shapes external | while read -r k r b; do
-        frames=$((2 * k + 3))
-        echo "ext-$grid-k$k-r$r-b$b|--backend cuda --sync external --slots $k --run-ahead $r --batch $b --grid $grid --frames $frames"
-    done >"$out/sweep-external-$grid.list"
-    sweep_group "external-$grid"
-done
-for grid in $sweep_grids; do
-    shapes bridged | while read -r k r b; do
-        echo "bri-$grid-k$k-r$r-b$b|--backend cuda --sync bridged --slots $k --run-ahead $r --batch $b --grid $grid --frames $((2 * k + 3))"
-    done >"$out/sweep-bridged-$grid.list"
-    sweep_group "bridged-$grid"
-    shapes binary | while read -r k r b; do
-        echo "bin-$grid-k$k-r$r|--backend cuda --sync binary --slots $k --run-ahead $r --grid $grid --frames $((2 * k + 3))"
-    done >"$out/sweep-binary-$grid.list"
-    sweep_group "binary-$grid"
+    for mode in external bridged binary; do
+        shapes "$mode" | while read -r k r b; do
+            echo "$mode-$grid-k$k-r$r-b$b|--backend cuda --sync $mode --slots $k --run-ahead $r --batch $b --grid $grid --frames $((2 * k + 3))"
+        done >"$out/sweep-$mode-$grid.list"
+        sweep_group "$mode-$grid"
+    done
 done
 for grid in 256x256 1000x777 4096x4096; do
     echo "hostwait-$grid|--backend cuda --sync host-wait --slots 1 --grid $grid --frames 6"
