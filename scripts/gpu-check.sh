@@ -12,7 +12,8 @@
 #      --sync external and --sync bridged on the three grids (120 shapes each), binary with
 #      run-ahead (36 shapes each; the grids: GPU_CHECK_SWEEP_GRIDS, default all three; the
 #      full sweep took 7.7 min on an H100 with GPU_CHECK_JOBS=16, GPU_CHECK_SWEEP_GRIDS=256x256
-#      about 2 min), host-wait (simpleVulkan's scheme), --memory staged, and the defaults;
+#      about 2 min), host-wait (simpleVulkan's scheme), --memory staged, the defaults, and
+#      --frames-in-flight 2, 3 and 8 (the default is 4 headless);
 #      one row per group (GPU_CHECK_JOBS parallel runs, default 4)
 #   3. headless captures of the same frame with cuda and cpu, then BIN compare-png
 #   4. BIN bench-kernel --backend cuda --grid 4096x4096 --iterations 200
@@ -241,6 +242,10 @@ for grid in 256x256 1000x777 4096x4096; do
     echo "staged-$grid|--backend cuda --memory staged --grid $grid --frames 6"
     echo "staged-blocking-$grid|--backend cuda --memory staged --sync blocking --grid $grid --frames 6"
     echo "default-$grid|--backend cuda --grid $grid --frames 20"
+    for f in 2 3 8; do
+        echo "inflight-$f-$grid|--backend cuda --frames-in-flight $f --grid $grid --frames 20"
+    done
+    echo "inflight-8-binary-$grid|--backend cuda --sync binary --slots 2 --run-ahead 1 --frames-in-flight 8 --grid $grid --frames 20"
 done >"$out/sweep-baselines-and-defaults.list"
 sweep_group baselines-and-defaults
 

@@ -119,6 +119,12 @@ pub struct CommonArgs {
     /// bridged modes). Adds up to B−1 frames of latency. Default: chosen for the backend and mode.
     #[arg(long, value_name = "B", value_parser = clap::value_parser!(u32).range(1..=8))]
     pub batch: Option<u32>,
+    /// Draws the render thread may have queued on the GPU, F (2..=8). It host-waits only when the
+    /// draw F frames back may still run, and then until one draw is left, so it sleeps once per
+    /// F−1 frames instead of every frame: less CPU per frame, up to F−1 frames of queue latency.
+    /// Default: 2 in a window, 4 headless (see README, "Defaults").
+    #[arg(long, value_name = "F", value_parser = clap::value_parser!(u32).range(2..=8))]
+    pub frames_in_flight: Option<u32>,
     /// The interop compute side's wait for `rendered` (cuda/hip, external): `auto` skips it when
     /// the host has already seen the value (the draw finished; nothing left to order), `gpu`
     /// always enqueues it on the compute API's stream.
@@ -255,7 +261,7 @@ Outputs (in --out, each written atomically):
   bench.csv   one row per run: configuration, resolved sync line, grid, size, rep, frame times,
               render CPU, start-up, status (ok / unsupported / failed) and reason.
   bench.md    one table per grid@size: median of the repetitions' mean frame time, spread
-              (min–max), ratios to 'vulkan (native)' and 'reference: binary K=1', render CPU p50,
+              (min–max), ratios to 'vulkan (native)' and 'reference: binary K=1', render CPU p50 / mean,
               start-up; printed to stdout at the end as well.
   bench.png   median frame time per configuration, one panel per grid@size.
 

@@ -9,7 +9,7 @@ use crate::overlay::OverlayHistory;
 use crate::profile::Span;
 use crate::shaders::SurfacePush;
 use crate::sim::Grid;
-use crate::sync::{DrawSync, FRAMES_IN_FLIGHT, HEIGHTS_READ_STAGE};
+use crate::sync::{DrawSync, HEIGHTS_READ_STAGE};
 use crate::vk::device::Context;
 use crate::vk::external::Slot;
 use crate::vk::overlay::OverlayPipeline;
@@ -25,7 +25,7 @@ pub const CLEAR_COLOR: [f32; 4] = [0.055, 0.063, 0.086, 1.0];
 /// Records and submits draws for one kind of target (offscreen or swapchain).
 ///
 /// A draw without the overlay is recorded once per (frame-in-flight index, slot) and submitted
-/// again while its target and push constants stay the same (a headless run records 2 × K command
+/// again while its target and push constants stay the same (a headless run records F × K command
 /// buffers in all; a window re-records when the camera moves or the swapchain changes). What
 /// changes every frame, the waits and signals, is given at submit time. With the overlay on, the
 /// draw is recorded afresh each frame (its vertex data does change).
@@ -34,6 +34,8 @@ pub struct Renderer {
     pool: vk::CommandPool,
     /// Recorded afresh every frame (overlay on), one per frame-in-flight index.
     cmds: Vec<vk::CommandBuffer>,
+    /// F: frame f uses index f mod F.
+    in_flight: usize,
     /// Recorded once and reused (overlay off), at `index * slots + slot`.
     reused: Vec<ReusedDraw>,
     slots: usize,
@@ -85,7 +87,9 @@ impl Renderer {
         color_format: vk::Format,
         final_layout: vk::ImageLayout,
         slots: &[Slot],
+        frames_in_flight: u64,
     ) -> Result<Self, VkError> {
+        let in_flight = frames_in_flight.max(1) as usize;
         let render_pass = RenderPass::new(ctx, color_format, final_layout)?;
         let pipeline = SurfacePipeline::new(ctx, &render_pass, slots)?;
         let info = vk::CommandPoolCreateInfo::default()
@@ -93,11 +97,12 @@ impl Renderer {
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
         // SAFETY: valid device.
         let pool = unsafe { ctx.device.create_command_pool(&info, None) }.call("vkCreateCommandPool")?;
-        let timer = DrawTimer::new(ctx, FRAMES_IN_FLIGHT as usize)?;
+        let timer = DrawTimer::new(ctx, in_flight)?;
         let mut me = Renderer {
             timer,
             pool,
             cmds: Vec::new(),
+            in_flight,
             reused: Vec::new(),
             slots: slots.len().max(1),
             pipeline,
@@ -105,7 +110,6 @@ impl Renderer {
             render_pass,
             ctx: ctx.clone(),
         };
-        let in_flight = FRAMES_IN_FLIGHT as usize;
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(pool)
             .level(vk::CommandBufferLevel::PRIMARY)
@@ -121,7 +125,7 @@ impl Renderer {
     /// Draw `slot` into `framebuffer` as frame `frame` and submit it with `sync` plus the
     /// target's own waits/signals (swapchain acquire / present), with the frame-time overlay of
     /// `overlay` on top when given. The caller has throttled, so every command buffer of
-    /// `frame`'s index is free: the last submission of each was frame − 2 or earlier.
+    /// `frame`'s index is free: the last submission of each was frame − F or earlier.
     #[allow(clippy::too_many_arguments)]
     pub fn draw(
         &mut self,
@@ -136,10 +140,9 @@ impl Renderer {
         overlay: Option<&OverlayHistory>,
     ) -> Result<(), VkError> {
         if overlay.is_some() && self.overlay.is_none() {
-            self.overlay =
-                Some(OverlayPipeline::new(&self.ctx, &self.render_pass, FRAMES_IN_FLIGHT as usize)?);
+            self.overlay = Some(OverlayPipeline::new(&self.ctx, &self.render_pass, self.in_flight)?);
         }
-        let index = (frame % FRAMES_IN_FLIGHT) as usize;
+        let index = (frame % self.in_flight as u64) as usize;
         if let Some(t) = self.timer.as_mut() {
             // The timestamps' host side: what the index's triple held is read before it is reused.
             t.prepare(index, frame);

@@ -116,7 +116,7 @@ fn quick_preset_writes_csv_markdown_and_chart() {
             (fps - 1e3 / mean).abs() / fps < 0.01,
             "fps {fps} does not match the mean {mean} ms: {row:?}"
         );
-        assert!(num(row, "render_cpu_p50_us") > 0.0, "{row:?}");
+        assert!(num(row, "render_cpu_p50_us") > 0.0 && num(row, "render_cpu_mean_us") > 0.0, "{row:?}");
         let label = QUICK_LABELS.iter().find(|l| **l == row["label"]).unwrap_or_else(|| panic!("{row:?}"));
         // The resolved line is the child's own `sync` line: the mode it ran, the slots it used.
         let sync = &row["sync_requested"];

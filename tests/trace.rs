@@ -136,6 +136,43 @@ fn cpu_bridged_trace_has_every_track_and_one_span_per_frame_per_phase() {
     assert!(out.contains(&format!("{FRAMES} read-after-write")) && out.contains(" 0 violation(s)"), "{out}");
 }
 
+/// The throttle waits once per F − 1 frames with F frames in flight (2 in a window, 4 headless by
+/// default); the protocol stays race-free with up to 8 draws queued, and the report's frame time
+/// stays the loop's period, not the gap between frames submitted back to back.
+#[test]
+fn deeper_queues_wait_less_often_and_stay_race_free() {
+    let dir = temp_dir("trace-in-flight");
+    for (f, arg) in [(2u64, Some("2")), (4, None), (8, Some("8"))] {
+        let name = format!("f{f}");
+        let mut args = vec!["--backend", "cpu", "--sync", "bridged", "--slots", "3"];
+        if let Some(a) = arg {
+            args.extend(["--frames-in-flight", a]);
+        }
+        let (doc, report) = traced_run(&dir, &name, &args);
+        assert_eq!(doc["otherData"]["frames_in_flight"], f);
+        assert_eq!(doc["otherData"]["late_spans"], 0, "F = {f}");
+        // Frames 0..F−1 find their command buffers free; then one wait per F − 1 frames.
+        let waits = (FRAMES - 1 - f) / (f - 1) + 1;
+        let line = format!(
+            "in flight    up to {f} draws; the render thread host-waited in {waits} of {FRAMES} frames"
+        );
+        assert!(report.contains(&line), "want '{line}':\n{report}");
+        let frame =
+            report.lines().find(|l| l.trim_start().starts_with("frame time")).expect("frame time line");
+        let (mean, p50) = (number_after(frame, "mean"), number_after(frame, "p50"));
+        assert!(p50 > 0.3 * mean, "frame time p50 {p50} ms against mean {mean} ms: {frame}");
+        let (code, out) = check(&dir.join(format!("{name}.json")));
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains(" 0 violation(s)"), "{out}");
+    }
+}
+
+fn number_after(line: &str, key: &str) -> f64 {
+    let mut words = line.split_whitespace();
+    words.find(|w| *w == key);
+    words.next().and_then(|w| w.parse().ok()).unwrap_or_else(|| panic!("no number after '{key}': {line}"))
+}
+
 #[test]
 fn vulkan_external_trace_has_the_dispatch_on_the_compute_track() {
     let dir = temp_dir("trace-vulkan");

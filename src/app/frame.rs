@@ -120,7 +120,7 @@ pub struct DrawTarget<'a> {
 
 /// Throttle: host-wait until frame `frame`'s per-frame resources are free.
 pub fn throttle(session: &Session, frame: u64, marks: &mut RenderMarks) -> Result<(), FrameError> {
-    session.sync.throttle(frame)?;
+    marks.waited = session.sync.throttle(frame)?;
     marks.lap(Phase::Throttle);
     Ok(())
 }

@@ -65,6 +65,7 @@ impl Offscreen {
             OFFSCREEN_FORMAT,
             vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
             &session.slots,
+            session.sync.plan().frames_in_flight,
         )?;
         let target = OffscreenTarget::new(&session.ctx, renderer.render_pass.handle, extent)?;
         crate::profile::clock::startup_mark("renderer and target ready");

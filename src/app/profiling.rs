@@ -28,7 +28,6 @@ use crate::profile::clock::ClockInfo;
 use crate::profile::trace::{self, TraceMeta};
 use crate::profile::{Profiler, RenderMarks, Span};
 use crate::render::Renderer;
-use crate::sync::FRAMES_IN_FLIGHT;
 use crate::vk::clock::GpuClock;
 use std::path::Path;
 
@@ -111,7 +110,7 @@ impl FrameProfile {
             slots: session.sync.slots(),
             run_ahead: session.sync.plan().run_ahead,
             batch: session.sync.plan().batch,
-            frames_in_flight: FRAMES_IN_FLIGHT,
+            frames_in_flight: session.sync.plan().frames_in_flight,
             grid: session.grid.to_string(),
             device: session.ctx.physical.name.clone(),
             vulkan_clock: vk.method,

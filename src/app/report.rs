@@ -120,7 +120,12 @@ pub fn frame_report(
         let _ =
             writeln!(out, "  sync overhead {}   (frame time − max(draw, compute))", ms_line(&st.overhead));
     }
-    let _ = writeln!(out, "  render cpu   {}   (render thread CPU time per frame)", us_line(&st.cpu));
+    let _ = writeln!(
+        out,
+        "  render cpu   {}   mean {:.1} µs   (render thread CPU time per frame)",
+        us_line(&st.cpu),
+        st.cpu.mean_ms() * 1e3
+    );
     let _ = writeln!(
         out,
         "  render work  {}   (the same without the throttle's wait: vkhip's own work per frame)",
@@ -177,6 +182,13 @@ pub fn frame_report(
     );
     let plan = sync.plan();
     let _ = writeln!(out, "  sync         {}", plan.describe());
+    let _ = writeln!(
+        out,
+        "  in flight    up to {} draws; the render thread host-waited in {} of {} frames",
+        plan.frames_in_flight,
+        sync.throttle_waits(),
+        p.frames_closed()
+    );
     if plan.elide_waits() && sync.waits_planned > 0 {
         let _ = writeln!(
             out,

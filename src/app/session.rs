@@ -48,7 +48,9 @@ use crate::compute::{
 };
 use crate::profile::clock::startup_mark;
 use crate::sim::Grid;
-use crate::sync::{Export, FrameSemaphores, FrameSync, SyncError, SyncPlan, SyncRequest};
+use crate::sync::{
+    default_frames_in_flight, Export, FrameSemaphores, FrameSync, SyncError, SyncPlan, SyncRequest,
+};
 use crate::vk::clock::GpuClock;
 use crate::vk::device::{choose_device, enumerate, uuid_string, Context, PhysicalDeviceInfo};
 use crate::vk::external::{Slot, SlotMemory};
@@ -208,7 +210,11 @@ impl Session {
             physical.name
         );
         // Every sync decision, once: mode, K/R/B, exports, fallback.
-        let plan = SyncPlan::resolve(&SyncRequest::from(args), choice.kind, &physical)?;
+        let mut request = SyncRequest::from(args);
+        if swapchain {
+            request.frames_in_flight.get_or_insert(default_frames_in_flight(true) as u32);
+        }
+        let plan = SyncPlan::resolve(&request, choice.kind, &physical)?;
         let slots_n = plan.slots;
         check_grid(args.grid, slots_n, &physical)?;
         let staged = plan.memory == MemoryPath::Staged;

@@ -14,7 +14,6 @@ use crate::pending::PendingFile;
 use crate::profile::clock::host_now_ns;
 use crate::profile::{Phase, RenderMarks};
 use crate::render::{surface_push, Renderer};
-use crate::sync::FRAMES_IN_FLIGHT;
 use crate::vk::external::Semaphore;
 use crate::vk::instance::Instance;
 use crate::vk::swapchain::{Acquire, Surface, Swapchain};
@@ -127,9 +126,14 @@ impl App<'_> {
             .into());
         }
         let format = surface.choose_format(&session.ctx)?;
-        let renderer =
-            Renderer::new(&session.ctx, format.format, vk::ImageLayout::PRESENT_SRC_KHR, &session.slots)?;
-        let acquired = (0..FRAMES_IN_FLIGHT)
+        let renderer = Renderer::new(
+            &session.ctx,
+            format.format,
+            vk::ImageLayout::PRESENT_SRC_KHR,
+            &session.slots,
+            session.sync.plan().frames_in_flight,
+        )?;
+        let acquired = (0..session.sync.plan().frames_in_flight)
             .map(|_| Semaphore::binary(&session.ctx, false))
             .collect::<Result<Vec<_>, _>>()?;
         let now = Instant::now();
@@ -197,7 +201,7 @@ impl App<'_> {
         let mut marks = RenderMarks::start(f);
         throttle(&r.session, f, &mut marks)?;
         r.overlay.frame_started(f, marks.start_ns);
-        let acquire = r.acquired[(f % FRAMES_IN_FLIGHT) as usize].handle;
+        let acquire = r.acquired[(f % r.acquired.len() as u64) as usize].handle;
         let Some(sc) = r.swapchain.as_ref() else { return Ok(true) };
         let (image, suboptimal) = match sc.acquire(acquire)? {
             Acquire::Image { image, suboptimal } => (image, suboptimal),

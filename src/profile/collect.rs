@@ -40,8 +40,8 @@ use super::trace::{CounterSample, FrameTrace, TraceRing};
 use std::collections::VecDeque;
 
 /// Frames kept open for late spans. CUDA events and draw timestamps arrive within a few frames
-/// (K ≤ 8 slots, 2 frames in flight, run-ahead within K); a span for a frame already closed is
-/// counted as late.
+/// (K ≤ 8 slots, up to 8 frames in flight: a draw's timestamps are read when its command buffer
+/// comes round again; run-ahead within K); a span for a frame already closed is counted as late.
 pub const LAG: u64 = 16;
 
 /// The frame at which the report's "after warm-up" memory figure is taken (or the last frame of
@@ -54,6 +54,10 @@ pub const RSS_WARMUP_FRAME: u64 = 10_000;
 pub struct RenderMarks {
     pub frame: u64,
     pub start_ns: u64,
+    /// Whether the throttle host-waited before this frame (true unless told otherwise). With
+    /// more than two frames in flight the render thread submits the frames after such a wait
+    /// back to back; the report's frame time spreads each such run over its frames.
+    pub waited: bool,
     last_ns: u64,
     /// The thread's CPU clock at the last mark.
     cpu_last_ns: u64,
@@ -91,6 +95,7 @@ impl RenderMarks {
         RenderMarks {
             frame,
             start_ns: now,
+            waited: true,
             last_ns: now,
             cpu_last_ns: cpu,
             split: CpuSplit::default(),
@@ -119,7 +124,9 @@ impl RenderMarks {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct FrameFigures {
     pub frame: u64,
-    /// Start of this frame to the start of the next (the last: to the end of its draw).
+    /// Start of this frame to the start of the next (the last: to the end of its draw). With
+    /// more than two frames in flight, frames submitted back to back after one throttle wait
+    /// share that run's time equally (see [`RenderMarks::waited`]).
     pub frame_ns: u64,
     /// The draw's GPU time from the moment its heights were readable to its end.
     pub draw_ns: Option<u64>,
@@ -173,6 +180,7 @@ pub struct Stats {
 struct Open {
     frame: u64,
     start_ns: Option<u64>,
+    waited: bool,
     cpu_split: CpuSplit,
     spans: Vec<HostSpan>,
 }
@@ -203,6 +211,9 @@ pub struct Profiler {
     pub first_frame_end_ns: Option<u64>,
     closed: VecDeque<FrameFigures>,
     frames_closed: u64,
+    /// The run of frames the last closed one belongs to: (first frame, its start), where the
+    /// first frame's throttle waited.
+    burst: Option<(u64, u64)>,
 }
 
 impl Profiler {
@@ -223,6 +234,7 @@ impl Profiler {
             first_frame_end_ns: None,
             closed: VecDeque::new(),
             frames_closed: 0,
+            burst: None,
         }
     }
 
@@ -242,6 +254,7 @@ impl Profiler {
             self.open.push_back(Open {
                 frame: f,
                 start_ns: None,
+                waited: false,
                 cpu_split: CpuSplit::default(),
                 spans: Vec::new(),
             });
@@ -275,6 +288,7 @@ impl Profiler {
         let frame = marks.frame;
         if let Some(open) = self.open_frame(frame) {
             open.start_ns = Some(marks.start_ns);
+            open.waited = marks.waited;
             open.cpu_split = split;
             open.spans.extend(marks.spans);
         } else {
@@ -304,6 +318,25 @@ impl Profiler {
         self.closed.drain(..)
     }
 
+    /// Frame time of `open` (just taken off the open frames, started at `start`) as its share of
+    /// the run of frames it was submitted in: from the start of the run's first frame (whose
+    /// throttle waited) to the start of the next frame whose throttle waits (or `end_ns`, the
+    /// end of the run), divided by the frames in between. With two frames in flight every frame
+    /// waits and this is the time to the next frame's start. None while the run's ends are not
+    /// known (then the plain start-to-start time is used).
+    fn paced_frame_ns(&mut self, open: &Open, start: u64, end_ns: Option<u64>) -> Option<u64> {
+        if open.waited {
+            self.burst = Some((open.frame, start));
+        }
+        let (first, first_start) = self.burst.filter(|&(f, _)| f + LAG >= open.frame)?;
+        let ended = || self.open.iter().take_while(|o| o.start_ns.is_some());
+        let next = ended().find(|o| o.waited).and_then(|o| Some((o.frame, o.start_ns?))).or_else(|| {
+            let last = ended().last().map_or(open.frame, |o| o.frame);
+            Some((last + 1, end_ns?))
+        })?;
+        (next.0 > first).then(|| next.1.saturating_sub(first_start) / (next.0 - first))
+    }
+
     fn close_first(&mut self, end_ns: Option<u64>) {
         let Some(open) = self.open.pop_front() else { return };
         self.first_open = open.frame + 1;
@@ -312,8 +345,10 @@ impl Profiler {
             return;
         };
         let next_start = self.open.front().and_then(|o| o.start_ns).or(end_ns);
+        let frame_ns =
+            self.paced_frame_ns(&open, start, end_ns).or(next_start.map(|n| n.saturating_sub(start)));
         let prev_draw_end = self.recent.back().filter(|r| r.0 + 1 == open.frame).map(|r| r.2);
-        let figures = figures(&open, start, next_start, prev_draw_end);
+        let figures = figures(&open, frame_ns, prev_draw_end);
         if open.frame >= self.warmup_frames {
             self.record(&figures, &open.spans);
         }
@@ -402,12 +437,7 @@ fn find(spans: &[HostSpan], track: Track, phase: Phase) -> Option<&HostSpan> {
 
 /// The figures of one frame from its spans (`prev_draw_end`: when the previous frame's draw
 /// ended, if known).
-fn figures(
-    open: &Open,
-    start_ns: u64,
-    next_start_ns: Option<u64>,
-    prev_draw_end: Option<u64>,
-) -> FrameFigures {
+fn figures(open: &Open, frame_ns: Option<u64>, prev_draw_end: Option<u64>) -> FrameFigures {
     let spans = &open.spans;
     let draw = find(spans, Track::Queue, Phase::Draw);
     let draw_wait = find(spans, Track::Queue, Phase::WaitComputed);
@@ -422,7 +452,8 @@ fn figures(
     // When `computed` was signalled: the signal span's end, else the end of the write (the
     // vulkan backend signals with its dispatch's submission).
     let signalled = spans.iter().find(|s| s.phase == Phase::Signal).or(write).map(|s| s.end_ns);
-    let frame_ns = next_start_ns.map_or(0, |n| n.saturating_sub(start_ns));
+    let frame_known = frame_ns.is_some();
+    let frame_ns = frame_ns.unwrap_or(0);
     let draw_ns = draw.map(HostSpan::dur_ns);
     let compute_ns = write.map(HostSpan::dur_ns);
     let draw_cmd_ns = match (draw_wait, draw) {
@@ -450,7 +481,7 @@ fn figures(
         wait_signal_ns: (!gpu_wait_signal.is_empty())
             .then(|| gpu_wait_signal.iter().map(|s| s.dur_ns()).sum()),
         handoff_ns,
-        overhead_ns: (next_start_ns.is_some() && busiest.is_some())
+        overhead_ns: (frame_known && busiest.is_some())
             .then(|| frame_ns.saturating_sub(busiest.unwrap_or(0))),
         lead_ns: match (draw, write) {
             (Some(d), Some(w)) => Some(d.start_ns.saturating_sub(w.end_ns)),
@@ -557,6 +588,38 @@ mod tests {
         assert!((s.throttle.mean_ms() - 0.005).abs() < 1e-9);
         assert_eq!(p.trace().map(|t| t.len()), Some(40));
         assert_eq!(p.late_spans, 0);
+    }
+
+    /// Frames submitted back to back after one throttle wait (4 frames in flight: a wait every
+    /// third frame) share the run's time; the mean is the plain start-to-start mean.
+    #[test]
+    fn frames_of_a_run_share_its_time() {
+        let mut p = Profiler::new(8, None);
+        let mut plain = Profiler::new(8, None);
+        // Runs of 3 frames every 6 ms, 10 µs apart within a run; frames 0–3 never wait.
+        let start =
+            |f: u64| if f < 4 { f * 10_000 } else { 40_000 + (f - 4) / 3 * 6_000_000 + (f - 4) % 3 * 10_000 };
+        for f in 0..61 {
+            let mut marks = RenderMarks { start_ns: start(f), ..RenderMarks::start(f) };
+            marks.waited = f >= 4 && (f - 4) % 3 == 0;
+            p.end_frame(marks.clone());
+            plain.end_frame(RenderMarks { waited: true, ..marks });
+        }
+        let end = start(61);
+        p.finish(end);
+        plain.finish(end);
+        let figures: Vec<_> = p.drain_closed().collect();
+        let plain_figures: Vec<_> = plain.drain_closed().collect();
+        // Every frame from frame 4 on is 2 ms: 6 ms over the run's 3 frames.
+        assert!(figures[4..].iter().all(|f| f.frame_ns == 2_000_000), "{:?}", &figures[4..8]);
+        // Before the first wait: start to start. Without the waits marked: the raw intervals.
+        assert_eq!(figures[0].frame_ns, 10_000);
+        assert_eq!(plain_figures[5].frame_ns, 10_000);
+        assert_eq!(plain_figures[6].frame_ns, 6_000_000 - 20_000);
+        let total = |v: &[FrameFigures]| v.iter().map(|f| f.frame_ns).sum::<u64>();
+        assert_eq!(total(&figures), total(&plain_figures));
+        assert!((p.stats.frame.p50_ms() - 2.0).abs() < 0.01, "{}", p.stats.frame.p50_ms());
+        assert!(plain.stats.frame.p50_ms() < 0.02, "{}", plain.stats.frame.p50_ms());
     }
 
     #[test]

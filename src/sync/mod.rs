@@ -11,9 +11,14 @@
 //!
 //! ## One frame, end to end
 //! The render thread, for frame f:
-//! 1. **throttle** — host-waits `rendered ≥ f+1−F` (F = frames in flight, 2), a value Vulkan
-//!    signals, so per-frame command buffers can be reused. This is the only host wait of the render
-//!    thread, and it never waits on a value the compute API signals (docs/ARCHITECTURE.md: such a
+//! 1. **throttle** — makes sure the draw F frames back is done (`rendered ≥ f+1−F`, F = frames
+//!    in flight, `--frames-in-flight`), so frame f's command buffer can be reused, and, when a
+//!    hand-off is due whose wait the host can settle (below), that its `rendered` value was
+//!    reached. When the host has not seen that yet, it host-waits until only one draw is left in
+//!    flight (`rendered ≥ f−1`): with F = 2 that is every frame, with F = 4 once per 3 frames, so
+//!    the thread sleeps and wakes less often, and the GPU always keeps a draw queued
+//!    ([`throttle_wait`]). This is the only host wait of the render thread, and it waits only for
+//!    values Vulkan signals, never for one the compute API signals (docs/ARCHITECTURE.md: such a
 //!    wait costs ≈ 10 ms on NVIDIA).
 //! 2. **compute** — [`FrameSync::compute`] hands the compute side the frames that are due
 //!    ([`FrameSync::due`]): with the defaults of most modes just frame f; with run-ahead R and
@@ -92,15 +97,31 @@
 //!
 //! # Examples
 //!
-//! The render thread's throttle never waits during the first F frames, then waits for the draw
-//! F frames back; modes are named as on the command line.
+//! The render thread's throttle never waits during the first F frames; after that it waits, until
+//! one draw is left in flight, whenever it has not seen the draw F frames back finish. Modes are
+//! named as on the command line.
 //!
 //! ```
-//! use vkhip::sync::{throttle_value, SyncMode, FRAMES_IN_FLIGHT};
+//! use vkhip::sync::{throttle_wait, SyncMode};
 //!
-//! assert_eq!(FRAMES_IN_FLIGHT, 2);
-//! let waits: Vec<Option<u64>> = (0..5).map(throttle_value).collect();
-//! assert_eq!(waits, [None, None, Some(1), Some(2), Some(3)]); // frame 2 waits for draw 0 (rendered = 1)
+//! // Which frames wait, and for what, with F frames in flight and no hand-off to settle.
+//! let waits = |f_in_flight: u64| {
+//!     let mut seen = 0;
+//!     let mut waits = Vec::new();
+//!     for frame in 0..10 {
+//!         if let Some(v) = throttle_wait(frame, f_in_flight, seen, None) {
+//!             waits.push((frame, v));
+//!             seen = v;
+//!         }
+//!     }
+//!     waits
+//! };
+//! // F = 2: every frame from frame 2 waits for the draw before the last (frame 2: rendered ≥ 1).
+//! assert_eq!(waits(2), (2..10).map(|f| (f, f - 1)).collect::<Vec<_>>());
+//! // F = 4: frame 4 waits until draw 2 is done, which also frees frames 5 and 6; then frame 7.
+//! assert_eq!(waits(4), [(4, 3), (7, 6)]);
+//! // A hand-off at frame 5 that waits for rendered ≥ 4 is settled by the throttle first.
+//! assert_eq!(throttle_wait(5, 4, 3, Some(4)), Some(4));
 //!
 //! assert_eq!(SyncMode::HostWait.to_string(), "host-wait");
 //! assert_eq!(format!("--sync {}", SyncMode::Unsynchronized), "--sync none");
@@ -111,7 +132,7 @@
 mod bridge;
 pub mod plan;
 
-pub use plan::{Export, SyncPlan, SyncRequest, MAX_SLOTS};
+pub use plan::{default_frames_in_flight, Export, SyncPlan, SyncRequest, MAX_FRAMES_IN_FLIGHT, MAX_SLOTS};
 
 use crate::compute::{BackendKind, ComputeBackend, ComputeError, GpuSync};
 use crate::profile::clock::{host_now_ns, ClockInfo};
@@ -125,9 +146,6 @@ use ash::vk;
 use bridge::{Bridge, Job};
 use std::sync::mpsc;
 use std::sync::Arc;
-
-/// Frames the render thread may have in flight on the GPU.
-pub const FRAMES_IN_FLIGHT: u64 = 2;
 
 /// The stage at which a draw first reads the heights, and so waits for `computed`.
 pub const HEIGHTS_READ_STAGE: vk::PipelineStageFlags = vk::PipelineStageFlags::VERTEX_SHADER;
@@ -257,9 +275,23 @@ pub struct DrawSync {
     pub signals: Vec<(vk::Semaphore, u64)>,
 }
 
-/// The `rendered` value the render thread waits for before reusing frame `f`'s resources.
-pub fn throttle_value(frame: u64) -> Option<u64> {
-    (frame >= FRAMES_IN_FLIGHT).then(|| frame + 1 - FRAMES_IN_FLIGHT)
+/// The `rendered` value the render thread's throttle host-waits for at frame `frame` (None: no
+/// wait), with F = `frames_in_flight` draws allowed in flight, `seen` the highest `rendered` value
+/// the host has seen reached, and `handoff` the `rendered` value the hand-off due at this frame
+/// waits for, when the host may settle it (the compute side then skips that wait). F below 2 is
+/// taken as 2.
+///
+/// Frame f needs `rendered ≥ f+1−F` (the draw F frames back is done, so frame f's command buffer
+/// is free) and, for a hand-off wait v, `rendered ≥ v` when v ≤ f−1 (a later value would empty
+/// the queue; the compute side then waits for it on the GPU). When the host has not seen what it
+/// needs, it waits until only one draw is left in flight, `rendered ≥ f−1`: the same wait as F = 2
+/// every frame, but with F > 2 it frees the next F−2 frames too, so the thread sleeps once per
+/// F−1 frames (each wake-up, after a sleep of a whole frame, costs the render thread more CPU
+/// than the rest of its frame; BENCHMARKS.md).
+pub fn throttle_wait(frame: u64, frames_in_flight: u64, seen: u64, handoff: Option<u64>) -> Option<u64> {
+    let resources = (frame + 1).saturating_sub(frames_in_flight.max(2));
+    let settle = handoff.filter(|&v| v < frame).unwrap_or(0);
+    (resources.max(settle) > seen).then(|| frame - 1)
 }
 
 enum Driver {
@@ -290,6 +322,8 @@ pub struct FrameSync {
     /// Compute-side waits handed over, and how many of them were skipped as already satisfied.
     pub waits_planned: u64,
     pub waits_elided: u64,
+    /// Frames whose throttle host-waited.
+    throttle_waits: std::cell::Cell<u64>,
     /// The bridge thread's spans (bounded channel; `bridged` and `none`).
     bridge_spans: Option<mpsc::Receiver<Span>>,
     /// Spans the render thread timed itself (`blocking`, `host-wait`), until taken.
@@ -309,7 +343,7 @@ impl FrameSync {
         let backend_device = backend.device_name();
         let mut bridge_spans = None;
         let driver = if matches!(plan.mode, SyncMode::Bridged | SyncMode::Unsynchronized) {
-            let capacity = plan.slots + FRAMES_IN_FLIGHT as usize;
+            let capacity = plan.slots + plan.frames_in_flight as usize;
             let (computed, rendered) = (sems.computed.handle, sems.rendered.handle);
             let (bridge, spans) = Bridge::start(ctx.clone(), computed, rendered, capacity, backend)?;
             bridge_spans = Some(spans);
@@ -329,6 +363,7 @@ impl FrameSync {
             rendered_seen: std::cell::Cell::new(0),
             waits_planned: 0,
             waits_elided: 0,
+            throttle_waits: std::cell::Cell::new(0),
             bridge_spans,
             local_spans: Vec::new(),
         })
@@ -360,12 +395,28 @@ impl FrameSync {
         self.plan.slot_of(frame)
     }
 
-    /// Step 1: host-wait until frame f's per-frame resources are free (a Vulkan-signalled value).
-    pub fn throttle(&self, frame: u64) -> Result<(), SyncError> {
-        if let Some(v) = throttle_value(frame) {
+    /// Step 1: make sure frame f's per-frame resources are free, and that the `rendered` value
+    /// this frame's hand-off waits for was reached, host-waiting (for a Vulkan-signalled value)
+    /// when the host has not seen it ([`throttle_wait`]). Returns whether it waited.
+    pub fn throttle(&self, frame: u64) -> Result<bool, SyncError> {
+        let due = self.due(frame);
+        let handoff = if self.plan.elide_waits() && !due.is_empty() {
+            self.plan.compute_wait_value(due.start)
+        } else {
+            None
+        };
+        let seen = self.rendered_seen.get();
+        if let Some(v) = throttle_wait(frame, self.plan.frames_in_flight, seen, handoff) {
             self.wait_rendered(v)?;
+            self.throttle_waits.set(self.throttle_waits.get() + 1);
+            return Ok(true);
         }
-        Ok(())
+        Ok(false)
+    }
+
+    /// How many frames' throttles host-waited so far.
+    pub fn throttle_waits(&self) -> u64 {
+        self.throttle_waits.get()
     }
 
     /// Host-wait `rendered ≥ value` (draws are Vulkan's: this never waits on the compute API).
@@ -623,11 +674,52 @@ impl Drop for FrameSync {
 mod tests {
     use super::*;
 
+    /// Simulate the throttle over `frames` frames with F in flight and a hand-off every `batch`
+    /// frames waiting for `rendered ≥ start − lag` (None: no settled hand-offs). Returns the
+    /// frames that waited; checks on the way that every frame's resources were free, that no wait
+    /// emptied the queue, and that F draws were never exceeded.
+    fn simulate(frames: u64, f_in_flight: u64, handoffs: Option<(u64, u64)>) -> Vec<u64> {
+        let mut seen = 0;
+        let mut waited = Vec::new();
+        for frame in 0..frames {
+            let handoff =
+                handoffs.filter(|&(b, lag)| frame % b == 0 && frame >= lag).map(|(_, lag)| frame - lag);
+            if let Some(v) = throttle_wait(frame, f_in_flight, seen, handoff) {
+                assert!(v > seen && v < frame, "frame {frame}: waits for {v} (seen {seen})");
+                seen = v;
+                waited.push(frame);
+            }
+            assert!(seen + f_in_flight > frame, "frame {frame}: the draw F back may still run");
+            if let Some(v) = handoff.filter(|&v| v < frame) {
+                assert!(seen >= v, "frame {frame}: hand-off wait {v} not settled (seen {seen})");
+            }
+        }
+        waited
+    }
+
     #[test]
-    fn throttle_keeps_two_frames_in_flight() {
-        assert_eq!(throttle_value(0), None);
-        assert_eq!(throttle_value(1), None);
-        assert_eq!(throttle_value(2), Some(1));
-        assert_eq!(throttle_value(7), Some(6));
+    fn throttle_wakes_once_per_f_minus_one_frames() {
+        assert_eq!(simulate(10, 2, None), (2..10).collect::<Vec<_>>());
+        assert_eq!(simulate(10, 3, None), [3, 5, 7, 9]);
+        assert_eq!(simulate(16, 4, None), [4, 7, 10, 13]);
+        for f in 2..=MAX_FRAMES_IN_FLIGHT {
+            let n = simulate(1000, f, None).len() as u64;
+            assert_eq!(n, (1000 - 1 - f) / (f - 1) + 1, "F = {f}");
+        }
+    }
+
+    #[test]
+    fn throttle_settles_the_handoff_wait() {
+        // The default external shape: a batch of 7 every 7 frames waits for rendered ≥ start − 1.
+        assert_eq!(simulate(30, 2, Some((7, 1))), (2..30).collect::<Vec<_>>());
+        // With F = 8 the batch's wait and the resources' wait fall on the same frames.
+        assert_eq!(simulate(30, 8, Some((7, 1))), [7, 14, 21, 28]);
+        // F = 4: the batch starts add wake-ups (7, 14, 21, 28) to the every-third-frame ones.
+        assert_eq!(simulate(30, 4, Some((7, 1))), [4, 7, 10, 13, 14, 17, 20, 21, 24, 27, 28]);
+        // A wait for the draw just before (R + B = K) is left to the compute side.
+        assert_eq!(throttle_wait(8, 8, 7, Some(8)), None);
+        // F below 2 is 2.
+        assert_eq!(throttle_wait(0, 0, 0, None), None);
+        assert_eq!(throttle_wait(2, 1, 0, None), Some(1));
     }
 }

@@ -87,6 +87,8 @@ pub struct SyncRequest {
     pub batch: Option<u32>,
     pub memory: MemoryPath,
     pub compute_wait: ComputeWait,
+    /// `--frames-in-flight`; None: [`default_frames_in_flight`].
+    pub frames_in_flight: Option<u32>,
 }
 
 impl From<&CommonArgs> for SyncRequest {
@@ -98,6 +100,7 @@ impl From<&CommonArgs> for SyncRequest {
             batch: a.batch,
             memory: a.memory,
             compute_wait: a.compute_wait,
+            frames_in_flight: a.frames_in_flight,
         }
     }
 }
@@ -112,6 +115,7 @@ impl SyncRequest {
             batch: None,
             memory: MemoryPath::ZeroCopy,
             compute_wait: ComputeWait::Auto,
+            frames_in_flight: None,
         }
     }
 }
@@ -140,6 +144,20 @@ pub fn default_shape(backend: BackendKind, mode: SyncMode) -> (usize, usize, usi
     }
 }
 
+/// Most draws the render thread may have queued on the GPU (`--frames-in-flight`).
+pub const MAX_FRAMES_IN_FLIGHT: u64 = 8;
+
+/// F when the request leaves it open: 2 in a window, where each queued frame is a frame of input
+/// latency and presentation paces the loop anyway; 4 headless, where the render thread then
+/// sleeps once per F − 1 frames instead of every frame (README, "Defaults"; BENCHMARKS.md).
+pub const fn default_frames_in_flight(window: bool) -> u64 {
+    if window {
+        2
+    } else {
+        4
+    }
+}
+
 /// Every sync decision of one run (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SyncPlan {
@@ -152,6 +170,8 @@ pub struct SyncPlan {
     pub run_ahead: usize,
     /// B: frames per hand-off (one wait, B writes, one signal).
     pub batch: usize,
+    /// F: draws the render thread may have queued on the GPU (2..=8; see [`super::throttle_wait`]).
+    pub frames_in_flight: u64,
     pub memory: MemoryPath,
     /// `--compute-wait` (see [`SyncPlan::elide_waits`]).
     pub compute_wait: ComputeWait,
@@ -163,8 +183,9 @@ pub struct SyncPlan {
 
 impl SyncPlan {
     /// Decide everything from the request, the backend (already resolved from `auto`) and the
-    /// Vulkan device. Impossible requests are [`SyncError::Unsupported`] with the reason and what
-    /// to use instead.
+    /// Vulkan device, for a headless run when `--frames-in-flight` is left open (a window passes
+    /// its default in the request). Impossible requests are [`SyncError::Unsupported`] with the
+    /// reason and what to use instead.
     pub fn resolve(
         req: &SyncRequest,
         backend: BackendKind,
@@ -236,6 +257,9 @@ impl SyncPlan {
             slots,
             run_ahead,
             batch,
+            frames_in_flight: req
+                .frames_in_flight
+                .map_or(default_frames_in_flight(false), |f| u64::from(f).clamp(2, MAX_FRAMES_IN_FLIGHT)),
             memory: req.memory,
             compute_wait: req.compute_wait,
             export,
@@ -534,6 +558,18 @@ mod tests {
         assert!(p.after_import(none).is_err());
     }
 
+    #[test]
+    fn frames_in_flight_default_and_request() {
+        let dev = device(true, true);
+        let p = plan(SyncRequest::mode(SyncMode::Auto), BackendKind::Cuda, &dev).unwrap();
+        assert_eq!(p.frames_in_flight, default_frames_in_flight(false));
+        assert_eq!((default_frames_in_flight(false), default_frames_in_flight(true)), (4, 2));
+        for f in 2..=8 {
+            let req = SyncRequest { frames_in_flight: Some(f), ..SyncRequest::mode(SyncMode::Bridged) };
+            assert_eq!(plan(req, BackendKind::Cpu, &dev).unwrap().frames_in_flight, u64::from(f));
+        }
+    }
+
     /// Walk the schedule for every legal (K, R, B) and check the protocol's promises.
     #[test]
     fn schedule_keeps_its_promises_for_every_shape() {
@@ -546,6 +582,7 @@ mod tests {
                         slots: k,
                         run_ahead: r,
                         batch: b,
+                        frames_in_flight: 2,
                         memory: MemoryPath::ZeroCopy,
                         compute_wait: ComputeWait::Auto,
                         export: Export::Timelines,

@@ -25,7 +25,7 @@
 //! let report = |mean: &str| {
 //!     format!(
 //!         "vkhip frame report\n  frame time   mean {mean} ms   p50 1.9 ms   p99 3.0 ms   (500.0 fps)\n  \
-//!          render cpu   p50 40.0 µs   p99 90.0 µs   (render thread CPU time per frame)\n  \
+//!          render cpu   p50 40.0 µs   p99 90.0 µs   mean 45.0 µs   (render thread CPU time per frame)\n  \
 //!          sync         bridged, 3 slot(s), run-ahead 0, batch 1\n  device       llvmpipe\n"
 //!     )
 //! };
@@ -35,7 +35,7 @@
 //! let row = table.lines().last().unwrap();
 //! assert_eq!(
 //!     row,
-//!     "| cpu bridged | bridged, 3 slot(s), run-ahead 0, batch 1 | 2.000 | 1.500–2.500 | n/a | n/a | 40.0 | – | ok |"
+//!     "| cpu bridged | bridged, 3 slot(s), run-ahead 0, batch 1 | 2.000 | 1.500–2.500 | n/a | n/a | 40.0 / 45.0 | – | ok |"
 //! );
 //! ```
 

@@ -1,7 +1,7 @@
 //! Reading a child run's frame report (`vkhip --headless`'s stdout) into numbers.
 //!
 //! The lines relied on (two spaces, the label padded to 12 characters, a space, the value):
-//! `frame time` (mean, p50, p99, fps), `render cpu` (p50), `sync` (the resolved configuration,
+//! `frame time` (mean, p50, p99, fps), `render cpu` (p50, and the mean when there), `sync` (the resolved configuration,
 //! kept verbatim), `device`, and the optional `start-up`.
 //!
 //! # Examples
@@ -11,7 +11,7 @@
 //!
 //! let report = "vkhip frame report
 //!   frame time   mean 0.153 ms   p50 0.150 ms   p99 0.201 ms   (6535.9 fps)
-//!   render cpu   p50 1.2 ms   p99 4.0 ms   (render thread CPU time per frame)
+//!   render cpu   p50 1.2 ms   p99 4.0 ms   mean 1.5 ms   (render thread CPU time per frame)
 //!   start-up     0.412 s to the first frame (process start → first draw finished)
 //!   sync         external, 8 slot(s), run-ahead 0, batch 7
 //!   device       NVIDIA H100 80GB HBM3 [discrete GPU]
@@ -19,6 +19,7 @@
 //! let m = parse_report(report).unwrap();
 //! assert_eq!((m.mean_ms, m.p50_ms, m.p99_ms, m.fps), (0.153, 0.150, 0.201, 6535.9));
 //! assert_eq!((m.render_cpu_p50_us, m.startup_s), (1200.0, Some(0.412))); // ms read as µs
+//! assert_eq!(m.render_cpu_mean_us, Some(1500.0));
 //! assert_eq!(m.resolved, "external, 8 slot(s), run-ahead 0, batch 7");
 //! assert_eq!(m.device, "NVIDIA H100 80GB HBM3 [discrete GPU]");
 //!
@@ -37,6 +38,8 @@ pub struct Measurement {
     pub p99_ms: f64,
     pub fps: f64,
     pub render_cpu_p50_us: f64,
+    /// The `render cpu` line's mean, when the report has one.
+    pub render_cpu_mean_us: Option<f64>,
     /// Seconds from process start to the first frame, when the report states it.
     pub startup_s: Option<f64>,
     /// The text after `sync`, e.g. `external, 8 slot(s), run-ahead 4, batch 4`.
@@ -100,6 +103,9 @@ pub fn parse_report(report: &str) -> Result<Measurement, ParseError> {
         (Some(v), Some("ms")) => v * 1e3,
         _ => return Err(bad("render cpu", cpu)),
     };
+    // `mean X µs`, in the same unit as the p50.
+    let unit = if cpu.split_whitespace().nth(2) == Some("ms") { 1e3 } else { 1.0 };
+    let render_cpu_mean_us = number_after(cpu, "mean").map(|v| v * unit);
     let startup_s = match field(report, "start-up") {
         None => None,
         Some(s) => Some(
@@ -116,6 +122,7 @@ pub fn parse_report(report: &str) -> Result<Measurement, ParseError> {
         p99_ms,
         fps,
         render_cpu_p50_us,
+        render_cpu_mean_us,
         startup_s,
         resolved: required(report, "sync")?.to_string(),
         device: required(report, "device")?.to_string(),

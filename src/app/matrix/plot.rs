@@ -375,6 +375,7 @@ mod tests {
             p99_ms: mean_ms,
             fps: 1e3 / mean_ms,
             render_cpu_p50_us: 1.0,
+            render_cpu_mean_us: None,
             startup_s: None,
             resolved: "bridged, 3 slot(s)".into(),
             device: "d".into(),

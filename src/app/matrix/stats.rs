@@ -17,6 +17,7 @@
 //!         p99_ms: mean_ms,
 //!         fps: 1e3 / mean_ms,
 //!         render_cpu_p50_us: 10.0,
+//!         render_cpu_mean_us: Some(12.0),
 //!         startup_s: None,
 //!         resolved: "bridged, 3 slot(s)".into(),
 //!         device: "llvmpipe".into(),
@@ -58,6 +59,8 @@ pub struct Summary {
     pub frame_ms: Option<f64>,
     pub spread_ms: Option<(f64, f64)>,
     pub render_cpu_p50_us: Option<f64>,
+    /// Median over the repetitions of each one's mean render CPU time.
+    pub render_cpu_mean_us: Option<f64>,
     pub startup_s: Option<f64>,
     /// The resolved sync line of the first ok repetition.
     pub resolved: Option<String>,
@@ -78,6 +81,7 @@ impl Summary {
             frame_ms: median(&means),
             spread_ms: spread(&means),
             render_cpu_p50_us: median(&pick(|m| Some(m.render_cpu_p50_us))),
+            render_cpu_mean_us: median(&pick(|m| m.render_cpu_mean_us)),
             startup_s: median(&pick(|m| m.startup_s)),
             resolved: ms.first().map(|m| m.resolved.clone()),
             ok: ms.len(),
@@ -127,6 +131,7 @@ mod tests {
             p99_ms: mean * 2.0,
             fps: 1e3 / mean,
             render_cpu_p50_us: cpu,
+            render_cpu_mean_us: Some(cpu * 2.0),
             startup_s: startup,
             resolved: "external, 3 slot(s)".into(),
             device: "d".into(),
@@ -145,6 +150,7 @@ mod tests {
         assert_eq!(s.frame_ms, Some(3.0));
         assert_eq!(s.spread_ms, Some((2.0, 4.0)));
         assert_eq!(s.render_cpu_p50_us, Some(20.0));
+        assert_eq!(s.render_cpu_mean_us, Some(40.0));
         assert_eq!(s.startup_s, Some(0.5));
         assert_eq!((s.ok, s.runs), (3, 4));
         assert_eq!(s.status(), "ok (3 of 4; failed: exit code 1: lost)");

@@ -23,7 +23,7 @@
 //! assert!(lines[0].starts_with("label,backend,sync_requested,slots,run_ahead,batch,memory,resolved,grid"));
 //! assert_eq!(
 //!     lines[1],
-//!     r#"vulkan (native),vulkan,external,,,,,,64x64,160x90,1,60,,,,,,,failed,"exit code 1: lost, the device""#
+//!     r#"vulkan (native),vulkan,external,,,,,,64x64,160x90,1,60,,,,,,,,failed,"exit code 1: lost, the device""#
 //! );
 //! ```
 
@@ -67,6 +67,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "p99_ms",
     "fps",
     "render_cpu_p50_us",
+    "render_cpu_mean_us",
     "startup_s",
     "status",
     "reason",
@@ -101,6 +102,7 @@ pub fn write_csv<W: std::io::Write>(out: W, results: &[CellResult], frames: u64)
                 num(|m| m.p99_ms),
                 num(|m| m.fps),
                 num(|m| m.render_cpu_p50_us),
+                m.and_then(|m| m.render_cpu_mean_us).map(|v| v.to_string()).unwrap_or_default(),
                 m.and_then(|m| m.startup_s).map(|v| v.to_string()).unwrap_or_default(),
                 o.status().to_string(),
                 o.reason().to_string(),
@@ -134,14 +136,14 @@ pub fn markdown_table(at: &CellSize, results: &[CellResult]) -> String {
     let _ = writeln!(out, "### grid {} @ image {}\n", at.grid, at.size);
     let _ = writeln!(
         out,
-        "| configuration | resolved sync | frame time (ms) | spread (ms) | vs {NATIVE} | vs {REFERENCE} | render CPU p50 (µs) | start-up (s) | status |"
+        "| configuration | resolved sync | frame time (ms) | spread (ms) | vs {NATIVE} | vs {REFERENCE} | render CPU p50 / mean (µs) | start-up (s) | status |"
     );
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---|");
     for (r, s) in &rows {
         let spread = s.spread_ms.map_or_else(|| "–".into(), |(lo, hi)| format!("{lo:.3}–{hi:.3}"));
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
             cell(r.cell.config.label),
             cell(s.resolved.as_deref().unwrap_or("–")),
             or_dash(s.frame_ms, 3),
@@ -149,6 +151,7 @@ pub fn markdown_table(at: &CellSize, results: &[CellResult]) -> String {
             ratio(s.ratio_to(native)),
             ratio(s.ratio_to(reference)),
             or_dash(s.render_cpu_p50_us, 1),
+            or_dash(s.render_cpu_mean_us, 1),
             or_dash(s.startup_s, 3),
             cell(&s.status()),
         );
@@ -200,6 +203,7 @@ mod tests {
             p99_ms: mean,
             fps: 1e3 / mean,
             render_cpu_p50_us: 5.0,
+            render_cpu_mean_us: Some(7.5),
             startup_s: None,
             resolved: "binary, 1 slot(s)".into(),
             device: "d".into(),
@@ -221,7 +225,10 @@ mod tests {
         let line =
             |label: &str| t.lines().find(|l| l.starts_with(&format!("| {label} |"))).unwrap().to_string();
         assert!(line("simpleVulkan as shipped").contains("| 4.000 | 3.000–5.000 | 4.00× | 2.00× |"), "{t}");
-        assert!(line("vulkan (native)").contains("| 1.000 | 0.800–1.200 | 1.00× | 0.50× |"), "{t}");
+        assert!(
+            line("vulkan (native)").contains("| 1.000 | 0.800–1.200 | 1.00× | 0.50× | 5.0 / 7.5 |"),
+            "{t}"
+        );
         assert!(line("blocking").contains("| – | – | n/a | n/a |"), "{t}");
         assert!(line("blocking").ends_with("| unsupported: no \\| cuda |"), "{t}");
         // Without the reference row its column is n/a.
@@ -249,6 +256,8 @@ mod tests {
         assert_eq!(&rows[1][10], "2");
         assert_eq!(&rows[1][12], "2");
         assert_eq!((&rows[2][3], &rows[2][4], &rows[2][5]), ("4", "2", "2"));
-        assert_eq!((&rows[3][18], &rows[3][19], &rows[3][12]), ("failed", "a, \"b\"", ""));
+        assert_eq!((&rows[3][19], &rows[3][20], &rows[3][12]), ("failed", "a, \"b\"", ""));
+        // render_cpu_p50_us, render_cpu_mean_us
+        assert_eq!((&rows[0][16], &rows[0][17]), ("5", "7.5"));
     }
 }
