@@ -7,6 +7,7 @@ use common::*;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
+use vkhip::app::matrix::parse::parse_report;
 
 const FRAMES: u64 = 60;
 
@@ -157,20 +158,12 @@ fn deeper_queues_wait_less_often_and_stay_race_free() {
             "in flight    up to {f} draws; the render thread host-waited in {waits} of {FRAMES} frames"
         );
         assert!(report.contains(&line), "want '{line}':\n{report}");
-        let frame =
-            report.lines().find(|l| l.trim_start().starts_with("frame time")).expect("frame time line");
-        let (mean, p50) = (number_after(frame, "mean"), number_after(frame, "p50"));
-        assert!(p50 > 0.3 * mean, "frame time p50 {p50} ms against mean {mean} ms: {frame}");
+        let m = parse_report(&report).expect("the report parses");
+        assert!(m.p50_ms > 0.3 * m.mean_ms, "frame time p50 {} ms against mean {} ms", m.p50_ms, m.mean_ms);
         let (code, out) = check(&dir.join(format!("{name}.json")));
         assert_eq!(code, 0, "{out}");
         assert!(out.contains(" 0 violation(s)"), "{out}");
     }
-}
-
-fn number_after(line: &str, key: &str) -> f64 {
-    let mut words = line.split_whitespace();
-    words.find(|w| *w == key);
-    words.next().and_then(|w| w.parse().ok()).unwrap_or_else(|| panic!("no number after '{key}': {line}"))
 }
 
 #[test]

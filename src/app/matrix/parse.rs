@@ -98,13 +98,13 @@ pub fn parse_report(report: &str) -> Result<Measurement, ParseError> {
         .and_then(|w| w[0].trim_start_matches('(').parse::<f64>().ok())
         .ok_or_else(|| bad("frame time", frame))?;
     let cpu = required(report, "render cpu")?;
-    let render_cpu_p50_us = match (number_after(cpu, "p50"), cpu.split_whitespace().nth(2)) {
-        (Some(v), Some("µs")) => v,
-        (Some(v), Some("ms")) => v * 1e3,
+    // `p50 X µs …` (or ms); the optional `mean` is in the same unit.
+    let unit = match cpu.split_whitespace().nth(2) {
+        Some("µs") => 1.0,
+        Some("ms") => 1e3,
         _ => return Err(bad("render cpu", cpu)),
     };
-    // `mean X µs`, in the same unit as the p50.
-    let unit = if cpu.split_whitespace().nth(2) == Some("ms") { 1e3 } else { 1.0 };
+    let render_cpu_p50_us = number_after(cpu, "p50").ok_or_else(|| bad("render cpu", cpu))? * unit;
     let render_cpu_mean_us = number_after(cpu, "mean").map(|v| v * unit);
     let startup_s = match field(report, "start-up") {
         None => None,
