@@ -101,12 +101,19 @@ pub enum ComputeError {
     /// A Vulkan call made by a backend (the vulkan backend, or host-side sync) failed.
     #[error("vulkan: {0}")]
     Vulkan(String),
+    /// A call into the interop crate failed: it keeps the API, the call and its numeric status.
+    #[error(transparent)]
+    Interop(#[from] vkhip_interop::Error),
 }
 
 impl ComputeError {
     /// An environment gap or an impossible request (exit code 2) rather than a failure.
     pub fn is_environment(&self) -> bool {
-        matches!(self, ComputeError::Unavailable { .. } | ComputeError::Unsupported { .. })
+        match self {
+            ComputeError::Unavailable { .. } | ComputeError::Unsupported { .. } => true,
+            ComputeError::Interop(e) => e.is_environment(),
+            _ => false,
+        }
     }
 }
 

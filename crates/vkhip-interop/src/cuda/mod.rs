@@ -1,0 +1,1 @@
+//! CUDA (being moved here from the vkhip app; see the crate's issue).

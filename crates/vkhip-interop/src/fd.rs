@@ -1,0 +1,144 @@
+//! Ownership of a file descriptor handed to a foreign API's import call.
+//!
+//! Vulkan's `vkGetMemoryFdKHR` / `vkGetSemaphoreFdKHR` give us a fresh fd that we own. What happens
+//! to it when CUDA or HIP imports it differs per API, and getting it wrong either leaks the fd (and
+//! with it the whole allocation, which stays alive while any fd refers to it) or closes an fd the
+//! driver still uses. [`ImportFd`] makes the rule explicit at the call site: the import runs
+//! through [`ImportFd::import`], which takes the API's [`FdOwnership`] and closes or releases the fd
+//! according to the outcome. No other code touches the raw fd.
+
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
+
+/// What an import call does with the fd it is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FdOwnership {
+    /// A successful import takes ownership (the driver closes it when the imported object is
+    /// destroyed); after a failed import the caller still owns it and must close it.
+    /// CUDA: "Importing Memory Objects" in the CUDA Programming Guide, cuImportExternalMemory docs.
+    TakenOnSuccess,
+    /// The API never takes ownership (it duplicates what it needs); the caller closes the fd after
+    /// the import, whatever its outcome.
+    Borrowed,
+}
+
+/// An exported fd on its way into a foreign API. Dropping it unused closes it.
+///
+/// # Examples
+///
+/// A socket pair stands in for an exported fd: once every descriptor of one end is closed, the
+/// other end reads end-of-file, which shows whether [`ImportFd::import`] closed it.
+///
+/// ```
+/// use std::io::{ErrorKind, Read as _};
+/// use std::os::fd::{FromRawFd as _, OwnedFd};
+/// use std::os::unix::net::UnixStream;
+/// use vkhip_interop::{FdOwnership, ImportFd};
+///
+/// let closed = |peer: &mut UnixStream| {
+///     peer.set_nonblocking(true).unwrap();
+///     match peer.read(&mut [0u8; 1]) {
+///         Ok(0) => true,
+///         Err(e) if e.kind() == ErrorKind::WouldBlock => false,
+///         other => panic!("unexpected {other:?}"),
+///     }
+/// };
+///
+/// // A failed import that would have taken the fd: the caller still owns it, and it is closed.
+/// let (mut peer, end) = UnixStream::pair().unwrap();
+/// let r = ImportFd::new(OwnedFd::from(end)).import(FdOwnership::TakenOnSuccess, |_| Err::<(), _>("no"));
+/// assert!(r.is_err());
+/// assert!(closed(&mut peer));
+///
+/// // A successful import that takes the fd (CUDA): it stays open, now the API's to close.
+/// let (mut peer, end) = UnixStream::pair().unwrap();
+/// let raw = ImportFd::new(OwnedFd::from(end)).import(FdOwnership::TakenOnSuccess, Ok::<_, ()>).unwrap();
+/// assert!(!closed(&mut peer));
+/// // SAFETY: the "API" owns `raw` now and nothing else refers to it; this plays its close.
+/// drop(unsafe { OwnedFd::from_raw_fd(raw) });
+/// assert!(closed(&mut peer));
+///
+/// // A borrowing import: closed after the call whatever its outcome.
+/// let (mut peer, end) = UnixStream::pair().unwrap();
+/// ImportFd::new(OwnedFd::from(end)).import(FdOwnership::Borrowed, Ok::<_, ()>).unwrap();
+/// assert!(closed(&mut peer));
+/// ```
+#[derive(Debug)]
+pub struct ImportFd(OwnedFd);
+
+impl ImportFd {
+    pub fn new(fd: OwnedFd) -> Self {
+        ImportFd(fd)
+    }
+
+    /// The raw descriptor number, for logs.
+    pub fn raw(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+
+    /// Run `import` with the raw fd, then close it or let it go as `ownership` says for the
+    /// outcome: on `Ok` with [`FdOwnership::TakenOnSuccess`] the fd now belongs to the API and is
+    /// not closed here; in every other case it is closed before this returns.
+    pub fn import<T, E>(
+        self,
+        ownership: FdOwnership,
+        import: impl FnOnce(RawFd) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let result = import(self.0.as_raw_fd());
+        match (&result, ownership) {
+            (Ok(_), FdOwnership::TakenOnSuccess) => {
+                // The API owns the descriptor now: forget it without closing.
+                let _ = self.0.into_raw_fd();
+            }
+            _ => drop(self.0),
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::FromRawFd;
+
+    fn fresh_fd() -> OwnedFd {
+        let f = std::fs::File::open("/dev/null").expect("open /dev/null");
+        OwnedFd::from(f)
+    }
+
+    fn is_open(fd: RawFd) -> bool {
+        // SAFETY: F_GETFD only queries the descriptor table; any integer is a valid argument.
+        unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
+    }
+
+    #[test]
+    fn taken_on_success_leaves_fd_to_the_api() {
+        let fd = ImportFd::new(fresh_fd());
+        let raw = fd.raw();
+        let r: Result<RawFd, ()> = fd.import(FdOwnership::TakenOnSuccess, Ok);
+        assert_eq!(r, Ok(raw));
+        assert!(is_open(raw), "a successful import must not close the fd the API now owns");
+        // Play the API's part: it closes the fd when its object is destroyed.
+        // SAFETY: `raw` is open and owned by nobody else now.
+        drop(unsafe { OwnedFd::from_raw_fd(raw) });
+        assert!(!is_open(raw));
+    }
+
+    #[test]
+    fn taken_on_success_but_failed_closes_fd() {
+        let fd = ImportFd::new(fresh_fd());
+        let raw = fd.raw();
+        let r: Result<(), &str> = fd.import(FdOwnership::TakenOnSuccess, |_| Err("refused"));
+        assert_eq!(r, Err("refused"));
+        assert!(!is_open(raw), "after a failed import the caller still owns the fd and must close it");
+    }
+
+    #[test]
+    fn borrowed_is_closed_either_way() {
+        for ok in [true, false] {
+            let fd = ImportFd::new(fresh_fd());
+            let raw = fd.raw();
+            let _ = fd.import(FdOwnership::Borrowed, |_| if ok { Ok(()) } else { Err(()) });
+            assert!(!is_open(raw), "borrowed fd must be closed after import (ok = {ok})");
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! HIP (being moved here from the vkhip app; see the crate's issue).

@@ -1,0 +1,152 @@
+//! Share Vulkan memory and semaphores with CUDA or HIP kernels, without a copy.
+//!
+//! Vulkan allocates a buffer or an image in exportable memory and exports it, with two timeline
+//! semaphores, as file descriptors; the compute API imports them, maps the memory for its
+//! kernels, and every frame runs **wait → your kernel → signal** on its stream while Vulkan waits
+//! for that signal before it reads. Nothing is copied between the APIs.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`vulkan`] | the export side: a device (yours, borrowed, or one the crate opens), shared buffers, 2D images and timeline semaphores, and the barriers around a foreign writer |
+//! | `cuda` | the CUDA driver API and NVRTC, loaded at run time: open the device Vulkan runs on, import, map, compile, launch, wait and signal on one stream |
+//! | `hip` (feature `hip`) | the same names for AMD GPUs through HIP and hiprtc |
+//! | [`Error`] | one error type: the API, the call that failed and its numeric status |
+//!
+//! # The protocol, end to end
+//!
+//! K buffers (or images) are used in turn: frame f writes number f mod K. Two timeline
+//! semaphores count frames plus one ([`FrameValues`]; 0 means "nothing yet"):
+//! `written` (the compute side sets it to f + 1 once frame f's buffer is written) and `read`
+//! (Vulkan sets it to f + 1 once it has finished reading frame f's buffer).
+//!
+//! 1. **export** — [`vulkan::Device::shared_buffer`], [`vulkan::Device::shared_image`] and
+//!    [`vulkan::Device::shared_timeline`] create the objects in exportable memory (a dedicated
+//!    allocation each) and export them as OPAQUE_FD ([`ExportedMemory`], [`ExportedImage`],
+//!    [`ImportFd`]).
+//! 2. **import** — the compute API opens the device whose UUID is Vulkan's `deviceUUID` and
+//!    imports each fd. An fd is consumed: after a successful CUDA import the driver owns it;
+//!    after a failed one the crate closes it ([`ImportFd`], [`FdOwnership`]).
+//! 3. **map** — imported memory is mapped as a device pointer (buffers) or as an array with a
+//!    surface object a kernel writes (images).
+//! 4. **wait** — before frame f writes its buffer, the compute stream waits until `read` ≥
+//!    f + 1 − K: the frame that last used that buffer has been read ([`FrameValues::wait_before_write`]).
+//! 5. **kernel** — your launch, on the same stream ([`FrameStream::frame`]).
+//! 6. **signal** — the stream sets `written` = f + 1; Vulkan's submit that reads the buffer waits
+//!    for that value on the GPU and signals `read` = f + 1 when it is done.
+//!
+//! **What the host must never wait on**: a value the compute API signals. On NVIDIA a host
+//! `vkWaitSemaphores` on a value CUDA signals takes ≈ 10 ms where the same wait on a value Vulkan
+//! signals takes microseconds (measured on an H100, driver 580; docs/ARCHITECTURE.md in the vkhip
+//! repository). Wait on Vulkan's own values, on a fence, or on the compute API's own stream.
+//!
+//! **HIP on Linux** cannot import semaphores (ROCm's Linux import is a stub), so steps 4 and 6
+//! become host hand-offs there: synchronise the stream after the kernel, then let Vulkan read.
+//!
+//! # Teardown
+//!
+//! Finish the queue and the stream, destroy the imported semaphores, unmap and destroy the
+//! imported memory, then free the Vulkan memory and semaphores, then the devices. The types
+//! encode it: every imported object holds its compute device open and waits for the stream
+//! before it is destroyed, and every Vulkan object holds the [`vulkan::Device`] it came from.
+//! Keep the compute side's objects in fields declared before the Vulkan ones (fields drop in
+//! declaration order). Nothing the crate did not create — your instance, device, queue — is
+//! ever destroyed by it.
+//!
+//! # Bring your own device
+//!
+//! An engine already has a `VkInstance`, a `VkPhysicalDevice` and a `VkDevice`. Ask the crate
+//! what to enable before you create the device ([`vulkan::requirements`]), then hand it over:
+//!
+//! ```no_run
+//! # fn engine() -> (ash::Entry, ash::Instance, ash::vk::PhysicalDevice, ash::Device, u32) { unimplemented!() }
+//! use vkhip_interop::vulkan::{requirements, Device, Importer};
+//!
+//! let need = requirements(Importer::Cuda);
+//! // … create your instance with `need.instance_extensions` and your device with
+//! // `need.device_extensions` and the features in `need` enabled …
+//! let (entry, instance, physical, device, queue_family) = engine();
+//! // SAFETY: the handles are valid, `device` was created from `physical` with `need` enabled, and
+//! // they outlive every object made from the returned Device.
+//! let shared = unsafe { Device::from_raw(&entry, &instance, physical, &device, queue_family, Importer::Cuda) }?;
+//! let buffer = shared.shared_buffer(1 << 20)?;
+//! # Ok::<(), vkhip_interop::Error>(())
+//! ```
+//!
+//! `from_raw` checks what it can: that the physical device can export the memory and semaphore
+//! types, and that the device's export entry points resolve (they only do when the extensions
+//! were enabled). It borrows: dropping the [`vulkan::Device`] destroys nothing of yours.
+//! [`vulkan::Device::open`] creates an instance and device of its own instead, for samples.
+//!
+//! ```
+//! // The value convention, and why the compute side of frame f waits for frame f − K's read.
+//! use vkhip_interop::FrameValues;
+//! let v = FrameValues { slots: 3 };
+//! assert_eq!(v.signal(0), 1); // frame 0 written: 'written' = 1
+//! assert_eq!(v.wait_before_write(2), None); // buffer 2 was never read
+//! assert_eq!(v.wait_before_write(3), Some(1)); // buffer 0 again: frame 0's read must be done
+//! ```
+#![warn(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+
+pub mod cuda;
+mod error;
+mod export;
+mod fd;
+#[cfg(feature = "hip")]
+pub mod hip;
+pub mod vulkan;
+
+pub use error::{Api, Error, ErrorKind, Result};
+pub use export::{ChannelType, ExportedImage, ExportedMemory, ImageFormat};
+pub use fd::{FdOwnership, ImportFd};
+
+/// One stream of a compute API, as the protocol uses it: wait, signal, and one frame between
+/// them. `cuda::Cuda` and `hip::Hip` implement it; `frame` is written once for both.
+pub trait FrameStream {
+    /// The API's imported semaphore.
+    type Semaphore;
+
+    /// Enqueue a wait on the stream: later work starts once `semaphore` reaches `value` (for a
+    /// binary semaphore, once it is signalled; `value` is ignored).
+    fn wait(&self, semaphore: &Self::Semaphore, value: u64) -> Result<()>;
+
+    /// Enqueue a signal on the stream: `semaphore` reaches `value` once earlier work is done.
+    fn signal(&self, semaphore: &Self::Semaphore, value: u64) -> Result<()>;
+
+    /// One frame of the protocol on the stream: wait (if any) → `launch` → signal (if any). The
+    /// host does not wait for anything.
+    fn frame(
+        &self,
+        wait: Option<(&Self::Semaphore, u64)>,
+        signal: Option<(&Self::Semaphore, u64)>,
+        launch: impl FnOnce(&Self) -> Result<()>,
+    ) -> Result<()> {
+        if let Some((semaphore, value)) = wait {
+            self.wait(semaphore, value)?;
+        }
+        launch(self)?;
+        if let Some((semaphore, value)) = signal {
+            self.signal(semaphore, value)?;
+        }
+        Ok(())
+    }
+}
+
+/// The timeline values of the protocol for K buffers used in turn (frame f uses buffer f mod K).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameValues {
+    pub slots: u64,
+}
+
+impl FrameValues {
+    /// The value that says "frame `f` is done" (written, or read): `f + 1`.
+    pub fn signal(&self, frame: u64) -> u64 {
+        frame + 1
+    }
+
+    /// The value of the reader's timeline to wait for before writing frame `f`'s buffer: the
+    /// previous frame that used it, f − K, must be done reading (None while f < K).
+    pub fn wait_before_write(&self, frame: u64) -> Option<u64> {
+        (frame >= self.slots).then(|| frame + 1 - self.slots)
+    }
+}

@@ -1,0 +1,1 @@
+//! Vulkan export side (being written).
