@@ -93,7 +93,8 @@ pub enum ErrorKind {
     Timeout,
 }
 
-/// A failed interop call or a refused request. See the [module documentation](self).
+/// A failed interop call or a refused request: the API, the C call, its numeric status and the
+/// kind of failure. Statuses stay integers (no Rust enum can hold a value a newer driver returns).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
     api: Api,

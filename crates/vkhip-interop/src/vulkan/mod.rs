@@ -1,1 +1,111 @@
-//! Vulkan export side (being written).
+//! The Vulkan side: what a device must enable, the device (yours or one opened here), and the
+//! exportable objects — buffers, 2D images, timeline and binary semaphores.
+//!
+//! **Memory.** Every shared buffer or image has its own allocation, made with
+//! `VkExportMemoryAllocateInfo(OPAQUE_FD)` and bound at offset 0; it is dedicated to its object
+//! when the driver prefers or requires it (`VkMemoryDedicatedRequirements`), and the importer is
+//! then told so. The importer imports the allocation's size (`VkMemoryRequirements::size`), not
+//! the object's. Sub-allocated exports gave CUDA wrong pointers (vulkano PR #1700), so nothing
+//! here shares an allocation.
+//!
+//! **Images** are 2D, one mip level, one layer, optimal tiling, in exclusive sharing mode. They
+//! live in `VK_IMAGE_LAYOUT_GENERAL` for their whole life: record [`SharedImage::cmd_prepare`]
+//! once (UNDEFINED → GENERAL, before the compute API first writes it). Between a foreign writer
+//! and Vulkan, ownership moves through the queue family `VK_QUEUE_FAMILY_EXTERNAL`: record
+//! [`SharedImage::cmd_acquire`] before Vulkan reads what the compute API wrote, and
+//! [`SharedImage::cmd_release`] after Vulkan's last access before the compute API writes again.
+//! Buffers have the same pair ([`SharedBuffer::cmd_acquire`], [`SharedBuffer::cmd_release`]).
+//! Semaphores order the two APIs; the barriers make the writes visible and hand ownership over.
+//!
+//! **fds.** Each `export` returns a new fd that the caller owns until an import consumes it
+//! ([`crate::ImportFd`]).
+
+mod device;
+mod memory;
+mod objects;
+mod submit;
+
+pub use device::{Capabilities, Device};
+pub use objects::{SharedBuffer, SharedImage, SharedSemaphore};
+pub use submit::{Wait, ONE_SHOT_TIMEOUT};
+
+use ash::{khr, vk};
+use std::ffi::CStr;
+
+/// Which compute API will import what the device exports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Importer {
+    /// CUDA imports memory and semaphores (timeline and binary).
+    Cuda,
+    /// HIP imports memory; semaphores only where ROCm can (not on Linux), so semaphore export
+    /// is optional for it.
+    Hip,
+}
+
+impl Importer {
+    pub fn name(self) -> &'static str {
+        match self {
+            Importer::Cuda => "CUDA",
+            Importer::Hip => "HIP",
+        }
+    }
+}
+
+/// What an engine must enable for the crate to work on its device ([`requirements`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Requirements {
+    /// The lowest Vulkan version of the instance and device (1.2: timeline semaphores and the
+    /// external-memory queries are core).
+    pub api_version: u32,
+    /// Instance extensions to enable (none beyond 1.2's core today).
+    pub instance_extensions: Vec<&'static CStr>,
+    /// Device extensions to enable.
+    pub device_extensions: Vec<&'static CStr>,
+    /// Device extensions to enable when the device has them (semaphore export for HIP, which
+    /// uses it only where ROCm can import semaphores).
+    pub optional_device_extensions: Vec<&'static CStr>,
+    /// `VkPhysicalDeviceVulkan12Features::timelineSemaphore` must be enabled.
+    pub timeline_semaphore: bool,
+}
+
+/// The instance and device extensions and features to enable for `importer`.
+///
+/// ```
+/// use vkhip_interop::vulkan::{requirements, Importer};
+/// let cuda = requirements(Importer::Cuda);
+/// let names: Vec<_> = cuda.device_extensions.iter().map(|n| n.to_str().unwrap()).collect();
+/// assert_eq!(names, ["VK_KHR_external_memory_fd", "VK_KHR_external_semaphore_fd"]);
+/// assert!(cuda.timeline_semaphore);
+/// let hip = requirements(Importer::Hip);
+/// assert_eq!(hip.device_extensions.len(), 1); // memory only; semaphores are optional on HIP
+/// ```
+pub fn requirements(importer: Importer) -> Requirements {
+    let memory = khr::external_memory_fd::NAME;
+    let semaphore = khr::external_semaphore_fd::NAME;
+    let (device_extensions, optional_device_extensions) = match importer {
+        Importer::Cuda => (vec![memory, semaphore], vec![]),
+        Importer::Hip => (vec![memory], vec![semaphore]),
+    };
+    Requirements {
+        api_version: vk::API_VERSION_1_2,
+        instance_extensions: Vec::new(),
+        device_extensions,
+        optional_device_extensions,
+        timeline_semaphore: true,
+    }
+}
+
+/// `VK_API_VERSION_MAJOR.MINOR.PATCH`.
+pub(crate) fn version_string(v: u32) -> String {
+    format!("{}.{}.{}", vk::api_version_major(v), vk::api_version_minor(v), vk::api_version_patch(v))
+}
+
+/// Format a UUID as 8-4-4-4-12 hex.
+///
+/// ```
+/// assert_eq!(vkhip_interop::vulkan::uuid_string(&[0xab; 16]), "abababab-abab-abab-abab-abababababab");
+/// ```
+pub fn uuid_string(u: &[u8; 16]) -> String {
+    let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+}

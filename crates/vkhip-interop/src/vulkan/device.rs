@@ -1,0 +1,423 @@
+//! The device the crate exports from: borrowed from an engine ([`Device::from_raw`]) or opened
+//! here for samples ([`Device::open`]).
+
+use super::submit::OneShot;
+use super::{requirements, uuid_string, version_string, Importer};
+use crate::error::{Api, Error, Result};
+use ash::{khr, vk};
+use std::ffi::{c_char, CStr};
+use std::sync::{Arc, Mutex};
+
+/// What the crate knows about a physical device: identity and export capabilities.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    pub name: String,
+    /// `VkPhysicalDeviceIDProperties::deviceUUID`: the compute API opens the device with the
+    /// same UUID (CUDA's `cuDeviceGetUuid`; on AMD one built from the PCI address).
+    pub uuid: [u8; 16],
+    pub api_version: u32,
+    /// A storage buffer can be exported as OPAQUE_FD.
+    pub memory_export: bool,
+    /// The driver exports such memory only as dedicated allocations.
+    pub memory_export_dedicated_only: bool,
+    /// A timeline semaphore can be exported as OPAQUE_FD.
+    pub timeline_export: bool,
+    /// A binary semaphore can be exported as OPAQUE_FD.
+    pub binary_export: bool,
+}
+
+impl Capabilities {
+    /// Read the capabilities of `physical`.
+    ///
+    /// # Safety
+    /// `physical` is a physical device of `instance`, which is live.
+    pub unsafe fn probe(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Result<Self> {
+        let mut id = vk::PhysicalDeviceIDProperties::default();
+        let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
+        // SAFETY: per this function's contract; the pNext chain points at live locals.
+        unsafe { instance.get_physical_device_properties2(physical, &mut props2) };
+        let props = props2.properties;
+        // SAFETY: as above.
+        let exts = unsafe { instance.enumerate_device_extension_properties(physical) }
+            .map_err(|r| Error::vulkan("vkEnumerateDeviceExtensionProperties", r))?;
+        let has = |n: &CStr| exts.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
+        let (memory_export, memory_export_dedicated_only) = if has(khr::external_memory_fd::NAME) {
+            let info = vk::PhysicalDeviceExternalBufferInfo::default()
+                .usage(super::objects::BUFFER_USAGE)
+                .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+            let mut p = vk::ExternalBufferProperties::default();
+            // SAFETY: as above, live locals.
+            unsafe { instance.get_physical_device_external_buffer_properties(physical, &info, &mut p) };
+            let f = p.external_memory_properties.external_memory_features;
+            (
+                f.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE),
+                f.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY),
+            )
+        } else {
+            (false, false)
+        };
+        let semaphore_export = |ty: vk::SemaphoreType| {
+            if !has(khr::external_semaphore_fd::NAME) {
+                return false;
+            }
+            let mut type_info = vk::SemaphoreTypeCreateInfo::default().semaphore_type(ty);
+            let info = vk::PhysicalDeviceExternalSemaphoreInfo::default()
+                .handle_type(vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD)
+                .push_next(&mut type_info);
+            let mut p = vk::ExternalSemaphoreProperties::default();
+            // SAFETY: as above, live locals.
+            unsafe { instance.get_physical_device_external_semaphore_properties(physical, &info, &mut p) };
+            p.external_semaphore_features.contains(vk::ExternalSemaphoreFeatureFlags::EXPORTABLE)
+        };
+        Ok(Capabilities {
+            name: props.device_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+            uuid: id.device_uuid,
+            api_version: props.api_version,
+            memory_export,
+            memory_export_dedicated_only,
+            timeline_export: semaphore_export(vk::SemaphoreType::TIMELINE),
+            binary_export: semaphore_export(vk::SemaphoreType::BINARY),
+        })
+    }
+
+    /// Why this device cannot serve `importer`, if it cannot.
+    pub fn refusal(&self, importer: Importer) -> Option<String> {
+        if self.api_version < vk::API_VERSION_1_2 {
+            return Some(format!(
+                "{} supports Vulkan {} (1.2 needed)",
+                self.name,
+                version_string(self.api_version)
+            ));
+        }
+        if !self.memory_export {
+            return Some(format!(
+                "{} cannot export buffer memory as OPAQUE_FD (VK_KHR_external_memory_fd)",
+                self.name
+            ));
+        }
+        if importer == Importer::Cuda && !self.timeline_export {
+            return Some(format!(
+                "{} cannot export timeline semaphores as OPAQUE_FD (VK_KHR_external_semaphore_fd), which {} imports",
+                self.name,
+                importer.name()
+            ));
+        }
+        None
+    }
+}
+
+/// The device everything is exported from, with the loaders of the export entry points. Cheap to
+/// clone (shared); the objects made from it keep it alive.
+#[derive(Clone)]
+pub struct Device {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) device: ash::Device,
+    pub(crate) instance: ash::Instance,
+    pub(crate) physical: vk::PhysicalDevice,
+    pub(crate) queue_family: u32,
+    pub(crate) memory_properties: vk::PhysicalDeviceMemoryProperties,
+    pub(crate) caps: Capabilities,
+    pub(crate) importer: Importer,
+    pub(crate) external_memory_fd: khr::external_memory_fd::Device,
+    pub(crate) external_semaphore_fd: Option<khr::external_semaphore_fd::Device>,
+    /// The command pool and fence of [`Device::read_buffer`] / [`Device::read_image`] /
+    /// [`Device::submit_one_shot`], made on first use, destroyed with this.
+    pub(crate) one_shot: Mutex<Option<OneShot>>,
+    /// `Some` when the crate created the instance and device, and so destroys them.
+    owned: Option<ash::Entry>,
+}
+
+impl Device {
+    /// Borrow an engine's device. The crate keeps copies of the handles, creates and destroys
+    /// only its own objects, and never destroys `instance` or `device`.
+    ///
+    /// Checks that `physical` can export what `importer` imports and that the device's export
+    /// entry points resolve (they do only when the extensions of [`requirements`] were enabled).
+    ///
+    /// # Safety
+    /// `instance` was created from `entry`, `physical` belongs to it, `device` was created on
+    /// `physical` with the extensions and features of [`requirements`]`(importer)` enabled and a
+    /// queue in `queue_family`; all of them outlive the returned `Device` and every object made
+    /// from it. The crate submits to queue 0 of `queue_family` only in [`Device::read_buffer`],
+    /// [`Device::read_image`] and [`Device::submit_one_shot`], under a lock of its own: do not
+    /// submit to that queue from another thread during those calls.
+    pub unsafe fn from_raw(
+        entry: &ash::Entry,
+        instance: &ash::Instance,
+        physical: vk::PhysicalDevice,
+        device: &ash::Device,
+        queue_family: u32,
+        importer: Importer,
+    ) -> Result<Self> {
+        let _ = entry; // taken for symmetry with `open` and future instance-level checks
+                       // SAFETY: per this function's contract.
+        unsafe { Device::wrap(instance.clone(), physical, device.clone(), queue_family, importer, None) }
+    }
+
+    /// Open a device of the crate's own (samples, tests, tools without an engine): the first
+    /// device whose `deviceUUID` is in `prefer` (the compute API's devices), else the first that
+    /// can export what `importer` imports, discrete GPUs first. Destroyed with the last clone.
+    pub fn open(prefer: &[[u8; 16]], importer: Importer) -> Result<Self> {
+        // SAFETY: loading the system's Vulkan loader runs its initialisers; nothing else here.
+        let entry = unsafe { ash::Entry::load() }.map_err(|e| {
+            Error::unavailable(
+                Api::Vulkan,
+                "",
+                format!("no Vulkan loader ({e}): install libvulkan1 and a Vulkan driver"),
+            )
+        })?;
+        let need = requirements(importer);
+        let app =
+            vk::ApplicationInfo::default().application_name(c"vkhip-interop").api_version(need.api_version);
+        let ext_ptrs: Vec<*const c_char> = need.instance_extensions.iter().map(|n| n.as_ptr()).collect();
+        let info =
+            vk::InstanceCreateInfo::default().application_info(&app).enabled_extension_names(&ext_ptrs);
+        // SAFETY: valid entry; `info` points at live locals.
+        let instance = unsafe { entry.create_instance(&info, None) }
+            .map_err(|r| Error::vulkan("vkCreateInstance", r))?;
+        // SAFETY: `instance` was just created; on failure nothing else refers to it.
+        match unsafe { Device::open_on(&entry, &instance, prefer, importer) } {
+            Ok((physical, device, family)) => {
+                // SAFETY: made above with `requirements(importer)`; ownership passes to `Inner`.
+                unsafe { Device::wrap(instance, physical, device, family, importer, Some(entry)) }
+            }
+            Err(e) => {
+                // SAFETY: nothing was created from the instance that still lives.
+                unsafe { instance.destroy_instance(None) };
+                Err(e)
+            }
+        }
+    }
+
+    /// Choose the physical device and create the logical device with one queue.
+    ///
+    /// # Safety
+    /// `instance` is live and was created from `entry`.
+    unsafe fn open_on(
+        _entry: &ash::Entry,
+        instance: &ash::Instance,
+        prefer: &[[u8; 16]],
+        importer: Importer,
+    ) -> Result<(vk::PhysicalDevice, ash::Device, u32)> {
+        // SAFETY: live instance.
+        let physicals = unsafe { instance.enumerate_physical_devices() }
+            .map_err(|r| Error::vulkan("vkEnumeratePhysicalDevices", r))?;
+        let mut candidates = Vec::new();
+        let mut refusals = Vec::new();
+        for &p in &physicals {
+            // SAFETY: `p` belongs to the live instance.
+            let caps = unsafe { Capabilities::probe(instance, p) }?;
+            // SAFETY: as above.
+            let families = unsafe { instance.get_physical_device_queue_family_properties(p) };
+            let want = vk::QueueFlags::COMPUTE | vk::QueueFlags::TRANSFER;
+            let family = families.iter().position(|f| {
+                f.queue_flags.contains(want)
+                    || f.queue_flags.contains(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
+            });
+            // SAFETY: as above.
+            let props = unsafe { instance.get_physical_device_properties(p) };
+            match (caps.refusal(importer), family) {
+                (Some(why), _) => refusals.push(why),
+                (None, None) => refusals.push(format!("{} has no compute queue", caps.name)),
+                (None, Some(family)) => candidates.push((p, caps, family as u32, props.device_type)),
+            }
+        }
+        let rank = |t: vk::PhysicalDeviceType| match t {
+            vk::PhysicalDeviceType::DISCRETE_GPU => 0,
+            vk::PhysicalDeviceType::INTEGRATED_GPU => 1,
+            vk::PhysicalDeviceType::VIRTUAL_GPU => 2,
+            _ => 3,
+        };
+        let chosen = candidates
+            .iter()
+            .find(|c| prefer.contains(&c.1.uuid))
+            .or_else(|| candidates.iter().min_by_key(|c| rank(c.3)))
+            .ok_or_else(|| {
+                let why =
+                    if refusals.is_empty() { "no Vulkan device".to_string() } else { refusals.join("; ") };
+                Error::unsupported(
+                    Api::Vulkan,
+                    format!("no device can share memory with {}: {why}", importer.name()),
+                )
+            })?;
+        let (physical, caps, family, _) = chosen;
+        let need = requirements(importer);
+        // SAFETY: `physical` belongs to the live instance.
+        let available = unsafe { instance.enumerate_device_extension_properties(*physical) }
+            .map_err(|r| Error::vulkan("vkEnumerateDeviceExtensionProperties", r))?;
+        let has = |n: &CStr| available.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
+        let mut exts: Vec<*const c_char> = need.device_extensions.iter().map(|n| n.as_ptr()).collect();
+        exts.extend(need.optional_device_extensions.iter().filter(|n| has(n)).map(|n| n.as_ptr()));
+        let priorities = [1.0f32];
+        let queues =
+            [vk::DeviceQueueCreateInfo::default().queue_family_index(*family).queue_priorities(&priorities)];
+        let mut v12 =
+            vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(need.timeline_semaphore);
+        let info = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queues)
+            .enabled_extension_names(&exts)
+            .push_next(&mut v12);
+        // SAFETY: `physical` belongs to the live instance; `info` points at live locals.
+        let device = unsafe { instance.create_device(*physical, &info, None) }
+            .map_err(|r| Error::vulkan("vkCreateDevice", r).context(&caps.name))?;
+        Ok((*physical, device, *family))
+    }
+
+    /// # Safety
+    /// As [`Device::from_raw`]; with `owned`, the instance and device become the crate's to
+    /// destroy (also when this fails).
+    unsafe fn wrap(
+        instance: ash::Instance,
+        physical: vk::PhysicalDevice,
+        device: ash::Device,
+        queue_family: u32,
+        importer: Importer,
+        owned: Option<ash::Entry>,
+    ) -> Result<Self> {
+        let destroy_owned = |e: Error| {
+            if owned.is_some() {
+                // SAFETY: ours to destroy; nothing was created from them yet.
+                unsafe {
+                    device.destroy_device(None);
+                    instance.destroy_instance(None);
+                }
+            }
+            e
+        };
+        // SAFETY: per this function's contract.
+        let caps = unsafe { Capabilities::probe(&instance, physical) }.map_err(destroy_owned)?;
+        if let Some(why) = caps.refusal(importer) {
+            return Err(destroy_owned(Error::unsupported(Api::Vulkan, why)));
+        }
+        // An entry point of a device extension resolves only when the extension was enabled.
+        let resolves = |name: &CStr| {
+            // SAFETY: valid instance and device; `name` is NUL-terminated.
+            unsafe { (instance.fp_v1_0().get_device_proc_addr)(device.handle(), name.as_ptr()) }.is_some()
+        };
+        let need = requirements(importer);
+        let entry_points = [
+            (khr::external_memory_fd::NAME, c"vkGetMemoryFdKHR"),
+            (khr::external_semaphore_fd::NAME, c"vkGetSemaphoreFdKHR"),
+        ];
+        for (ext, function) in entry_points {
+            if need.device_extensions.contains(&ext) && !resolves(function) {
+                return Err(destroy_owned(Error::unsupported(
+                    Api::Vulkan,
+                    format!(
+                        "{} is not enabled on the device ({} does not resolve): enable vkhip_interop::vulkan::requirements({:?}).device_extensions",
+                        ext.to_string_lossy(),
+                        function.to_string_lossy(),
+                        importer
+                    ),
+                )));
+            }
+        }
+        let external_semaphore_fd = resolves(c"vkGetSemaphoreFdKHR")
+            .then(|| khr::external_semaphore_fd::Device::new(&instance, &device));
+        // SAFETY: valid handles.
+        let memory_properties = unsafe { instance.get_physical_device_memory_properties(physical) };
+        let external_memory_fd = khr::external_memory_fd::Device::new(&instance, &device);
+        log::debug!(
+            "vulkan: {} ({}), {} device, deviceUUID {}, queue family {queue_family}",
+            caps.name,
+            version_string(caps.api_version),
+            if owned.is_some() { "own" } else { "borrowed" },
+            uuid_string(&caps.uuid)
+        );
+        Ok(Device {
+            inner: Arc::new(Inner {
+                device,
+                instance,
+                physical,
+                queue_family,
+                memory_properties,
+                caps,
+                importer,
+                external_memory_fd,
+                external_semaphore_fd,
+                one_shot: Mutex::new(None),
+                owned,
+            }),
+        })
+    }
+
+    /// The device's `deviceUUID`.
+    pub fn uuid(&self) -> [u8; 16] {
+        self.inner.caps.uuid
+    }
+
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.inner.caps
+    }
+
+    /// "NVIDIA H100 80GB HBM3 (Vulkan 1.4.312, deviceUUID …)".
+    pub fn describe(&self) -> String {
+        let c = &self.inner.caps;
+        format!("{} (Vulkan {}, deviceUUID {})", c.name, version_string(c.api_version), uuid_string(&c.uuid))
+    }
+
+    /// Refuse a compute device whose UUID is not this device's: memory exported here can only
+    /// be imported on the same GPU.
+    pub fn check_uuid(&self, api: Api, compute_uuid: [u8; 16]) -> Result<()> {
+        if compute_uuid != self.uuid() {
+            return Err(Error::unsupported(
+                api,
+                format!(
+                    "the {api} device's UUID {} is not the Vulkan device's {} ({}): open the {api} device with vulkan::Device::uuid()",
+                    uuid_string(&compute_uuid),
+                    uuid_string(&self.uuid()),
+                    self.inner.caps.name
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The `ash::Device` (yours, when borrowed), for recording your own commands.
+    pub fn ash(&self) -> &ash::Device {
+        &self.inner.device
+    }
+
+    pub fn instance(&self) -> &ash::Instance {
+        &self.inner.instance
+    }
+
+    pub fn physical(&self) -> vk::PhysicalDevice {
+        self.inner.physical
+    }
+
+    /// The queue family the crate's own submissions and its barriers use.
+    pub fn queue_family(&self) -> u32 {
+        self.inner.queue_family
+    }
+
+    pub fn importer(&self) -> Importer {
+        self.inner.importer
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // SAFETY: every object made from this device holds an `Arc<Inner>`, so none is left; the
+        // one-shot pool is the crate's own and idle (each submission waits for its fence); the
+        // instance and device are destroyed only when the crate created them, after waiting for
+        // the device (a borrowed device's idleness is its owner's business).
+        unsafe {
+            if self.owned.is_some() {
+                if let Err(e) = self.device.device_wait_idle() {
+                    log::warn!("vulkan: waiting for the device before teardown failed: {e}");
+                }
+            }
+            if let Some(one_shot) = self.one_shot.get_mut().ok().and_then(Option::take) {
+                one_shot.destroy(&self.device);
+            }
+            if self.owned.is_some() {
+                self.device.destroy_device(None);
+                self.instance.destroy_instance(None);
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! Memory-type choice (pure, unit-tested) and the one exportable allocation every shared object
+//! gets.
+
+use super::device::Inner;
+use crate::error::{Api, Error, Result};
+use ash::vk;
+
+/// Index of a memory type allowed by `type_bits` that has all of `required`, preferring one that
+/// also has all of `preferred`; the lowest index wins a tie (drivers order types by preference).
+pub(crate) fn find_memory_type(
+    props: &vk::PhysicalDeviceMemoryProperties,
+    type_bits: u32,
+    required: vk::MemoryPropertyFlags,
+    preferred: vk::MemoryPropertyFlags,
+) -> Option<u32> {
+    let types = &props.memory_types[..props.memory_type_count as usize];
+    let allowed = |i: usize, want: vk::MemoryPropertyFlags| {
+        type_bits & (1 << i) != 0 && types[i].property_flags.contains(want)
+    };
+    (0..types.len())
+        .find(|&i| allowed(i, required | preferred))
+        .or_else(|| (0..types.len()).find(|&i| allowed(i, required)))
+        .map(|i| i as u32)
+}
+
+/// What an allocation is dedicated to, when it is.
+#[derive(Clone, Copy)]
+pub(crate) enum Owner {
+    Buffer(vk::Buffer),
+    Image(vk::Image),
+}
+
+/// An exportable (OPAQUE_FD) device-local allocation for one buffer or image.
+pub(crate) struct Allocation {
+    pub(crate) memory: vk::DeviceMemory,
+    /// `VkMemoryRequirements::size`: what an importer imports.
+    pub(crate) size: u64,
+    pub(crate) dedicated: bool,
+}
+
+/// Allocate exportable memory for `owner`, dedicated to it when the driver prefers or requires
+/// it (or exports only dedicated allocations), and bind it at offset 0. On failure nothing is
+/// left allocated; `owner` itself stays the caller's.
+pub(crate) fn allocate_exportable(device: &Inner, owner: Owner) -> Result<Allocation> {
+    let d = &device.device;
+    let mut dedicated_req = vk::MemoryDedicatedRequirements::default();
+    let mut req2 = vk::MemoryRequirements2::default().push_next(&mut dedicated_req);
+    match owner {
+        // SAFETY: a live buffer of this device; the pNext chain points at live locals.
+        Owner::Buffer(b) => unsafe {
+            d.get_buffer_memory_requirements2(
+                &vk::BufferMemoryRequirementsInfo2::default().buffer(b),
+                &mut req2,
+            )
+        },
+        // SAFETY: as above, for an image.
+        Owner::Image(i) => unsafe {
+            d.get_image_memory_requirements2(&vk::ImageMemoryRequirementsInfo2::default().image(i), &mut req2)
+        },
+    }
+    let req = req2.memory_requirements;
+    let dedicated = dedicated_req.prefers_dedicated_allocation == vk::TRUE
+        || dedicated_req.requires_dedicated_allocation == vk::TRUE
+        || device.caps.memory_export_dedicated_only;
+    let ty = find_memory_type(
+        &device.memory_properties,
+        req.memory_type_bits,
+        vk::MemoryPropertyFlags::empty(),
+        vk::MemoryPropertyFlags::DEVICE_LOCAL,
+    )
+    .ok_or_else(|| Error::unsupported(Api::Vulkan, "no memory type can hold the shared object"))?;
+    let mut export =
+        vk::ExportMemoryAllocateInfo::default().handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let mut dedicated_info = match owner {
+        Owner::Buffer(b) => vk::MemoryDedicatedAllocateInfo::default().buffer(b),
+        Owner::Image(i) => vk::MemoryDedicatedAllocateInfo::default().image(i),
+    };
+    let mut alloc = vk::MemoryAllocateInfo::default()
+        .allocation_size(req.size)
+        .memory_type_index(ty)
+        .push_next(&mut export);
+    if dedicated {
+        alloc = alloc.push_next(&mut dedicated_info);
+    }
+    // SAFETY: valid device; the type index is this device's; the pNext chain points at live locals.
+    let memory =
+        unsafe { d.allocate_memory(&alloc, None) }.map_err(|r| Error::vulkan("vkAllocateMemory", r))?;
+    let bound =
+        match owner {
+            // SAFETY: fresh memory of a suitable type and size, offset 0; the owner is unbound.
+            Owner::Buffer(b) => unsafe { d.bind_buffer_memory(b, memory, 0) }
+                .map_err(|r| Error::vulkan("vkBindBufferMemory", r)),
+            // SAFETY: as above.
+            Owner::Image(i) => unsafe { d.bind_image_memory(i, memory, 0) }
+                .map_err(|r| Error::vulkan("vkBindImageMemory", r)),
+        };
+    if let Err(e) = bound {
+        // SAFETY: nothing uses the memory: binding it failed.
+        unsafe { d.free_memory(memory, None) };
+        return Err(e);
+    }
+    log::debug!(
+        "vulkan: exportable allocation of {} bytes, memory type {ty}, dedicated {dedicated}",
+        req.size
+    );
+    Ok(Allocation { memory, size: req.size, dedicated })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_type_prefers_then_requires() {
+        type F = vk::MemoryPropertyFlags;
+        let mut props = vk::PhysicalDeviceMemoryProperties { memory_type_count: 3, ..Default::default() };
+        props.memory_types[0].property_flags = F::HOST_VISIBLE | F::HOST_COHERENT;
+        props.memory_types[1].property_flags = F::DEVICE_LOCAL;
+        props.memory_types[2].property_flags = F::DEVICE_LOCAL | F::HOST_VISIBLE;
+        assert_eq!(find_memory_type(&props, 0b111, F::empty(), F::DEVICE_LOCAL), Some(1));
+        assert_eq!(find_memory_type(&props, 0b001, F::empty(), F::DEVICE_LOCAL), Some(0));
+        assert_eq!(find_memory_type(&props, 0b101, F::HOST_VISIBLE, F::DEVICE_LOCAL), Some(2));
+        assert_eq!(find_memory_type(&props, 0b010, F::HOST_VISIBLE, F::empty()), None);
+    }
+}

@@ -1,0 +1,300 @@
+//! One-shot submissions on the device's queue, and the read-backs built on them: what samples and
+//! tests use to play the Vulkan reader, waiting and signalling like a draw would. Not for a frame
+//! loop (each call waits on a fence).
+
+use super::device::{Device, Inner};
+use super::memory::find_memory_type;
+use super::objects::{SharedBuffer, SharedImage, SharedSemaphore};
+use crate::error::{Api, Error, Result};
+use ash::vk;
+use std::time::Duration;
+
+/// How long a one-shot submission may take before it fails: something upstream never signalled.
+pub const ONE_SHOT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The crate's command pool and fence, made on first use (see `Inner::one_shot`).
+pub(crate) struct OneShot {
+    pool: vk::CommandPool,
+    fence: vk::Fence,
+}
+
+impl OneShot {
+    fn new(d: &ash::Device, family: u32) -> Result<Self> {
+        let info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(family)
+            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER | vk::CommandPoolCreateFlags::TRANSIENT);
+        // SAFETY: valid device.
+        let pool = unsafe { d.create_command_pool(&info, None) }
+            .map_err(|r| Error::vulkan("vkCreateCommandPool", r))?;
+        // SAFETY: valid device.
+        match unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) } {
+            Ok(fence) => Ok(OneShot { pool, fence }),
+            Err(r) => {
+                // SAFETY: the pool is unused.
+                unsafe { d.destroy_command_pool(pool, None) };
+                Err(Error::vulkan("vkCreateFence", r))
+            }
+        }
+    }
+
+    /// # Safety
+    /// Nothing recorded from the pool is pending and the fence is not in use.
+    pub(crate) unsafe fn destroy(self, d: &ash::Device) {
+        // SAFETY: per this function's contract.
+        unsafe {
+            d.destroy_fence(self.fence, None);
+            d.destroy_command_pool(self.pool, None);
+        }
+    }
+}
+
+/// A wait of a one-shot submission: the semaphore, the value (ignored for binary ones), and the
+/// stage that waits.
+pub type Wait<'a> = (&'a SharedSemaphore, u64, vk::PipelineStageFlags);
+
+impl Device {
+    /// Record commands with `record`, submit them to queue 0 of [`Device::queue_family`] waiting
+    /// on `waits` and signalling `signals` (value ignored for binary semaphores), and wait on a
+    /// fence until they finished (at most [`ONE_SHOT_TIMEOUT`]).
+    pub fn submit_one_shot(
+        &self,
+        waits: &[Wait<'_>],
+        signals: &[(&SharedSemaphore, u64)],
+        record: impl FnOnce(vk::CommandBuffer),
+    ) -> Result<()> {
+        let inner = &self.inner;
+        let d = &inner.device;
+        let mut guard = inner.one_shot.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            *guard = Some(OneShot::new(d, inner.queue_family)?);
+        }
+        let Some(one) = guard.as_ref() else { unreachable!("made above") };
+        let alloc = vk::CommandBufferAllocateInfo::default()
+            .command_pool(one.pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(1);
+        // SAFETY: the pool is ours and locked for this whole call.
+        let cmd = unsafe { d.allocate_command_buffers(&alloc) }
+            .map_err(|r| Error::vulkan("vkAllocateCommandBuffers", r))?[0];
+        let result = submit_and_wait(inner, one.fence, cmd, waits, signals, record);
+        // SAFETY: the submission finished (or never started, or the queue was drained below).
+        unsafe { d.free_command_buffers(one.pool, &[cmd]) };
+        result
+    }
+
+    /// Copy `buffer` to the host once `wait` (if any) is reached, as a reader on the GPU would
+    /// (acquire from the compute API, copy, release back), then signal `signal` (if any). Returns
+    /// the bytes.
+    pub fn read_buffer(
+        &self,
+        buffer: &SharedBuffer,
+        wait: Option<(&SharedSemaphore, u64)>,
+        signal: Option<(&SharedSemaphore, u64)>,
+    ) -> Result<Vec<u8>> {
+        let host = HostBuffer::new(&self.inner, buffer.size())?;
+        let d = &self.inner.device;
+        let transfer = vk::PipelineStageFlags::TRANSFER;
+        let waits: Vec<Wait<'_>> = wait.map(|(s, v)| (s, v, transfer)).into_iter().collect();
+        let signals: Vec<_> = signal.into_iter().collect();
+        self.submit_one_shot(&waits, &signals, |cmd| {
+            let region = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: buffer.size() };
+            // SAFETY: `cmd` is recording on this device's queue family; both buffers are live and
+            // large enough.
+            unsafe {
+                buffer.cmd_acquire(cmd, (transfer, vk::AccessFlags::TRANSFER_READ));
+                d.cmd_copy_buffer(cmd, buffer.buffer(), host.buffer, &[region]);
+                host.cmd_host_visible(d, cmd);
+                buffer.cmd_release(cmd, (transfer, vk::AccessFlags::empty()));
+            }
+        })?;
+        host.read()
+    }
+
+    /// Copy `image` (prepared: layout GENERAL) to the host once `wait` (if any) is reached, as
+    /// [`Device::read_buffer`] does. Returns the texels row by row, tightly packed.
+    pub fn read_image(
+        &self,
+        image: &SharedImage,
+        wait: Option<(&SharedSemaphore, u64)>,
+        signal: Option<(&SharedSemaphore, u64)>,
+    ) -> Result<Vec<u8>> {
+        let (width, height) = image.extent();
+        let bytes = u64::from(width) * u64::from(height) * u64::from(image.format().texel_bytes());
+        let host = HostBuffer::new(&self.inner, bytes)?;
+        let d = &self.inner.device;
+        let transfer = vk::PipelineStageFlags::TRANSFER;
+        let waits: Vec<Wait<'_>> = wait.map(|(s, v)| (s, v, transfer)).into_iter().collect();
+        let signals: Vec<_> = signal.into_iter().collect();
+        self.submit_one_shot(&waits, &signals, |cmd| {
+            let region = vk::BufferImageCopy::default()
+                .image_subresource(
+                    vk::ImageSubresourceLayers::default()
+                        .aspect_mask(vk::ImageAspectFlags::COLOR)
+                        .layer_count(1),
+                )
+                .image_extent(vk::Extent3D { width, height, depth: 1 });
+            // SAFETY: as in read_buffer; the image is in GENERAL (the caller prepared it).
+            unsafe {
+                image.cmd_acquire(cmd, (transfer, vk::AccessFlags::TRANSFER_READ));
+                d.cmd_copy_image_to_buffer(
+                    cmd,
+                    image.image(),
+                    vk::ImageLayout::GENERAL,
+                    host.buffer,
+                    &[region],
+                );
+                host.cmd_host_visible(d, cmd);
+                image.cmd_release(cmd, (transfer, vk::AccessFlags::empty()));
+            }
+        })?;
+        host.read()
+    }
+}
+
+/// Record, submit, wait; on any failure after the submit, drain the queue so the command buffer
+/// and fence can be reused or freed.
+fn submit_and_wait(
+    inner: &Inner,
+    fence: vk::Fence,
+    cmd: vk::CommandBuffer,
+    waits: &[Wait<'_>],
+    signals: &[(&SharedSemaphore, u64)],
+    record: impl FnOnce(vk::CommandBuffer),
+) -> Result<()> {
+    let d = &inner.device;
+    let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+    // SAFETY: a fresh command buffer of the locked pool.
+    unsafe { d.begin_command_buffer(cmd, &begin) }.map_err(|r| Error::vulkan("vkBeginCommandBuffer", r))?;
+    record(cmd);
+    // SAFETY: recording was begun above.
+    unsafe { d.end_command_buffer(cmd) }.map_err(|r| Error::vulkan("vkEndCommandBuffer", r))?;
+    let wait_sems: Vec<_> = waits.iter().map(|w| w.0.handle()).collect();
+    let wait_values: Vec<_> = waits.iter().map(|w| w.1).collect();
+    let stages: Vec<_> = waits.iter().map(|w| w.2).collect();
+    let signal_sems: Vec<_> = signals.iter().map(|s| s.0.handle()).collect();
+    let signal_values: Vec<_> = signals.iter().map(|s| s.1).collect();
+    let mut values = vk::TimelineSemaphoreSubmitInfo::default()
+        .wait_semaphore_values(&wait_values)
+        .signal_semaphore_values(&signal_values);
+    let cmds = [cmd];
+    let submit = vk::SubmitInfo::default()
+        .wait_semaphores(&wait_sems)
+        .wait_dst_stage_mask(&stages)
+        .command_buffers(&cmds)
+        .signal_semaphores(&signal_sems)
+        .push_next(&mut values);
+    // SAFETY: valid device and family; queue 0 exists (the device was created with a queue in
+    // this family).
+    let queue = unsafe { d.get_device_queue(inner.queue_family, 0) };
+    // SAFETY: the submission's handles are live; the caller keeps other threads off this queue
+    // (Device::from_raw's contract); the fence is unsignalled and unused.
+    unsafe { d.queue_submit(queue, &[submit], fence) }.map_err(|r| Error::vulkan("vkQueueSubmit", r))?;
+    let nanos = ONE_SHOT_TIMEOUT.as_nanos() as u64;
+    // SAFETY: the fence was submitted above.
+    let waited = match unsafe { d.wait_for_fences(&[fence], true, nanos) } {
+        Ok(()) => Ok(()),
+        Err(vk::Result::TIMEOUT) => Err(Error::timeout(
+            Api::Vulkan,
+            "vkWaitForFences",
+            "a one-shot submission",
+            ONE_SHOT_TIMEOUT.as_secs(),
+        )),
+        Err(r) => Err(Error::vulkan("vkWaitForFences", r)),
+    };
+    if waited.is_err() {
+        // SAFETY: the queue is ours for this call; drain it so nothing submitted stays pending.
+        if let Err(r) = unsafe { d.queue_wait_idle(queue) } {
+            log::warn!("vulkan: vkQueueWaitIdle after a failed one-shot submission: {r}");
+        }
+    }
+    // SAFETY: the fence is signalled or the queue is idle.
+    unsafe { d.reset_fences(&[fence]) }.map_err(|r| Error::vulkan("vkResetFences", r))?;
+    waited
+}
+
+/// A host-visible, host-coherent buffer a read-back copies into.
+struct HostBuffer<'a> {
+    device: &'a Inner,
+    buffer: vk::Buffer,
+    memory: vk::DeviceMemory,
+    size: u64,
+}
+
+impl<'a> HostBuffer<'a> {
+    fn new(device: &'a Inner, size: u64) -> Result<Self> {
+        let d = &device.device;
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(vk::BufferUsageFlags::TRANSFER_DST)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        // SAFETY: valid device; `info` points at live locals.
+        let buffer =
+            unsafe { d.create_buffer(&info, None) }.map_err(|r| Error::vulkan("vkCreateBuffer", r))?;
+        let mut me = HostBuffer { device, buffer, memory: vk::DeviceMemory::null(), size };
+        // SAFETY: a live buffer.
+        let req = unsafe { d.get_buffer_memory_requirements(buffer) };
+        let host = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+        let ty = find_memory_type(
+            &device.memory_properties,
+            req.memory_type_bits,
+            host,
+            vk::MemoryPropertyFlags::HOST_CACHED,
+        )
+        .ok_or_else(|| Error::unsupported(Api::Vulkan, "no host-visible memory for a read-back"))?;
+        let alloc = vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty);
+        // SAFETY: valid device and type index.
+        me.memory =
+            unsafe { d.allocate_memory(&alloc, None) }.map_err(|r| Error::vulkan("vkAllocateMemory", r))?;
+        // SAFETY: fresh buffer and memory, offset 0.
+        unsafe { d.bind_buffer_memory(buffer, me.memory, 0) }
+            .map_err(|r| Error::vulkan("vkBindBufferMemory", r))?;
+        Ok(me)
+    }
+
+    /// Record the barrier that makes the copy's writes visible to the host.
+    ///
+    /// # Safety
+    /// `cmd` is recording on the device's queue family.
+    unsafe fn cmd_host_visible(&self, d: &ash::Device, cmd: vk::CommandBuffer) {
+        let b = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+            .dst_access_mask(vk::AccessFlags::HOST_READ);
+        // SAFETY: per this function's contract.
+        unsafe {
+            d.cmd_pipeline_barrier(
+                cmd,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::HOST,
+                vk::DependencyFlags::empty(),
+                &[b],
+                &[],
+                &[],
+            )
+        };
+    }
+
+    /// The bytes, once the copy finished.
+    fn read(&self) -> Result<Vec<u8>> {
+        let d = &self.device.device;
+        // SAFETY: host-visible memory of `size` bytes, not mapped elsewhere; the GPU is done with it.
+        let p = unsafe { d.map_memory(self.memory, 0, self.size, vk::MemoryMapFlags::empty()) }
+            .map_err(|r| Error::vulkan("vkMapMemory", r))?;
+        // SAFETY: the mapping covers `size` bytes; coherent memory after the fence wait.
+        let bytes = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), self.size as usize) }.to_vec();
+        // SAFETY: mapped above.
+        unsafe { d.unmap_memory(self.memory) };
+        Ok(bytes)
+    }
+}
+
+impl Drop for HostBuffer<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the one-shot submission that used it finished before this is dropped.
+        unsafe {
+            self.device.device.destroy_buffer(self.buffer, None);
+            if self.memory != vk::DeviceMemory::null() {
+                self.device.device.free_memory(self.memory, None);
+            }
+        }
+    }
+}
