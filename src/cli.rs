@@ -23,7 +23,11 @@
 
 use crate::compute::BackendKind;
 use crate::sim::Grid;
+use crate::sync::plan::{ComputeWait, MemoryPath, SyncRequest};
 use crate::sync::SyncMode;
+
+/// Frames of a headless run when `--frames` is not given.
+pub const DEFAULT_FRAMES: u64 = 120;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -128,8 +132,8 @@ pub struct CommonArgs {
     /// The interop compute side's wait for `rendered` (cuda/hip, external): `auto` skips it when
     /// the host has already seen the value (the draw finished; nothing left to order), `gpu`
     /// always enqueues it on the compute API's stream.
-    #[arg(long, value_enum, default_value_t = ComputeWait::Auto)]
-    pub compute_wait: ComputeWait,
+    #[arg(long, value_enum, default_value_t = ComputeWaitArg::Auto)]
+    pub compute_wait: ComputeWaitArg,
     /// GPU-side profiling: timestamps in every draw and dispatch and events around every kernel
     /// (the report's draw, compute and hand-off lines, the trace's GPU tracks). `off` leaves the
     /// GPU free of profiling work (frame time and the render thread's figures remain).
@@ -138,8 +142,8 @@ pub struct CommonArgs {
     /// How the compute API reaches the slots: zero-copy (imported Vulkan memory) or staged (the
     /// kernel writes the API's own buffer, copied through host memory into a host-visible slot
     /// each frame: the baseline without interop memory; cuda only).
-    #[arg(long, value_enum, default_value_t = MemoryPath::ZeroCopy)]
-    pub memory: MemoryPath,
+    #[arg(long, value_enum, default_value_t = MemoryArg::ZeroCopy)]
+    pub memory: MemoryArg,
     /// Grid size WxH (each side 2..=16384).
     #[arg(long, value_name = "WxH", default_value = "512x512")]
     pub grid: Grid,
@@ -378,16 +382,25 @@ pub enum OnOff {
 
 /// `--compute-wait`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
-pub enum ComputeWait {
+pub enum ComputeWaitArg {
     /// Skip the wait when the host already saw `rendered` reach the value.
     Auto,
     /// Always wait on the GPU.
     Gpu,
 }
 
+impl From<ComputeWaitArg> for ComputeWait {
+    fn from(a: ComputeWaitArg) -> Self {
+        match a {
+            ComputeWaitArg::Auto => ComputeWait::Auto,
+            ComputeWaitArg::Gpu => ComputeWait::Gpu,
+        }
+    }
+}
+
 /// `--memory`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
-pub enum MemoryPath {
+pub enum MemoryArg {
     /// The compute API writes the Vulkan slot itself (imported OPAQUE_FD memory).
     ZeroCopy,
     /// The compute API writes its own buffer; each frame it is copied to host memory and from
@@ -395,11 +408,26 @@ pub enum MemoryPath {
     Staged,
 }
 
-impl MemoryPath {
-    pub fn name(self) -> &'static str {
-        match self {
-            MemoryPath::ZeroCopy => "zero-copy",
-            MemoryPath::Staged => "staged",
+impl From<MemoryArg> for MemoryPath {
+    fn from(a: MemoryArg) -> Self {
+        match a {
+            MemoryArg::ZeroCopy => MemoryPath::ZeroCopy,
+            MemoryArg::Staged => MemoryPath::Staged,
+        }
+    }
+}
+
+/// The sync options of the command line, as the plan takes them.
+impl From<&CommonArgs> for SyncRequest {
+    fn from(a: &CommonArgs) -> Self {
+        SyncRequest {
+            mode: a.sync,
+            slots: a.slots,
+            run_ahead: a.run_ahead,
+            batch: a.batch,
+            memory: a.memory.into(),
+            compute_wait: a.compute_wait.into(),
+            frames_in_flight: a.frames_in_flight,
         }
     }
 }
@@ -429,7 +457,7 @@ pub fn check_run(args: &RunArgs, headless: bool) -> Result<(), UsageError> {
     if headless && args.frames == Some(0) {
         return Err(UsageError("--frames must be at least 1 for a headless run".into()));
     }
-    let frames = args.frames.unwrap_or(if headless { crate::app::headless::DEFAULT_FRAMES } else { 0 });
+    let frames = args.frames.unwrap_or(if headless { DEFAULT_FRAMES } else { 0 });
     if args.warmup_frames > 0 && frames > 0 && args.warmup_frames >= frames {
         return Err(UsageError(format!(
             "--warmup-frames {} leaves no frame to measure out of --frames {frames}",

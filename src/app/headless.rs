@@ -42,9 +42,6 @@ use anyhow::Context as _;
 use ash::vk;
 use std::sync::Arc;
 
-/// Default frame count of a headless run.
-pub const DEFAULT_FRAMES: u64 = 120;
-
 /// A session drawing into an offscreen target: what headless runs and `verify` share. Its `Drop`
 /// stops the protocol first (so no draw is pending, even after an error), then the fields go in
 /// order: the target's images, the renderer, the session.
@@ -102,7 +99,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     let mut o = Offscreen::new(&args.common, extent)?;
     let draw_target = o.draw_target();
     let mut clock = Clock::new(args.time.unwrap_or(TimeMode::Frame), args.dt);
-    let frames = args.frames.unwrap_or(DEFAULT_FRAMES);
+    let frames = args.frames.unwrap_or(crate::cli::DEFAULT_FRAMES);
 
     let mut profile = FrameProfile::new(&o.session, args.trace.as_ref().map(|_| args.trace_frames as usize));
     profile.profiler.warmup_frames = args.warmup_frames;

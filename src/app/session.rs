@@ -40,7 +40,6 @@
 //! ```
 
 use crate::cli::CommonArgs;
-use crate::cli::MemoryPath;
 use crate::compute::fd::ImportFd;
 use crate::compute::{
     cpu::CpuBackend, vulkan::VulkanBackend, BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError,
@@ -48,6 +47,7 @@ use crate::compute::{
 };
 use crate::profile::clock::startup_mark;
 use crate::sim::Grid;
+use crate::sync::plan::MemoryPath;
 use crate::sync::{
     default_frames_in_flight, Export, FrameSemaphores, FrameSync, SyncError, SyncPlan, SyncRequest,
 };

@@ -68,7 +68,6 @@
 //! assert!(err.to_string().contains("the cpu backend cannot wait or signal on the GPU"), "{err}");
 //! ```
 
-use crate::cli::{CommonArgs, ComputeWait, MemoryPath};
 use crate::compute::{BackendKind, GpuSyncSupport};
 use crate::interop::FrameValues;
 use crate::vk::device::PhysicalDeviceInfo;
@@ -77,6 +76,34 @@ use super::{SyncError, SyncMode};
 
 /// Most slots (K) a run may use.
 pub const MAX_SLOTS: usize = 8;
+
+/// Whether the compute side's wait on `rendered` may be skipped when the host already saw the
+/// value (`--compute-wait`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ComputeWait {
+    /// Skip the wait when the host already saw `rendered` reach the value.
+    Auto,
+    /// Always wait on the GPU.
+    Gpu,
+}
+
+/// How the compute side reaches the slot (`--memory`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemoryPath {
+    /// The compute API writes the Vulkan slot itself (imported OPAQUE_FD memory).
+    ZeroCopy,
+    /// The compute API writes its own buffer, copied through host memory into the slot.
+    Staged,
+}
+
+impl MemoryPath {
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryPath::ZeroCopy => "zero-copy",
+            MemoryPath::Staged => "staged",
+        }
+    }
+}
 
 /// What a run asks for; `None` fields take the plan's defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,20 +116,6 @@ pub struct SyncRequest {
     pub compute_wait: ComputeWait,
     /// `--frames-in-flight`; None: [`default_frames_in_flight`].
     pub frames_in_flight: Option<u32>,
-}
-
-impl From<&CommonArgs> for SyncRequest {
-    fn from(a: &CommonArgs) -> Self {
-        SyncRequest {
-            mode: a.sync,
-            slots: a.slots,
-            run_ahead: a.run_ahead,
-            batch: a.batch,
-            memory: a.memory,
-            compute_wait: a.compute_wait,
-            frames_in_flight: a.frames_in_flight,
-        }
-    }
 }
 
 impl SyncRequest {
