@@ -26,7 +26,7 @@ mod objects;
 mod submit;
 
 pub use device::{Capabilities, Device};
-pub use objects::{SharedBuffer, SharedImage, SharedSemaphore};
+pub use objects::{ImportedBuffer, SharedBuffer, SharedImage, SharedSemaphore};
 pub use submit::{Wait, ONE_SHOT_TIMEOUT};
 
 use ash::{khr, vk};

@@ -485,3 +485,85 @@ impl Drop for SharedSemaphore {
         unsafe { self.device.device.destroy_semaphore(self.handle, None) };
     }
 }
+
+impl Device {
+    /// Import memory another Vulkan device of the same GPU exported (or this one: another
+    /// process, a second device on the same GPU) as a buffer of `memory.size` bytes. Vulkan takes
+    /// the fd on success and leaves it to the caller on failure (`VkImportMemoryFdInfoKHR`),
+    /// which [`ImportFd`] encodes. The memory type is chosen as the exporter chose it (device
+    /// local first, among the types the buffer allows), which OPAQUE_FD requires to match.
+    pub fn import_buffer(&self, memory: ExportedMemory) -> Result<ImportedBuffer> {
+        memory.check_sizes(Api::Vulkan)?;
+        let d = &self.inner.device;
+        let mut external =
+            vk::ExternalMemoryBufferCreateInfo::default().handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+        let info = vk::BufferCreateInfo::default()
+            .size(memory.size)
+            .usage(BUFFER_USAGE)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .push_next(&mut external);
+        // SAFETY: valid device; `info` points at live locals.
+        let buffer = unsafe { d.create_buffer(&info, None) }.map_err(|r| Error::vulkan("vkCreateBuffer", r))?;
+        let mut imported = ImportedBuffer { buffer, memory: vk::DeviceMemory::null(), size: memory.size, device: self.inner.clone() };
+        // SAFETY: a live buffer of this device.
+        let req = unsafe { d.get_buffer_memory_requirements(buffer) };
+        let ty = super::memory::find_memory_type(
+            &self.inner.memory_properties,
+            req.memory_type_bits,
+            vk::MemoryPropertyFlags::empty(),
+            vk::MemoryPropertyFlags::DEVICE_LOCAL,
+        )
+        .ok_or_else(|| Error::unsupported(Api::Vulkan, "no memory type can hold the imported buffer"))?;
+        let (allocation_size, dedicated) = (memory.allocation_size, memory.dedicated);
+        imported.memory = memory.fd.import(crate::FdOwnership::TakenOnSuccess, |raw| {
+            let mut import =
+                vk::ImportMemoryFdInfoKHR::default().handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD).fd(raw);
+            let mut dedicated_info = vk::MemoryDedicatedAllocateInfo::default().buffer(buffer);
+            let mut alloc = vk::MemoryAllocateInfo::default()
+                .allocation_size(allocation_size)
+                .memory_type_index(ty)
+                .push_next(&mut import);
+            if dedicated {
+                alloc = alloc.push_next(&mut dedicated_info);
+            }
+            // SAFETY: valid device; the fd refers to an exported allocation of this GPU.
+            unsafe { d.allocate_memory(&alloc, None) }.map_err(|r| Error::vulkan("vkAllocateMemory (import OPAQUE_FD)", r))
+        })?;
+        // SAFETY: fresh buffer and imported memory, offset 0.
+        unsafe { d.bind_buffer_memory(buffer, imported.memory, 0) }.map_err(|r| Error::vulkan("vkBindBufferMemory", r))?;
+        Ok(imported)
+    }
+}
+
+/// A buffer bound to memory imported from an OPAQUE_FD ([`Device::import_buffer`]): the Vulkan
+/// side of an importer, for sharing between two Vulkan devices or processes, and for checking an
+/// export without a second API.
+pub struct ImportedBuffer {
+    buffer: vk::Buffer,
+    memory: vk::DeviceMemory,
+    size: u64,
+    device: Arc<Inner>,
+}
+
+impl ImportedBuffer {
+    pub fn buffer(&self) -> vk::Buffer {
+        self.buffer
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+impl Drop for ImportedBuffer {
+    fn drop(&mut self) {
+        // SAFETY: the owner drops it when no GPU work uses it; freeing the imported memory
+        // releases this device's reference to the allocation.
+        unsafe {
+            self.device.device.destroy_buffer(self.buffer, None);
+            if self.memory != vk::DeviceMemory::null() {
+                self.device.device.free_memory(self.memory, None);
+            }
+        }
+    }
+}
