@@ -23,9 +23,9 @@
 #      (with vs without --trace, interleaved, 3 repetitions) at most 3% of frame time
 #   6b. fault injection (VKHIP_FAULT) on the CUDA path: memory and semaphore import, NVRTC, launch
 #   6c. optional soak (GPU_CHECK_SOAK_FRAMES=N): cuda external and bridged, RSS and fds flat
-#   6d. examples/cuda_interop (the library example, its own kernel checked on the host): it must
-#      print "cuda_interop: OK" and exit 0. Found at GPU_CHECK_CUDA_EXAMPLE, default
-#      BIN's directory/examples/cuda_interop (where `cargo build --release --examples` puts it)
+#   6d. the interop crate's CUDA examples (their own kernels, every value checked on the host): each must print "<name>: OK" and exit 0. Found in
+#      GPU_CHECK_EXAMPLES_DIR, default BIN's directory/examples (where
+#      `cargo build --release -p vkhip-interop --examples` puts them)
 #
 # If the loader cannot find libnvrtc (.13 or .12), the script looks in the CUDA toolkit's and
 # NVIDIA's pip wheels' usual directories and adds the first hit to LD_LIBRARY_PATH (the summary
@@ -465,18 +465,21 @@ if [ "$soak_frames" -gt 0 ]; then
     done
 fi
 
-# --- 6d. the library example ------------------------------------------------------------------------
-example=${GPU_CHECK_CUDA_EXAMPLE:-$(dirname "$bin")/examples/cuda_interop}
-if [ -x "$example" ]; then
-    run example-cuda-interop "$example"
-    if [ "$rc" -eq 0 ] && [ "${last#cuda_interop: OK}" != "$last" ]; then
-        record example-cuda-interop PASS "${last#cuda_interop: }"
+# --- 6d. the interop crate's CUDA examples --------------------------------------------------------
+examples_dir=${GPU_CHECK_EXAMPLES_DIR:-$(dirname "$bin")/examples}
+for name in cuda_buffer; do
+    example=$examples_dir/$name
+    if [ -x "$example" ]; then
+        run "example-$name" "$example"
+        if [ "$rc" -eq 0 ] && [ "${last#"$name": OK}" != "$last" ]; then
+            record "example-$name" PASS "${last#"$name": }"
+        else
+            record "example-$name" "$(status_of)" "exit $rc: $tail_line"
+        fi
     else
-        record example-cuda-interop "$(status_of)" "exit $rc: $tail_line"
+        record "example-$name" FAIL "no executable at $example (build it: cargo build --release -p vkhip-interop --examples)"
     fi
-else
-    record example-cuda-interop FAIL "no executable at $example (build it: cargo build --release --examples)"
-fi
+done
 
 # --- 7. summary --------------------------------------------------------------------------------------
 {

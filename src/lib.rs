@@ -3,10 +3,12 @@
 //!
 //! Where to look first (export → import → map → wait → kernel → signal):
 //! - [`interop`]: the interop as a library, kernel-agnostic — Vulkan exports a buffer and
-//!   timelines ([`interop::vulkan`]), CUDA imports them and runs your kernel between a wait and a
-//!   signal ([`interop::cuda`]); `examples/cuda_interop.rs` uses nothing else.
+//!   timelines ([`interop::vulkan`]); CUDA imports them and runs your kernel between a wait and a
+//!   signal in the `vkhip-interop` crate (`vkhip_interop::cuda`, examples in
+//!   `crates/vkhip-interop/examples/`).
 //! - [`vk::external`]: export of slot memory and semaphores as OPAQUE_FD.
-//! - [`compute`]: the backend interface; `compute::cuda` and `compute::hip` import the fds and map them.
+//! - [`compute`]: the backend interface; `compute::cuda` (over `vkhip_interop::cuda`) and
+//!   `compute::hip` import the fds and map them.
 //! - [`sync`]: the frame-sync protocol, end to end (who waits on what, in every `--sync` mode).
 //! - [`sim`]: the sine-wave parameters and the CPU reference every test compares against.
 #![warn(unsafe_op_in_unsafe_fn)]

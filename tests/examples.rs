@@ -1,16 +1,19 @@
 //! Keeps the interop examples honest without a GPU (CI runs the binaries themselves, expecting
 //! the "no usable … device" exit 2: `.ci/run`):
-//! - each stays one short file (the "lift it from one example" promise of `vkhip::interop`);
-//! - each imports from vkhip only `vkhip::interop::…`, and names nothing else of vkhip but the
-//!   exit-code classifier `vkhip::app::is_environment_error` (checked with `syn`, so comments and
-//!   strings never count);
+//! - each stays one short file (the "lift it from one example" promise of the interop library);
+//! - the app's examples import from vkhip only `vkhip::interop::…`, and name nothing else of
+//!   vkhip but the exit-code classifier `vkhip::app::is_environment_error`; the interop crate's
+//!   examples (`crates/vkhip-interop/examples/`) use `vkhip_interop` and name nothing of vkhip at
+//!   all (checked with `syn`, so comments and strings never count);
 //! - with `--features hip`: the HIP example's own kernel compiles with hiprtc (for gfx90a and
 //!   gfx1030, targets both Debian 12's HIP 5.2 and ROCm 6.4 know) into a code object that defines
 //!   its entry point, the code `Hip::compile` would load on an AMD GPU.
 
 use syn::visit::{self, Visit};
 
-const EXAMPLES: &[&str] = &["examples/cuda_interop.rs", "examples/hip_interop.rs"];
+const EXAMPLES: &[&str] = &["examples/hip_interop.rs"];
+/// The interop crate's examples.
+const CRATE_EXAMPLES: &[&str] = &["crates/vkhip-interop/examples/cuda_buffer.rs"];
 const MAX_LINES: usize = 150;
 /// The one vkhip path outside `interop` an example may name.
 const ALLOWED_OUTSIDE_INTEROP: &[&str] = &["vkhip::app::is_environment_error"];
@@ -68,8 +71,23 @@ fn examples_use_only_the_interop_library() {
 }
 
 #[test]
+fn crate_examples_use_the_crate_and_nothing_of_the_app() {
+    for path in CRATE_EXAMPLES {
+        let text = source(path);
+        let file = syn::parse_file(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let mut paths = VkhipPaths::default();
+        paths.visit_file(&file);
+        assert!(paths.0.is_empty(), "{path} names {:?}: a crate example may not use the app", paths.0);
+        let uses_crate = file.items.iter().any(|item| {
+            matches!(item, syn::Item::Use(u) if matches!(&u.tree, syn::UseTree::Path(p) if p.ident == "vkhip_interop"))
+        });
+        assert!(uses_crate, "{path}: no `use vkhip_interop::…`");
+    }
+}
+
+#[test]
 fn examples_stay_one_short_file() {
-    for path in EXAMPLES {
+    for path in EXAMPLES.iter().chain(CRATE_EXAMPLES) {
         let lines = source(path).lines().count();
         assert!(lines <= MAX_LINES, "{path}: {lines} lines (at most {MAX_LINES})");
     }

@@ -13,10 +13,6 @@
 //! entry points is called, and when, is decided in one place only: [`crate::sync`].
 
 pub mod cpu;
-// compute::cuda's module note links to its private submodules (result, safe, plan, nvrtc); those
-// links resolve with `--document-private-items` only. The module is being rewritten by its owners:
-// remove this allow once its note names them in plain backticks.
-#[allow(rustdoc::private_intra_doc_links)]
 pub mod cuda;
 pub mod fd;
 #[cfg(feature = "hip")]
@@ -242,6 +238,18 @@ impl InteropMemory {
             });
         }
         Ok(())
+    }
+}
+
+/// The interop crate's description of the same export (`buffer_size` is its `size`).
+impl From<InteropMemory> for vkhip_interop::ExportedMemory {
+    fn from(m: InteropMemory) -> Self {
+        vkhip_interop::ExportedMemory {
+            fd: m.fd,
+            allocation_size: m.allocation_size,
+            size: m.buffer_size,
+            dedicated: m.dedicated,
+        }
     }
 }
 

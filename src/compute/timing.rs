@@ -7,8 +7,9 @@
 //! event has completed and, if so, turns its events into spans.
 //!
 //! Events carry no absolute time, only the time between two of them. An **anchor** event gives
-//! them one: it is recorded on a separate, idle stream between two host clock readings and polled
-//! until complete; it happened inside that window, so its midpoint is its host time and half the
+//! them one: it is recorded on an idle stream (the clock stream: HIP's own second stream; for CUDA
+//! the backend's one stream, so a re-anchor waits until the frames are idle) between two host
+//! clock readings and polled until complete; it happened inside that window, so its midpoint is its host time and half the
 //! window the accuracy. The narrowest of a few tries is kept. Every other event's host time is
 //! the anchor's plus the elapsed time from the anchor to it. The anchor is re-taken every
 //! [`REANCHOR_NS`]; where the previous anchor predicted the new one, compared with where it was
@@ -111,9 +112,10 @@ const ANCHOR_GIVE_UP_NS: u64 = 2_000_000;
 const REANCHOR_GIVE_UP_NS: u64 = ANCHOR_GIVE_UP_NS;
 
 /// How long a due re-anchor waits for the frames' stream to be idle before it is tried anyway,
-/// ns. With one hardware queue per context (CUDA_DEVICE_MAX_CONNECTIONS=1, vkhip's default for
-/// a fast start) the anchor's record queues behind whatever the frames' stream holds, such as a
-/// wait for a draw, and would read late; on an idle stream it runs at once.
+/// ns. On the frames' own stream (CUDA), or with one hardware queue per context
+/// (CUDA_DEVICE_MAX_CONNECTIONS=1, vkhip's default for a fast start), the anchor's record queues
+/// behind whatever the frames' stream holds, such as a wait for a draw, and would read late; on
+/// an idle stream it runs at once.
 const REANCHOR_WAIT_NS: u64 = 4 * REANCHOR_NS;
 
 /// Tries per re-anchor. While the GPU runs the other API's work, the first record waits until the
@@ -184,7 +186,8 @@ pub struct StreamTimer<E: TimedEvent> {
 }
 
 impl<E: TimedEvent> StreamTimer<E> {
-    /// `new_event` makes timing-enabled events; `clock_stream` is a stream used only for anchors.
+    /// `new_event` makes timing-enabled events; anchors are recorded on `clock_stream` (idle now;
+    /// a stream of its own, or a handle to the frames' stream).
     pub fn new(
         api: &'static str,
         clock_stream: E::Stream,

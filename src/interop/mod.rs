@@ -2,17 +2,17 @@
 //! API imports them, and every frame runs wait → *your* kernel → signal. Nothing here knows about
 //! the sine wave, the window or the profiler; vkhip's own CUDA backend is built on the same calls.
 //!
-//! ## The six steps (`examples/cuda_interop.rs` runs them end to end)
+//! ## The six steps (`crates/vkhip-interop/examples/cuda_buffer.rs` runs them end to end)
 //! 1. **export** — [`vulkan::VulkanDevice`] makes a [`vulkan::SharedBuffer`] (device-local, its own
 //!    dedicated allocation, exportable as OPAQUE_FD) and [`vulkan::SharedTimeline`]s, and exports
 //!    each as a file descriptor: [`InteropMemory`] (fd + the sizes an importer needs) and
 //!    [`ImportFd`].
 //! 2. **import** — the compute API opens the device whose UUID is Vulkan's `deviceUUID`
-//!    ([`cuda::Cuda::open`]) and imports the fds ([`cuda::Cuda::import_buffer`],
-//!    [`cuda::Cuda::import_timeline`]). An fd is *consumed*: owned by the driver after a
+//!    (`vkhip_interop::cuda::Cuda::open`) and imports the fds (`Cuda::import_buffer`,
+//!    `Cuda::import_timeline`). An fd is *consumed*: owned by the driver after a
 //!    successful import, closed by vkhip after a failed one ([`ImportFd`]), never both.
 //! 3. **map** — the imported memory is mapped to a device pointer for kernels
-//!    ([`cuda::CudaBuffer::device_ptr`]).
+//!    (`vkhip_interop::cuda::CudaBuffer::device_ptr`).
 //! 4. **wait** — before writing, the compute stream waits for the value Vulkan signals when it is
 //!    done reading the buffer.
 //! 5. **kernel** — your launch, on the same stream ([`FrameStream::frame`] takes a closure).
@@ -44,7 +44,6 @@
 //! assert_eq!(v.wait_before_write(3), Some(1)); // slot 0 again: frame 0's draw must be done
 //! ```
 
-pub mod cuda;
 #[cfg(feature = "hip")]
 pub mod hip;
 pub mod vulkan;
@@ -55,7 +54,7 @@ pub use crate::compute::InteropMemory;
 pub use crate::vk::VkError;
 
 /// One stream of a compute API, as the protocol uses it: wait, signal, and one frame between
-/// them. [`cuda::Cuda`] and `hip::Hip` implement it; `frame` is written once for both.
+/// them. `hip::Hip` implements it (CUDA: the crate's `vkhip_interop::FrameStream`).
 pub trait FrameStream {
     /// The API's imported semaphore.
     type Semaphore;

@@ -8,7 +8,7 @@
 //! | module | what |
 //! |---|---|
 //! | [`vulkan`] | the export side: a device (yours, borrowed, or one the crate opens), shared buffers, 2D images and timeline semaphores, and the barriers around a foreign writer |
-//! | `cuda` | the CUDA driver API and NVRTC, loaded at run time: open the device Vulkan runs on, import, map, compile, launch, wait and signal on one stream |
+//! | [`cuda`] | the CUDA driver API and NVRTC, loaded at run time: open the device Vulkan runs on, import, map, compile, launch, wait and signal on one stream |
 //! | `hip` (feature `hip`) | the same names for AMD GPUs through HIP and hiprtc |
 //! | [`Error`] | one error type: the API, the call that failed and its numeric status |
 //!

@@ -1,123 +1,93 @@
-//! CUDA backend (NVIDIA): the driver API and NVRTC, loaded at run time by our own loader, with
-//! cudarc's `sys` types.
+//! CUDA backend (NVIDIA), built on the interop crate's public CUDA API
+//! ([`vkhip_interop::cuda`]) like any other user of it.
 //!
 //! # Design
 //!
-//! Layers, as in cudarc itself:
-//! - [`result`]: one method per driver / NVRTC call; each status code becomes
-//!   `Result<_, ComputeError>` there and nowhere else. The methods hang off [`result::Driver`] and
-//!   [`result::Nvrtc`], which exist only after the library was found and every symbol the layer
-//!   uses was resolved into a table of function pointers that return a plain integer status
-//!   (cudarc's `CUresult` / `nvrtcResult` are Rust enums, which a newer driver's unknown code
-//!   would make undefined behaviour; `tests/binding_status.rs` keeps them out). No GPU, no
-//!   driver, an old driver: one-line [`ComputeError::Unavailable`].
-//! - [`safe`]: one RAII type per CUDA object (context, stream, event, kernel module, imported
-//!   memory and its mapping, imported semaphore); drops log instead of panicking.
-//! - [`staged`]: [`CudaStagedBackend`], `--memory staged`: the same kernel into CUDA-owned memory,
+//! The crate does the CUDA side of the interop: the driver API and NVRTC loaded at run time,
+//! every status kept as an integer in its [`vkhip_interop::Error`], the device's primary context
+//! and **one** non-blocking stream ([`Cuda`]), the imports of Vulkan's memory and semaphores,
+//! events, compiling and launching. What stays here is vkhip's own:
+//! - the `sinewave` kernel: its source, compile options and on-disk cache ([`KernelCache`]),
+//!   its launch shape ([`plan::launch_config`]) and arguments ([`Sinewave`]), and the grid checks;
+//! - fault injection (`VKHIP_FAULT=cuda-compile`, `cuda-launch`, …) and the start-up prewarm
+//!   (`prewarm`);
+//! - the profiler's timing of the stream ([`StreamTimer`] over the crate's [`CudaEvent`]);
+//! - `staged`: [`CudaStagedBackend`], `--memory staged`, the same kernel into CUDA-owned memory,
 //!   copied through page-locked host memory into host-mapped slots (the no-interop baseline).
-//! - [`plan`]: the decisions that need no GPU (launch shape, argument order, semaphore choice,
-//!   device match), unit-tested in CI; [`nvrtc`]: the compile step and its cache key.
 //!
-//! Context. The backend works in the device's primary context (what the CUDA runtime and HIP's
-//! NVIDIA platform use), retained for its lifetime. Calls may come from the render thread or the
-//! bridge thread, one at a time, so every entry point, and `Drop`, first makes that context
-//! current on the calling thread.
+//! One stream. Everything of a backend — waits, launches, signals, fills, the profiler's event
+//! records and its clock anchors, the staged copies — runs on the crate's one stream of the
+//! [`Cuda`] the backend opened (shared as an `Arc<Cuda>`; there is no second stream).
 //!
 //! Frame sync ([`crate::sync`] decides which entry point runs when):
-//! - `enqueue_gpu_synced`: wait (imported `rendered`) → kernel → signal (imported `computed`), all
-//!   on one non-blocking stream, and return. The host never waits on anything CUDA signals (a
-//!   host wait on a CUDA-signalled Vulkan timeline value costs ≈ 10 ms on the H100: DESIGN.md).
+//! - `enqueue_gpu_synced`: wait (imported `rendered`) → kernel → signal (imported `computed`),
+//!   all on the stream, and return. The host never waits on anything CUDA signals (a host wait
+//!   on a CUDA-signalled Vulkan timeline value costs ≈ 10 ms on the H100: docs/ARCHITECTURE.md).
 //! - `write_slot_and_wait`: kernel → record an event → wait for the event (CUDA's own object).
 //!
-//! Kernel. `kernels/sinewave.hip` compiled by NVRTC to a cubin for the device (see [`nvrtc`] for
-//! why not PTX), cached by [`KernelCache`]. Each thread owns four columns and walks rows; enough
-//! row walkers are launched to fill the GPU ([`plan::launch_config`]).
+//! Kernel. `kernels/sinewave.hip` compiled by NVRTC for the device ([`Cuda::target`]: a cubin
+//! for its architecture, PTX only as a fallback), cached by [`KernelCache`]. Each thread owns
+//! four columns and walks rows; enough row walkers are launched to fill the GPU
+//! ([`plan::launch_config`]).
 //!
 //! Shape. [`CudaBackend`] is the skeleton HIP shares ([`crate::compute::imported`]):
-//! [`Imported`] over `CudaApi` (the kernel: `sinewave`, or `sinewave_batch` for a batch, fill,
-//! events, semaphore wait/signal), in an [`InteropBackend`] with `CudaContext` (the primary
-//! context, made current before every call). Slot, grid and semaphore checks, the frame paths and
-//! the benchmark are written there once, for both APIs.
+//! [`Imported`] over [`CudaApi`] (the kernel: `sinewave`, or `sinewave_batch` for a batch, fill,
+//! events, semaphore wait/signal), in an [`InteropBackend`] with [`CudaContext`] (the device).
 //!
-//! Teardown (DESIGN.md "Interop rules"), encoded by field order: `InteropBackend`'s `Drop`
-//! makes the context current and synchronises the stream; then the profiler's and host-wait
-//! events are released, the imported semaphores destroyed, the mapped pointers freed and the
-//! imported memory destroyed, the module unloaded, the stream destroyed and the primary context
-//! released. The caller frees the Vulkan
-//! memory and semaphores after the backend is gone.
+//! Teardown (docs/ARCHITECTURE.md, "Interop rules"): `InteropBackend`'s `Drop` synchronises the
+//! stream; then the profiler's and host-wait events are released, the imported semaphores
+//! destroyed, the mapped pointers freed and the imported memory destroyed, the module unloaded.
+//! Every crate object holds the device (context and stream) open and waits for the stream before
+//! it goes, so the stream is destroyed and the primary context released with the last of them.
+//! The caller frees the Vulkan memory and semaphores after the backend is gone.
 
-pub(crate) mod nvrtc;
 pub(crate) mod plan;
 mod prewarm;
-pub(crate) mod result;
-pub(crate) mod safe;
 mod staged;
 
 use crate::compute::imported::{
     self, Imported, InteropApi, InteropBackend, InteropDevice, SemaphorePair, Semaphores,
 };
-use crate::compute::kernel::{CacheOutcome, KernelCache, SinewaveLaunch, SINEWAVE_ENTRY};
-use crate::compute::timing::StreamTimer;
+use crate::compute::kernel::{
+    CacheOutcome, KernelCache, SinewaveArgs, SinewaveLaunch, SINEWAVE_BATCH_ENTRY, SINEWAVE_ENTRY,
+    SINEWAVE_SOURCE,
+};
+use crate::compute::timing::{StreamTimer, TimedEvent};
 use crate::compute::{
     BackendKind, ComputeDeviceInfo, ComputeError, InteropMemory, InteropSemaphorePair, InteropSemaphores,
 };
-use crate::interop::cuda::{Cuda, CudaBuffer, CudaTimeline};
 use crate::sim::WaveParams;
-use cudarc::driver::sys;
-use plan::{DeviceLimits, SeenDevice};
-use result::Driver;
-use safe::{Event, Kernel, PrimaryContext, Stream};
+use plan::{DeviceLimits, SinewaveBatchArgs};
+use std::sync::Arc;
+use vkhip_interop::cuda::{
+    self as interop, Cuda, CudaBuffer, CudaEvent, CudaKernel, CudaMemory, CudaSemaphore,
+};
+use vkhip_interop::cuda::{DriverVersion, Target};
 
 pub use prewarm::{limit_hardware_queues, prewarm};
 pub use staged::CudaStagedBackend;
 
 type Result<T> = std::result::Result<T, ComputeError>;
 
-/// A device as the driver reports it.
-#[derive(Clone, Debug)]
-pub(crate) struct CudaDevice {
-    pub ordinal: i32,
-    pub handle: sys::CUdevice,
-    pub name: String,
-    pub uuid: [u8; 16],
-    /// Compute capability as major·10 + minor (90 for the H100).
-    pub arch: u32,
-    pub limits: DeviceLimits,
-    pub total_mem: u64,
-}
+/// NVRTC options after the architecture: `--fmad=false` keeps `frequency·u + phase` as a rounded
+/// multiply then a rounded add, exactly as the CPU reference in `sim.rs` computes it; a fused
+/// multiply-add would shift the sine's argument by up to half an ulp. The kernel is bound by its
+/// stores, so this costs nothing measurable.
+const NVRTC_OPTIONS: &[&str] = &["--fmad=false"];
 
-fn enumerate(driver: &Driver) -> Result<Vec<CudaDevice>> {
-    use sys::CUdevice_attribute as A;
-    let count = driver.device_count()?;
-    (0..count)
-        .map(|ordinal| {
-            let handle = driver.device_get(ordinal)?;
-            let attr = |a| driver.device_attribute(handle, a).map(|v| v.max(0) as u32);
-            Ok(CudaDevice {
-                ordinal,
-                handle,
-                name: driver.device_name(handle)?,
-                uuid: driver.device_uuid(handle)?,
-                arch: attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? * 10
-                    + attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
-                limits: DeviceLimits {
-                    sm_count: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
-                    max_threads_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
-                    max_threads_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
-                },
-                total_mem: driver.device_total_mem(handle)? as u64,
-            })
-        })
-        .collect()
-}
-
-/// "13.0" for the 13000 that `cuDriverGetVersion` reports.
-fn format_cuda_version(version: i32) -> String {
-    format!("{}.{}", version / 1000, (version % 1000) / 10)
+/// The CLI's wording for a missing driver or library ("backend cuda is not available: …", exit
+/// 2); every other crate error stays the crate's typed error.
+fn backend_error(e: ComputeError) -> ComputeError {
+    match e {
+        ComputeError::Interop(e) if e.kind() == vkhip_interop::ErrorKind::Unavailable => {
+            ComputeError::Unavailable { backend: "cuda", reason: e.message().to_string() }
+        }
+        other => other,
+    }
 }
 
 /// Devices the CUDA driver can see. [`ComputeError::Unavailable`] (one line) when libcuda is
-/// missing or too old, `cuInit` fails, or there are no devices.
+/// missing or too old, or there are no devices; a failed `cuInit` keeps its status.
 ///
 /// ```
 /// // A GPU machine lists its devices; anywhere else the answer is one line saying why not
@@ -128,55 +98,154 @@ fn format_cuda_version(version: i32) -> String {
 /// }
 /// ```
 pub fn probe() -> Result<Vec<ComputeDeviceInfo>> {
-    let driver = Driver::get()?;
-    let version = format_cuda_version(driver.driver_version()?);
-    let devices = enumerate(driver)?;
-    if devices.is_empty() {
-        return Err(ComputeError::Unavailable {
-            backend: "cuda",
-            reason: "the NVIDIA driver reports no CUDA devices".into(),
-        });
-    }
+    let devices = interop::devices().map_err(|e| backend_error(e.into()))?;
     Ok(devices
         .into_iter()
         .map(|d| ComputeDeviceInfo {
             api: "cuda",
             ordinal: d.ordinal,
-            detail: format!(
-                "sm_{}, {} SMs, {:.1} GiB, driver CUDA {version}, UUID from cuDeviceGetUuid_v2",
-                d.arch,
-                d.limits.sm_count,
-                d.total_mem as f64 / (1u64 << 30) as f64
-            ),
             name: d.name,
             uuid: d.uuid,
+            detail: d.detail,
         })
         .collect())
 }
 
-/// A retained primary context on the device with `device_uuid`, kept across backend lifetimes
-/// (`vkhip cycles`): without it the context would be destroyed whenever the last backend goes,
-/// taking any leaked import with it and hiding the leak.
+/// The CUDA device with `device_uuid` held open (its primary context retained) across backend
+/// lifetimes (`vkhip cycles`): without it the context would be destroyed whenever the last
+/// backend goes, taking any leaked import with it and hiding the leak.
 pub struct ContextHold {
-    _ctx: PrimaryContext,
+    _cuda: Cuda,
 }
 
-/// Retain the primary context of the CUDA device whose UUID is `device_uuid`.
+/// Hold the CUDA device whose UUID is `device_uuid` open.
 pub fn hold_context(device_uuid: [u8; 16]) -> Result<ContextHold> {
-    let driver = Driver::get()?;
-    let device = find_device(driver, device_uuid)?;
-    Ok(ContextHold { _ctx: PrimaryContext::retain(driver, device.handle)? })
+    Ok(ContextHold { _cuda: Cuda::open(device_uuid).map_err(|e| backend_error(e.into()))? })
 }
 
-/// The CUDA device whose UUID is `device_uuid` (Vulkan's deviceUUID), or `Unavailable` naming
-/// the devices seen.
-pub(crate) fn find_device(driver: &Driver, device_uuid: [u8; 16]) -> Result<CudaDevice> {
-    let devices = enumerate(driver)?;
-    let seen: Vec<SeenDevice> = devices
-        .iter()
-        .map(|d| SeenDevice { ordinal: d.ordinal, name: d.name.clone(), uuid: d.uuid })
-        .collect();
-    Ok(devices[plan::choose_device(device_uuid, &seen)?].clone())
+/// A device address range the kernel may write: `size` bytes from `ptr`, 16-byte aligned,
+/// borrowed from the imported buffer or CUDA allocation that owns them (only those make one).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DeviceRange<'a> {
+    ptr: u64,
+    size: u64,
+    _owner: std::marker::PhantomData<&'a ()>,
+}
+
+impl<'a> From<&'a CudaBuffer> for DeviceRange<'a> {
+    fn from(b: &'a CudaBuffer) -> Self {
+        DeviceRange { ptr: b.device_ptr(), size: b.size(), _owner: std::marker::PhantomData }
+    }
+}
+
+impl<'a> From<&'a CudaMemory> for DeviceRange<'a> {
+    fn from(m: &'a CudaMemory) -> Self {
+        DeviceRange { ptr: m.device_ptr(), size: m.size(), _owner: std::marker::PhantomData }
+    }
+}
+
+/// The loaded `sinewave` entry points and the device's launch limits.
+pub(crate) struct Sinewave {
+    single: CudaKernel,
+    /// `sinewave_batch` (None: an image without it; batches then launch once per slot).
+    batch: Option<CudaKernel>,
+    limits: DeviceLimits,
+}
+
+impl Sinewave {
+    /// Load `image` on `cuda` and look up both entry points (`sinewave_batch` is optional).
+    fn load(cuda: &Cuda, image: &[u8]) -> Result<Self> {
+        let module = cuda.load_module(image)?;
+        let single = module.function(SINEWAVE_ENTRY)?;
+        let batch = module
+            .function(SINEWAVE_BATCH_ENTRY)
+            .map_err(|e| log::debug!("cuda: no {SINEWAVE_BATCH_ENTRY} in the image ({e})"))
+            .ok();
+        Ok(Sinewave { single, batch, limits: DeviceLimits::of(cuda.info()) })
+    }
+
+    /// Enqueue `sinewave` writing `dst` for `params` on `cuda`'s stream.
+    fn launch(&self, cuda: &Cuda, dst: DeviceRange<'_>, params: &WaveParams) -> Result<SinewaveLaunch> {
+        plan::check_grid_fits(params.grid, dst.size)?;
+        crate::fault::inject_compute(crate::fault::Fault::CudaLaunch, "cuda", "cuLaunchKernel")?;
+        let cfg = plan::launch_config(params.grid, self.limits);
+        let mut args = SinewaveArgs::new(dst.ptr, params);
+        let mut ptrs = args.param_pointers();
+        let (grid, block) = dims(cfg);
+        // SAFETY: `single` is `sinewave` from a module loaded on `cuda`, whose parameters are
+        // `SinewaveArgs::SIGNATURE` (a unit test checks it against the source) and `ptrs`
+        // follows that order; the kernel writes `grid.len()` floats from `dst.ptr`, which the
+        // check above keeps inside the range (a `DeviceRange` borrows live memory of its size,
+        // 16-byte aligned, that the stream has finished with before it is freed); `args`
+        // outlives the call, which copies the values.
+        unsafe { cuda.launch(&self.single, grid, block, &mut ptrs) }?;
+        Ok(cfg)
+    }
+
+    /// Enqueue one launch of `sinewave_batch` writing `dsts[i]` for `params[i]` (all on one grid,
+    /// at most [`crate::compute::kernel::MAX_BATCH`]); falls back to one `sinewave` launch per
+    /// slot when the image has no batch entry. One launch instead of B is most of what a batched
+    /// hand-off saves on the GPU.
+    fn launch_batch(
+        &self,
+        cuda: &Cuda,
+        dsts: &[DeviceRange<'_>],
+        params: &[WaveParams],
+    ) -> Result<SinewaveLaunch> {
+        let Some(function) = self.batch.as_ref().filter(|_| dsts.len() > 1) else {
+            let mut cfg = None;
+            for (d, p) in dsts.iter().zip(params) {
+                cfg = Some(self.launch(cuda, *d, p)?);
+            }
+            return cfg.ok_or_else(|| ComputeError::Unsupported {
+                backend: "cuda",
+                reason: "an empty batch".into(),
+            });
+        };
+        for (d, p) in dsts.iter().zip(params) {
+            plan::check_grid_fits(p.grid, d.size)?;
+        }
+        crate::fault::inject_compute(crate::fault::Fault::CudaLaunch, "cuda", "cuLaunchKernel")?;
+        let ptrs: Vec<u64> = dsts.iter().map(|d| d.ptr).collect();
+        let mut args = SinewaveBatchArgs::new(&ptrs, params)?;
+        let mut cfg = plan::launch_config(params[0].grid, self.limits);
+        cfg.grid_z = dsts.len() as u32;
+        let mut arg_ptrs = args.param_pointers();
+        let (grid, block) = dims(cfg);
+        // SAFETY: `function` is `sinewave_batch` from a module loaded on `cuda`, whose parameters
+        // are `SinewaveBatchArgs::SIGNATURE` with the struct's layout checked against the source
+        // by a unit test; blockIdx.z < dsts.len() picks one of the pointers filled in, each the
+        // start of a live `DeviceRange` that holds the grid (checked above); `args` outlives the
+        // call, which copies the values.
+        unsafe { cuda.launch(function, grid, block, &mut arg_ptrs) }?;
+        Ok(cfg)
+    }
+}
+
+/// `cuLaunchKernel`'s (grid, block) for a `sinewave` launch.
+fn dims(l: SinewaveLaunch) -> ([u32; 3], [u32; 3]) {
+    ([l.grid_x, l.grid_y, l.grid_z], [l.block_x, 1, 1])
+}
+
+/// The profiler's events are the crate's, recorded on the backend's one stream.
+impl TimedEvent for CudaEvent {
+    type Stream = Arc<Cuda>;
+
+    fn record_on(&self, stream: &Arc<Cuda>) -> Result<()> {
+        Ok(stream.record(self)?)
+    }
+
+    fn is_done(&self) -> Result<bool> {
+        Ok(self.query()?)
+    }
+
+    fn ms_since(&self, earlier: &CudaEvent) -> Result<f32> {
+        Ok(earlier.elapsed_ms(self)?)
+    }
+
+    fn wait(&self) -> Result<()> {
+        Ok(self.synchronize()?)
+    }
 }
 
 /// Import a (computed, rendered) pair ([`SemaphorePair::import`]); a failure is an error.
@@ -184,81 +253,80 @@ fn import_pair(
     cuda: &Cuda,
     pair: InteropSemaphorePair,
     timeline: bool,
-) -> Result<SemaphorePair<CudaTimeline>> {
+) -> Result<SemaphorePair<CudaSemaphore>> {
     // An injected failure drops both fds unused, which closes them, as a real one does.
     crate::fault::inject_compute(
         crate::fault::Fault::CudaSemaphoreImport,
         "cuda",
         "cuImportExternalSemaphore",
     )?;
-    SemaphorePair::import(pair, |fd| if timeline { cuda.import_timeline(fd) } else { cuda.import_binary(fd) })
+    SemaphorePair::import(pair, |fd| {
+        Ok(if timeline { cuda.import_timeline(fd) } else { cuda.import_binary(fd) }?)
+    })
 }
 
-/// What the shared skeleton ([`Imported`]) calls CUDA with: the loaded kernel and the device's
-/// launch limits.
+/// What the shared skeleton ([`Imported`]) calls CUDA with: the device and the loaded kernel.
 pub struct CudaApi {
-    kernel: Kernel,
-    limits: DeviceLimits,
-    driver: &'static Driver,
+    kernel: Sinewave,
+    cuda: Arc<Cuda>,
 }
 
 impl InteropApi for CudaApi {
     const NAME: &'static str = "cuda";
     const FILL_NAME: &'static str = "cuMemsetD32Async";
-    type Stream = Stream;
-    type Event = Event;
-    type Semaphore = CudaTimeline;
+    /// The crate's device, whose one stream everything runs on.
+    type Stream = Arc<Cuda>;
+    type Event = CudaEvent;
+    type Semaphore = CudaSemaphore;
     type Buffer = CudaBuffer;
 
     fn buffer_size(buffer: &CudaBuffer) -> u64 {
         buffer.size()
     }
 
-    fn wait(&self, semaphore: &CudaTimeline, value: u64, stream: &Stream) -> Result<()> {
-        semaphore.raw().wait(value, stream)
+    fn wait(&self, semaphore: &CudaSemaphore, value: u64, stream: &Arc<Cuda>) -> Result<()> {
+        Ok(vkhip_interop::FrameStream::wait(&**stream, semaphore, value)?)
     }
 
-    fn signal(&self, semaphore: &CudaTimeline, value: u64, stream: &Stream) -> Result<()> {
-        semaphore.raw().signal(value, stream)
+    fn signal(&self, semaphore: &CudaSemaphore, value: u64, stream: &Arc<Cuda>) -> Result<()> {
+        Ok(vkhip_interop::FrameStream::signal(&**stream, semaphore, value)?)
     }
 
     /// One `sinewave` launch for one slot, one `sinewave_batch` launch for several.
-    fn launch(&self, stream: &Stream, slots: &[(&CudaBuffer, WaveParams)]) -> Result<SinewaveLaunch> {
+    fn launch(&self, stream: &Arc<Cuda>, slots: &[(&CudaBuffer, WaveParams)]) -> Result<SinewaveLaunch> {
         if let [(buffer, params)] = slots {
-            return self.kernel.launch(stream, buffer.range(), params, self.limits);
+            return self.kernel.launch(stream, (*buffer).into(), params);
         }
-        let ranges: Vec<_> = slots.iter().map(|(b, _)| b.range()).collect();
+        let ranges: Vec<DeviceRange<'_>> = slots.iter().map(|(b, _)| (*b).into()).collect();
         let params: Vec<WaveParams> = slots.iter().map(|s| s.1).collect();
-        self.kernel.launch_batch(stream, &ranges, &params, self.limits)
+        self.kernel.launch_batch(stream, &ranges, &params)
     }
 
-    fn fill(&self, buffer: &CudaBuffer, words: usize, stream: &Stream) -> Result<()> {
-        buffer.fill(0, words, stream)
+    /// On the buffer's device's stream, which is `stream`.
+    fn fill(&self, buffer: &CudaBuffer, words: usize, _stream: &Arc<Cuda>) -> Result<()> {
+        Ok(buffer.fill_u32(0, words)?)
     }
 
-    fn timed_event(&self) -> Result<Event> {
-        Event::new(self.driver, true)
+    fn timed_event(&self) -> Result<CudaEvent> {
+        Ok(self.cuda.event(true)?)
     }
 
-    fn elapsed_us(&self, start: &Event, end: &Event) -> Result<f64> {
-        start.elapsed_us(end)
+    fn elapsed_us(&self, start: &CudaEvent, end: &CudaEvent) -> Result<f64> {
+        Ok(f64::from(start.elapsed_ms(end)?) * 1000.0)
     }
 
-    fn synchronize(&self, stream: &Stream) -> Result<()> {
-        stream.synchronize()
+    fn synchronize(&self, stream: &Arc<Cuda>) -> Result<()> {
+        Ok(stream.synchronize()?)
     }
 }
 
-/// The CUDA backend: imported slots and semaphores, the kernel and one stream (the shared
-/// skeleton, [`Imported`]), in the device's primary context ([`CudaContext`], dropped last).
+/// The CUDA backend: imported slots and semaphores, the kernel and the device's one stream (the
+/// shared skeleton, [`Imported`]), and the device ([`CudaContext`]).
 pub type CudaBackend = InteropBackend<CudaContext>;
 
-/// The device a [`CudaBackend`] runs on, and its retained primary context (which outlives the
-/// skeleton's objects: it is the backend's last field).
+/// The device a [`CudaBackend`] runs on.
 pub struct CudaContext {
-    ctx: PrimaryContext,
-    device: CudaDevice,
-    driver: &'static Driver,
+    cuda: Arc<Cuda>,
 }
 
 impl InteropDevice for CudaContext {
@@ -267,16 +335,17 @@ impl InteropDevice for CudaContext {
     /// One `sinewave_batch` launch per batch.
     const BATCHES: bool = true;
 
+    /// Nothing to do: every call of the crate makes the device's primary context current first.
     fn make_current(&self) -> Result<()> {
-        self.ctx.make_current()
+        Ok(())
     }
 
     fn name(&self) -> String {
-        format!("{} (CUDA device {}, sm_{})", self.device.name, self.device.ordinal, self.device.arch)
+        self.cuda.describe()
     }
 
     fn memory(&self) -> Option<Result<(u64, u64)>> {
-        Some(self.ctx.make_current().and_then(|()| self.driver.mem_get_info()))
+        Some(self.cuda.memory().map_err(ComputeError::from))
     }
 }
 
@@ -289,21 +358,20 @@ impl CudaBackend {
         memory: Vec<InteropMemory>,
         semaphores: InteropSemaphores,
     ) -> Result<Self> {
-        let driver = Driver::get()?;
-        let driver_version = driver.driver_version()?;
-        let device = find_device(driver, device_uuid)?;
+        Self::build(device_uuid, memory, semaphores).map_err(backend_error)
+    }
+
+    fn build(
+        device_uuid: [u8; 16],
+        memory: Vec<InteropMemory>,
+        semaphores: InteropSemaphores,
+    ) -> Result<Self> {
+        let driver_version = interop::driver_version()?;
         let InteropSemaphores { timeline, binary } = semaphores;
         imported::check_pairs_per_slot("cuda", binary.len(), memory.len())?;
-
-        // Declaration order here is the reverse of teardown on an early return (`setup` drops
-        // last: the module, then the context, which stays current on this thread throughout).
-        let setup = setup_device(driver, &device, driver_version)?;
-        let stream = Stream::new_non_blocking(driver)?;
-        let done = Event::new(driver, false)?;
-        let timer = StreamTimer::new("cuda", Stream::new_non_blocking(driver)?, || Event::new(driver, true))?;
-        // The imports go through the public interop API (`vkhip::interop::cuda`), as a user's
-        // would; each import keeps the context alive and waits for CUDA's work before it goes.
-        let cuda = Cuda::on_device(driver, device.clone())?;
+        let DeviceSetup { kernel, cuda } = setup_device(device_uuid, driver_version)?;
+        let done = cuda.event(false)?;
+        let timer = StreamTimer::new("cuda", cuda.clone(), || Ok(cuda.event(true)?))?;
         let slots = memory
             .into_iter()
             .enumerate()
@@ -313,56 +381,43 @@ impl CudaBackend {
         let binary =
             binary.into_iter().map(|pair| import_pair(&cuda, pair, false)).collect::<Result<Vec<_>>>()?;
         log::info!(
-            "cuda: {} (device {}, sm_{}, driver CUDA {}): {} slot(s) imported, timeline \
-             semaphores: {}, binary pairs: {}",
-            device.name,
-            device.ordinal,
-            device.arch,
-            format_cuda_version(driver_version),
+            "cuda: {}, driver CUDA {driver_version}: {} slot(s) imported, timeline semaphores: {}, \
+             binary pairs: {}",
+            cuda.describe(),
             slots.len(),
             if timeline.is_some() { "yes" } else { "no" },
             binary.len()
         );
-        let DeviceSetup { kernel, ctx } = setup;
-        let api = CudaApi { kernel, limits: device.limits, driver };
-        let core = Imported::new(api, stream, done, timer, slots, Semaphores { timeline, binary });
-        Ok(InteropBackend::from_parts(core, CudaContext { ctx, device, driver }))
+        let api = CudaApi { kernel, cuda: cuda.clone() };
+        let core = Imported::new(api, cuda.clone(), done, timer, slots, Semaphores { timeline, binary });
+        Ok(InteropBackend::from_parts(core, CudaContext { cuda }))
     }
 
     /// (free, total) device memory in bytes (`cuMemGetInfo`), for the leak check. Through
     /// `dyn ComputeBackend` the same figure comes as `Some(..)` from the trait's `device_memory`.
     pub fn device_memory(&self) -> Result<(u64, u64)> {
-        let context = self.device();
-        context.ctx.make_current()?;
-        context.driver.mem_get_info()
+        Ok(self.device().cuda.memory()?)
     }
 }
 
-/// A device's retained primary context and its kernel (fields in teardown order: the module is
-/// unloaded before the context is released).
+/// A device opened for a backend and its kernel.
 struct DeviceSetup {
-    kernel: Kernel,
-    ctx: PrimaryContext,
+    kernel: Sinewave,
+    cuda: Arc<Cuda>,
 }
 
-/// The context (retained, and current on this thread) and kernel for `device`: prewarm's when
-/// [`prewarm()`] got them, else made now. `VKHIP_FAULT=cuda-compile` counts once per call either way.
-fn setup_device(driver: &'static Driver, device: &CudaDevice, driver_version: i32) -> Result<DeviceSetup> {
-    if let Some(setup) = prewarm::take(device.uuid) {
-        match setup.ctx.make_current() {
-            Ok(()) => {
-                compile_fault()?;
-                log::debug!("cuda: using the prewarmed context and kernel for {}", device.name);
-                return Ok(setup);
-            }
-            Err(e) => log::debug!("cuda: the prewarmed context is unusable ({e}); setting up afresh"),
-        }
+/// The device and kernel for `device_uuid`: prewarm's when [`prewarm()`] got them, else made
+/// now. `VKHIP_FAULT=cuda-compile` counts once per call either way.
+fn setup_device(device_uuid: [u8; 16], driver_version: DriverVersion) -> Result<DeviceSetup> {
+    if let Some(setup) = prewarm::take(device_uuid) {
+        compile_fault()?;
+        log::debug!("cuda: using the prewarmed device and kernel for {}", setup.cuda.describe());
+        return Ok(setup);
     }
-    let ctx = PrimaryContext::retain(driver, device.handle)?;
-    ctx.make_current()?;
+    let cuda = Arc::new(Cuda::open(device_uuid)?);
     compile_fault()?;
-    let kernel = build_kernel(driver, device, driver_version)?;
-    Ok(DeviceSetup { kernel, ctx })
+    let kernel = build_kernel(&cuda, driver_version)?;
+    Ok(DeviceSetup { kernel, cuda })
 }
 
 /// `VKHIP_FAULT=cuda-compile`: fail as a rejected kernel would.
@@ -376,18 +431,52 @@ fn compile_fault() -> Result<()> {
     Ok(())
 }
 
-/// The `sinewave` kernel for `device`, from the cache (recompiled once if the cached image does
-/// not load) or compiled now; loaded into the current context.
-fn build_kernel(driver: &'static Driver, device: &CudaDevice, driver_version: i32) -> Result<Kernel> {
+/// The kernel image for a device, from the cache or freshly compiled.
+struct KernelImage {
+    image: Vec<u8>,
+    target: Target,
+    outcome: CacheOutcome,
+    /// "NVRTC 13.0", for logs.
+    compiler: String,
+}
+
+/// The `sinewave` image for `cuda`'s device under a driver reporting `driver_version`. `fresh`
+/// bypasses the cache (used when a cached image fails to load; the damaged entry stays, and is
+/// bypassed again next time). The cache key covers the source, the compiler, its options, the
+/// device and the driver.
+fn sinewave_image(
+    cache: &KernelCache,
+    cuda: &Cuda,
+    driver_version: DriverVersion,
+    fresh: bool,
+) -> Result<KernelImage> {
+    let (major, minor) = interop::nvrtc_version()?;
+    let compiler = format!("NVRTC {major}.{minor}");
+    let target = cuda.target()?;
+    let options = std::iter::once(target.arch_option())
+        .chain(NVRTC_OPTIONS.iter().map(|o| o.to_string()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let device_key = format!("{} sm_{}", cuda.info().name, cuda.info().arch());
+    let driver_key = format!("driver {}", driver_version.0);
+    let parts = [SINEWAVE_SOURCE, compiler.as_str(), options.as_str(), &device_key, &driver_key];
+    let compile = || interop::compile_to_image(SINEWAVE_SOURCE, "sinewave.hip", target, NVRTC_OPTIONS);
+    let (image, outcome) =
+        if fresh { (compile()?, CacheOutcome::Uncached) } else { cache.get_or_compile(&parts, compile)? };
+    Ok(KernelImage { image, target, outcome, compiler })
+}
+
+/// The `sinewave` kernel for `cuda`'s device, from the cache (recompiled once if the cached
+/// image does not load) or compiled now; loaded on the device.
+fn build_kernel(cuda: &Cuda, driver_version: DriverVersion) -> Result<Sinewave> {
     let cache = KernelCache::from_env();
-    let build = |fresh| nvrtc::sinewave_image(&cache, &device.name, device.arch, driver_version, fresh);
-    let built = build(false)?;
+    let built = sinewave_image(&cache, cuda, driver_version, false)?;
     log::info!("cuda: kernel {:?} by {} ({:?})", built.target, built.compiler, built.outcome);
-    match Kernel::load(driver, &built.image, SINEWAVE_ENTRY).map(Kernel::with_batch_entry) {
+    match Sinewave::load(cuda, &built.image) {
         Ok(kernel) => Ok(kernel),
         Err(e) if built.outcome == CacheOutcome::Hit => {
             log::warn!("cuda: the cached kernel did not load ({e}); compiling it afresh");
-            Kernel::load(driver, &build(true)?.image, SINEWAVE_ENTRY).map(Kernel::with_batch_entry)
+            Sinewave::load(cuda, &sinewave_image(&cache, cuda, driver_version, true)?.image)
         }
         Err(e) => Err(e),
     }
@@ -396,7 +485,7 @@ fn build_kernel(driver: &'static Driver, device: &CudaDevice, driver_version: i3
 fn import_slot(cuda: &Cuda, index: usize, m: InteropMemory) -> Result<CudaBuffer> {
     imported::check_slot_memory("cuda", index, &m)?;
     crate::fault::inject_compute(crate::fault::Fault::CudaMemoryImport, "cuda", "cuImportExternalMemory")?;
-    cuda.import_buffer(m)
+    Ok(cuda.import_buffer(m.into())?)
 }
 
 #[cfg(test)]
@@ -410,30 +499,26 @@ mod tests {
     }
 
     #[test]
-    fn driver_versions_read_as_cuda_releases() {
-        assert_eq!(format_cuda_version(13000), "13.0");
-        assert_eq!(format_cuda_version(12090), "12.9");
-        assert_eq!(format_cuda_version(12040), "12.4");
-    }
-
-    #[test]
     fn probe_reports_a_missing_driver_in_one_line_or_lists_devices() {
-        let have_libcuda = result::driver_library_present();
         match probe() {
             Err(ComputeError::Unavailable { backend, reason }) => {
                 assert_eq!(backend, "cuda");
                 assert!(!reason.contains('\n'), "one line: {reason}");
-                if have_libcuda {
-                    // A driver without a usable GPU (a container, a CPU-only host): cuInit or the
-                    // device count says so, never the missing-library line.
-                    assert_ne!(reason, result::NO_DRIVER);
-                    assert!(reason.contains("cuInit") || reason.contains("no CUDA devices"), "{reason}");
+                if interop::driver_present() {
+                    // A driver without a usable GPU (a container, a CPU-only host): the device
+                    // count says so, never the missing-library line.
+                    assert!(reason.contains("no CUDA devices"), "{reason}");
                 } else {
                     assert_eq!(reason, "libcuda.so not found: install the NVIDIA driver");
                 }
             }
+            // cuInit failed: its status is kept, and "no device" is the environment's fault.
+            Err(ComputeError::Interop(e)) => {
+                assert!(interop::driver_present(), "{e}");
+                assert_eq!(e.call(), "cuInit", "{e}");
+            }
             Ok(devices) => {
-                assert!(have_libcuda, "devices listed without libcuda");
+                assert!(interop::driver_present(), "devices listed without libcuda");
                 assert!(!devices.is_empty());
                 for d in devices {
                     assert_eq!(d.api, "cuda");
@@ -442,13 +527,13 @@ mod tests {
                     assert!(d.detail.starts_with("sm_"), "{}", d.detail);
                 }
             }
-            Err(other) => panic!("probe must be Ok or Unavailable, got: {other}"),
+            Err(other) => panic!("probe must be Ok, Unavailable or cuInit's status, got: {other}"),
         }
     }
 
     #[test]
     fn new_without_a_driver_is_unavailable_and_closes_the_fds() {
-        if result::driver_library_present() {
+        if interop::driver_present() {
             return; // Covered by the GPU check (scripts/gpu-check.sh) on a machine with a driver.
         }
         use crate::compute::fd::ImportFd;
@@ -472,6 +557,10 @@ mod tests {
             Ok(_) => panic!("CudaBackend::new succeeded without libcuda"),
         };
         assert!(matches!(err, ComputeError::Unavailable { backend: "cuda", .. }), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "backend cuda is not available: libcuda.so not found: install the NVIDIA driver"
+        );
         let mut byte = 0u8;
         // SAFETY: reads at most one byte into `byte` from a descriptor we own.
         let n = unsafe {
@@ -479,5 +568,29 @@ mod tests {
         };
         let still_open = n != 0;
         assert!(!still_open, "the slot's fd must be closed when the backend is not created");
+    }
+
+    /// Compiles the real kernel with the NVRTC on LD_LIBRARY_PATH (no GPU needed), with the
+    /// backend's options. Run with `cargo test --lib -- --ignored nvrtc_compiles`, e.g. with
+    /// LD_LIBRARY_PATH pointing at the lib directory of the `nvidia-cuda-nvrtc` wheel.
+    #[test]
+    #[ignore = "needs libnvrtc"]
+    fn nvrtc_compiles_the_kernel_to_vectorised_ptx_and_a_cubin() {
+        let (major, minor) = interop::nvrtc_version().expect("libnvrtc must be loadable for this test");
+        eprintln!("NVRTC {major}.{minor}");
+        let compile =
+            |t| interop::compile_to_image(SINEWAVE_SOURCE, "sinewave.hip", t, NVRTC_OPTIONS).unwrap();
+        let ptx = compile(Target::Ptx(90));
+        assert_eq!(ptx.last(), Some(&0), "PTX must be NUL-terminated for cuModuleLoadData");
+        let text = String::from_utf8_lossy(&ptx[..ptx.len() - 1]);
+        assert!(text.contains(".entry sinewave("), "no unmangled entry point:\n{text}");
+        assert!(text.contains("st.global.v4.f32"), "no 16-byte stores:\n{text}");
+        assert!(text.contains(".target sm_90"), "{text}");
+        // Six parameters: the pointer and five 32-bit values.
+        let params = text.matches(".param .u64 sinewave_param_").count()
+            + text.matches(".param .u32 sinewave_param_").count()
+            + text.matches(".param .f32 sinewave_param_").count();
+        assert_eq!(params, 6, "{text}");
+        assert!(compile(Target::Cubin(90)).starts_with(b"\x7fELF"), "a cubin is an ELF image");
     }
 }

@@ -1,14 +1,14 @@
 //! Decisions the CUDA backend makes without calling CUDA: the launch shape, the kernel's argument
-//! list, which imported semaphore a frame waits on and signals, which device matches Vulkan's
-//! UUID, whether a grid fits a slot. Pure functions, unit-tested on machines without a GPU.
+//! lists, whether a grid fits a slot. Pure functions, unit-tested on machines without a GPU.
 
 use std::ffi::c_void;
 
-/// Shared with HIP (the kernel source is one); re-exported where `safe` looks for it.
-pub use crate::compute::kernel::SinewaveArgs;
+#[cfg(test)]
+use crate::compute::kernel::SinewaveArgs;
 use crate::compute::kernel::{sinewave_launch, SinewaveLaunch, MAX_BATCH, SINEWAVE_BLOCK};
 use crate::compute::ComputeError;
 use crate::sim::{Grid, WaveParams};
+use vkhip_interop::cuda::DeviceInfo;
 
 /// The limits of a device that shape a launch (from `cuDeviceGetAttribute`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +19,16 @@ pub struct DeviceLimits {
     pub max_threads_per_block: u32,
     /// CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR.
     pub max_threads_per_sm: u32,
+}
+
+impl DeviceLimits {
+    pub fn of(device: &DeviceInfo) -> Self {
+        DeviceLimits {
+            sm_count: device.multiprocessors,
+            max_threads_per_block: device.max_threads_per_block,
+            max_threads_per_sm: device.max_threads_per_multiprocessor,
+        }
+    }
 }
 
 /// The launch of `sinewave` for `grid` on a device with `limits`: the shared geometry of
@@ -91,42 +101,6 @@ impl SinewaveBatchArgs {
 /// shared check, [`crate::compute::imported::check_grid_fits`], as CUDA).
 pub fn check_grid_fits(grid: Grid, buffer_size: u64) -> Result<(), ComputeError> {
     crate::compute::imported::check_grid_fits("cuda", grid, buffer_size)
-}
-
-/// A device as CUDA reports it, for matching against Vulkan's deviceUUID.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SeenDevice {
-    pub ordinal: i32,
-    pub name: String,
-    pub uuid: [u8; 16],
-}
-
-/// The index in `seen` of the device whose UUID is `want`.
-pub fn choose_device(want: [u8; 16], seen: &[SeenDevice]) -> Result<usize, ComputeError> {
-    if let Some(i) = seen.iter().position(|d| d.uuid == want) {
-        return Ok(i);
-    }
-    let listed = if seen.is_empty() {
-        "none".to_string()
-    } else {
-        seen.iter()
-            .map(|d| format!("{} {} (UUID {})", d.ordinal, d.name, format_uuid(&d.uuid)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    Err(ComputeError::Unavailable {
-        backend: "cuda",
-        reason: format!(
-            "no CUDA device has the Vulkan device's UUID {}; CUDA devices seen: {listed}",
-            format_uuid(&want)
-        ),
-    })
-}
-
-/// A UUID as 8-4-4-4-12 lower-case hex (the form `nvidia-smi -L` prints after "GPU-").
-pub fn format_uuid(uuid: &[u8; 16]) -> String {
-    let hex: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
 }
 
 #[cfg(test)]
@@ -244,22 +218,5 @@ mod tests {
         let err = check_grid_fits(grid, grid.bytes() - 4).unwrap_err();
         assert!(matches!(err, ComputeError::Unsupported { backend: "cuda", .. }));
         assert!(err.to_string().contains("1000x777 needs 3108000 bytes"), "{err}");
-    }
-
-    #[test]
-    fn device_is_chosen_by_uuid_or_named_in_the_error() {
-        let a = SeenDevice { ordinal: 0, name: "GPU A".into(), uuid: [1; 16] };
-        let mut b_uuid = [0u8; 16];
-        b_uuid[15] = 0xab;
-        let b = SeenDevice { ordinal: 1, name: "GPU B".into(), uuid: b_uuid };
-        assert_eq!(choose_device(b_uuid, &[a.clone(), b.clone()]).unwrap(), 1);
-        let err = choose_device([0xff; 16], &[a, b]).unwrap_err();
-        let text = err.to_string();
-        assert!(matches!(err, ComputeError::Unavailable { backend: "cuda", .. }));
-        assert!(text.contains("ffffffff-ffff-ffff-ffff-ffffffffffff"), "{text}");
-        assert!(text.contains("0 GPU A (UUID 01010101-0101-0101-0101-010101010101)"), "{text}");
-        assert!(text.contains("1 GPU B (UUID 00000000-0000-0000-0000-0000000000ab)"), "{text}");
-        let none = choose_device([0; 16], &[]).unwrap_err().to_string();
-        assert!(none.contains("CUDA devices seen: none"), "{none}");
     }
 }

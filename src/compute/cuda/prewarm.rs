@@ -4,27 +4,29 @@
 //! `--backend cuda` used to reach its first frame ≈ 0.3 s after `--backend vulkan`, because
 //! `cuInit`, the primary-context retain and the kernel load (NVRTC on a cache miss) all ran after
 //! the Vulkan set-up. [`prewarm`] starts (once per process) a thread that loads the driver,
-//! enumerates the devices and, for each, retains its primary context and loads the kernel through
-//! the same cache as the backends. [`take`] hands a backend the context and kernel of its device:
+//! enumerates the devices and, for each, opens it ([`Cuda::open`]: its primary context and the
+//! stream its backend will use) and loads the kernel through the same cache as the backends.
+//! [`take`] hands a backend the device and kernel:
 //! it joins the thread first (so it waits at most for the work it would otherwise do itself) and
 //! falls back to the normal path (returns `None`) on any prewarm failure, logged at debug level.
 //!
 //! Harmless without a driver: the thread finds no libcuda and ends. Deadlock-free: the thread
 //! takes none of this module's locks, and [`take`] releases the handle's lock before joining.
 //!
-//! What prewarm got for a device nobody asks for stays retained for the life of the process (a
-//! primary context on each visible GPU, as a CUDA runtime application that touched every device
-//! would hold).
+//! What prewarm got for a device nobody asks for stays open for the life of the process (a
+//! primary context and an idle stream on each visible GPU, as a CUDA runtime application that
+//! touched every device would hold).
 
 use std::sync::{Mutex, MutexGuard, Once};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::result::Driver;
-use super::safe::PrimaryContext;
-use super::{build_kernel, enumerate, DeviceSetup, Result};
+use super::{build_kernel, DeviceSetup, Result};
+use crate::compute::ComputeError;
+use std::sync::Arc;
+use vkhip_interop::cuda::{self as interop, Cuda};
 
-/// What the thread made: (device UUID, its context and kernel).
+/// What the thread made: (device UUID, the device and its kernel).
 type Warmed = Vec<([u8; 16], DeviceSetup)>;
 
 static STARTED: Once = Once::new();
@@ -44,9 +46,9 @@ const DEFAULT_CONNECTIONS: &str = "1";
 /// `CUDA_DEVICE_MAX_CONNECTIONS`. Creating the primary context is the longest step of start-up,
 /// and each queue adds to it: with CUDA's default of 8 the first frame came 0.456 s after the
 /// process started on an H100, with 2 at 0.350 s and with 1 at 0.329 s (medians of 7,
-/// BENCHMARKS.md, "Start-up"). vkhip's frames use one stream; the profiler's clock anchors use a
-/// second, which then shares the queue, so a re-anchor waits until the frames' stream is idle
-/// ([`crate::compute::timing`]). Changes the process environment:
+/// BENCHMARKS.md, "Start-up"). A backend uses one stream, the frames' and the profiler's clock
+/// anchors alike, so a re-anchor waits until the frames are idle ([`crate::compute::timing`]).
+/// Changes the process environment:
 /// call it first thing in `main`, before any thread starts and before anything loads libcuda.
 pub fn limit_hardware_queues() {
     const VAR: &str = "CUDA_DEVICE_MAX_CONNECTIONS";
@@ -64,7 +66,7 @@ pub fn prewarm() {
     });
 }
 
-/// The thread's work: every device's context and kernel, or the first error that stops it all.
+/// The thread's work: every device and its kernel, or the first error that stops it all.
 /// A device whose own set-up fails is skipped (its backend will meet the error itself).
 fn warm_all() -> Result<Warmed> {
     let started = Instant::now();
@@ -72,25 +74,23 @@ fn warm_all() -> Result<Warmed> {
     // kernel cache's key needs its version even when the kernel is cached.
     let nvrtc = std::thread::Builder::new().name("nvrtc-load".into()).spawn(|| {
         let t = Instant::now();
-        let loaded = super::result::Nvrtc::get().is_ok();
+        let loaded = interop::nvrtc_version().is_ok();
         log::debug!("cuda: prewarm: libnvrtc loaded={loaded} in {:.1?}", t.elapsed());
     });
-    let driver = Driver::get()?;
-    let driver_version = driver.driver_version()?;
+    let driver_version = interop::driver_version()?;
     log::debug!("cuda: prewarm: libcuda + cuInit in {:.1?}", started.elapsed());
     let mut warmed = Vec::new();
-    for device in enumerate(driver)? {
+    for device in interop::devices()? {
         let t = Instant::now();
-        let setup = PrimaryContext::retain(driver, device.handle).and_then(|ctx| {
-            ctx.make_current()?;
-            let retained = t.elapsed();
-            let kernel = build_kernel(driver, &device, driver_version)?;
+        let setup = Cuda::open(device.uuid).map_err(ComputeError::from).and_then(|cuda| {
+            let opened = t.elapsed();
+            let kernel = build_kernel(&cuda, driver_version)?;
             log::debug!(
-                "cuda: prewarm: device {}: primary context {retained:.1?}, kernel {:.1?}",
+                "cuda: prewarm: device {}: primary context and stream {opened:.1?}, kernel {:.1?}",
                 device.ordinal,
-                t.elapsed() - retained
+                t.elapsed() - opened
             );
-            Ok(DeviceSetup { kernel, ctx })
+            Ok(DeviceSetup { kernel, cuda: Arc::new(cuda) })
         });
         match setup {
             Ok(setup) => warmed.push((device.uuid, setup)),
@@ -104,7 +104,7 @@ fn warm_all() -> Result<Warmed> {
     Ok(warmed)
 }
 
-/// The prewarmed context and kernel of the device with `uuid`, if prewarm got them (joining the
+/// The prewarmed device and kernel with `uuid`, if prewarm got them (joining the
 /// prewarm thread if it is still running). `None`: set up as without prewarm.
 pub(super) fn take(uuid: [u8; 16]) -> Option<DeviceSetup> {
     // Taken out before joining, so no lock of this module is held while this thread waits.
@@ -133,7 +133,7 @@ mod tests {
         assert!(take([0; 16]).is_none());
         assert!(lock(&THREAD).is_none(), "take joins the thread");
         assert!(take([0; 16]).is_none());
-        if !super::super::result::driver_library_present() {
+        if !interop::driver_present() {
             assert!(lock(&WARM).is_empty());
         }
     }

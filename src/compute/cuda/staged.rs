@@ -12,21 +12,21 @@
 //! like the `cpu` backend.
 //!
 //! One device buffer and one pinned buffer serve every slot: frames are written one at a time
-//! and each call returns only after its copies have finished.
+//! and each call returns only after its copies have finished. The kernel, the copy and the event
+//! run on the device's one stream (the crate's [`Cuda`]).
 //!
 //! Profiler: the compute track's "write" span of a frame covers the kernel *and* the
 //! device-to-host copy (both on the stream); the host memcpy into the slot is host time.
 
-use super::plan;
-use super::result::Driver;
-use super::safe::{DeviceBuffer, Event, Kernel, PinnedHostBuffer, PrimaryContext, Stream};
-use super::{find_device, format_cuda_version, setup_device, CudaDevice, DeviceSetup, Result};
+use super::{backend_error, plan, setup_device, DeviceSetup, Result, Sinewave};
 use crate::compute::timing::{Mark, StreamTimer};
 use crate::compute::{BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport, KernelBenchmark};
 use crate::profile::clock::ClockInfo;
 use crate::profile::Span;
 use crate::sim::WaveParams;
 use crate::vk::external::Slot;
+use std::sync::Arc;
+use vkhip_interop::cuda::{self as interop, Cuda, CudaEvent, CudaHostMemory, CudaMemory};
 
 /// A slot's persistent host mapping.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,26 +63,23 @@ fn host_slots(slots: impl IntoIterator<Item = (Option<*mut f32>, u64)>) -> Resul
     Ok((slots, largest))
 }
 
-/// The frame report's device line: CudaBackend's, marked as the staged copy.
-fn staged_device_name(device: &CudaDevice) -> String {
-    format!("{} (CUDA device {}, sm_{}) (staged copy)", device.name, device.ordinal, device.arch)
+/// The frame report's device line: CudaBackend's (`describe`), marked as the staged copy.
+fn staged_device_name(describe: &str) -> String {
+    format!("{describe} (staged copy)")
 }
 
 /// The CUDA backend without interop: kernel → device buffer → pinned host buffer → slot mapping.
 pub struct CudaStagedBackend {
     // Field order is teardown order (after `Drop` has synchronised the stream): the mappings
     // (borrowed, nothing to free), timing events, the event, the pinned and device buffers, the
-    // module and the stream, and the context last.
+    // kernel; the device (stream and context) goes with the last of them.
     slots: Vec<HostSlot>,
-    timer: StreamTimer<Event>,
-    done: Event,
-    host: PinnedHostBuffer,
-    staging: DeviceBuffer,
-    kernel: Kernel,
-    stream: Stream,
-    ctx: PrimaryContext,
-    device: CudaDevice,
-    driver: &'static Driver,
+    timer: StreamTimer<CudaEvent>,
+    done: CudaEvent,
+    host: CudaHostMemory,
+    staging: CudaMemory,
+    kernel: Sinewave,
+    cuda: Arc<Cuda>,
 }
 
 // SAFETY: the other fields are Send; the raw pointers are the slots' persistent mappings, owned
@@ -94,36 +91,29 @@ impl CudaStagedBackend {
     /// On the CUDA device whose UUID is `device_uuid`, build the kernel and the staging buffers
     /// for `slots`, which must be host-mapped (`SlotMemory::HostMapped`).
     pub fn new(device_uuid: [u8; 16], slots: &[Slot]) -> Result<Self> {
-        let driver = Driver::get()?;
-        let driver_version = driver.driver_version()?;
-        let device = find_device(driver, device_uuid)?;
-        let (slots, bytes) = host_slots(slots.iter().map(|s| (s.mapped(), s.size)))?;
+        Self::build(device_uuid, slots).map_err(backend_error)
+    }
 
-        // Declaration order here is the reverse of teardown on an early return (`setup` drops
-        // last: the module, then the context, which stays current on this thread throughout).
-        let setup = setup_device(driver, &device, driver_version)?;
-        let stream = Stream::new_non_blocking(driver)?;
-        let staging = DeviceBuffer::new(driver, bytes)?;
-        let host = PinnedHostBuffer::new(driver, bytes)?;
-        let done = Event::new(driver, false)?;
-        let timer = StreamTimer::new("cuda", Stream::new_non_blocking(driver)?, || Event::new(driver, true))?;
+    fn build(device_uuid: [u8; 16], slots: &[Slot]) -> Result<Self> {
+        let driver_version = interop::driver_version()?;
+        let (slots, bytes) = host_slots(slots.iter().map(|s| (s.mapped(), s.size)))?;
+        let DeviceSetup { kernel, cuda } = setup_device(device_uuid, driver_version)?;
+        let staging = cuda.alloc(bytes)?;
+        let host = cuda.alloc_host(bytes)?;
+        let done = cuda.event(false)?;
+        let timer = StreamTimer::new("cuda", cuda.clone(), || Ok(cuda.event(true)?))?;
         log::info!(
-            "cuda: {} (device {}, sm_{}, driver CUDA {}): staged copy, {} host-mapped slot(s), \
+            "cuda: {}, driver CUDA {driver_version}: staged copy, {} host-mapped slot(s), \
              {bytes}-byte device and page-locked buffers",
-            device.name,
-            device.ordinal,
-            device.arch,
-            format_cuda_version(driver_version),
+            cuda.describe(),
             slots.len()
         );
-        let DeviceSetup { kernel, ctx } = setup;
-        Ok(CudaStagedBackend { slots, timer, done, host, staging, kernel, stream, ctx, device, driver })
+        Ok(CudaStagedBackend { slots, timer, done, host, staging, kernel, cuda })
     }
 
     /// (free, total) device memory in bytes (`cuMemGetInfo`).
     pub fn device_memory(&self) -> Result<(u64, u64)> {
-        self.ctx.make_current()?;
-        self.driver.mem_get_info()
+        Ok(self.cuda.memory()?)
     }
 
     fn slot(&self, slot: usize) -> Result<HostSlot> {
@@ -137,16 +127,15 @@ impl CudaStagedBackend {
     /// both have finished (the pinned buffer then holds the frame).
     fn compute_to_host(&mut self, frame: u64, params: &WaveParams, bytes: u64) -> Result<()> {
         let i = self.timer.begin(frame);
-        self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
-        self.kernel.launch(&self.stream, self.staging.range(), params, self.device.limits)?;
+        self.timer.mark(i, Mark::BeforeKernel, &self.cuda)?;
+        self.kernel.launch(&self.cuda, (&self.staging).into(), params)?;
         // SAFETY: the pinned buffer is read only after the event recorded behind the copy has
-        // completed (below, and only on success); it is owned by `self`, whose `Drop`
-        // synchronises the stream before freeing it; later copies into it are ordered behind
-        // this one on the same stream.
-        unsafe { self.staging.copy_to_host_async(&mut self.host, bytes, &self.stream) }?;
-        self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
-        self.done.record(&self.stream)?;
-        self.done.synchronize()
+        // completed (below, and only on success); it is owned by `self`, and freeing it waits
+        // for the stream; later copies into it are ordered behind this one on the same stream.
+        unsafe { self.cuda.copy_to_host(&self.staging, &mut self.host, bytes) }?;
+        self.timer.mark(i, Mark::AfterKernel, &self.cuda)?;
+        self.cuda.record(&self.done)?;
+        Ok(self.done.synchronize()?)
     }
 }
 
@@ -156,7 +145,7 @@ impl ComputeBackend for CudaStagedBackend {
     }
 
     fn device_name(&self) -> String {
-        staged_device_name(&self.device)
+        staged_device_name(&self.cuda.describe())
     }
 
     fn gpu_sync_support(&self) -> GpuSyncSupport {
@@ -174,7 +163,6 @@ impl ComputeBackend for CudaStagedBackend {
     }
 
     fn write_slot_and_wait(&mut self, frame: u64, slot: usize, params: &WaveParams) -> Result<()> {
-        self.ctx.make_current()?;
         let target = self.slot(slot)?;
         let bytes = params.grid.bytes();
         // Refuse before enqueueing anything; the launch and the copy check their own buffers.
@@ -193,10 +181,7 @@ impl ComputeBackend for CudaStagedBackend {
     }
 
     fn take_spans(&mut self, out: &mut Vec<Span>) {
-        match self.ctx.make_current() {
-            Ok(()) => self.timer.take_spans(out),
-            Err(e) => log::debug!("cuda: timing skipped: {e}"),
-        }
+        self.timer.take_spans(out);
     }
 
     fn clock_info(&self) -> Option<ClockInfo> {
@@ -204,8 +189,7 @@ impl ComputeBackend for CudaStagedBackend {
     }
 
     fn finish(&mut self) -> Result<()> {
-        self.ctx.make_current()?;
-        self.stream.synchronize()
+        Ok(self.cuda.synchronize()?)
     }
 
     fn benchmark(&mut self, _: usize, _: &WaveParams, _: u32) -> Result<KernelBenchmark> {
@@ -224,10 +208,7 @@ impl ComputeBackend for CudaStagedBackend {
 
 impl Drop for CudaStagedBackend {
     fn drop(&mut self) {
-        if let Err(e) = self.ctx.make_current() {
-            log::warn!("cuda: making the context current for teardown failed: {e}");
-        }
-        if let Err(e) = self.stream.synchronize() {
+        if let Err(e) = self.cuda.synchronize() {
             log::warn!("cuda: synchronising the stream for teardown failed: {e}");
         }
         // The fields now drop in declaration order (see the struct).
@@ -237,8 +218,6 @@ impl Drop for CudaStagedBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compute::cuda::plan::DeviceLimits;
-    use crate::compute::cuda::result;
     use crate::sim::Grid;
 
     #[test]
@@ -249,7 +228,7 @@ mod tests {
 
     #[test]
     fn new_without_a_driver_is_unavailable() {
-        if result::driver_library_present() {
+        if interop::driver_present() {
             return; // Covered by the GPU check on a machine with a driver.
         }
         let err = match CudaStagedBackend::new([0; 16], &[]) {
@@ -257,7 +236,10 @@ mod tests {
             Ok(_) => panic!("CudaStagedBackend::new succeeded without libcuda"),
         };
         assert!(matches!(err, ComputeError::Unavailable { backend: "cuda", .. }), "{err}");
-        assert_eq!(err.to_string(), format!("backend cuda is not available: {}", result::NO_DRIVER));
+        assert_eq!(
+            err.to_string(),
+            "backend cuda is not available: libcuda.so not found: install the NVIDIA driver"
+        );
     }
 
     #[test]
@@ -289,17 +271,7 @@ mod tests {
 
     #[test]
     fn device_name_ends_in_staged_copy() {
-        let device = CudaDevice {
-            ordinal: 0,
-            handle: 0,
-            name: "NVIDIA H100 80GB HBM3".into(),
-            uuid: [0; 16],
-            arch: 90,
-            limits: DeviceLimits { sm_count: 132, max_threads_per_block: 1024, max_threads_per_sm: 2048 },
-            total_mem: 0,
-        };
-        let name = staged_device_name(&device);
+        let name = staged_device_name("NVIDIA H100 80GB HBM3 (CUDA device 0, sm_90)");
         assert_eq!(name, "NVIDIA H100 80GB HBM3 (CUDA device 0, sm_90) (staged copy)");
-        assert!(name.ends_with("(staged copy)"));
     }
 }

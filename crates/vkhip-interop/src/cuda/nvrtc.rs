@@ -1,24 +1,17 @@
-//! Compiling `kernels/sinewave.hip` with NVRTC, through the kernel cache.
+//! Compiling kernels with NVRTC, and which output to ask it for.
 //!
-//! The kernel is compiled to a cubin for the device's own architecture (`sm_XY`), not to PTX:
+//! A kernel is compiled to a cubin for the device's own architecture (`sm_XY`), not to PTX:
 //! PTX has to be JIT-compiled by the driver, which refuses PTX from an NVRTC newer than itself
 //! (CUDA_ERROR_UNSUPPORTED_PTX_VERSION) — and the NVRTC one installs today (pip: 13.x) is often
 //! newer than the driver. A cubin from the same major version loads on an older minor driver
 //! (CUDA minor-version compatibility). Only when this NVRTC cannot target the device's
 //! architecture (a GPU newer than the compiler) does it fall back to PTX for the newest
 //! architecture it knows, which the driver then JIT-compiles for the device.
-//!
-//! `--fmad=false` keeps `frequency·u + phase` as a rounded multiply then a rounded add, exactly as
-//! the CPU reference in `sim.rs` computes it; a fused multiply-add would shift the sine's argument
-//! by up to half an ulp. The kernel is bound by its stores, so this costs nothing measurable.
 
-use super::result::Nvrtc;
-use crate::compute::kernel::{CacheOutcome, KernelCache, SINEWAVE_SOURCE};
-use crate::compute::ComputeError;
+use super::sys::Nvrtc;
+use crate::error::{Api, Error, Result};
 
-type Result<T> = std::result::Result<T, ComputeError>;
-
-/// What NVRTC produces.
+/// What NVRTC produces for a device ([`super::Cuda::target`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
     /// Machine code for `sm_XY` (XY = major·10 + minor).
@@ -34,11 +27,6 @@ impl Target {
             Target::Cubin(arch) => format!("--gpu-architecture=sm_{arch}"),
             Target::Ptx(arch) => format!("--gpu-architecture=compute_{arch}"),
         }
-    }
-
-    /// The full option list for `nvrtcCompileProgram`.
-    pub fn options(self) -> Vec<String> {
-        vec![self.arch_option(), "--fmad=false".to_string()]
     }
 }
 
@@ -56,13 +44,13 @@ pub fn choose_target(arch: u32, supported: &[i32]) -> Result<Target> {
             );
             Ok(Target::Ptx(older))
         }
-        None => Err(ComputeError::Unavailable {
-            backend: "cuda",
-            reason: format!(
+        None => Err(Error::unsupported(
+            Api::Nvrtc,
+            format!(
                 "this NVRTC cannot build for the device (sm_{arch}); it supports sm_{}",
                 supported.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", sm_")
             ),
-        }),
+        )),
     }
 }
 
@@ -78,23 +66,18 @@ pub fn check_compiler_vs_driver(nvrtc: (i32, i32), driver_version: i32, target: 
     if loads {
         return Ok(());
     }
-    let driver = super::format_cuda_version(driver_version);
+    let driver = super::DriverVersion(driver_version).to_string();
     let (output, newest) = match target {
         Target::Cubin(_) => ("cubin", format!("{}.x", driver_version / 1000)),
         Target::Ptx(_) => ("PTX", driver.clone()),
     };
-    Err(ComputeError::Unavailable {
-        backend: "cuda",
-        reason: format!(
+    Err(Error::unsupported(
+        Api::Nvrtc,
+        format!(
             "NVRTC {major}.{minor} is newer than the driver (CUDA {driver}), which cannot load \
              its {output}: use an NVRTC of CUDA {newest} or older, or a newer driver"
         ),
-    })
-}
-
-/// Compile `source` for `target`: the cubin, or the NUL-terminated PTX.
-pub fn compile(nvrtc: &Nvrtc, source: &str, target: Target) -> Result<Vec<u8>> {
-    compile_with(nvrtc, source, "sinewave.hip", &target.options(), target)
+    ))
 }
 
 /// Compile `source` (named `name` in messages) with `options` (which must select `target`'s
@@ -112,10 +95,8 @@ pub fn compile_with(
     // SAFETY: as above.
     let log = unsafe { nvrtc.program_log(program.raw) }.unwrap_or_default();
     if let Err(e) = compiled {
-        return Err(ComputeError::Compile {
-            api: "nvrtc",
-            log: if log.is_empty() { e.to_string() } else { format!("{e}\n{log}") },
-        });
+        let log = if log.is_empty() { e.message().to_string() } else { format!("{}\n{log}", e.message()) };
+        return Err(Error::compile(Api::Nvrtc, e.call(), e.status(), log));
     }
     if !log.is_empty() {
         log::debug!("nvrtc log for {name}:\n{log}");
@@ -143,45 +124,6 @@ impl Drop for Program<'_> {
     }
 }
 
-/// The kernel image for a device, from the cache or freshly compiled.
-#[derive(Debug)]
-pub struct KernelImage {
-    pub image: Vec<u8>,
-    pub target: Target,
-    pub outcome: CacheOutcome,
-    /// "NVRTC 13.0", for logs.
-    pub compiler: String,
-}
-
-/// The `sinewave` image for the device `device` (name, for the cache key) of compute capability
-/// `arch`, under a driver reporting `driver_version`. `fresh` bypasses the cache (used when a
-/// cached image fails to load; the damaged entry stays, and is bypassed again next time).
-pub fn sinewave_image(
-    cache: &KernelCache,
-    device: &str,
-    arch: u32,
-    driver_version: i32,
-    fresh: bool,
-) -> Result<KernelImage> {
-    let nvrtc = Nvrtc::get()?;
-    let (major, minor) = nvrtc.version()?;
-    let compiler = format!("NVRTC {major}.{minor}");
-    let target = choose_target(arch, &nvrtc.supported_archs()?)?;
-    check_compiler_vs_driver((major, minor), driver_version, target)?;
-    let options = target.options().join(" ");
-    let device_key = format!("{device} sm_{arch}");
-    let driver_key = format!("driver {driver_version}");
-    let parts = [SINEWAVE_SOURCE, compiler.as_str(), options.as_str(), &device_key, &driver_key];
-    let compile = || compile(nvrtc, SINEWAVE_SOURCE, target);
-    let (image, outcome) = if fresh {
-        let image = compile()?;
-        (image, CacheOutcome::Uncached)
-    } else {
-        cache.get_or_compile(&parts, compile)?
-    };
-    Ok(KernelImage { image, target, outcome, compiler })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,7 +137,8 @@ mod tests {
         assert_eq!(choose_target(95, &nvrtc_12_9).unwrap(), Target::Ptx(90));
         // A device older than anything it supports.
         let err = choose_target(70, &nvrtc_12_9).unwrap_err();
-        assert!(matches!(err, ComputeError::Unavailable { backend: "cuda", .. }));
+        assert_eq!((err.api(), err.kind()), (Api::Nvrtc, crate::ErrorKind::Unsupported));
+        assert!(err.is_environment());
         assert!(err.to_string().contains("sm_70"), "{err}");
         assert!(err.to_string().contains("supports sm_75, sm_80"), "{err}");
     }
@@ -207,7 +150,7 @@ mod tests {
         assert!(check_compiler_vs_driver((12, 9), 13000, Target::Cubin(90)).is_ok());
         // ... but its PTX would not: the 13.0 JIT cannot read PTX ISA 9.5.
         let err = check_compiler_vs_driver((13, 5), 13000, Target::Ptx(90)).unwrap_err();
-        assert!(matches!(err, ComputeError::Unavailable { backend: "cuda", .. }));
+        assert!(err.is_environment(), "{err}");
         assert!(err.to_string().contains("NVRTC 13.5 is newer than the driver (CUDA 13.0)"), "{err}");
         assert!(err.to_string().contains("CUDA 13.0 or older"), "{err}");
         assert!(check_compiler_vs_driver((13, 0), 13000, Target::Ptx(90)).is_ok());
@@ -217,45 +160,33 @@ mod tests {
     }
 
     #[test]
-    fn options_select_the_output_and_keep_mul_add_unfused() {
-        assert_eq!(Target::Cubin(90).options(), ["--gpu-architecture=sm_90", "--fmad=false"]);
+    fn the_arch_option_selects_the_output() {
+        assert_eq!(Target::Cubin(90).arch_option(), "--gpu-architecture=sm_90");
         assert_eq!(Target::Ptx(90).arch_option(), "--gpu-architecture=compute_90");
     }
 
-    /// Compiles the real kernel with the NVRTC on LD_LIBRARY_PATH (no GPU needed). Run with
-    /// `cargo test --lib -- --ignored nvrtc_compiles`, e.g. with LD_LIBRARY_PATH pointing at
-    /// the lib directory of the `nvidia-cuda-nvrtc` wheel.
+    /// Compiles a kernel with the NVRTC on LD_LIBRARY_PATH (no GPU needed). Run with
+    /// `cargo test -p vkhip-interop -- --ignored nvrtc_compiles`, e.g. with LD_LIBRARY_PATH
+    /// pointing at the lib directory of the `nvidia-cuda-nvrtc` wheel.
     #[test]
     #[ignore = "needs libnvrtc"]
-    fn nvrtc_compiles_the_kernel_to_vectorised_ptx_and_a_cubin() {
+    fn nvrtc_compiles_ptx_and_a_cubin_and_reports_the_log() {
         let nvrtc = Nvrtc::get().expect("libnvrtc must be loadable for this test");
-        let (major, minor) = nvrtc.version().unwrap();
-        let archs = nvrtc.supported_archs().unwrap();
-        eprintln!("NVRTC {major}.{minor}, sm_{archs:?}");
-
-        let ptx = compile(nvrtc, SINEWAVE_SOURCE, Target::Ptx(90)).unwrap();
+        let source = "extern \"C\" __global__ void k(cudaSurfaceObject_t s) { surf2Dwrite(1.0f, s, 0, 0); }";
+        let options = |t: Target| vec![t.arch_option()];
+        let ptx = compile_with(nvrtc, source, "k.cu", &options(Target::Ptx(90)), Target::Ptx(90)).unwrap();
         assert_eq!(ptx.last(), Some(&0), "PTX must be NUL-terminated for cuModuleLoadData");
         let text = String::from_utf8_lossy(&ptx[..ptx.len() - 1]);
-        assert!(text.contains(".entry sinewave("), "no unmangled entry point:\n{text}");
-        assert!(text.contains("st.global.v4.f32"), "no 16-byte stores:\n{text}");
-        assert!(text.contains(".target sm_90"), "{text}");
-        // Six parameters: the pointer and five 32-bit values.
-        let params = text.matches(".param .u64 sinewave_param_").count()
-            + text.matches(".param .u32 sinewave_param_").count()
-            + text.matches(".param .f32 sinewave_param_").count();
-        assert_eq!(params, 6, "{text}");
-        let dump = std::env::var_os("VKHIP_DUMP_PTX");
-        if let Some(path) = dump {
-            std::fs::write(path, &ptx[..ptx.len() - 1]).unwrap();
-        }
-
-        let cubin = compile(nvrtc, SINEWAVE_SOURCE, Target::Cubin(90)).unwrap();
+        assert!(text.contains(".entry k("), "no unmangled entry point:\n{text}");
+        assert!(text.contains("sust."), "no surface store:\n{text}");
+        let cubin =
+            compile_with(nvrtc, source, "k.cu", &options(Target::Cubin(90)), Target::Cubin(90)).unwrap();
         assert!(cubin.starts_with(b"\x7fELF"), "a cubin is an ELF image");
-
         // A broken source gives the compiler's log, not just a status.
-        let err = compile(nvrtc, "extern \"C\" __global__ void k() { nope; }", Target::Ptx(90)).unwrap_err();
-        let text = err.to_string();
-        assert!(matches!(err, ComputeError::Compile { api: "nvrtc", .. }));
-        assert!(text.contains("nope"), "{text}");
+        let broken = "extern \"C\" __global__ void k() { nope; }";
+        let err =
+            compile_with(nvrtc, broken, "k.cu", &options(Target::Ptx(90)), Target::Ptx(90)).unwrap_err();
+        assert_eq!((err.kind(), err.call()), (crate::ErrorKind::Compile, "nvrtcCompileProgram"));
+        assert!(err.message().contains("nope"), "{err}");
     }
 }

@@ -1,28 +1,22 @@
-//! RAII types over [`super::result`]: each owns one CUDA object and destroys it on drop.
+//! RAII types over [`super::sys`]: each owns one CUDA object and destroys it on drop.
 //!
 //! Every object here belongs to the device's primary context and must be used, and dropped, with
-//! that context current on the calling thread; `CudaBackend` makes it current at the top of every
-//! entry point and of its `Drop`. Drops never panic: a failed destroy is logged and skipped.
+//! that context current on the calling thread; the public layer ([`super::Cuda`] and the objects
+//! it hands out) makes it current, and waits for the stream, before any of these drops. Drops
+//! never panic: a failed destroy is logged and skipped.
 //!
-//! [`DeviceBuffer`] (`cuMemAlloc`) and [`PinnedHostBuffer`] (`cuMemAllocHost`) serve the
-//! staged-copy backend; a kernel writes a [`DeviceRange`], which only a [`MappedBuffer`] or a
-//! [`DeviceBuffer`] hands out.
-//!
-//! Ownership encodes the teardown rules of DESIGN.md: a [`Stream`] synchronises before it is
-//! destroyed; a [`MappedBuffer`] owns its [`ExternalMemory`], so the pointer is freed before the
-//! import is destroyed; imports take their fd through [`ImportFd::import`] with
+//! Ownership encodes the teardown order of the crate's documentation: a [`Stream`] synchronises
+//! before it is destroyed; a [`MappedBuffer`] owns its [`ExternalMemory`], so the pointer is freed
+//! before the import is destroyed; a [`Surface`] owns its [`MappedArray`], which owns its
+//! [`ExternalMemory`], so the surface object goes first, then the mipmapped array, then the
+//! import; imports take their fd through [`ImportFd::import`] with
 //! [`FdOwnership::TakenOnSuccess`] (CUDA owns the fd after a successful import).
 
-use super::plan::{self, DeviceLimits, SinewaveArgs, SinewaveBatchArgs};
-use super::result::Driver;
-use crate::compute::fd::{FdOwnership, ImportFd};
-use crate::compute::kernel::{SinewaveLaunch, SINEWAVE_BATCH_ENTRY};
-use crate::compute::ComputeError;
-use crate::sim::WaveParams;
+use super::sys::{self as cu, Driver};
+use crate::error::{Api, Error, Result};
+use crate::{FdOwnership, ImageFormat, ImportFd};
 use cudarc::driver::sys;
 use std::ffi::c_void;
-
-type Result<T> = std::result::Result<T, ComputeError>;
 
 /// A retained primary context of one device; released on drop.
 #[derive(Debug)]
@@ -52,7 +46,7 @@ impl PrimaryContext {
 impl Drop for PrimaryContext {
     fn drop(&mut self) {
         // SAFETY: balances the retain in `PrimaryContext::retain`; the objects created in the
-        // context are owned by structs that drop before this one (see CudaBackend's field order).
+        // context hold it (through `Cuda`'s shared state) and drop before it.
         if let Err(e) = unsafe { self.driver.primary_ctx_release(self.device) } {
             log::warn!("cuda: releasing the primary context failed: {e}");
         }
@@ -79,7 +73,8 @@ impl Stream {
         unsafe { self.driver.stream_synchronize(self.raw) }
     }
 
-    fn raw(&self) -> sys::CUstream {
+    /// The handle, for enqueueing on it while `self` is borrowed.
+    pub fn raw(&self) -> sys::CUstream {
         self.raw
     }
 }
@@ -105,6 +100,8 @@ pub struct Event {
 
 // SAFETY: CUDA events may be used from any thread that has their context current.
 unsafe impl Send for Event {}
+// SAFETY: as for `Send`: the driver API is thread-safe and the handle is never mutated here.
+unsafe impl Sync for Event {}
 
 impl Event {
     pub fn new(driver: &'static Driver, timing: bool) -> Result<Self> {
@@ -128,12 +125,11 @@ impl Event {
         unsafe { self.driver.event_synchronize(self.raw) }
     }
 
-    /// Microseconds from `self` to `end` (both recorded, completed and created with timing).
-    pub fn elapsed_us(&self, end: &Event) -> Result<f64> {
+    /// Milliseconds from `self` to `end` (both recorded, completed and created with timing).
+    pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
         // SAFETY: both events are live while borrowed; an event without timing or not yet
         // complete is an error code, not undefined behaviour.
-        let ms = unsafe { self.driver.event_elapsed_ms(self.raw, end.raw) }?;
-        Ok(f64::from(ms) * 1000.0)
+        unsafe { self.driver.event_elapsed_ms(self.raw, end.raw) }
     }
 }
 
@@ -147,143 +143,36 @@ impl Drop for Event {
     }
 }
 
-/// The loaded `sinewave` module and its entry points; unloaded on drop.
+/// A loaded module; unloaded on drop.
 #[derive(Debug)]
-pub struct Kernel {
+pub struct Module {
     driver: &'static Driver,
-    module: sys::CUmodule,
-    function: sys::CUfunction,
-    /// `sinewave_batch` (None: an image without it; batches then launch once per slot).
-    batch: Option<sys::CUfunction>,
+    raw: sys::CUmodule,
 }
 
-// SAFETY: modules and functions may be used from any thread that has their context current.
-unsafe impl Send for Kernel {}
+// SAFETY: modules may be used from any thread that has their context current.
+unsafe impl Send for Module {}
+// SAFETY: as for `Send`: the driver API is thread-safe and the handle is never mutated here.
+unsafe impl Sync for Module {}
 
-impl Kernel {
-    /// Load `image` (cubin, or NUL-terminated PTX) and look up `entry`.
-    pub fn load(driver: &'static Driver, image: &[u8], entry: &str) -> Result<Self> {
-        let module = driver.module_load_data(image)?;
-        // SAFETY: `module` was just loaded into the current context.
-        match unsafe { driver.module_get_function(module, entry) } {
-            Ok(function) => Ok(Kernel { driver, module, function, batch: None }),
-            Err(e) => {
-                // SAFETY: loaded above, nothing uses it.
-                if let Err(u) = unsafe { driver.module_unload(module) } {
-                    log::warn!("cuda: unloading the module failed: {u}");
-                }
-                Err(e)
-            }
-        }
+impl Module {
+    /// Load `image` (cubin, or NUL-terminated PTX) into the current context.
+    pub fn load(driver: &'static Driver, image: &[u8]) -> Result<Self> {
+        Ok(Module { driver, raw: driver.module_load_data(image)? })
     }
 
-    /// Enqueue `sinewave` writing `dst` (imported memory or a CUDA allocation) for `params` on
-    /// `stream`.
-    pub fn launch(
-        &self,
-        stream: &Stream,
-        dst: DeviceRange<'_>,
-        params: &WaveParams,
-        limits: DeviceLimits,
-    ) -> Result<SinewaveLaunch> {
-        plan::check_grid_fits(params.grid, dst.size())?;
-        crate::fault::inject_compute(crate::fault::Fault::CudaLaunch, "cuda", "cuLaunchKernel")?;
-        let cfg = plan::launch_config(params.grid, limits);
-        let mut args = SinewaveArgs::new(dst.ptr(), params);
-        let mut ptrs = args.param_pointers();
-        // SAFETY: `function` is `sinewave`, whose parameters are `SinewaveArgs::SIGNATURE` (a unit
-        // test checks it against the source) and `ptrs` follows that order; the kernel writes
-        // `grid.len()` floats from `dst.ptr()`, which the check above keeps inside the range (a
-        // `DeviceRange` is only made from live, owned device memory of its size, 16-byte
-        // aligned, which it borrows); `args` outlives the call, which copies the values.
-        unsafe {
-            self.driver.launch_kernel(self.function, dims(cfg).0, dims(cfg).1, stream.raw(), &mut ptrs)
-        }?;
-        Ok(cfg)
+    /// The entry point `name`: valid while `self` is loaded.
+    pub fn function(&self, name: &str) -> Result<sys::CUfunction> {
+        // SAFETY: `raw` is live (owned by `self`) in the current context.
+        unsafe { self.driver.module_get_function(self.raw, name) }
     }
 }
 
-impl Kernel {
-    /// Enqueue one launch of `sinewave_batch` writing `dsts[i]` for `params[i]` (all on one grid,
-    /// at most [`crate::compute::kernel::MAX_BATCH`]); falls back to one `sinewave` launch per slot when the image has no
-    /// batch entry. One launch instead of B is most of what a batched hand-off saves on the GPU.
-    pub fn launch_batch(
-        &self,
-        stream: &Stream,
-        dsts: &[DeviceRange<'_>],
-        params: &[WaveParams],
-        limits: DeviceLimits,
-    ) -> Result<SinewaveLaunch> {
-        let Some(function) = self.batch.filter(|_| dsts.len() > 1) else {
-            let mut cfg = None;
-            for (d, p) in dsts.iter().zip(params) {
-                cfg = Some(self.launch(stream, *d, p, limits)?);
-            }
-            return cfg.ok_or_else(|| ComputeError::Unsupported {
-                backend: "cuda",
-                reason: "an empty batch".into(),
-            });
-        };
-        for (d, p) in dsts.iter().zip(params) {
-            plan::check_grid_fits(p.grid, d.size())?;
-        }
-        crate::fault::inject_compute(crate::fault::Fault::CudaLaunch, "cuda", "cuLaunchKernel")?;
-        let ptrs: Vec<u64> = dsts.iter().map(DeviceRange::ptr).collect();
-        let mut args = SinewaveBatchArgs::new(&ptrs, params)?;
-        let mut cfg = plan::launch_config(params[0].grid, limits);
-        cfg.grid_z = dsts.len() as u32;
-        let mut arg_ptrs = args.param_pointers();
-        // SAFETY: `function` is `sinewave_batch`, whose parameters are
-        // `SinewaveBatchArgs::SIGNATURE` with the struct's layout checked against the source by a
-        // unit test; blockIdx.z < dsts.len() picks one of the pointers filled in, each the start
-        // of a live `DeviceRange` that holds the grid (checked above); `args` outlives the call,
-        // which copies the values.
-        unsafe {
-            self.driver.launch_kernel(function, dims(cfg).0, dims(cfg).1, stream.raw(), &mut arg_ptrs)
-        }?;
-        Ok(cfg)
-    }
-}
-
-impl Kernel {
-    /// Also look up `sinewave_batch` (logged at debug level if the image has none: batches then
-    /// launch once per slot).
-    pub fn with_batch_entry(mut self) -> Self {
-        // SAFETY: `module` is live (owned by `self`) in the current context.
-        self.batch = unsafe { self.driver.module_get_function(self.module, SINEWAVE_BATCH_ENTRY) }
-            .map_err(|e| log::debug!("cuda: no {SINEWAVE_BATCH_ENTRY} in the image ({e})"))
-            .ok();
-        self
-    }
-
-    /// Enqueue a launch of the loaded entry point with your own arguments.
-    ///
-    /// # Safety
-    /// `args` holds one pointer per parameter of the entry point, in order, each to a live value
-    /// of that parameter's type; device pointers among them address memory of the current
-    /// context large enough for everything the kernel touches, and nothing else uses that memory
-    /// until the stream is past this launch.
-    pub unsafe fn launch_raw(
-        &self,
-        stream: &Stream,
-        grid: [u32; 3],
-        block: [u32; 3],
-        args: &mut [*mut c_void],
-    ) -> Result<()> {
-        // SAFETY: per this function's contract; `function` belongs to the live module.
-        unsafe { self.driver.launch_kernel(self.function, grid, block, stream.raw(), args) }
-    }
-}
-
-/// `cuLaunchKernel`'s (grid, block) for a `sinewave` launch.
-fn dims(l: SinewaveLaunch) -> ([u32; 3], [u32; 3]) {
-    ([l.grid_x, l.grid_y, l.grid_z], [l.block_x, 1, 1])
-}
-
-impl Drop for Kernel {
+impl Drop for Module {
     fn drop(&mut self) {
-        // SAFETY: the owner synchronised every stream that ran this kernel before dropping it.
-        if let Err(e) = unsafe { self.driver.module_unload(self.module) } {
+        // SAFETY: the owner synchronised the stream that ran this module's kernels before
+        // dropping it.
+        if let Err(e) = unsafe { self.driver.module_unload(self.raw) } {
             log::warn!("cuda: unloading the module failed: {e}");
         }
     }
@@ -298,6 +187,8 @@ pub struct ExternalMemory {
 
 // SAFETY: imported memory may be used from any thread that has its context current.
 unsafe impl Send for ExternalMemory {}
+// SAFETY: as for `Send`: the driver API is thread-safe and the handle is never mutated here.
+unsafe impl Sync for ExternalMemory {}
 
 impl ExternalMemory {
     /// Import `fd`, an OPAQUE_FD export of an allocation of `allocation_size` bytes.
@@ -318,7 +209,7 @@ impl ExternalMemory {
 
 impl Drop for ExternalMemory {
     fn drop(&mut self) {
-        // SAFETY: the only mapping of this import is freed first (`MappedBuffer` owns `self`).
+        // SAFETY: every mapping of this import is released first (the mapping types own it).
         if let Err(e) = unsafe { self.driver.destroy_external_memory(self.raw) } {
             log::warn!("cuda: destroying imported memory failed: {e}");
         }
@@ -341,29 +232,21 @@ impl MappedBuffer {
         // SAFETY: `memory` is live (owned here).
         let ptr = unsafe { memory.driver.external_memory_mapped_buffer(memory.raw, 0, size) }?;
         let buffer = MappedBuffer { ptr, size, memory };
-        // The kernel stores float4s from the base address.
-        if buffer.ptr % 16 != 0 {
-            return Err(ComputeError::Api {
-                api: "cuda",
-                call: "cuExternalMemoryGetMappedBuffer",
-                message: format!("mapped pointer {:#x} is not 16-byte aligned", buffer.ptr),
-            });
-        }
+        check_aligned(buffer.ptr, "cuExternalMemoryGetMappedBuffer")?;
         Ok(buffer)
     }
 
-    /// The mapping, for a kernel to write.
-    pub fn range(&self) -> DeviceRange<'_> {
-        DeviceRange { ptr: self.ptr, size: self.size, _owner: std::marker::PhantomData }
+    pub fn ptr(&self) -> sys::CUdeviceptr {
+        self.ptr
     }
 
     /// Enqueue a fill of the first `words` 32-bit words with `value`.
     pub fn memset_d32_async(&self, value: u32, words: usize, stream: &Stream) -> Result<()> {
         if words as u64 * 4 > self.size {
-            return Err(ComputeError::Unsupported {
-                backend: "cuda",
-                reason: format!("fill of {words} words exceeds the {}-byte slot", self.size),
-            });
+            return Err(Error::invalid(
+                Api::Cuda,
+                format!("a fill of {words} words exceeds the {}-byte buffer", self.size),
+            ));
         }
         // SAFETY: the range lies inside the mapping (checked above); the stream is live.
         unsafe { self.memory.driver.memset_d32_async(self.ptr, value, words, stream.raw()) }
@@ -372,29 +255,82 @@ impl MappedBuffer {
 
 impl Drop for MappedBuffer {
     fn drop(&mut self) {
-        // SAFETY: the owner synchronised the stream before dropping slots; never used again.
+        // SAFETY: the owner synchronised the stream before dropping the buffer; never used again.
         if let Err(e) = unsafe { self.memory.driver.mem_free(self.ptr) } {
             log::warn!("cuda: freeing a mapped buffer failed: {e}");
         }
     }
 }
 
-/// A device address range a kernel may write: `size` bytes from `ptr`, 16-byte aligned, borrowed
-/// from the [`MappedBuffer`] or [`DeviceBuffer`] that owns them (only those make one).
-#[derive(Clone, Copy, Debug)]
-pub struct DeviceRange<'a> {
-    ptr: sys::CUdeviceptr,
-    size: u64,
-    _owner: std::marker::PhantomData<&'a ()>,
+/// Imported memory viewed as a mipmapped array of one level (the image's texels), which owns the
+/// import: on drop the array is destroyed, then the import.
+#[derive(Debug)]
+pub struct MappedArray {
+    raw: sys::CUmipmappedArray,
+    /// Level 0, owned by `raw`.
+    level0: sys::CUarray,
+    // After `raw` is destroyed in `drop`, this field drops and destroys the import.
+    memory: ExternalMemory,
 }
 
-impl DeviceRange<'_> {
-    pub fn ptr(&self) -> sys::CUdeviceptr {
-        self.ptr
+// SAFETY: arrays may be used from any thread that has their context current; the handles are
+// never mutated after `map`.
+unsafe impl Send for MappedArray {}
+// SAFETY: as above.
+unsafe impl Sync for MappedArray {}
+
+impl MappedArray {
+    /// Map `memory` as `width` × `height` texels of `format`, for surface loads and stores.
+    pub fn map(memory: ExternalMemory, format: ImageFormat, width: u32, height: u32) -> Result<Self> {
+        let desc = cu::mipmapped_array_desc(format, width, height);
+        // SAFETY: `memory` is live (owned here).
+        let raw = unsafe { memory.driver.external_memory_mapped_mipmapped_array(memory.raw, &desc) }?;
+        let mut array = MappedArray { raw, level0: std::ptr::null_mut(), memory };
+        // SAFETY: `raw` is live (owned by `array`, which destroys it if this fails).
+        array.level0 = unsafe { array.memory.driver.mipmapped_array_level(array.raw, 0) }?;
+        Ok(array)
+    }
+}
+
+impl Drop for MappedArray {
+    fn drop(&mut self) {
+        // SAFETY: the surface over it is destroyed first (`Surface` owns `self`) and the owner
+        // synchronised the stream; never used again.
+        if let Err(e) = unsafe { self.memory.driver.mipmapped_array_destroy(self.raw) } {
+            log::warn!("cuda: destroying an imported image's mipmapped array failed: {e}");
+        }
+    }
+}
+
+/// A surface object over level 0 of a [`MappedArray`], which it owns: on drop the surface object
+/// is destroyed, then the array, then the import.
+#[derive(Debug)]
+pub struct Surface {
+    raw: sys::CUsurfObject,
+    // After `raw` is destroyed in `drop`, this field drops (array, then import).
+    array: MappedArray,
+}
+
+impl Surface {
+    pub fn create(array: MappedArray) -> Result<Self> {
+        // SAFETY: level 0 is live while `array` is, and the array was created with
+        // CUDA_ARRAY3D_SURFACE_LDST (`mipmapped_array_desc`).
+        let raw = unsafe { array.memory.driver.surf_object_create(array.level0) }?;
+        Ok(Surface { raw, array })
     }
 
-    pub fn size(&self) -> u64 {
-        self.size
+    pub fn raw(&self) -> sys::CUsurfObject {
+        self.raw
+    }
+}
+
+impl Drop for Surface {
+    fn drop(&mut self) {
+        // SAFETY: the owner synchronised the stream (no kernel uses the surface); never used
+        // again.
+        if let Err(e) = unsafe { self.array.memory.driver.surf_object_destroy(self.raw) } {
+            log::warn!("cuda: destroying a surface object failed: {e}");
+        }
     }
 }
 
@@ -408,31 +344,27 @@ pub struct DeviceBuffer {
 
 // SAFETY: device memory may be used from any thread that has its context current.
 unsafe impl Send for DeviceBuffer {}
+// SAFETY: as for `Send`: the driver API is thread-safe and the handle is never mutated here.
+unsafe impl Sync for DeviceBuffer {}
 
 impl DeviceBuffer {
     /// Allocate `size` bytes in the current context.
     pub fn new(driver: &'static Driver, size: u64) -> Result<Self> {
         let bytes = checked_len(size, "cuMemAlloc_v2")?;
         let buffer = DeviceBuffer { driver, ptr: driver.mem_alloc(bytes)?, size };
-        // cuMemAlloc aligns to at least 256 bytes; the kernel's float4 stores need 16.
-        if buffer.ptr % 16 != 0 {
-            return Err(ComputeError::Api {
-                api: "cuda",
-                call: "cuMemAlloc_v2",
-                message: format!("device pointer {:#x} is not 16-byte aligned", buffer.ptr),
-            });
-        }
+        check_aligned(buffer.ptr, "cuMemAlloc_v2")?;
         Ok(buffer)
     }
 
-    /// The whole allocation, for a kernel to write.
-    pub fn range(&self) -> DeviceRange<'_> {
-        DeviceRange { ptr: self.ptr, size: self.size, _owner: std::marker::PhantomData }
+    pub fn ptr(&self) -> sys::CUdeviceptr {
+        self.ptr
     }
 
-    /// Enqueue a copy of the first `bytes` bytes into `dst` on `stream`. `dst` is borrowed
-    /// mutably until the caller has waited for the copy (for example `stream.synchronize()` or an
-    /// event recorded after it): the borrow ends when this returns, so the wait is the caller's.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Enqueue a copy of the first `bytes` bytes into `dst` on `stream`.
     ///
     /// # Safety
     /// Nothing reads or writes `dst`'s memory until the copy has completed, and `dst` is not
@@ -444,13 +376,13 @@ impl DeviceBuffer {
         stream: &Stream,
     ) -> Result<()> {
         if bytes > self.size || bytes > dst.size {
-            return Err(ComputeError::Unsupported {
-                backend: "cuda",
-                reason: format!(
-                    "copy of {bytes} bytes exceeds the device buffer ({}) or the host buffer ({})",
+            return Err(Error::invalid(
+                Api::Cuda,
+                format!(
+                    "a copy of {bytes} bytes exceeds the device buffer ({}) or the host buffer ({})",
                     self.size, dst.size
                 ),
-            });
+            ));
         }
         let len = checked_len(bytes, "cuMemcpyDtoHAsync_v2")?;
         // SAFETY: both ranges lie inside their allocations (checked above); the host buffer is
@@ -462,8 +394,7 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        // SAFETY: the owner synchronised every stream that used the buffer before dropping it;
-        // never used again.
+        // SAFETY: the owner synchronised the stream before dropping the buffer; never used again.
         if let Err(e) = unsafe { self.driver.mem_free(self.ptr) } {
             log::warn!("cuda: freeing a device buffer failed: {e}");
         }
@@ -475,13 +406,16 @@ impl Drop for DeviceBuffer {
 #[derive(Debug)]
 pub struct PinnedHostBuffer {
     driver: &'static Driver,
-    ptr: *mut std::ffi::c_void,
+    ptr: *mut c_void,
     size: u64,
 }
 
 // SAFETY: the allocation is plain host memory owned by this value; CUDA lets any thread with the
 // context current free it.
 unsafe impl Send for PinnedHostBuffer {}
+// SAFETY: shared access only reads the memory (`bytes`); CUDA writes it only through a copy
+// enqueued with `&mut self`, whose caller waits for it before reading.
+unsafe impl Sync for PinnedHostBuffer {}
 
 impl PinnedHostBuffer {
     /// Allocate `size` bytes (in the current context, which the memory stays registered with).
@@ -494,8 +428,11 @@ impl PinnedHostBuffer {
         Ok(buffer)
     }
 
-    /// The contents (zero until a copy has written them). Only meaningful once the copies into
-    /// the buffer have completed (the caller waited for them).
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The contents (zero until a copy has written them).
     pub fn bytes(&self) -> &[u8] {
         // SAFETY: `ptr` is a live allocation of `size` bytes (`size` fit a usize in `new`) owned
         // by `self`; CUDA writes it only during a copy enqueued through `&mut self`
@@ -518,12 +455,24 @@ impl Drop for PinnedHostBuffer {
 /// which CUDA refuses to allocate).
 fn checked_len(size: u64, call: &'static str) -> Result<usize> {
     match usize::try_from(size) {
-        Ok(0) | Err(_) => Err(ComputeError::Unsupported {
-            backend: "cuda",
-            reason: format!("{call}: {size} bytes is not a size this host can allocate"),
-        }),
+        Ok(0) | Err(_) => Err(Error::invalid(
+            Api::Cuda,
+            format!("{call}: {size} bytes is not a size this host can allocate"),
+        )),
         Ok(n) => Ok(n),
     }
+}
+
+/// Device pointers handed out are 16-byte aligned, so kernels may store `float4`s from them
+/// (CUDA aligns allocations and dedicated imports to at least 256 bytes).
+fn check_aligned(ptr: sys::CUdeviceptr, call: &'static str) -> Result<()> {
+    if ptr % 16 != 0 {
+        return Err(Error::invalid(
+            Api::Cuda,
+            format!("{call} returned {ptr:#x}, which is not 16-byte aligned"),
+        ));
+    }
+    Ok(())
 }
 
 /// An imported semaphore (timeline or binary, OPAQUE_FD); destroyed on drop. CUDA owns the fd.
@@ -535,6 +484,8 @@ pub struct ExternalSemaphore {
 
 // SAFETY: imported semaphores may be used from any thread that has their context current.
 unsafe impl Send for ExternalSemaphore {}
+// SAFETY: as for `Send`: the driver API is thread-safe and the handle is never mutated here.
+unsafe impl Sync for ExternalSemaphore {}
 
 impl ExternalSemaphore {
     pub fn import(driver: &'static Driver, fd: ImportFd, timeline: bool) -> Result<Self> {
@@ -567,28 +518,6 @@ impl Drop for ExternalSemaphore {
     }
 }
 
-impl crate::compute::timing::TimedEvent for Event {
-    type Stream = Stream;
-
-    fn record_on(&self, stream: &Stream) -> Result<()> {
-        self.record(stream)
-    }
-
-    fn is_done(&self) -> Result<bool> {
-        self.query()
-    }
-
-    fn ms_since(&self, earlier: &Event) -> Result<f32> {
-        // SAFETY: both events are live while borrowed; incomplete or untimed events are an
-        // error code, not undefined behaviour.
-        unsafe { self.driver.event_elapsed_ms(earlier.raw, self.raw) }
-    }
-
-    fn wait(&self) -> Result<()> {
-        self.synchronize()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -597,9 +526,11 @@ mod tests {
     fn zero_and_oversized_lengths_are_refused_before_any_call() {
         assert_eq!(checked_len(4096, "cuMemAlloc_v2").unwrap(), 4096);
         let err = checked_len(0, "cuMemAlloc_v2").unwrap_err();
-        assert!(matches!(err, ComputeError::Unsupported { backend: "cuda", .. }));
+        assert_eq!((err.api(), err.kind()), (Api::Cuda, crate::ErrorKind::Invalid));
         assert!(err.to_string().contains("cuMemAlloc_v2: 0 bytes"), "{err}");
         #[cfg(target_pointer_width = "32")]
         assert!(checked_len(u64::MAX, "cuMemAllocHost_v2").is_err());
+        assert!(check_aligned(0x7f00_0000_0100, "cuMemAlloc_v2").is_ok());
+        assert!(check_aligned(0x7f00_0000_0104, "cuMemAlloc_v2").is_err());
     }
 }

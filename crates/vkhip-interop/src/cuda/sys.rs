@@ -1,6 +1,7 @@
 //! The binding layer for libcuda and libnvrtc: one method per driver or NVRTC call, each turning
-//! the raw status into `Result<_, ComputeError>`. Status codes are looked at here and nowhere
-//! else.
+//! the raw status into the crate's `Result`: an [`Error`] with [`Api::Cuda`] or [`Api::Nvrtc`],
+//! the C call's name and the numeric status (the status' name and description in its message).
+//! Status codes are looked at here and nowhere else.
 //!
 //! Statuses. cudarc's `CUresult` and `nvrtcResult` are Rust enums, and a driver newer than the
 //! bindings can return a code the enum does not list (CUDA 13.x minors add codes); a Rust enum
@@ -12,7 +13,7 @@
 //! no out-parameter or return value the library writes has a cudarc enum type. cudarc's own
 //! loader (its `dynamic-loading` feature) is never called: the feature stays enabled only
 //! because cudarc's build needs one of its linking modes and this is the one that links nothing.
-//! `tests/binding_status.rs` keeps all this true.
+//! `tests/binding_status.rs` of the vkhip repository keeps all this true.
 //!
 //! Loading. [`Driver::get`] / [`Nvrtc::get`] dlopen the library, check that every symbol in
 //! [`DRIVER_SYMBOLS`] / [`NVRTC_SYMBOLS`] exists and resolve them into a table ([`DriverApi`],
@@ -20,15 +21,15 @@
 //! names the table is built from (the compiler rejects a field missing from the list or the
 //! reverse), every field is called (an unread field fails `-D warnings`), and a unit test checks
 //! the calls in this file against the lists. A missing library or symbol is
-//! [`ComputeError::Unavailable`], never a panic.
+//! [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable), never a panic.
 //!
 //! Versions. `cuDeviceGetUuid_v2` exists in every driver since CUDA 11.4; the elapsed time
 //! function is resolved on its own, preferring the plain `cuEventElapsedTime` (every driver) and
 //! falling back to `cuEventElapsedTime_v2` (drivers ≥ 12.8; same signature).
 //!
 //! Contexts. Everything except the device queries and [`Driver::primary_ctx_retain`] acts on the
-//! calling thread's current context; the safe layer above makes the primary context current
-//! before it calls in.
+//! calling thread's current context; the public layer (`cuda::Cuda`) makes the primary context
+//! current before it calls in.
 #![allow(non_snake_case)] // the tables' fields are the C symbols' names
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
@@ -39,9 +40,8 @@ use cudarc::driver::sys;
 use cudarc::nvrtc::sys as nvrtc_sys;
 use libloading::Library;
 
-use crate::compute::ComputeError;
-
-type Result<T> = std::result::Result<T, ComputeError>;
+use crate::error::{Api, Error, Result};
+use crate::ImageFormat;
 
 /// A raw `CUresult` as the driver returns it (any value, known to these bindings or not).
 #[repr(transparent)]
@@ -119,6 +119,11 @@ struct DriverApi {
         sys::CUexternalMemory,
         *const sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC,
     ) -> CuStatus,
+    cuExternalMemoryGetMappedMipmappedArray: unsafe extern "C" fn(
+        *mut sys::CUmipmappedArray,
+        sys::CUexternalMemory,
+        *const sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC,
+    ) -> CuStatus,
     /// `CUresult cuGetErrorName(CUresult error, const char** pStr)`: the code goes in as the
     /// plain integer it is (a C enum is an `int` in the ABI).
     cuGetErrorName: unsafe extern "C" fn(CuStatus, *mut *const c_char) -> CuStatus,
@@ -153,6 +158,9 @@ struct DriverApi {
     cuMemFree_v2: unsafe extern "C" fn(sys::CUdeviceptr) -> CuStatus,
     cuMemGetInfo_v2: unsafe extern "C" fn(*mut usize, *mut usize) -> CuStatus,
     cuMemsetD32Async: unsafe extern "C" fn(sys::CUdeviceptr, c_uint, usize, sys::CUstream) -> CuStatus,
+    cuMipmappedArrayDestroy: unsafe extern "C" fn(sys::CUmipmappedArray) -> CuStatus,
+    cuMipmappedArrayGetLevel:
+        unsafe extern "C" fn(*mut sys::CUarray, sys::CUmipmappedArray, c_uint) -> CuStatus,
     cuModuleGetFunction: unsafe extern "C" fn(*mut sys::CUfunction, sys::CUmodule, *const c_char) -> CuStatus,
     cuModuleLoadData: unsafe extern "C" fn(*mut sys::CUmodule, *const c_void) -> CuStatus,
     cuModuleUnload: unsafe extern "C" fn(sys::CUmodule) -> CuStatus,
@@ -165,6 +173,9 @@ struct DriverApi {
     cuStreamCreate: unsafe extern "C" fn(*mut sys::CUstream, c_uint) -> CuStatus,
     cuStreamDestroy_v2: unsafe extern "C" fn(sys::CUstream) -> CuStatus,
     cuStreamSynchronize: unsafe extern "C" fn(sys::CUstream) -> CuStatus,
+    cuSurfObjectCreate:
+        unsafe extern "C" fn(*mut sys::CUsurfObject, *const sys::CUDA_RESOURCE_DESC) -> CuStatus,
+    cuSurfObjectDestroy: unsafe extern "C" fn(sys::CUsurfObject) -> CuStatus,
     cuWaitExternalSemaphoresAsync: unsafe extern "C" fn(
         *const sys::CUexternalSemaphore,
         *const sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
@@ -195,6 +206,7 @@ symbol_table!(
         cuEventRecord,
         cuEventSynchronize,
         cuExternalMemoryGetMappedBuffer,
+        cuExternalMemoryGetMappedMipmappedArray,
         cuGetErrorName,
         cuGetErrorString,
         cuImportExternalMemory,
@@ -208,6 +220,8 @@ symbol_table!(
         cuMemFree_v2,
         cuMemGetInfo_v2,
         cuMemsetD32Async,
+        cuMipmappedArrayDestroy,
+        cuMipmappedArrayGetLevel,
         cuModuleGetFunction,
         cuModuleLoadData,
         cuModuleUnload,
@@ -215,6 +229,8 @@ symbol_table!(
         cuStreamCreate,
         cuStreamDestroy_v2,
         cuStreamSynchronize,
+        cuSurfObjectCreate,
+        cuSurfObjectDestroy,
         cuWaitExternalSemaphoresAsync,
     ]
 );
@@ -296,14 +312,9 @@ unsafe fn open_first(names: &[&str]) -> Option<Library> {
 }
 
 /// Whether libcuda can be loaded at all (for tests that behave differently without a driver).
-#[cfg(test)]
 pub fn driver_library_present() -> bool {
     // SAFETY: only the NVIDIA driver's names (see `open_first`).
     unsafe { open_first(DRIVER_LIBRARIES) }.is_some()
-}
-
-fn unavailable(reason: impl Into<String>) -> ComputeError {
-    ComputeError::Unavailable { backend: "cuda", reason: reason.into() }
 }
 
 /// The message of a failed call: "NAME: description", from whatever of the two is known.
@@ -316,7 +327,7 @@ pub fn describe_status(code: i32, name: Option<&str>, description: Option<&str>)
     }
 }
 
-/// A hint for failures whose usual cause in this application is known.
+/// A hint for failures whose usual cause is known.
 pub fn hint(call: &str, name: &str) -> Option<&'static str> {
     match (call, name) {
         ("cuModuleLoadData", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION")
@@ -339,14 +350,14 @@ pub fn hint(call: &str, name: &str) -> Option<&'static str> {
 }
 
 /// The error for a failed driver call (pure: the text lookup is done by the caller).
-pub fn api_error(call: &'static str, code: i32, name: Option<&str>, desc: Option<&str>) -> ComputeError {
+pub fn api_error(call: &'static str, code: i32, name: Option<&str>, desc: Option<&str>) -> Error {
     let mut message = describe_status(code, name, desc);
     if let Some(h) = name.and_then(|n| hint(call, n)) {
         message.push_str(" (");
         message.push_str(h);
         message.push(')');
     }
-    ComputeError::Api { api: "cuda", call, message }
+    Error::failed(Api::Cuda, call, i64::from(code), message)
 }
 
 /// The name of a driver status: the driver's own, else "CUDA error <n>" (a code this driver's
@@ -385,24 +396,24 @@ impl std::fmt::Debug for Driver {
     }
 }
 
-static DRIVER: OnceLock<std::result::Result<Driver, String>> = OnceLock::new();
+static DRIVER: OnceLock<Result<Driver>> = OnceLock::new();
 
 impl Driver {
-    /// Load libcuda, check its symbols and call `cuInit(0)`, once per process. Every failure is
-    /// [`ComputeError::Unavailable`] with one line saying why.
+    /// Load libcuda, check its symbols and call `cuInit(0)`, once per process. A missing library
+    /// or symbol is [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) with one line
+    /// saying why; a failed `cuInit` keeps its status (`CUDA_ERROR_NO_DEVICE` is
+    /// [`Error::is_environment`]).
     pub fn get() -> Result<&'static Driver> {
-        DRIVER
-            .get_or_init(|| Driver::load(DRIVER_LIBRARIES))
-            .as_ref()
-            .map_err(|reason| unavailable(reason.clone()))
+        DRIVER.get_or_init(|| Driver::load(DRIVER_LIBRARIES)).as_ref().map_err(Error::clone)
     }
 
     /// Resolve the driver from the first of `names` that loads, then `cuInit(0)`.
-    fn load(names: &[&str]) -> std::result::Result<Driver, String> {
+    fn load(names: &[&str]) -> Result<Driver> {
+        let unavailable = |reason: String| Error::unavailable(Api::Cuda, "", reason);
         // SAFETY: only ever called with the NVIDIA driver's names (or, in tests, libraries whose
         // initialisers are harmless, like libc).
         let Some(lib) = (unsafe { open_first(names) }) else {
-            return Err(NO_DRIVER.to_string());
+            return Err(unavailable(NO_DRIVER.to_string()));
         };
         let present = |name: &str| {
             // SAFETY: a lookup without side effects; the fn-pointer type is only a placeholder
@@ -411,10 +422,10 @@ impl Driver {
         };
         let missing = missing_symbols(DRIVER_SYMBOLS, present);
         if !missing.is_empty() {
-            return Err(format!(
+            return Err(unavailable(format!(
                 "the NVIDIA driver's libcuda lacks {} (driver too old? CUDA 12 or newer needed)",
                 missing.join(", ")
-            ));
+            )));
         }
         let mut elapsed = None;
         for name in ELAPSED_TIME_SYMBOLS {
@@ -426,15 +437,15 @@ impl Driver {
             }
         }
         let Some((elapsed_time, elapsed_time_name)) = elapsed else {
-            return Err("the NVIDIA driver's libcuda lacks cuEventElapsedTime".to_string());
+            return Err(unavailable("the NVIDIA driver's libcuda lacks cuEventElapsedTime".to_string()));
         };
         // SAFETY: `lib` is libcuda, whose symbols have the signatures `DriverApi` declares (CUDA
         // 12 and 13 `cuda.h`; the statuses as the integers they are).
-        let api = unsafe { DriverApi::resolve(&lib) }?;
+        let api = unsafe { DriverApi::resolve(&lib) }.map_err(unavailable)?;
         let driver = Driver { api, elapsed_time, elapsed_time_name, _lib: lib };
         // SAFETY: cuInit takes flags only (must be 0).
         let status = unsafe { (driver.api.cuInit)(0) };
-        driver.check("cuInit", status).map_err(|e| format!("cuInit failed: {}", error_message(&e)))?;
+        driver.check("cuInit", status)?;
         Ok(driver)
     }
 
@@ -626,11 +637,10 @@ impl Driver {
     pub fn module_load_data(&self, image: &[u8]) -> Result<sys::CUmodule> {
         let is_elf = image.starts_with(b"\x7fELF");
         if !is_elf && image.last() != Some(&0) {
-            return Err(ComputeError::Api {
-                api: "cuda",
-                call: "cuModuleLoadData",
-                message: "the image is neither a cubin nor NUL-terminated PTX".into(),
-            });
+            return Err(Error::invalid(
+                Api::Cuda,
+                "cuModuleLoadData: the image is neither a cubin nor NUL-terminated PTX",
+            ));
         }
         let mut m = std::ptr::null_mut();
         // SAFETY: the driver reads a self-delimiting ELF image or a NUL-terminated string, both
@@ -644,10 +654,8 @@ impl Driver {
     /// # Safety
     /// `module` is a live module of the current context.
     pub unsafe fn module_get_function(&self, module: sys::CUmodule, name: &str) -> Result<sys::CUfunction> {
-        let cname = CString::new(name).map_err(|_| ComputeError::Api {
-            api: "cuda",
-            call: "cuModuleGetFunction",
-            message: format!("kernel name {name:?} contains NUL"),
+        let cname = CString::new(name).map_err(|_| {
+            Error::invalid(Api::Cuda, format!("cuModuleGetFunction: kernel name {name:?} contains NUL"))
         })?;
         let mut f = std::ptr::null_mut();
         // SAFETY: `module` is live per this function's contract; `cname` outlives the call.
@@ -767,6 +775,71 @@ impl Driver {
         self.check("cuDestroyExternalMemory", unsafe { (self.api.cuDestroyExternalMemory)(ext) })
     }
 
+    /// Map imported memory as a mipmapped array of one level described by `desc` (see
+    /// [`mipmapped_array_desc`]).
+    ///
+    /// # Safety
+    /// `ext` is live imported memory of the current context.
+    pub unsafe fn external_memory_mapped_mipmapped_array(
+        &self,
+        ext: sys::CUexternalMemory,
+        desc: &sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC,
+    ) -> Result<sys::CUmipmappedArray> {
+        let mut array = std::ptr::null_mut();
+        // SAFETY: `ext` is live per this function's contract; `desc` is initialised and outlives
+        // the call.
+        self.check("cuExternalMemoryGetMappedMipmappedArray", unsafe {
+            (self.api.cuExternalMemoryGetMappedMipmappedArray)(&mut array, ext, desc)
+        })?;
+        Ok(array)
+    }
+
+    /// Level `level` of a mipmapped array (owned by the mipmapped array: not destroyed on its
+    /// own).
+    ///
+    /// # Safety
+    /// `array` is a live mipmapped array of the current context.
+    pub unsafe fn mipmapped_array_level(
+        &self,
+        array: sys::CUmipmappedArray,
+        level: u32,
+    ) -> Result<sys::CUarray> {
+        let mut level_array = std::ptr::null_mut();
+        // SAFETY: `array` is live per this function's contract; writes one handle.
+        self.check("cuMipmappedArrayGetLevel", unsafe {
+            (self.api.cuMipmappedArrayGetLevel)(&mut level_array, array, level)
+        })?;
+        Ok(level_array)
+    }
+
+    /// # Safety
+    /// `array` came from [`Driver::external_memory_mapped_mipmapped_array`], no surface object
+    /// or pending work uses it, and it is not used again.
+    pub unsafe fn mipmapped_array_destroy(&self, array: sys::CUmipmappedArray) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuMipmappedArrayDestroy", unsafe { (self.api.cuMipmappedArrayDestroy)(array) })
+    }
+
+    /// A surface object over `array`, for `surf2Dwrite` / `surf2Dread` in kernels.
+    ///
+    /// # Safety
+    /// `array` is a live array of the current context, created with `CUDA_ARRAY3D_SURFACE_LDST`.
+    pub unsafe fn surf_object_create(&self, array: sys::CUarray) -> Result<sys::CUsurfObject> {
+        let desc = array_resource_desc(array);
+        let mut surface = 0;
+        // SAFETY: `desc` is initialised and names a live array per this function's contract.
+        self.check("cuSurfObjectCreate", unsafe { (self.api.cuSurfObjectCreate)(&mut surface, &desc) })?;
+        Ok(surface)
+    }
+
+    /// # Safety
+    /// `surface` came from [`Driver::surf_object_create`], no pending work uses it, and it is not
+    /// used again.
+    pub unsafe fn surf_object_destroy(&self, surface: sys::CUsurfObject) -> Result<()> {
+        // SAFETY: per this function's contract.
+        self.check("cuSurfObjectDestroy", unsafe { (self.api.cuSurfObjectDestroy)(surface) })
+    }
+
     /// Import an OPAQUE_FD semaphore export, as a timeline or a binary semaphore.
     ///
     /// # Safety
@@ -853,11 +926,7 @@ impl Driver {
         // SAFETY: writes one host pointer; without a current context this is an error code.
         self.check("cuMemAllocHost_v2", unsafe { (self.api.cuMemAllocHost_v2)(&mut ptr, bytes) })?;
         if ptr.is_null() {
-            return Err(ComputeError::Api {
-                api: "cuda",
-                call: "cuMemAllocHost_v2",
-                message: "the driver returned a null pointer".into(),
-            });
+            return Err(Error::invalid(Api::Cuda, "cuMemAllocHost_v2 returned a null pointer"));
         }
         Ok(ptr)
     }
@@ -903,21 +972,19 @@ impl std::fmt::Debug for Nvrtc {
     }
 }
 
-static NVRTC: OnceLock<std::result::Result<Nvrtc, String>> = OnceLock::new();
+static NVRTC: OnceLock<Result<Nvrtc>> = OnceLock::new();
 
 impl Nvrtc {
     /// Load libnvrtc and check its symbols, once per process.
     pub fn get() -> Result<&'static Nvrtc> {
-        NVRTC
-            .get_or_init(|| Nvrtc::load(NVRTC_LIBRARIES))
-            .as_ref()
-            .map_err(|reason| unavailable(reason.clone()))
+        NVRTC.get_or_init(|| Nvrtc::load(NVRTC_LIBRARIES)).as_ref().map_err(Error::clone)
     }
 
-    fn load(names: &[&str]) -> std::result::Result<Nvrtc, String> {
+    fn load(names: &[&str]) -> Result<Nvrtc> {
+        let unavailable = |reason: String| Error::unavailable(Api::Nvrtc, "", reason);
         // SAFETY: tries to dlopen NVRTC's names; its initialisers are safe to run.
         let Some(lib) = (unsafe { open_first(names) }) else {
-            return Err(NO_NVRTC.to_string());
+            return Err(unavailable(NO_NVRTC.to_string()));
         };
         let present = |name: &str| {
             // SAFETY: as in `Driver::load`.
@@ -925,10 +992,13 @@ impl Nvrtc {
         };
         let missing = missing_symbols(NVRTC_SYMBOLS, present);
         if !missing.is_empty() {
-            return Err(format!("libnvrtc lacks {} (NVRTC 12 or newer needed)", missing.join(", ")));
+            return Err(unavailable(format!(
+                "libnvrtc lacks {} (NVRTC 12 or newer needed)",
+                missing.join(", ")
+            )));
         }
         // SAFETY: `lib` is libnvrtc, whose symbols have the signatures `NvrtcApi` declares.
-        let api = unsafe { NvrtcApi::resolve(&lib) }?;
+        let api = unsafe { NvrtcApi::resolve(&lib) }.map_err(unavailable)?;
         Ok(Nvrtc { api, _lib: lib })
     }
 
@@ -939,7 +1009,7 @@ impl Nvrtc {
         // SAFETY: takes any integer code; returns a pointer to a static string (NVRTC's name of
         // the code, e.g. "NVRTC_ERROR_COMPILATION"), or null.
         let name = unsafe { c_string((self.api.nvrtcGetErrorString)(code)) };
-        Err(ComputeError::Api { api: "nvrtc", call, message: nvrtc_status_message(code, name) })
+        Err(Error::failed(Api::Nvrtc, call, i64::from(code.0), nvrtc_status_message(code, name)))
     }
 
     /// (major, minor).
@@ -965,11 +1035,8 @@ impl Nvrtc {
 
     /// Create a program from `source` (no headers).
     pub fn create_program(&self, source: &str, name: &str) -> Result<nvrtc_sys::nvrtcProgram> {
-        let invalid = |what: &str| ComputeError::Api {
-            api: "nvrtc",
-            call: "nvrtcCreateProgram",
-            message: format!("{what} contains NUL"),
-        };
+        let invalid =
+            |what: &str| Error::invalid(Api::Nvrtc, format!("nvrtcCreateProgram: {what} contains NUL"));
         let csrc = CString::new(source).map_err(|_| invalid("the source"))?;
         let cname = CString::new(name).map_err(|_| invalid("the program name"))?;
         let mut prog = std::ptr::null_mut();
@@ -990,14 +1057,11 @@ impl Nvrtc {
     /// # Safety
     /// `prog` is a live program.
     pub unsafe fn compile_program(&self, prog: nvrtc_sys::nvrtcProgram, options: &[String]) -> Result<()> {
-        let copts: Vec<CString> =
-            options.iter().map(|o| CString::new(o.as_str())).collect::<std::result::Result<_, _>>().map_err(
-                |_| ComputeError::Api {
-                    api: "nvrtc",
-                    call: "nvrtcCompileProgram",
-                    message: "an option contains NUL".into(),
-                },
-            )?;
+        let copts: Vec<CString> = options
+            .iter()
+            .map(|o| CString::new(o.as_str()))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| Error::invalid(Api::Nvrtc, "nvrtcCompileProgram: an option contains NUL"))?;
         let ptrs: Vec<*const c_char> = copts.iter().map(|c| c.as_ptr()).collect();
         // SAFETY: `prog` is live per this function's contract; the option strings outlive the
         // call.
@@ -1066,14 +1130,6 @@ pub fn nvrtc_status_message(code: NvrtcStatus, name: Option<String>) -> String {
     name.filter(|n| !n.is_empty()).unwrap_or_else(|| format!("NVRTC error {}", code.0))
 }
 
-/// The message part of an error (for wrapping it into a one-line reason).
-fn error_message(e: &ComputeError) -> String {
-    match e {
-        ComputeError::Api { message, .. } => message.clone(),
-        other => other.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1094,8 +1150,11 @@ mod tests {
         let e = api_error("cuMemsetD32Async", 1, Some("CUDA_ERROR_INVALID_VALUE"), Some("invalid argument"));
         assert_eq!(
             e.to_string(),
-            "cuda call cuMemsetD32Async failed: CUDA_ERROR_INVALID_VALUE: invalid argument"
+            "cuda: cuMemsetD32Async failed (status 1): CUDA_ERROR_INVALID_VALUE: invalid argument"
         );
+        assert_eq!((e.api(), e.call(), e.status()), (Api::Cuda, "cuMemsetD32Async", Some(1)));
+        assert_eq!(e.kind(), crate::ErrorKind::Call);
+        assert!(!e.is_environment());
         let e = api_error(
             "cuModuleLoadData",
             222,
@@ -1103,11 +1162,21 @@ mod tests {
             Some("the provided PTX was compiled with an unsupported toolchain."),
         );
         let text = e.to_string();
-        assert!(text.starts_with("cuda call cuModuleLoadData failed: CUDA_ERROR_UNSUPPORTED_PTX_VERSION"));
+        assert!(text
+            .starts_with("cuda: cuModuleLoadData failed (status 222): CUDA_ERROR_UNSUPPORTED_PTX_VERSION"));
         assert!(text.contains("NVRTC newer than this driver"), "{text}");
         let e = api_error("cuImportExternalMemory", 1, Some("CUDA_ERROR_INVALID_VALUE"), None);
         assert!(e.to_string().contains("allocation size"), "{e}");
-        assert!(matches!(e, ComputeError::Api { api: "cuda", call: "cuImportExternalMemory", .. }));
+        assert_eq!((e.call(), e.status()), ("cuImportExternalMemory", Some(1)));
+        // No device is the machine's fault.
+        let e = api_error(
+            "cuInit",
+            100,
+            Some("CUDA_ERROR_NO_DEVICE"),
+            Some("no CUDA-capable device is detected"),
+        );
+        assert!(e.is_environment(), "{e}");
+        assert!(e.message().ends_with("(no NVIDIA GPU is visible to this process)"), "{e}");
     }
 
     #[test]
@@ -1116,7 +1185,8 @@ mod tests {
         let name = cuda_status_name(CuStatus(1234), None);
         assert_eq!(name, "CUDA error 1234");
         let e = api_error("cuStreamCreate", 1234, Some(&name), None);
-        assert_eq!(e.to_string(), "cuda call cuStreamCreate failed: CUDA error 1234");
+        assert_eq!(e.to_string(), "cuda: cuStreamCreate failed (status 1234): CUDA error 1234");
+        assert_eq!(e.status(), Some(1234));
         assert_eq!(
             cuda_status_name(CuStatus(2), Some("CUDA_ERROR_OUT_OF_MEMORY".into())),
             "CUDA_ERROR_OUT_OF_MEMORY"
@@ -1148,7 +1218,7 @@ mod tests {
     /// and the tables cannot drift apart: both come from one `symbol_table!` invocation.)
     #[test]
     fn symbol_lists_cover_every_call() {
-        let source = include_str!("result.rs");
+        let source = include_str!("sys.rs");
         let code = &source[..source.find("#[cfg(test)]\nmod tests").expect("test module marker")];
         let prefix = ".api.";
         let called: std::collections::BTreeSet<String> = code
@@ -1176,18 +1246,21 @@ mod tests {
         // On a machine without libcuda (CI), the gate says so instead of panicking.
         if !driver_library_present() {
             let err = Driver::get().unwrap_err();
-            assert_eq!(err.to_string(), format!("backend cuda is not available: {NO_DRIVER}"));
+            assert_eq!(err.to_string(), format!("cuda: {NO_DRIVER}"));
+            assert!(err.is_environment());
         }
         // SAFETY: only tries to dlopen NVRTC's names.
         if unsafe { open_first(NVRTC_LIBRARIES) }.is_none() {
             let err = Nvrtc::get().unwrap_err();
-            assert!(matches!(err, ComputeError::Unavailable { backend: "cuda", .. }));
+            assert_eq!((err.api(), err.kind()), (Api::Nvrtc, crate::ErrorKind::Unavailable));
             assert!(err.to_string().contains("libnvrtc.so"), "{err}");
         }
         let err = Driver::load(&["libvkhip-no-such-library.so"]).unwrap_err();
-        assert_eq!(err, NO_DRIVER);
+        assert_eq!((err.api(), err.kind(), err.status()), (Api::Cuda, crate::ErrorKind::Unavailable, None));
+        assert_eq!(err.message(), NO_DRIVER);
+        assert!(err.is_environment());
         let err = Nvrtc::load(&["libvkhip-no-such-library.so"]).unwrap_err();
-        assert_eq!(err, NO_NVRTC);
+        assert_eq!(err.message(), NO_NVRTC);
     }
 
     #[test]
@@ -1195,10 +1268,13 @@ mod tests {
         // libc loads but exports none of the entry points: the presence check names them all
         // (and no function pointer is ever resolved or called).
         let err = Driver::load(&["libc.so.6"]).unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::Unavailable);
+        let err = err.message();
         assert!(err.starts_with("the NVIDIA driver's libcuda lacks cuCtxSetCurrent, "), "{err}");
         assert!(err.contains("cuWaitExternalSemaphoresAsync"), "{err}");
         assert!(!err.contains('\n'));
         let err = Nvrtc::load(&["libc.so.6"]).unwrap_err();
+        let err = err.message();
         assert!(err.starts_with("libnvrtc lacks nvrtcCompileProgram, "), "{err}");
     }
 }
@@ -1241,6 +1317,54 @@ pub fn semaphore_handle_desc(fd: i32, timeline: bool) -> sys::CUDA_EXTERNAL_SEMA
     }
 }
 
+/// How an imported image is viewed: a mipmapped array of one level, `width` × `height` texels of
+/// `format` (`Depth` 0: a 2D array), usable by surface loads and stores. Built field by field (the
+/// format field is a Rust enum without a zero variant, as in [`memory_handle_desc`]).
+pub fn mipmapped_array_desc(
+    format: ImageFormat,
+    width: u32,
+    height: u32,
+) -> sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC {
+    use crate::ChannelType;
+    use sys::CUarray_format as F;
+    let channel_format = match format.channel_type() {
+        ChannelType::U8 => F::CU_AD_FORMAT_UNSIGNED_INT8,
+        ChannelType::F16 => F::CU_AD_FORMAT_HALF,
+        ChannelType::F32 => F::CU_AD_FORMAT_FLOAT,
+    };
+    let mut desc = std::mem::MaybeUninit::<sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC>::zeroed();
+    let p = desc.as_mut_ptr();
+    // SAFETY: `p` points at zeroed storage of the right type; writing the enum field leaves every
+    // field valid (the rest are integers, valid as zero).
+    unsafe {
+        std::ptr::addr_of_mut!((*p).arrayDesc.Format).write(channel_format);
+        let mut desc = desc.assume_init();
+        desc.offset = 0;
+        desc.arrayDesc.Width = width as usize;
+        desc.arrayDesc.Height = height as usize;
+        desc.arrayDesc.Depth = 0;
+        desc.arrayDesc.NumChannels = format.channels();
+        desc.arrayDesc.Flags = sys::CUDA_ARRAY3D_SURFACE_LDST;
+        desc.numLevels = 1;
+        desc
+    }
+}
+
+/// The resource descriptor of a surface object over `array`.
+pub fn array_resource_desc(array: sys::CUarray) -> sys::CUDA_RESOURCE_DESC {
+    let mut desc = std::mem::MaybeUninit::<sys::CUDA_RESOURCE_DESC>::zeroed();
+    let p = desc.as_mut_ptr();
+    // SAFETY: as in `mipmapped_array_desc`: the enum field is written before the value is read;
+    // the union's other members are integers and pointers, valid as zero.
+    unsafe {
+        std::ptr::addr_of_mut!((*p).resType).write(sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY);
+        let mut desc = desc.assume_init();
+        desc.res.array.hArray = array;
+        desc.flags = 0;
+        desc
+    }
+}
+
 #[cfg(test)]
 mod descriptor_tests {
     use super::*;
@@ -1270,5 +1394,33 @@ mod descriptor_tests {
         let _: sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
         let b = semaphore_handle_desc(3, false);
         assert_eq!(b.type_, sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD);
+        let shared = memory_handle_desc(4, 8192, false);
+        assert_eq!((shared.size, shared.flags), (8192, 0));
+    }
+
+    #[test]
+    fn image_descriptors_follow_the_format() {
+        use sys::CUarray_format as F;
+        let expected = [
+            (ImageFormat::R32Float, F::CU_AD_FORMAT_FLOAT, 1),
+            (ImageFormat::Rgba8Unorm, F::CU_AD_FORMAT_UNSIGNED_INT8, 4),
+            (ImageFormat::Rgba16Float, F::CU_AD_FORMAT_HALF, 4),
+            (ImageFormat::Rgba32Float, F::CU_AD_FORMAT_FLOAT, 4),
+        ];
+        for (format, channel_format, channels) in expected {
+            let d = mipmapped_array_desc(format, 640, 480);
+            let a = d.arrayDesc;
+            assert_eq!((d.offset, d.numLevels), (0, 1), "{format}");
+            assert_eq!((a.Width, a.Height, a.Depth), (640, 480, 0), "{format}");
+            assert_eq!((a.Format, a.NumChannels), (channel_format, channels), "{format}");
+            assert_eq!(a.Flags, sys::CUDA_ARRAY3D_SURFACE_LDST, "{format}");
+            assert!(d.reserved.iter().all(|&r| r == 0), "{format}");
+        }
+        let array = 0x1234usize as sys::CUarray;
+        let r = array_resource_desc(array);
+        assert_eq!(r.resType, sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY);
+        // SAFETY: `array` is the member just written.
+        assert_eq!(unsafe { r.res.array.hArray }, array);
+        assert_eq!(r.flags, 0);
     }
 }
