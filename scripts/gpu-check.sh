@@ -23,7 +23,8 @@
 #      (with vs without --trace, interleaved, 3 repetitions) at most 3% of frame time
 #   6b. fault injection (VKHIP_FAULT) on the CUDA path: memory and semaphore import, NVRTC, launch
 #   6c. optional soak (GPU_CHECK_SOAK_FRAMES=N): cuda external and bridged, RSS and fds flat
-#   6d. the interop crate's CUDA examples (their own kernels, every value checked on the host): each must print "<name>: OK" and exit 0. Found in
+#   6d. the interop crate's CUDA examples, cuda_buffer and cuda_image (their own kernels, every
+#      value and texel checked on the host): each must print "<name>: OK" and exit 0. Found in
 #      GPU_CHECK_EXAMPLES_DIR, default BIN's directory/examples (where
 #      `cargo build --release -p vkhip-interop --examples` puts them)
 #
@@ -467,7 +468,7 @@ fi
 
 # --- 6d. the interop crate's CUDA examples --------------------------------------------------------
 examples_dir=${GPU_CHECK_EXAMPLES_DIR:-$(dirname "$bin")/examples}
-for name in cuda_buffer; do
+for name in cuda_buffer cuda_image; do
     example=$examples_dir/$name
     if [ -x "$example" ]; then
         run "example-$name" "$example"

@@ -13,7 +13,8 @@ use syn::visit::{self, Visit};
 
 const EXAMPLES: &[&str] = &["examples/hip_interop.rs"];
 /// The interop crate's examples.
-const CRATE_EXAMPLES: &[&str] = &["crates/vkhip-interop/examples/cuda_buffer.rs"];
+const CRATE_EXAMPLES: &[&str] =
+    &["crates/vkhip-interop/examples/cuda_buffer.rs", "crates/vkhip-interop/examples/cuda_image.rs"];
 const MAX_LINES: usize = 150;
 /// The one vkhip path outside `interop` an example may name.
 const ALLOWED_OUTSIDE_INTEROP: &[&str] = &["vkhip::app::is_environment_error"];
