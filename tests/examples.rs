@@ -5,6 +5,9 @@
 //!   vkhip but the exit-code classifier `vkhip::app::is_environment_error`; the interop crate's
 //!   examples (`crates/vkhip-interop/examples/`) use `vkhip_interop` and name nothing of vkhip at
 //!   all (checked with `syn`, so comments and strings never count);
+//! - the CUDA examples' kernels compile with NVRTC into cubins for sm_75 and sm_90 that define
+//!   every entry point the examples look up, where libnvrtc loads (the `nvidia-cuda-nvrtc` wheel's
+//!   lib directory on LD_LIBRARY_PATH; skipped otherwise);
 //! - with `--features hip`: the HIP example's own kernel compiles with hiprtc (for gfx90a and
 //!   gfx1030, targets both Debian 12's HIP 5.2 and ROCm 6.4 know) into a code object that defines
 //!   its entry point, the code `Hip::compile` would load on an AMD GPU.
@@ -95,7 +98,6 @@ fn examples_stay_one_short_file() {
 }
 
 /// The kernel source of an example: its `const KERNEL: &str = r#"…"#;`.
-#[cfg(feature = "hip")]
 fn example_kernel(path: &str) -> String {
     let text = source(path);
     let start = text.find("const KERNEL: &str = r#\"").expect("the example defines KERNEL") + 24;
@@ -114,5 +116,32 @@ fn hip_example_kernel_compiles_with_hiprtc() {
         assert!(code_object_has_symbol(&code, "ramp"), "{arch}: no `ramp` in the code object");
         let e = compile_kernel(&kernel, "no_such_kernel", arch).expect_err("entry point missing");
         assert!(e.to_string().contains("defining `no_such_kernel`"), "{arch}: {e}");
+    }
+}
+
+#[test]
+fn cuda_example_kernels_compile_with_nvrtc() {
+    use vkhip_interop::cuda::{compile_to_image, nvrtc_version, Target};
+    if let Err(e) = nvrtc_version() {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let cases = [
+        ("crates/vkhip-interop/examples/cuda_buffer.rs", &["ramp"][..]),
+        ("crates/vkhip-interop/examples/cuda_image.rs", &["r32f", "rgba8", "rgba16f", "rgba32f"][..]),
+    ];
+    for (path, entries) in cases {
+        let kernel = example_kernel(path);
+        for arch in [75, 90] {
+            let ptx = compile_to_image(&kernel, "example.cu", Target::Ptx(arch), &[])
+                .unwrap_or_else(|e| panic!("{path}, compute_{arch}: {e}"));
+            let text = String::from_utf8_lossy(&ptx);
+            for entry in entries {
+                assert!(text.contains(&format!(".entry {entry}(")), "{path}: no `{entry}` in the PTX");
+            }
+            let cubin = compile_to_image(&kernel, "example.cu", Target::Cubin(arch), &[])
+                .unwrap_or_else(|e| panic!("{path}, sm_{arch}: {e}"));
+            assert!(cubin.starts_with(b"\x7fELF"), "{path}: a cubin is an ELF image");
+        }
     }
 }
