@@ -8,7 +8,7 @@
 //! and **one** non-blocking stream ([`Cuda`]), the imports of Vulkan's memory and semaphores,
 //! events, compiling and launching. What stays here is vkhip's own:
 //! - the `sinewave` kernel: its source, compile options and on-disk cache ([`KernelCache`]),
-//!   its launch shape ([`plan::launch_config`]) and arguments ([`Sinewave`]), and the grid checks;
+//!   its launch shape (`plan::launch_config`) and arguments (`Sinewave`), and the grid checks;
 //! - fault injection (`VKHIP_FAULT=cuda-compile`, `cuda-launch`, …) and the start-up prewarm
 //!   (`prewarm`);
 //! - the profiler's timing of the stream ([`StreamTimer`] over the crate's [`CudaEvent`]);
@@ -28,7 +28,7 @@
 //! Kernel. `kernels/sinewave.hip` compiled by NVRTC for the device ([`Cuda::target`]: a cubin
 //! for its architecture, PTX only as a fallback), cached by [`KernelCache`]. Each thread owns
 //! four columns and walks rows; enough row walkers are launched to fill the GPU
-//! ([`plan::launch_config`]).
+//! (`plan::launch_config`).
 //!
 //! Shape. [`CudaBackend`] is the skeleton HIP shares ([`crate::compute::imported`]):
 //! [`Imported`] over [`CudaApi`] (the kernel: `sinewave`, or `sinewave_batch` for a batch, fill,
