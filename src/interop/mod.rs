@@ -47,12 +47,10 @@
 pub mod cuda;
 #[cfg(feature = "hip")]
 pub mod hip;
-pub mod vulkan;
 
 pub use crate::compute::fd::ImportFd;
 pub use crate::compute::ComputeError;
 pub use crate::compute::InteropMemory;
-pub use crate::vk::VkError;
 
 /// One stream of a compute API, as the protocol uses it: wait, signal, and one frame between
 /// them. [`cuda::Cuda`] and `hip::Hip` implement it; `frame` is written once for both.
