@@ -4,10 +4,9 @@
 //!
 //! | point | where | injected result |
 //! |---|---|---|
-//! | `vk-alloc` | every vkAllocateMemory (slots, images, host-visible buffers) | VK_ERROR_OUT_OF_DEVICE_MEMORY |
+//! | `vk-alloc` | every vkAllocateMemory of the app's own (host-mapped and unshared slots, images, host-visible buffers; exported slots are the interop crate's, which injects nothing) | VK_ERROR_OUT_OF_DEVICE_MEMORY |
 //! | `queue-submit` | every vkQueueSubmit (`Context::submit`: draws, Vulkan-backend dispatches, one-shot copies) | VK_ERROR_OUT_OF_HOST_MEMORY |
 //! | `device-lost` | the same submits | VK_ERROR_DEVICE_LOST |
-//! | `memory-import` | Vulkan's import of an exported slot fd | VK_ERROR_INVALID_EXTERNAL_HANDLE |
 //! | `kernel-compile` | the Vulkan backend's compute pipeline (its kernel compilation) | VK_ERROR_INVALID_SHADER_NV |
 //! | `cuda-memory-import` | CUDA's import of a slot (cuImportExternalMemory) | CUDA_ERROR_INVALID_HANDLE |
 //! | `cuda-semaphore-import` | CUDA's import of a semaphore (cuImportExternalSemaphore) | CUDA_ERROR_NOT_SUPPORTED |
@@ -30,7 +29,6 @@ pub enum Fault {
     VkAlloc,
     QueueSubmit,
     DeviceLost,
-    MemoryImport,
     KernelCompile,
     CudaMemoryImport,
     CudaSemaphoreImport,
@@ -43,7 +41,6 @@ impl Fault {
         Fault::VkAlloc,
         Fault::QueueSubmit,
         Fault::DeviceLost,
-        Fault::MemoryImport,
         Fault::KernelCompile,
         Fault::CudaMemoryImport,
         Fault::CudaSemaphoreImport,
@@ -56,7 +53,6 @@ impl Fault {
             Fault::VkAlloc => "vk-alloc",
             Fault::QueueSubmit => "queue-submit",
             Fault::DeviceLost => "device-lost",
-            Fault::MemoryImport => "memory-import",
             Fault::KernelCompile => "kernel-compile",
             Fault::CudaMemoryImport => "cuda-memory-import",
             Fault::CudaSemaphoreImport => "cuda-semaphore-import",
@@ -71,7 +67,6 @@ impl Fault {
             Fault::VkAlloc => vk::Result::ERROR_OUT_OF_DEVICE_MEMORY,
             Fault::QueueSubmit => vk::Result::ERROR_OUT_OF_HOST_MEMORY,
             Fault::DeviceLost => vk::Result::ERROR_DEVICE_LOST,
-            Fault::MemoryImport => vk::Result::ERROR_INVALID_EXTERNAL_HANDLE,
             Fault::KernelCompile => vk::Result::ERROR_INVALID_SHADER_NV,
             _ => vk::Result::ERROR_UNKNOWN,
         }
@@ -94,14 +89,14 @@ impl Fault {
 }
 
 /// Which call fails at each point (0 = never), and how many calls each point has seen.
-const N: usize = 9;
+const N: usize = 8;
 static FAIL_AT: [AtomicU64; N] = [const { AtomicU64::new(0) }; N];
 static SEEN: [AtomicU64; N] = [const { AtomicU64::new(0) }; N];
 static FROM_ENV: Once = Once::new();
 
 /// A malformed `VKHIP_FAULT`.
 #[derive(Debug, thiserror::Error)]
-#[error("{ENV}={value}: {why} (points: vk-alloc, queue-submit, device-lost, memory-import, kernel-compile, cuda-memory-import, cuda-semaphore-import, cuda-compile, cuda-launch; POINT[@N],…)")]
+#[error("{ENV}={value}: {why} (points: vk-alloc, queue-submit, device-lost, kernel-compile, cuda-memory-import, cuda-semaphore-import, cuda-compile, cuda-launch; POINT[@N],…)")]
 pub struct FaultSpecError {
     value: String,
     why: String,
@@ -226,11 +221,11 @@ mod tests {
     #[test]
     fn specs_parse_and_typos_are_refused() {
         assert_eq!(parse("").unwrap(), [0; N]);
-        assert_eq!(parse("vk-alloc").unwrap(), [1, 0, 0, 0, 0, 0, 0, 0, 0]);
-        assert_eq!(parse("queue-submit@7, device-lost@2").unwrap(), [0, 7, 2, 0, 0, 0, 0, 0, 0]);
-        assert_eq!(parse("memory-import@3,kernel-compile").unwrap(), [0, 0, 0, 3, 1, 0, 0, 0, 0]);
-        assert_eq!(parse("cuda-launch@5,cuda-compile").unwrap(), [0, 0, 0, 0, 0, 0, 0, 1, 5]);
-        for bad in ["vk-aloc", "queue-submit@0", "device-lost@x", "@3"] {
+        assert_eq!(parse("vk-alloc").unwrap(), [1, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(parse("queue-submit@7, device-lost@2").unwrap(), [0, 7, 2, 0, 0, 0, 0, 0]);
+        assert_eq!(parse("kernel-compile@3,cuda-memory-import").unwrap(), [0, 0, 0, 3, 1, 0, 0, 0]);
+        assert_eq!(parse("cuda-launch@5,cuda-compile").unwrap(), [0, 0, 0, 0, 0, 0, 1, 5]);
+        for bad in ["vk-aloc", "queue-submit@0", "device-lost@x", "@3", "memory-import"] {
             assert!(parse(bad).is_err(), "{bad} accepted");
         }
     }

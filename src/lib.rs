@@ -1,15 +1,15 @@
 //! vkhip: a Vulkan renderer whose height field is written by a pluggable compute backend
 //! (CPU, Vulkan compute, CUDA, HIP) through exported memory and semaphores.
 //!
-//! Where to look first (export → import → map → wait → kernel → signal):
-//! - [`interop`]: the interop as a library, kernel-agnostic — Vulkan exports a buffer and
-//!   timelines ([`interop::vulkan`]); CUDA imports them and runs your kernel between a wait and a
-//!   signal in the `vkhip-interop` crate (`vkhip_interop::cuda`, examples in
-//!   `crates/vkhip-interop/examples/`).
-//! - [`vk::external`]: export of slot memory and semaphores as OPAQUE_FD.
-//! - [`compute`]: the backend interface; `compute::cuda` (over `vkhip_interop::cuda`) and
-//!   `compute::hip` import the fds and map them.
+//! The interop itself is the workspace's library crate, `vkhip_interop` (`crates/vkhip-interop`):
+//! export → import → map → wait → kernel → signal, kernel-agnostic, with its own examples. This
+//! app is built on its public API, like any engine (its Vulkan device is handed to the crate).
+//!
+//! Where to look first:
 //! - [`sync`]: the frame-sync protocol, end to end (who waits on what, in every `--sync` mode).
+//! - [`compute`]: the backend interface; `compute::cuda` and `compute::hip` drive the crate's
+//!   CUDA and HIP sides with the sine wave.
+//! - [`vk::external`]: the slots and semaphores, exportable ones made by the crate.
 //! - [`sim`]: the sine-wave parameters and the CPU reference every test compares against.
 #![warn(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]

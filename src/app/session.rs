@@ -40,7 +40,6 @@
 //! ```
 
 use crate::cli::CommonArgs;
-use crate::compute::fd::ImportFd;
 use crate::compute::{
     cpu::CpuBackend, vulkan::VulkanBackend, BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError,
     InteropMemory, InteropSemaphorePair, InteropSemaphores,
@@ -297,28 +296,31 @@ pub fn prewarm(backend: BackendKind) {
 
 /// Export every slot's memory as OPAQUE_FD with the sizes an importer needs.
 pub fn export_memory(slots: &[Slot]) -> Result<Vec<InteropMemory>, VkError> {
-    slots.iter().map(crate::interop::vulkan::export_slot).collect()
+    slots
+        .iter()
+        .map(|slot| {
+            let m = slot.export()?;
+            Ok(InteropMemory {
+                fd: m.fd,
+                allocation_size: m.allocation_size,
+                buffer_size: m.size,
+                dedicated: m.dedicated,
+            })
+        })
+        .collect()
 }
 
 /// Export the semaphores of the mode in use.
 pub fn export_semaphores(sems: &FrameSemaphores) -> Result<InteropSemaphores, VkError> {
     let timeline = if sems.binary.is_empty() {
-        Some(InteropSemaphorePair {
-            computed: ImportFd::new(sems.computed.export_fd()?),
-            rendered: ImportFd::new(sems.rendered.export_fd()?),
-        })
+        Some(InteropSemaphorePair { computed: sems.computed.export()?, rendered: sems.rendered.export()? })
     } else {
         None
     };
     let binary = sems
         .binary
         .iter()
-        .map(|(c, r)| {
-            Ok(InteropSemaphorePair {
-                computed: ImportFd::new(c.export_fd()?),
-                rendered: ImportFd::new(r.export_fd()?),
-            })
-        })
+        .map(|(c, r)| Ok(InteropSemaphorePair { computed: c.export()?, rendered: r.export()? }))
         .collect::<Result<_, VkError>>()?;
     Ok(InteropSemaphores { timeline, binary })
 }
@@ -398,6 +400,7 @@ impl Session {
 
     /// Read `slot` back through Vulkan once `waits` (semaphore, value) are reached.
     pub fn read_slot(&self, slot: usize, waits: &[(ash::vk::Semaphore, u64)]) -> Result<Vec<f32>, VkError> {
-        crate::interop::vulkan::read_back(&self.ctx, &self.slots[slot], waits, &[])
+        let slot = &self.slots[slot];
+        crate::vk::memory::read_back(&self.ctx, slot.buffer, slot.size, waits)
     }
 }

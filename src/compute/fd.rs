@@ -1,4 +1,3 @@
-//! Ownership of a file descriptor handed to a foreign API's import call: the interop crate's
-//! [`ImportFd`] and [`FdOwnership`], which the app's exports and backends use as they are.
-
+//! Ownership of an exported fd handed to a foreign API's import: the interop crate's
+//! [`ImportFd`] and [`FdOwnership`] (one definition, used by the app's backends and the crate).
 pub use vkhip_interop::{FdOwnership, ImportFd};

@@ -46,12 +46,10 @@
 
 #[cfg(feature = "hip")]
 pub mod hip;
-pub mod vulkan;
 
 pub use crate::compute::fd::ImportFd;
 pub use crate::compute::ComputeError;
 pub use crate::compute::InteropMemory;
-pub use crate::vk::VkError;
 
 /// One stream of a compute API, as the protocol uses it: wait, signal, and one frame between
 /// them. `hip::Hip` implements it (CUDA: the crate's `vkhip_interop::FrameStream`).

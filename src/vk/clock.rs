@@ -16,7 +16,7 @@
 //!   more when the run is over ([`GpuClock::recheck_idle`]) and the difference is reported as the
 //!   drift.
 
-use super::device::Context;
+use super::device::{CalibratedExt, Context};
 use super::{CallContext, VkError};
 use crate::profile::clock::{host_now_ns, Anchor, ClockInfo};
 use ash::{ext, khr, vk};
@@ -27,32 +27,6 @@ pub const REANCHOR_NS: u64 = 250_000_000;
 
 /// One-off calibration tries; the narrowest window wins.
 const ONE_OFF_TRIES: usize = 7;
-
-/// Which calibrated-timestamps extension a device has (both have the same entry points).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CalibratedExt {
-    Khr,
-    Ext,
-}
-
-impl CalibratedExt {
-    /// The extension's name, as the device lists it and as it is enabled.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use vkhip::vk::clock::CalibratedExt;
-    ///
-    /// assert_eq!(CalibratedExt::Khr.name().to_str().unwrap(), "VK_KHR_calibrated_timestamps");
-    /// assert_eq!(CalibratedExt::Ext.name().to_str().unwrap(), "VK_EXT_calibrated_timestamps");
-    /// ```
-    pub fn name(self) -> &'static std::ffi::CStr {
-        match self {
-            CalibratedExt::Khr => khr::calibrated_timestamps::NAME,
-            CalibratedExt::Ext => ext::calibrated_timestamps::NAME,
-        }
-    }
-}
 
 enum Calibrator {
     Khr(khr::calibrated_timestamps::Device),

@@ -11,6 +11,7 @@ use ash::{khr, vk};
 use std::ffi::CStr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+use vkhip_interop::vulkan::{requirements, Device as InteropDevice, Importer};
 
 /// How long a host wait on a Vulkan semaphore may take before the run fails with a clear message.
 pub const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -47,7 +48,7 @@ pub struct PhysicalDeviceInfo {
     /// Valid bits of timestamps on the graphics queue family (0: no timestamps).
     pub timestamp_bits: u32,
     /// A calibrated-timestamps extension with the DEVICE and CLOCK_MONOTONIC domains, if any.
-    pub calibrated: Option<super::clock::CalibratedExt>,
+    pub calibrated: Option<CalibratedExt>,
 }
 
 impl PhysicalDeviceInfo {
@@ -73,6 +74,32 @@ impl PhysicalDeviceInfo {
             vk::PhysicalDeviceType::VIRTUAL_GPU => 2,
             vk::PhysicalDeviceType::CPU => 1,
             _ => 0,
+        }
+    }
+}
+
+/// Which calibrated-timestamps extension a device has (both have the same entry points).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CalibratedExt {
+    Khr,
+    Ext,
+}
+
+impl CalibratedExt {
+    /// The extension's name, as the device lists it and as it is enabled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use vkhip::vk::device::CalibratedExt;
+    ///
+    /// assert_eq!(CalibratedExt::Khr.name().to_str().unwrap(), "VK_KHR_calibrated_timestamps");
+    /// assert_eq!(CalibratedExt::Ext.name().to_str().unwrap(), "VK_EXT_calibrated_timestamps");
+    /// ```
+    pub fn name(self) -> &'static std::ffi::CStr {
+        match self {
+            CalibratedExt::Khr => khr::calibrated_timestamps::NAME,
+            CalibratedExt::Ext => ash::ext::calibrated_timestamps::NAME,
         }
     }
 }
@@ -187,34 +214,10 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError
             .max()
             .unwrap_or(0);
 
-        let (memory_export, memory_export_dedicated_only) = if has(khr::external_memory_fd::NAME) {
-            let info = vk::PhysicalDeviceExternalBufferInfo::default()
-                .usage(super::external::SLOT_USAGE)
-                .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
-            let mut p = vk::ExternalBufferProperties::default();
-            // SAFETY: valid handle, live locals.
-            unsafe { inst.get_physical_device_external_buffer_properties(handle, &info, &mut p) };
-            let f = p.external_memory_properties.external_memory_features;
-            (
-                f.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE),
-                f.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY),
-            )
-        } else {
-            (false, false)
-        };
-        let sem_export = |ty: vk::SemaphoreType| {
-            if !has(khr::external_semaphore_fd::NAME) {
-                return false;
-            }
-            let mut type_info = vk::SemaphoreTypeCreateInfo::default().semaphore_type(ty);
-            let info = vk::PhysicalDeviceExternalSemaphoreInfo::default()
-                .handle_type(vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD)
-                .push_next(&mut type_info);
-            let mut p = vk::ExternalSemaphoreProperties::default();
-            // SAFETY: valid handle, live locals.
-            unsafe { inst.get_physical_device_external_semaphore_properties(handle, &info, &mut p) };
-            p.external_semaphore_features.contains(vk::ExternalSemaphoreFeatureFlags::EXPORTABLE)
-        };
+        // What the device can export: the interop crate's own probe, so the app and the crate
+        // agree on it.
+        // SAFETY: `handle` is a physical device of the live instance.
+        let export = unsafe { vkhip_interop::vulkan::Capabilities::probe(inst, handle) }?;
 
         let calibrated = calibrated_timestamps(instance, handle, &has);
 
@@ -234,10 +237,10 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError
             uuid: id.device_uuid,
             graphics_family,
             timeline_semaphores: timeline.timeline_semaphore == vk::TRUE,
-            memory_export,
-            memory_export_dedicated_only,
-            timeline_export: sem_export(vk::SemaphoreType::TIMELINE),
-            binary_export: sem_export(vk::SemaphoreType::BINARY),
+            memory_export: export.memory_export,
+            memory_export_dedicated_only: export.memory_export_dedicated_only,
+            timeline_export: export.timeline_export,
+            binary_export: export.binary_export,
             swapchain_ext: has(khr::swapchain::NAME),
             max_storage_buffer_range: props.limits.max_storage_buffer_range,
             max_memory_allocation_size: maint3.max_memory_allocation_size,
@@ -256,8 +259,7 @@ fn calibrated_timestamps(
     instance: &Instance,
     handle: vk::PhysicalDevice,
     has: &dyn Fn(&CStr) -> bool,
-) -> Option<super::clock::CalibratedExt> {
-    use super::clock::CalibratedExt;
+) -> Option<CalibratedExt> {
     let (entry, inst) = (&instance.entry, &instance.instance);
     // EXT first: the same entry points, and validation layers older than 1.3.255 warn about the
     // KHR name they do not know.
@@ -291,8 +293,9 @@ pub struct Context {
     queue: Mutex<vk::Queue>,
     /// Transient pool for one-shot transfers (fills, read-backs, captures).
     one_shot_pool: Mutex<vk::CommandPool>,
-    pub external_memory_fd: Option<khr::external_memory_fd::Device>,
-    pub external_semaphore_fd: Option<khr::external_semaphore_fd::Device>,
+    /// The interop crate's view of this device (borrowed: the crate never destroys it), when
+    /// the device can export memory; exportable slots and semaphores are made through it.
+    interop: Option<InteropDevice>,
     pub swapchain_fn: Option<khr::swapchain::Device>,
     /// Dropped after the device (the `Drop` impl destroys the device first).
     pub instance: Arc<Instance>,
@@ -306,12 +309,15 @@ impl Context {
         swapchain: bool,
     ) -> Result<Arc<Self>, VkError> {
         let family = physical.graphics_family.ok_or_else(|| VkError::NoDevice("no graphics queue".into()))?;
+        // What the interop crate needs to export from this device (it borrows the device below,
+        // as an engine's would be): memory export, and semaphore export where the driver has it.
+        let need = requirements(Importer::Hip);
         let mut exts = Vec::new();
         if physical.memory_export {
-            exts.push(khr::external_memory_fd::NAME.as_ptr());
+            exts.extend(need.device_extensions.iter().map(|e| e.as_ptr()));
         }
         if physical.timeline_export || physical.binary_export {
-            exts.push(khr::external_semaphore_fd::NAME.as_ptr());
+            exts.extend(need.optional_device_extensions.iter().map(|e| e.as_ptr()));
         }
         if let Some(ext) = physical.calibrated {
             exts.push(ext.name().as_ptr());
@@ -336,6 +342,30 @@ impl Context {
         let inst = &instance.instance;
         // SAFETY: valid physical device; `info` points at live locals.
         let device = unsafe { inst.create_device(physical.handle, &info, None) }.call("vkCreateDevice")?;
+        let interop = if physical.memory_export {
+            // SAFETY: the device was created on `physical` with the crate's requirements enabled
+            // (above) and a queue in `family`; `Context` drops the crate's device before its own
+            // (see Drop), and the app never calls the crate's one-shot submissions.
+            match unsafe {
+                InteropDevice::from_raw(
+                    &instance.entry,
+                    &instance.instance,
+                    physical.handle,
+                    &device,
+                    family,
+                    Importer::Hip,
+                )
+            } {
+                Ok(d) => Some(d),
+                Err(e) => {
+                    // SAFETY: nothing else was created from the device yet.
+                    unsafe { device.destroy_device(None) };
+                    return Err(e.into());
+                }
+            }
+        } else {
+            None
+        };
         // SAFETY: family/index 0 were requested above.
         let queue = unsafe { device.get_device_queue(family, 0) };
         let pool_info = vk::CommandPoolCreateInfo::default()
@@ -345,6 +375,7 @@ impl Context {
         let pool = match unsafe { device.create_command_pool(&pool_info, None) } {
             Ok(p) => p,
             Err(e) => {
+                drop(interop);
                 // SAFETY: nothing else was created from the device yet.
                 unsafe { device.destroy_device(None) };
                 return Err(VkError::Call { call: "vkCreateCommandPool", result: e });
@@ -353,11 +384,7 @@ impl Context {
         // SAFETY: valid handle.
         let memory_properties = unsafe { inst.get_physical_device_memory_properties(physical.handle) };
         Ok(Arc::new(Context {
-            external_memory_fd: physical
-                .memory_export
-                .then(|| khr::external_memory_fd::Device::new(inst, &device)),
-            external_semaphore_fd: (physical.timeline_export || physical.binary_export)
-                .then(|| khr::external_semaphore_fd::Device::new(inst, &device)),
+            interop,
             swapchain_fn: swapchain.then(|| khr::swapchain::Device::new(inst, &device)),
             device,
             physical,
@@ -367,6 +394,17 @@ impl Context {
             one_shot_pool: Mutex::new(pool),
             instance,
         }))
+    }
+
+    /// The interop crate's device, for exportable objects; an error on a device that cannot
+    /// export memory.
+    pub fn interop(&self) -> Result<&InteropDevice, VkError> {
+        self.interop.as_ref().ok_or_else(|| {
+            VkError::Unsupported(format!(
+                "{} cannot export buffer memory as OPAQUE_FD (VK_KHR_external_memory_fd)",
+                self.physical.name
+            ))
+        })
     }
 
     /// The queue, locked (Vulkan requires external synchronisation of queue operations).
@@ -557,6 +595,8 @@ impl Drop for Context {
             if let Err(e) = self.device.device_wait_idle() {
                 log::warn!("vkDeviceWaitIdle at teardown: {e}");
             }
+            // The crate's borrowed view goes before the device it borrows.
+            drop(self.interop.take());
             let pool = *self.one_shot_pool.get_mut().unwrap_or_else(|p| p.into_inner());
             self.device.destroy_command_pool(pool, None);
             self.device.destroy_device(None);

@@ -126,6 +126,42 @@ impl Drop for HostBuffer {
     }
 }
 
+/// Copy the first `size` bytes of `buffer` to host memory on the queue once every `waits`
+/// (timeline, value) is reached; returns the floats once the copy finished (a fence of Vulkan's
+/// own, never a value the compute API signals).
+pub fn read_back(
+    ctx: &Arc<Context>,
+    buffer: vk::Buffer,
+    size: u64,
+    waits: &[(vk::Semaphore, u64)],
+) -> Result<Vec<f32>, VkError> {
+    let host = HostBuffer::new(ctx, size, vk::BufferUsageFlags::TRANSFER_DST)?;
+    let d = &ctx.device;
+    let waits: Vec<_> = waits.iter().map(|&(s, v)| (s, v, vk::PipelineStageFlags::TRANSFER)).collect();
+    ctx.one_shot(&waits, |cmd| {
+        let region = vk::BufferCopy { src_offset: 0, dst_offset: 0, size };
+        // SAFETY: recording into the one-shot command buffer; both buffers are live and large
+        // enough. The semaphore waits made the writer's results available; the barriers make them
+        // visible to the copy, and the copy's to the host.
+        unsafe {
+            super::cmd_memory_barrier(
+                d,
+                cmd,
+                (vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::MEMORY_WRITE),
+                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_READ),
+            );
+            d.cmd_copy_buffer(cmd, buffer, host.buffer, &[region]);
+            super::cmd_memory_barrier(
+                d,
+                cmd,
+                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
+                (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
+            );
+        }
+    })?;
+    Ok(host.floats().to_vec())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

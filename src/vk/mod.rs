@@ -47,6 +47,9 @@ pub enum VkError {
     /// Waiting on the GPU took too long (something upstream never signalled).
     #[error("timed out after {seconds} s waiting for {what}")]
     Timeout { what: String, seconds: u64 },
+    /// The interop crate's export side failed (it keeps the call and the numeric status).
+    #[error(transparent)]
+    Interop(#[from] vkhip_interop::Error),
 }
 
 /// A Vulkan result by its spec name (`VK_ERROR_DEVICE_LOST`), with ash's description where it
@@ -80,13 +83,14 @@ impl VkError {
                 | VkError::NoDevice(_)
                 | VkError::BadDeviceIndex { .. }
                 | VkError::Unsupported(_)
-        ) || matches!(
-            self,
-            VkError::Call {
-                result: vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY,
-                ..
-            }
-        )
+        ) || matches!(self, VkError::Interop(e) if e.is_environment())
+            || matches!(
+                self,
+                VkError::Call {
+                    result: vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY,
+                    ..
+                }
+            )
     }
 }
 

@@ -95,7 +95,8 @@ pub enum ErrorKind {
 
 /// A failed interop call or a refused request: the API, the C call, its numeric status and the
 /// kind of failure. Statuses stay integers (no Rust enum can hold a value a newer driver returns).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{api}: {}{message}", call_prefix(*kind, call, *status))]
 pub struct Error {
     api: Api,
     call: &'static str,
@@ -190,21 +191,16 @@ impl Error {
     }
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: ", self.api)?;
-        match (self.kind, self.call, self.status) {
-            (ErrorKind::Call, call, Some(status)) => write!(f, "{call} failed (status {status}): ")?,
-            (ErrorKind::Compile, "", _) => f.write_str("compiling the kernel failed: ")?,
-            (ErrorKind::Compile, call, _) => write!(f, "{call}: compiling the kernel failed: ")?,
-            (_, "", _) => {}
-            (_, call, _) => write!(f, "{call}: ")?,
-        }
-        f.write_str(&self.message)
+/// What the message of an [`Error`] starts with, after the API: the failed call and its status.
+fn call_prefix(kind: ErrorKind, call: &str, status: Option<i64>) -> String {
+    match (kind, call, status) {
+        (ErrorKind::Call, call, Some(status)) => format!("{call} failed (status {status}): "),
+        (ErrorKind::Compile, "", _) => "compiling the kernel failed: ".into(),
+        (ErrorKind::Compile, call, _) => format!("{call}: compiling the kernel failed: "),
+        (_, "", _) => String::new(),
+        (_, call, _) => format!("{call}: "),
     }
 }
-
-impl std::error::Error for Error {}
 
 /// `VK_ERROR_DEVICE_LOST` for `vk::Result::ERROR_DEVICE_LOST`: the spec's name, which drivers,
 /// docs and searches use (ash's `Display` gives the description only).

@@ -495,16 +495,22 @@ impl Device {
     pub fn import_buffer(&self, memory: ExportedMemory) -> Result<ImportedBuffer> {
         memory.check_sizes(Api::Vulkan)?;
         let d = &self.inner.device;
-        let mut external =
-            vk::ExternalMemoryBufferCreateInfo::default().handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+        let mut external = vk::ExternalMemoryBufferCreateInfo::default()
+            .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
         let info = vk::BufferCreateInfo::default()
             .size(memory.size)
             .usage(BUFFER_USAGE)
             .sharing_mode(vk::SharingMode::EXCLUSIVE)
             .push_next(&mut external);
         // SAFETY: valid device; `info` points at live locals.
-        let buffer = unsafe { d.create_buffer(&info, None) }.map_err(|r| Error::vulkan("vkCreateBuffer", r))?;
-        let mut imported = ImportedBuffer { buffer, memory: vk::DeviceMemory::null(), size: memory.size, device: self.inner.clone() };
+        let buffer =
+            unsafe { d.create_buffer(&info, None) }.map_err(|r| Error::vulkan("vkCreateBuffer", r))?;
+        let mut imported = ImportedBuffer {
+            buffer,
+            memory: vk::DeviceMemory::null(),
+            size: memory.size,
+            device: self.inner.clone(),
+        };
         // SAFETY: a live buffer of this device.
         let req = unsafe { d.get_buffer_memory_requirements(buffer) };
         let ty = super::memory::find_memory_type(
@@ -516,8 +522,9 @@ impl Device {
         .ok_or_else(|| Error::unsupported(Api::Vulkan, "no memory type can hold the imported buffer"))?;
         let (allocation_size, dedicated) = (memory.allocation_size, memory.dedicated);
         imported.memory = memory.fd.import(crate::FdOwnership::TakenOnSuccess, |raw| {
-            let mut import =
-                vk::ImportMemoryFdInfoKHR::default().handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD).fd(raw);
+            let mut import = vk::ImportMemoryFdInfoKHR::default()
+                .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
+                .fd(raw);
             let mut dedicated_info = vk::MemoryDedicatedAllocateInfo::default().buffer(buffer);
             let mut alloc = vk::MemoryAllocateInfo::default()
                 .allocation_size(allocation_size)
@@ -527,10 +534,12 @@ impl Device {
                 alloc = alloc.push_next(&mut dedicated_info);
             }
             // SAFETY: valid device; the fd refers to an exported allocation of this GPU.
-            unsafe { d.allocate_memory(&alloc, None) }.map_err(|r| Error::vulkan("vkAllocateMemory (import OPAQUE_FD)", r))
+            unsafe { d.allocate_memory(&alloc, None) }
+                .map_err(|r| Error::vulkan("vkAllocateMemory (import OPAQUE_FD)", r))
         })?;
         // SAFETY: fresh buffer and imported memory, offset 0.
-        unsafe { d.bind_buffer_memory(buffer, imported.memory, 0) }.map_err(|r| Error::vulkan("vkBindBufferMemory", r))?;
+        unsafe { d.bind_buffer_memory(buffer, imported.memory, 0) }
+            .map_err(|r| Error::vulkan("vkBindBufferMemory", r))?;
         Ok(imported)
     }
 }
