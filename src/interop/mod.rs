@@ -3,10 +3,10 @@
 //! the sine wave, the window or the profiler; vkhip's own CUDA backend is built on the same calls.
 //!
 //! ## The six steps (`crates/vkhip-interop/examples/cuda_buffer.rs` runs them end to end)
-//! 1. **export** — [`vulkan::VulkanDevice`] makes a [`vulkan::SharedBuffer`] (device-local, its own
-//!    dedicated allocation, exportable as OPAQUE_FD) and [`vulkan::SharedTimeline`]s, and exports
-//!    each as a file descriptor: [`InteropMemory`] (fd + the sizes an importer needs) and
-//!    [`ImportFd`].
+//! 1. **export** — the crate's `vkhip_interop::vulkan::Device` makes a `SharedBuffer`
+//!    (device-local, its own dedicated allocation, exportable as OPAQUE_FD) and `SharedSemaphore`
+//!    timelines, and exports each as a file descriptor: `ExportedMemory` (fd + the sizes an
+//!    importer needs) and [`ImportFd`].
 //! 2. **import** — the compute API opens the device whose UUID is Vulkan's `deviceUUID`
 //!    (`vkhip_interop::cuda::Cuda::open`) and imports the fds (`Cuda::import_buffer`,
 //!    `Cuda::import_timeline`). An fd is *consumed*: owned by the driver after a
