@@ -10,8 +10,11 @@
 use syn::visit::{self, Visit};
 
 /// The interop crate's examples.
-const CRATE_EXAMPLES: &[&str] =
-    &["crates/vkhip-interop/examples/cuda_buffer.rs", "crates/vkhip-interop/examples/cuda_image.rs"];
+const CRATE_EXAMPLES: &[&str] = &[
+    "crates/vkhip-interop/examples/cuda_buffer.rs",
+    "crates/vkhip-interop/examples/cuda_image.rs",
+    "crates/vkhip-interop/examples/bring_your_own_device.rs",
+];
 const MAX_LINES: usize = 150;
 
 fn source(path: &str) -> String {
@@ -91,6 +94,7 @@ fn cuda_example_kernels_compile_with_nvrtc() {
     let cases = [
         ("crates/vkhip-interop/examples/cuda_buffer.rs", &["ramp"][..]),
         ("crates/vkhip-interop/examples/cuda_image.rs", &["r32f", "rgba8", "rgba16f", "rgba32f"][..]),
+        ("crates/vkhip-interop/examples/bring_your_own_device.rs", &["count"][..]),
     ];
     for (path, entries) in cases {
         let kernel = example_kernel(path);

@@ -20,9 +20,12 @@ pub(crate) const BUFFER_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from
         | vk::BufferUsageFlags::TRANSFER_DST.as_raw(),
 );
 
-/// Usage of every shared image: sampled, transfer source and destination.
+/// Usage of every shared image: sampled, storage (a foreign writer's surface stores are what a
+/// storage image is; NVIDIA's samples set it on images CUDA writes, which keeps the layouts of
+/// both APIs' views alike), transfer source and destination.
 pub(crate) const IMAGE_USAGE: vk::ImageUsageFlags = vk::ImageUsageFlags::from_raw(
     vk::ImageUsageFlags::SAMPLED.as_raw()
+        | vk::ImageUsageFlags::STORAGE.as_raw()
         | vk::ImageUsageFlags::TRANSFER_SRC.as_raw()
         | vk::ImageUsageFlags::TRANSFER_DST.as_raw(),
 );
@@ -57,7 +60,7 @@ impl Device {
     }
 
     /// A 2D image of `width` × `height` texels of `format` (one mip level, one layer, optimal
-    /// tiling, usage sampled + transfer source and destination) in its own exportable
+    /// tiling, usage sampled + storage + transfer source and destination) in its own exportable
     /// allocation, in layout UNDEFINED until [`SharedImage::cmd_prepare`] runs.
     pub fn shared_image(&self, format: ImageFormat, width: u32, height: u32) -> Result<SharedImage> {
         if width == 0 || height == 0 {
