@@ -23,7 +23,11 @@
 #      (with vs without --trace, interleaved, 3 repetitions) at most 3% of frame time
 #   6b. fault injection (VKHIP_FAULT) on the CUDA path: memory and semaphore import, NVRTC, launch
 #   6c. optional soak (GPU_CHECK_SOAK_FRAMES=N): cuda external and bridged, RSS and fds flat
-#   6d. the interop crate's CUDA examples, cuda_buffer and cuda_image (their own kernels, every
+#   2c. cuda-in-vulkan (the kernel in Vulkan's queue, VK_NVX_binary_import): verify on every K and
+#      on odd and extreme grids (2x1000: the narrowest grid --grid takes; 2x2, 4097x3, 16384x16384), its capture byte-identical to
+#      cuda's, validation, traces checked, and in the soak
+#   6d. the interop crate's CUDA examples, cuda_buffer, cuda_image, bring_your_own_device and
+#      cuda_in_vulkan (their own kernels, every
 #      value and texel checked on the host): each must print "<name>: OK" and exit 0. Found in
 #      GPU_CHECK_EXAMPLES_DIR, default BIN's directory/examples (where
 #      `cargo build --release -p vkhip-interop --examples` puts them)
@@ -250,8 +254,38 @@ for grid in 256x256 1000x777 4096x4096; do
 done >"$out/sweep-baselines-and-defaults.list"
 sweep_group baselines-and-defaults
 
+# --- 2c. cuda-in-vulkan (VK_NVX_binary_import): the CUDA kernel in Vulkan's queue -------------------
+# The same verify as the CUDA backend's on every K with external, binary K=1/3 and blocking, on the
+# usual grids and the odd and extreme ones, next to the cuda backend on the odd grids.
+for grid in 256x256 1000x777 4096x4096 2x1000 2x2 4097x3; do
+    for k in 1 2 3 4 5 6 7 8; do
+        echo "nvx-external-$grid-k$k|--backend cuda-in-vulkan --sync external --slots $k --grid $grid --frames $((2 * k + 3))"
+    done
+    for k in 1 3; do
+        echo "nvx-binary-$grid-k$k|--backend cuda-in-vulkan --sync binary --slots $k --grid $grid --frames 8"
+    done
+    echo "nvx-blocking-$grid|--backend cuda-in-vulkan --sync blocking --slots 1 --grid $grid --frames 6"
+    echo "nvx-default-$grid|--backend cuda-in-vulkan --grid $grid --frames 20"
+done >"$out/sweep-cuda-in-vulkan.list"
+for grid in 2x1000 2x2 4097x3; do
+    for k in 1 3; do
+        echo "cuda-external-$grid-k$k|--backend cuda --sync external --slots $k --run-ahead 0 --batch 1 --grid $grid --frames 9"
+    done
+done >>"$out/sweep-cuda-in-vulkan.list"
+sweep_group cuda-in-vulkan
+for backend in cuda-in-vulkan cuda; do
+    name="verify-$backend-16384x16384"
+    run "$name" "$bin" verify --backend "$backend" --sync external --slots 2 --run-ahead 0 --batch 1 \
+        --grid 16384x16384 --frames 3
+    if [ "$rc" -eq 0 ] && [ "${last#verify: PASS}" != "$last" ]; then
+        record "$name" PASS "max_abs_error=$(field max_abs_error "$last")"
+    else
+        record "$name" "$(status_of)" "exit $rc: $tail_line"
+    fi
+done
+
 # --- 3. headless captures and their comparison ---------------------------------------------------
-for backend in cuda cpu; do
+for backend in cuda cpu cuda-in-vulkan; do
     png="$out/$backend.png"
     rm -f "$png"
     run "capture-$backend" "$bin" --headless --backend "$backend" --time frame --frames 120 \
@@ -277,6 +311,17 @@ if [ -s "$out/cuda.png" ] && [ -s "$out/cpu.png" ]; then
 else
     record compare-png FAIL "not run: a capture is missing"
 fi
+# The kernel in Vulkan's queue draws exactly the frame the CUDA stream draws.
+if [ -s "$out/cuda.png" ] && [ -s "$out/cuda-in-vulkan.png" ]; then
+    if cmp -s "$out/cuda.png" "$out/cuda-in-vulkan.png"; then
+        record compare-png-cuda-in-vulkan PASS "byte-identical to the cuda capture"
+    else
+        run compare-png-cuda-in-vulkan "$bin" compare-png "$out/cuda-in-vulkan.png" "$out/cuda.png"
+        record compare-png-cuda-in-vulkan FAIL "PNGs differ: $last"
+    fi
+else
+    record compare-png-cuda-in-vulkan FAIL "not run: a capture is missing"
+fi
 
 # --- 4. kernel benchmark -------------------------------------------------------------------------
 # The non-interop backends on the same GPU: the baseline a user would pick instead.
@@ -295,7 +340,8 @@ done
 
 # Validation on the GPU driver: cpu/vulkan must be clean; cuda external shows the layer's known
 # false positives for foreign signals (counted separately by vkhip, reported here as a figure).
-for spec in "vulkan external 3" "vulkan binary 1" "cpu bridged 3" "cuda external 3" "cuda bridged 3"; do
+for spec in "vulkan external 3" "vulkan binary 1" "cpu bridged 3" "cuda external 3" "cuda bridged 3" \
+    "cuda-in-vulkan external 3" "cuda-in-vulkan external 1" "cuda-in-vulkan binary 1"; do
     read -r backend sync slots <<<"$spec"
     name="validation-$backend-$sync-k$slots"
     run "$name" "$bin" --headless --validation --backend "$backend" --sync "$sync" --slots "$slots" \
@@ -356,7 +402,7 @@ fi
 # one launch.
 for spec in "cuda external 3 256x256" "cuda external 3 1024x1024" "cuda external 1 1024x1024" \
     "cuda blocking 1 1024x1024" "vulkan external 3 1024x1024" "cuda default 8 256x256" \
-    "cuda default 8 1024x1024"; do
+    "cuda default 8 1024x1024" "cuda-in-vulkan external 1 256x256" "cuda-in-vulkan external 3 1024x1024"; do
     read -r backend sync slots grid <<<"$spec"
     name="trace-$backend-$sync-k$slots-$grid"
     shape=(--sync "$sync" --slots "$slots" --run-ahead 0 --batch 1)
@@ -440,10 +486,11 @@ done
 # fds flat. Run it in a call of its own: each run is longer than one check's usual time limit.
 soak_frames=${GPU_CHECK_SOAK_FRAMES:-0}
 if [ "$soak_frames" -gt 0 ]; then
-    for sync in external bridged; do
-        name="soak-cuda-$sync"
+    for spec in "cuda external" "cuda bridged" "cuda-in-vulkan external"; do
+        read -r backend sync <<<"$spec"
+        name="soak-$backend-$sync"
         log="$out/$name.log"
-        "$bin" --headless --backend cuda --sync "$sync" --slots 3 --grid 64x64 --size 64x64 \
+        "$bin" --headless --backend "$backend" --sync "$sync" --slots 3 --grid 64x64 --size 64x64 \
             --frames "$soak_frames" >"$out/$name.stdout" 2>"$log" &
         pid=$!
         sleep 15
@@ -468,7 +515,7 @@ fi
 
 # --- 6d. the interop crate's CUDA examples --------------------------------------------------------
 examples_dir=${GPU_CHECK_EXAMPLES_DIR:-$(dirname "$bin")/examples}
-for name in cuda_buffer cuda_image; do
+for name in cuda_buffer cuda_image bring_your_own_device cuda_in_vulkan; do
     example=$examples_dir/$name
     if [ -x "$example" ]; then
         run "example-$name" "$example"

@@ -159,3 +159,27 @@ fn report_has_gpu_draw_time_from_timestamps() {
     let (gpu, frame) = (mean_after("gpu draw"), mean_after("frame time"));
     assert!(gpu > 0.0 && gpu <= frame * 1.05, "gpu draw mean {gpu} ms vs frame mean {frame} ms:\n{out}");
 }
+
+/// `--backend cuda-in-vulkan` where Vulkan has no VK_NVX_binary_import (lavapipe): exit 2 and one
+/// line naming the extension and the standard path, for runs, verify and bench-style child runs;
+/// nothing on stdout claims a result. `info` says the device cannot.
+#[test]
+fn cuda_in_vulkan_is_refused_in_one_line_without_the_extension() {
+    for args in [
+        &["--headless", "--backend", "cuda-in-vulkan", "--frames", "3"][..],
+        &["verify", "--backend", "cuda-in-vulkan"][..],
+        &["--headless", "--backend", "cuda-in-vulkan", "--sync", "binary", "--device", "0"][..],
+    ] {
+        let o = run(vkhip().args(args));
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line:\n{err}");
+        assert!(
+            err.contains("VK_NVX_binary_import") && err.contains("use --backend cuda"),
+            "{args:?}: {err}"
+        );
+        assert!(stdout(&o).trim().is_empty(), "{args:?}: nothing on stdout:\n{}", stdout(&o));
+    }
+    let info = stdout(&run(vkhip().arg("info")));
+    assert!(info.contains("cuda in queue     no (VK_NVX_binary_import no"), "{info}");
+}

@@ -69,6 +69,12 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
             yes(d.binary_export)
         );
         crate::outln!(
+            "      cuda in queue     {} (VK_NVX_binary_import {}, bufferDeviceAddress {}; --backend cuda-in-vulkan)",
+            yes(d.cuda_in_vulkan.refusal().is_none()),
+            yes(d.cuda_in_vulkan.extension),
+            yes(d.cuda_in_vulkan.buffer_device_address)
+        );
+        crate::outln!(
             "      limits            maxStorageBufferRange {} MiB, device-local heap {} MiB",
             d.max_storage_buffer_range / (1 << 20),
             d.device_local_bytes >> 20

@@ -106,6 +106,7 @@ impl FrameProfile {
         let compute = compute.unwrap_or_default();
         let meta = TraceMeta {
             backend: session.sync.backend_kind().to_string(),
+            launch: session.sync.backend_kind().launch_path().to_string(),
             sync: session.sync.mode().to_string(),
             slots: session.sync.slots(),
             run_ahead: session.sync.plan().run_ahead,

@@ -180,6 +180,7 @@ pub fn frame_report(
         sync.backend_device(),
         session.backend_reason
     );
+    let _ = writeln!(out, "  launch       {}", sync.backend_kind().launch_path());
     let plan = sync.plan();
     let _ = writeln!(out, "  sync         {}", plan.describe());
     let _ = writeln!(

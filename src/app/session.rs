@@ -85,7 +85,7 @@ impl SessionError {
 /// Devices each interop API can see (an error says why an API is unavailable).
 pub fn probe_interop(kind: BackendKind) -> Result<Vec<ComputeDeviceInfo>, ComputeError> {
     match kind {
-        BackendKind::Cuda => crate::compute::cuda::probe(),
+        BackendKind::Cuda | BackendKind::CudaInVulkan => crate::compute::cuda::probe(),
         #[cfg(feature = "hip")]
         BackendKind::Hip => crate::compute::hip::probe(),
         #[cfg(not(feature = "hip"))]
@@ -111,6 +111,22 @@ pub fn choose_backend(
     devices: &[PhysicalDeviceInfo],
     device_index: Option<usize>,
 ) -> Result<BackendChoice, ComputeError> {
+    if requested == BackendKind::CudaInVulkan {
+        // The extension first: without it (lavapipe, AMD, other drivers) CUDA is beside the point.
+        let offered = devices.iter().any(|d| {
+            d.usable() && device_index.is_none_or(|i| d.index == i) && d.cuda_in_vulkan.refusal().is_none()
+        });
+        if !offered {
+            return Err(ComputeError::Unsupported {
+                backend: requested.name(),
+                reason: format!(
+                    "no Vulkan device{} offers {} (NVIDIA's driver only); use --backend cuda",
+                    device_index.map(|i| format!(" (--device {i})")).unwrap_or_default(),
+                    vkhip_interop::cuda_in_vulkan::EXTENSION.to_string_lossy()
+                ),
+            });
+        }
+    }
     if requested != BackendKind::Auto {
         let compute_devices = probe_interop(requested)?;
         return Ok(BackendChoice { kind: requested, compute_devices, reason: "--backend".into() });
@@ -244,7 +260,15 @@ impl Session {
             .into());
         }
         let device_uuid = physical.uuid;
-        let ctx = Context::new(instance, physical, swapchain)?;
+        let in_queue = choice.kind == BackendKind::CudaInVulkan;
+        if in_queue && !uuids.contains(&physical.uuid) {
+            return Err(ComputeError::Unavailable {
+                backend: choice.kind.name(),
+                reason: format!("Vulkan device '{}' is not a CUDA device", physical.name),
+            }
+            .into());
+        }
+        let ctx = Context::new_with(instance, physical, swapchain, in_queue)?;
         startup_mark("Vulkan device created");
         // Calibrate while the queue is still idle.
         let clock = GpuClock::new(&ctx)?;
@@ -267,6 +291,9 @@ impl Session {
         let backend: Box<dyn ComputeBackend> = match choice.kind {
             BackendKind::Cpu => Box::new(CpuBackend::new(&slots)?),
             BackendKind::Vulkan => Box::new(VulkanBackend::new(&ctx, &slots, sems.handles())?),
+            BackendKind::CudaInVulkan => {
+                Box::new(VulkanBackend::with_cuda_kernel(&ctx, &slots, sems.handles())?)
+            }
             BackendKind::Cuda if staged => staged_backend(device_uuid, &slots)?,
             BackendKind::Cuda | BackendKind::Hip => {
                 let memory = export_memory(&slots)?;

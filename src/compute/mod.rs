@@ -6,6 +6,7 @@
 //! | `vulkan` | a compute shader on the render device   | the slot buffers themselves | yes (native)  |
 //! | `cuda`   | `kernels/sinewave.hip` via NVRTC        | imported OPAQUE_FD          | yes (imported)|
 //! | `hip`    | `kernels/sinewave.hip` via hiprtc       | imported OPAQUE_FD          | not on Linux  |
+//! | `cuda-in-vulkan` | `kernels/sinewave.hip` via NVRTC, launched in Vulkan's queue | the slot buffers (device addresses) | yes (native) |
 //!
 //! A backend is created after the Vulkan side exists: it receives what it needs to reach the slots
 //! ([`InteropMemory`] fds for the interop APIs, mappings for `cpu`, the buffers for `vulkan`) and,
@@ -40,6 +41,10 @@ pub enum BackendKind {
     Cuda,
     /// AMD: HIP + hiprtc (build with `--features hip`).
     Hip,
+    /// NVIDIA, experimental: the CUDA kernel runs inside Vulkan's own queue
+    /// (VK_NVX_binary_import), with no shared memory or semaphores and no hand-off. Never `auto`.
+    #[value(name = "cuda-in-vulkan")]
+    CudaInVulkan,
 }
 
 impl BackendKind {
@@ -50,12 +55,32 @@ impl BackendKind {
             BackendKind::Vulkan => "vulkan",
             BackendKind::Cuda => "cuda",
             BackendKind::Hip => "hip",
+            BackendKind::CudaInVulkan => "cuda-in-vulkan",
         }
     }
 
     /// Whether the backend reaches the slots through exported (OPAQUE_FD) memory.
     pub fn imports_memory(self) -> bool {
         matches!(self, BackendKind::Cuda | BackendKind::Hip)
+    }
+
+    /// How the slot's writer is launched, for the report and the trace.
+    pub fn launch_path(self) -> &'static str {
+        match self {
+            BackendKind::Auto => "not resolved",
+            BackendKind::Cpu => "host writes through a mapping",
+            BackendKind::Vulkan => "vkCmdDispatch in the Vulkan queue",
+            BackendKind::Cuda => "cuLaunchKernel on a CUDA stream (imported memory and semaphores)",
+            BackendKind::Hip => "hipModuleLaunchKernel on a HIP stream (imported memory)",
+            BackendKind::CudaInVulkan => "vkCmdCuLaunchKernelNVX in the Vulkan queue (VK_NVX_binary_import)",
+        }
+    }
+
+    /// Whether the slot is written by work submitted to the render device's own queue (a compute
+    /// shader, or a CUDA kernel in a Vulkan command buffer): the same protocol and the same
+    /// rules, no interop.
+    pub fn on_vulkan_queue(self) -> bool {
+        matches!(self, BackendKind::Vulkan | BackendKind::CudaInVulkan)
     }
 }
 

@@ -3,6 +3,10 @@
 //! (`external`, `binary`) by submitting its dispatch to the queue with the protocol's waits and
 //! signals, host-side (`bridged`, `blocking`) by waiting on its own fence.
 //!
+//! `cuda-in-vulkan` is this backend with one command swapped: the CUDA backend's kernel, launched
+//! in the same command buffer through `VK_NVX_binary_import` ([`super::cuda::in_vulkan`]) instead
+//! of the shader's dispatch. Everything around it — waits, signals, fences, timestamps — is shared.
+//!
 //! Profiling: each dispatch's command buffer writes three timestamps, as the draw's do
 //! ([`crate::vk::timestamps`]): its start, the moment its wait for `rendered` was satisfied (a
 //! barrier from the wait's stage chains with the semaphore wait), and its end (at the compute stage:
@@ -48,6 +52,7 @@
 //! backend.finish().unwrap();
 //! ```
 
+use super::cuda::in_vulkan::SinewaveInVulkan;
 use super::{
     semaphore_ops, BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport, SemaphoreRef,
 };
@@ -72,6 +77,13 @@ const WRITE_STAGE: vk::PipelineStageFlags = vk::PipelineStageFlags::COMPUTE_SHAD
 /// Timestamps per dispatch: start, after the wait, end.
 const STAMPS: u32 = 3;
 
+/// What writes the slot: the compute shader, or the CUDA kernel recorded into the same command
+/// buffer (`--backend cuda-in-vulkan`).
+enum Kernel {
+    Shader(SinewavePipeline),
+    Cuda(SinewaveInVulkan),
+}
+
 /// One command buffer + fence per slot: a slot's buffer is re-recorded only after its fence says
 /// the previous dispatch for that slot finished (a Vulkan fence: never a compute-API value).
 pub struct VulkanBackend {
@@ -81,7 +93,7 @@ pub struct VulkanBackend {
     timed: Vec<Option<(u64, bool)>>,
     mask: u64,
     spans: Vec<Span>,
-    pipeline: SinewavePipeline,
+    kernel: Kernel,
     pool: vk::CommandPool,
     cmds: Vec<vk::CommandBuffer>,
     fences: Vec<vk::Fence>,
@@ -91,11 +103,27 @@ pub struct VulkanBackend {
 
 impl VulkanBackend {
     pub fn new(ctx: &Arc<Context>, slots: &[Slot], sems: SemaphoreHandles) -> Result<Self, ComputeError> {
-        Self::create(ctx, slots, sems).map_err(vkerr)
+        let pipeline = SinewavePipeline::new(ctx, slots).map_err(vkerr)?;
+        Self::create(ctx, slots, sems, Kernel::Shader(pipeline)).map_err(vkerr)
     }
 
-    fn create(ctx: &Arc<Context>, slots: &[Slot], sems: SemaphoreHandles) -> Result<Self, VkError> {
-        let pipeline = SinewavePipeline::new(ctx, slots)?;
+    /// The same backend with the CUDA backend's kernel launched in the queue instead of the
+    /// shader (`--backend cuda-in-vulkan`; `ctx` made by [`Context::new_with`] for it).
+    pub fn with_cuda_kernel(
+        ctx: &Arc<Context>,
+        slots: &[Slot],
+        sems: SemaphoreHandles,
+    ) -> Result<Self, ComputeError> {
+        let kernel = SinewaveInVulkan::new(ctx, slots)?;
+        Self::create(ctx, slots, sems, Kernel::Cuda(kernel)).map_err(vkerr)
+    }
+
+    fn create(
+        ctx: &Arc<Context>,
+        slots: &[Slot],
+        sems: SemaphoreHandles,
+        kernel: Kernel,
+    ) -> Result<Self, VkError> {
         let d = &ctx.device;
         let info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(ctx.queue_family)
@@ -108,7 +136,7 @@ impl VulkanBackend {
             timed: vec![None; slots.len()],
             mask: if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 },
             spans: Vec::new(),
-            pipeline,
+            kernel,
             pool,
             cmds: Vec::new(),
             fences: Vec::new(),
@@ -187,7 +215,6 @@ impl VulkanBackend {
                 d.cmd_write_timestamp(cmd, WRITE_STAGE, q, first + 1);
             }
         }
-        let push = SinewavePush::from(params);
         if waits.is_empty() {
             // Host-synchronised modes: the host already waited for the slot's previous reader, but
             // Vulkan needs its own execution dependency for the write-after-read on the slot: the
@@ -202,7 +229,19 @@ impl VulkanBackend {
                 )
             };
         }
-        self.pipeline.record_dispatch(cmd, slot, &push);
+        let recorded = match &self.kernel {
+            Kernel::Shader(pipeline) => {
+                pipeline.record_dispatch(cmd, slot, &SinewavePush::from(params));
+                Ok(())
+            }
+            // SAFETY: `cmd` is recording, outside a render pass, on the device the kernel was
+            // loaded into; the slots outlive the backend (the session drops it first).
+            Kernel::Cuda(kernel) => unsafe { kernel.record(cmd, slot, params) },
+        };
+        if let Err(e) = recorded {
+            // The buffer stays in the recording state; the next use of the slot resets it.
+            return Err(VkError::Unsupported(e.to_string()));
+        }
         if let Some((q, first)) = stamps {
             // SAFETY: recording into `cmd`; the triple was reset above.
             unsafe { d.cmd_write_timestamp(cmd, WRITE_STAGE, q, first + 2) };
@@ -235,7 +274,10 @@ impl VulkanBackend {
 
 impl ComputeBackend for VulkanBackend {
     fn kind(&self) -> BackendKind {
-        BackendKind::Vulkan
+        match self.kernel {
+            Kernel::Shader(_) => BackendKind::Vulkan,
+            Kernel::Cuda(_) => BackendKind::CudaInVulkan,
+        }
     }
 
     fn device_name(&self) -> String {
@@ -253,7 +295,7 @@ impl ComputeBackend for VulkanBackend {
         params: &WaveParams,
         sync: GpuSync,
     ) -> Result<(), ComputeError> {
-        let plan = semaphore_ops("vulkan", sync, true, self.sems.binary.len())?;
+        let plan = semaphore_ops(self.kind().name(), sync, true, self.sems.binary.len())?;
         let handle = |r: SemaphoreRef| match r {
             SemaphoreRef::TimelineComputed => self.sems.computed,
             SemaphoreRef::TimelineRendered => self.sems.rendered,

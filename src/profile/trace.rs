@@ -92,6 +92,8 @@ impl TraceRing {
 #[derive(Clone, Debug, Default)]
 pub struct TraceMeta {
     pub backend: String,
+    /// How the slot's writer was launched (which path ran).
+    pub launch: String,
     pub sync: String,
     pub slots: usize,
     /// Run-ahead R and batch B of the sync plan.
@@ -189,6 +191,7 @@ pub fn document(ring: &TraceRing, meta: &TraceMeta) -> Value {
             "clock": "CLOCK_MONOTONIC",
             "origin_ns": origin,
             "backend": meta.backend,
+            "launch": meta.launch,
             "sync": meta.sync,
             "slots": meta.slots,
             "run_ahead": meta.run_ahead,

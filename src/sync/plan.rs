@@ -212,7 +212,7 @@ impl SyncPlan {
         let staged = req.memory == MemoryPath::Staged;
         let mode = match (requested, backend) {
             (SyncMode::Auto, _) if staged => SyncMode::Bridged,
-            (SyncMode::Auto, BackendKind::Vulkan) => SyncMode::External,
+            (SyncMode::Auto, b) if b.on_vulkan_queue() => SyncMode::External,
             (SyncMode::Auto, BackendKind::Cuda) if device.timeline_export => SyncMode::External,
             (SyncMode::Auto, _) => SyncMode::Bridged,
             (SyncMode::External | SyncMode::Binary | SyncMode::HostWait, _) if staged => return Err(refuse(
@@ -225,14 +225,14 @@ impl SyncPlan {
                     "the cpu backend cannot wait or signal on the GPU; use bridged or blocking".into(),
                 ))
             }
-            (SyncMode::Unsynchronized, BackendKind::Vulkan) => {
+            (SyncMode::Unsynchronized, b) if b.on_vulkan_queue() => {
                 return Err(refuse(
                     "the dispatch and the draw share one queue, which orders them anyway; use --backend cpu \
                      or cuda to see what no synchronisation does"
                         .into(),
                 ))
             }
-            (SyncMode::Bridged, BackendKind::Vulkan) => {
+            (SyncMode::Bridged, b) if b.on_vulkan_queue() => {
                 return Err(refuse(
                     "the dispatch would queue behind the draw that waits for it on the same queue \
                      (deadlock); use external, binary or blocking"
@@ -447,8 +447,13 @@ mod tests {
         SyncPlan::resolve(&r, backend, dev).map_err(|e| e.to_string())
     }
 
-    const BACKENDS: [BackendKind; 4] =
-        [BackendKind::Cpu, BackendKind::Vulkan, BackendKind::Cuda, BackendKind::Hip];
+    const BACKENDS: [BackendKind; 5] = [
+        BackendKind::Cpu,
+        BackendKind::Vulkan,
+        BackendKind::Cuda,
+        BackendKind::Hip,
+        BackendKind::CudaInVulkan,
+    ];
     const MODES: [SyncMode; 7] = [
         SyncMode::Auto,
         SyncMode::External,
@@ -470,11 +475,11 @@ mod tests {
                     let got = plan(SyncRequest::mode(mode), backend, &dev);
                     let interop = backend.imports_memory();
                     let expected_mode: Option<SyncMode> = match (mode, backend) {
-                        (Auto, BackendKind::Vulkan) => Some(External),
+                        (Auto, BackendKind::Vulkan | BackendKind::CudaInVulkan) => Some(External),
                         (Auto, BackendKind::Cuda) => Some(if t { External } else { Bridged }),
                         (Auto, _) => Some(Bridged),
                         (External | Binary | HostWait, BackendKind::Cpu) => None,
-                        (Unsynchronized | Bridged, BackendKind::Vulkan) => None,
+                        (Unsynchronized | Bridged, BackendKind::Vulkan | BackendKind::CudaInVulkan) => None,
                         (External | HostWait, BackendKind::Cuda) if !t => None,
                         (Binary, BackendKind::Cuda | BackendKind::Hip) if !b => None,
                         (m, _) => Some(m),

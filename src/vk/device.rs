@@ -11,6 +11,7 @@ use ash::{khr, vk};
 use std::ffi::CStr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+use vkhip_interop::cuda_in_vulkan::Support as CudaInVulkanSupport;
 use vkhip_interop::vulkan::{requirements, Device as InteropDevice, Importer};
 
 /// How long a host wait on a Vulkan semaphore may take before the run fails with a clear message.
@@ -49,6 +50,9 @@ pub struct PhysicalDeviceInfo {
     pub timestamp_bits: u32,
     /// A calibrated-timestamps extension with the DEVICE and CLOCK_MONOTONIC domains, if any.
     pub calibrated: Option<CalibratedExt>,
+    /// Whether CUDA kernels can run in this device's queue (VK_NVX_binary_import and
+    /// bufferDeviceAddress; `--backend cuda-in-vulkan`).
+    pub cuda_in_vulkan: CudaInVulkanSupport,
 }
 
 impl PhysicalDeviceInfo {
@@ -220,6 +224,8 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError
         let export = unsafe { vkhip_interop::vulkan::Capabilities::probe(inst, handle) }?;
 
         let calibrated = calibrated_timestamps(instance, handle, &has);
+        // SAFETY: as above.
+        let cuda_in_vulkan = unsafe { vkhip_interop::cuda_in_vulkan::supported(inst, handle) }?;
 
         out.push(PhysicalDeviceInfo {
             index,
@@ -248,6 +254,7 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError
             timestamp_period: props.limits.timestamp_period,
             timestamp_bits,
             calibrated,
+            cuda_in_vulkan,
         });
     }
     Ok(out)
@@ -296,6 +303,8 @@ pub struct Context {
     /// The interop crate's view of this device (borrowed: the crate never destroys it), when
     /// the device can export memory; exportable slots and semaphores are made through it.
     interop: Option<InteropDevice>,
+    /// Created with VK_NVX_binary_import and bufferDeviceAddress enabled ([`Context::new_with`]).
+    pub cuda_in_vulkan: bool,
     pub swapchain_fn: Option<khr::swapchain::Device>,
     /// Dropped after the device (the `Drop` impl destroys the device first).
     pub instance: Arc<Instance>,
@@ -307,6 +316,19 @@ impl Context {
         instance: Arc<Instance>,
         physical: PhysicalDeviceInfo,
         swapchain: bool,
+    ) -> Result<Arc<Self>, VkError> {
+        Self::new_with(instance, physical, swapchain, false)
+    }
+
+    /// [`Context::new`], and with `cuda_in_vulkan` also what CUDA kernels in the queue need
+    /// (`vkhip_interop::cuda_in_vulkan::requirements`: VK_NVX_binary_import and
+    /// bufferDeviceAddress); refused when the device does not offer them. Slots made on such a
+    /// context have device addresses ([`crate::vk::external::Slot::device_address`]).
+    pub fn new_with(
+        instance: Arc<Instance>,
+        physical: PhysicalDeviceInfo,
+        swapchain: bool,
+        cuda_in_vulkan: bool,
     ) -> Result<Arc<Self>, VkError> {
         let family = physical.graphics_family.ok_or_else(|| VkError::NoDevice("no graphics queue".into()))?;
         // What the interop crate needs to export from this device (it borrows the device below,
@@ -331,10 +353,20 @@ impl Context {
             }
             exts.push(khr::swapchain::NAME.as_ptr());
         }
+        if cuda_in_vulkan {
+            if let Some(why) = physical.cuda_in_vulkan.refusal() {
+                return Err(VkError::Unsupported(format!("{}: {why}", physical.name)));
+            }
+            exts.extend(
+                vkhip_interop::cuda_in_vulkan::requirements().device_extensions.iter().map(|e| e.as_ptr()),
+            );
+        }
         let priorities = [1.0f32];
         let queues =
             [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
-        let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
+        let mut v12 = vk::PhysicalDeviceVulkan12Features::default()
+            .timeline_semaphore(true)
+            .buffer_device_address(cuda_in_vulkan);
         let info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_extension_names(&exts)
@@ -384,6 +416,7 @@ impl Context {
         // SAFETY: valid handle.
         let memory_properties = unsafe { inst.get_physical_device_memory_properties(physical.handle) };
         Ok(Arc::new(Context {
+            cuda_in_vulkan,
             interop,
             swapchain_fn: swapchain.then(|| khr::swapchain::Device::new(inst, &device)),
             device,

@@ -119,10 +119,12 @@ impl Slot {
             });
         }
         let d = &ctx.device;
-        let info = vk::BufferCreateInfo::default()
-            .size(size)
-            .usage(SLOT_USAGE)
-            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        // CUDA kernels in the queue reach the slot through its device address.
+        let addressed = ctx.cuda_in_vulkan;
+        let usage =
+            if addressed { SLOT_USAGE | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS } else { SLOT_USAGE };
+        let info =
+            vk::BufferCreateInfo::default().size(size).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE);
         // SAFETY: valid device; `info` points at live locals.
         let buffer = unsafe { d.create_buffer(&info, None) }.call("vkCreateBuffer")?;
         let mut slot = Slot {
@@ -142,7 +144,11 @@ impl Slot {
             .ok_or_else(|| {
                 VkError::Unsupported(format!("no memory type with {required:?} for a slot buffer"))
             })?;
-        let alloc = vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty);
+        let mut flags = vk::MemoryAllocateFlagsInfo::default().flags(vk::MemoryAllocateFlags::DEVICE_ADDRESS);
+        let mut alloc = vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty);
+        if addressed {
+            alloc = alloc.push_next(&mut flags);
+        }
         let allocated = crate::fault::inject(crate::fault::Fault::VkAlloc)
             // SAFETY: valid device; type index from this device.
             .and_then(|()| unsafe { d.allocate_memory(&alloc, None) })
@@ -159,6 +165,18 @@ impl Slot {
         }
         log::debug!("slot: {size} bytes, allocation {} bytes, type {ty}", req.size);
         Ok(slot)
+    }
+
+    /// The buffer's device address, for a CUDA kernel launched in the queue; None unless the
+    /// context was made for that ([`Context::new_with`]).
+    pub fn device_address(&self) -> Option<u64> {
+        if !self.ctx.cuda_in_vulkan || matches!(self.backing, Backing::Shared(_)) {
+            return None;
+        }
+        // SAFETY: a buffer of this context's device, made with SHADER_DEVICE_ADDRESS usage and
+        // bound to DEVICE_ADDRESS memory (both because `cuda_in_vulkan` is set, which also
+        // enabled bufferDeviceAddress).
+        Some(unsafe { vkhip_interop::cuda_in_vulkan::buffer_address(&self.ctx.device, self.buffer) })
     }
 
     /// Export the slot's memory: a new OPAQUE_FD with the sizes an importer needs.

@@ -10,6 +10,7 @@
 //! | [`vulkan`] | the export side: a device (yours, borrowed, or one the crate opens), shared buffers, 2D images and timeline semaphores, and the barriers around a foreign writer |
 //! | [`cuda`] | the CUDA driver API and NVRTC, loaded at run time: open the device Vulkan runs on, import, map, compile, launch, wait and signal on one stream |
 //! | `hip` (feature `hip`) | the same names for AMD GPUs through HIP and hiprtc |
+//! | [`cuda_in_vulkan`] | no sharing at all: CUDA kernels recorded into a Vulkan command buffer and run on Vulkan's queue (NVIDIA's `VK_NVX_binary_import`) |
 //! | [`Error`] | one error type: the API, the call that failed and its numeric status |
 //!
 //! # The protocol, end to end
@@ -89,6 +90,7 @@
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 pub mod cuda;
+pub mod cuda_in_vulkan;
 mod error;
 mod export;
 mod fd;

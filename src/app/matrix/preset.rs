@@ -84,6 +84,8 @@ const GPU_ROWS: &[Config] = &[
     row("default",                  "cuda",   None,              N,    N,    N,    None),
     gpu_waits(row("",               "cuda",   None,              N,    N,    N,    None), "default, GPU waits"),
     row("staged copy",              "cuda",   Some("bridged"),   s(3), N,    N,    Some("staged")),
+    row("cuda-in-vulkan K=1",       "cuda-in-vulkan", Some("external"), s(1), s(0), s(1), None),
+    row("cuda-in-vulkan K=3",       "cuda-in-vulkan", Some("external"), s(3), s(0), s(1), None),
 ];
 
 #[rustfmt::skip]
@@ -214,9 +216,9 @@ mod tests {
     }
 
     #[test]
-    fn gpu_preset_has_both_baselines_and_fourteen_rows() {
+    fn gpu_preset_has_both_baselines_and_sixteen_rows() {
         let p = preset(BenchPreset::Gpu);
-        assert_eq!(p.rows.len(), 14);
+        assert_eq!(p.rows.len(), 16);
         assert_eq!(p.rows[0].label, NATIVE);
         assert!(p.rows.iter().any(|c| c.label == REFERENCE));
         let default = p.rows.iter().find(|c| c.label == "default").unwrap();

@@ -41,6 +41,7 @@
 //! it goes, so the stream is destroyed and the primary context released with the last of them.
 //! The caller frees the Vulkan memory and semaphores after the backend is gone.
 
+pub mod in_vulkan;
 pub(crate) mod plan;
 mod prewarm;
 mod staged;
@@ -62,7 +63,7 @@ use std::sync::Arc;
 use vkhip_interop::cuda::{
     self as interop, Cuda, CudaBuffer, CudaEvent, CudaKernel, CudaMemory, CudaSemaphore,
 };
-use vkhip_interop::cuda::{DriverVersion, Target};
+use vkhip_interop::cuda::{DeviceInfo, DriverVersion, Target};
 
 pub use prewarm::{limit_hardware_queues, prewarm};
 pub use staged::CudaStagedBackend;
@@ -440,24 +441,24 @@ struct KernelImage {
     compiler: String,
 }
 
-/// The `sinewave` image for `cuda`'s device under a driver reporting `driver_version`. `fresh`
+/// The `sinewave` image for `device` under a driver reporting `driver_version`. `fresh`
 /// bypasses the cache (used when a cached image fails to load; the damaged entry stays, and is
 /// bypassed again next time). The cache key covers the source, the compiler, its options, the
 /// device and the driver.
 fn sinewave_image(
     cache: &KernelCache,
-    cuda: &Cuda,
+    device: &DeviceInfo,
     driver_version: DriverVersion,
     fresh: bool,
 ) -> Result<KernelImage> {
     let (major, minor) = interop::nvrtc_version()?;
     let compiler = format!("NVRTC {major}.{minor}");
-    let target = cuda.target()?;
+    let target = interop::target_for(device)?;
     let options = std::iter::once(target.arch_option())
         .chain(NVRTC_OPTIONS.iter().map(|o| o.to_string()))
         .collect::<Vec<_>>()
         .join(" ");
-    let device_key = format!("{} sm_{}", cuda.info().name, cuda.info().arch());
+    let device_key = format!("{} sm_{}", device.name, device.arch());
     let driver_key = format!("driver {}", driver_version.0);
     let parts = [SINEWAVE_SOURCE, compiler.as_str(), options.as_str(), &device_key, &driver_key];
     let compile = || interop::compile_to_image(SINEWAVE_SOURCE, "sinewave.hip", target, NVRTC_OPTIONS);
@@ -466,20 +467,30 @@ fn sinewave_image(
     Ok(KernelImage { image, target, outcome, compiler })
 }
 
-/// The `sinewave` kernel for `cuda`'s device, from the cache (recompiled once if the cached
-/// image does not load) or compiled now; loaded on the device.
-fn build_kernel(cuda: &Cuda, driver_version: DriverVersion) -> Result<Sinewave> {
+/// The `sinewave` kernel for `device`, from the cache (compiled afresh once if the cached image
+/// does not load) or compiled now, loaded by `load` (`what` names the path in the log).
+fn load_sinewave<T>(
+    device: &DeviceInfo,
+    driver_version: DriverVersion,
+    what: &str,
+    load: impl Fn(&[u8]) -> Result<T>,
+) -> Result<T> {
     let cache = KernelCache::from_env();
-    let built = sinewave_image(&cache, cuda, driver_version, false)?;
-    log::info!("cuda: kernel {:?} by {} ({:?})", built.target, built.compiler, built.outcome);
-    match Sinewave::load(cuda, &built.image) {
+    let built = sinewave_image(&cache, device, driver_version, false)?;
+    log::info!("{what}: kernel {:?} by {} ({:?})", built.target, built.compiler, built.outcome);
+    match load(&built.image) {
         Ok(kernel) => Ok(kernel),
         Err(e) if built.outcome == CacheOutcome::Hit => {
-            log::warn!("cuda: the cached kernel did not load ({e}); compiling it afresh");
-            Sinewave::load(cuda, &sinewave_image(&cache, cuda, driver_version, true)?.image)
+            log::warn!("{what}: the cached kernel did not load ({e}); compiling it afresh");
+            load(&sinewave_image(&cache, device, driver_version, true)?.image)
         }
         Err(e) => Err(e),
     }
+}
+
+/// The `sinewave` kernel for `cuda`'s device, loaded on its context.
+fn build_kernel(cuda: &Cuda, driver_version: DriverVersion) -> Result<Sinewave> {
+    load_sinewave(cuda.info(), driver_version, "cuda", |image| Sinewave::load(cuda, image))
 }
 
 fn import_slot(cuda: &Cuda, index: usize, m: InteropMemory) -> Result<CudaBuffer> {

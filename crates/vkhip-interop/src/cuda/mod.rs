@@ -185,6 +185,16 @@ pub fn compile_to_image(source: &str, name: &str, target: Target, options: &[&st
     nvrtc::compile_with(nvrtc, source, name, &options, target)
 }
 
+/// What NVRTC should produce for `device` ([`Cuda::target`] explains the choice), without
+/// opening a context on it: also for kernels that run in a Vulkan queue
+/// ([`crate::cuda_in_vulkan`]).
+pub fn target_for(device: &DeviceInfo) -> Result<Target> {
+    let nvrtc = Nvrtc::get()?;
+    let target = nvrtc::choose_target(device.arch(), &nvrtc.supported_archs()?)?;
+    nvrtc::check_compiler_vs_driver(nvrtc.version()?, Driver::get()?.driver_version()?, target)?;
+    Ok(target)
+}
+
 /// What every object of a device shares: the stream first, then the context (field order is
 /// drop order).
 struct Shared {
@@ -302,10 +312,7 @@ impl Cuda {
     /// Refused ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)) when the driver
     /// could not load the output of this NVRTC.
     pub fn target(&self) -> Result<Target> {
-        let nvrtc = Nvrtc::get()?;
-        let target = nvrtc::choose_target(self.shared.info.arch(), &nvrtc.supported_archs()?)?;
-        nvrtc::check_compiler_vs_driver(nvrtc.version()?, self.shared.driver.driver_version()?, target)?;
-        Ok(target)
+        target_for(&self.shared.info)
     }
 
     /// Load a compiled image ([`compile_to_image`]: a cubin or NUL-terminated PTX) into the

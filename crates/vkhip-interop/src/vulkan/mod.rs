@@ -66,6 +66,9 @@ pub struct Requirements {
     pub optional_device_extensions: Vec<&'static CStr>,
     /// `VkPhysicalDeviceVulkan12Features::timelineSemaphore` must be enabled.
     pub timeline_semaphore: bool,
+    /// `VkPhysicalDeviceVulkan12Features::bufferDeviceAddress` must be enabled (for kernels
+    /// launched in Vulkan: [`crate::cuda_in_vulkan::requirements`]).
+    pub buffer_device_address: bool,
 }
 
 /// The instance and device extensions and features to enable for `importer`.
@@ -92,6 +95,7 @@ pub fn requirements(importer: Importer) -> Requirements {
         device_extensions,
         optional_device_extensions,
         timeline_semaphore: true,
+        buffer_device_address: false,
     }
 }
 
