@@ -26,6 +26,28 @@ use crate::sim::Grid;
 use crate::sync::plan::{ComputeWait, MemoryPath, SyncRequest};
 use crate::sync::SyncMode;
 
+/// `--backend`'s values are the backends' names, with their help lines.
+impl ValueEnum for BackendKind {
+    fn value_variants<'a>() -> &'a [Self] {
+        &BackendKind::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()).help(self.help()))
+    }
+}
+
+/// `--sync`'s values are the modes' names, with their help lines.
+impl ValueEnum for SyncMode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &SyncMode::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()).help(self.help()))
+    }
+}
+
 /// Frames of a headless run when `--frames` is not given.
 pub const DEFAULT_FRAMES: u64 = 120;
 use clap::{Args, Parser, Subcommand, ValueEnum};

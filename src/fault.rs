@@ -73,7 +73,7 @@ impl Fault {
     }
 
     /// The status name the compute API's real failure would carry.
-    fn compute_status(self) -> &'static str {
+    pub fn compute_status(self) -> &'static str {
         match self {
             Fault::CudaMemoryImport => "CUDA_ERROR_INVALID_HANDLE",
             Fault::CudaSemaphoreImport => "CUDA_ERROR_NOT_SUPPORTED",
@@ -191,24 +191,6 @@ pub fn hit(point: Fault) -> bool {
 pub fn inject(point: Fault) -> Result<(), vk::Result> {
     if hit(point) {
         Err(point.result())
-    } else {
-        Ok(())
-    }
-}
-
-/// `Err` with the compute API's real failure for `call` if `point` fires now (for the CUDA and
-/// HIP binding layers, before the real call).
-pub fn inject_compute(
-    point: Fault,
-    api: &'static str,
-    call: &'static str,
-) -> Result<(), crate::compute::ComputeError> {
-    if hit(point) {
-        Err(crate::compute::ComputeError::Api {
-            api,
-            call,
-            message: format!("{} (injected by {ENV}={})", point.compute_status(), point.name()),
-        })
     } else {
         Ok(())
     }

@@ -28,26 +28,45 @@ use crate::profile::Span;
 use crate::sim::WaveParams;
 use fd::ImportFd;
 
-/// `--backend`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+/// Who writes the height field (`--backend`; [`BackendKind::ALL`] lists them, [`BackendKind::help`]
+/// says what each is).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BackendKind {
-    /// An interop backend whose device matches the Vulkan device (cuda, then hip), else vulkan.
     Auto,
-    /// The host writes each slot through a persistent mapping (the CPU reference itself).
     Cpu,
-    /// A compute shader on the render device: no interop, the baseline.
     Vulkan,
-    /// NVIDIA: CUDA driver API + NVRTC, loaded at run time.
     Cuda,
-    /// AMD: HIP + hiprtc (build with `--features hip`).
     Hip,
-    /// NVIDIA, experimental: the CUDA kernel runs inside Vulkan's own queue
-    /// (VK_NVX_binary_import), with no shared memory or semaphores and no hand-off. Never `auto`.
-    #[value(name = "cuda-in-vulkan")]
     CudaInVulkan,
 }
 
 impl BackendKind {
+    /// Every backend, in the order `--help` lists them.
+    pub const ALL: [BackendKind; 6] = [
+        BackendKind::Auto,
+        BackendKind::Cpu,
+        BackendKind::Vulkan,
+        BackendKind::Cuda,
+        BackendKind::Hip,
+        BackendKind::CudaInVulkan,
+    ];
+
+    /// One line for `--help`.
+    pub fn help(self) -> &'static str {
+        match self {
+            BackendKind::Auto => "an interop backend whose device matches the Vulkan device (cuda, then hip), else vulkan",
+            BackendKind::Cpu => "the host writes each slot through a persistent mapping (the CPU reference itself)",
+            BackendKind::Vulkan => "a compute shader on the render device: no interop, the baseline",
+            BackendKind::Cuda => "NVIDIA: CUDA driver API + NVRTC, loaded at run time",
+            BackendKind::Hip => "AMD: HIP + hiprtc (build with `--features hip`)",
+            BackendKind::CudaInVulkan => {
+                "NVIDIA, experimental: the CUDA kernel runs inside Vulkan's own queue (VK_NVX_binary_import), \
+                 with no shared memory or semaphores and no hand-off. Never `auto`"
+            }
+        }
+    }
+
+    /// The `--backend` value.
     pub fn name(self) -> &'static str {
         match self {
             BackendKind::Auto => "auto",
@@ -136,6 +155,28 @@ impl ComputeError {
             _ => false,
         }
     }
+}
+
+/// `Err` with the compute API's real failure for `call` if the fault `point` fires now
+/// (`VKHIP_FAULT`; for the CUDA and HIP backends, before the real call).
+pub(crate) fn inject_fault(
+    point: crate::fault::Fault,
+    api: &'static str,
+    call: &'static str,
+) -> Result<(), ComputeError> {
+    if crate::fault::hit(point) {
+        return Err(ComputeError::Api {
+            api,
+            call,
+            message: format!(
+                "{} (injected by {}={})",
+                point.compute_status(),
+                crate::fault::ENV,
+                point.name()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// GPU-side synchronisation for one frame, for backends that wait and signal on their own queue

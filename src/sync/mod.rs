@@ -150,28 +150,53 @@ use std::sync::Arc;
 /// The stage at which a draw first reads the heights, and so waits for `computed`.
 pub const HEIGHTS_READ_STAGE: vk::PipelineStageFlags = vk::PipelineStageFlags::VERTEX_SHADER;
 
-/// `--sync`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+/// Who waits on what (`--sync`; [`SyncMode::ALL`] lists them, [`SyncMode::help`] says what each is).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SyncMode {
-    /// external when the backend can wait/signal on the GPU, else bridged.
     Auto,
-    /// The compute side waits/signals the timeline semaphores on the GPU.
     External,
-    /// The reference samples' scheme: binary semaphore pairs, one per slot.
     Binary,
-    /// A bridge thread: host waits on Vulkan's value, runs the kernel, host-signals `computed`.
     Bridged,
-    /// Queue wait idle → kernel → wait for the kernel (the reference fallback; baseline only).
     Blocking,
-    /// cuda-samples simpleVulkan's shipped scheme (baseline only): one slot; the host waits for
-    /// the value the compute API signalled before each draw, which waits at the wrong stage.
     HostWait,
-    /// UNSAFE, demonstration only: no waits at all, so slots race (see `vkhip trace check`).
-    #[value(name = "none")]
     Unsynchronized,
 }
 
 impl SyncMode {
+    /// Every mode, in the order `--help` lists them.
+    pub const ALL: [SyncMode; 7] = [
+        SyncMode::Auto,
+        SyncMode::External,
+        SyncMode::Binary,
+        SyncMode::Bridged,
+        SyncMode::Blocking,
+        SyncMode::HostWait,
+        SyncMode::Unsynchronized,
+    ];
+
+    /// One line for `--help`.
+    pub fn help(self) -> &'static str {
+        match self {
+            SyncMode::Auto => "external when the backend can wait/signal on the GPU, else bridged",
+            SyncMode::External => "the compute side waits/signals the timeline semaphores on the GPU",
+            SyncMode::Binary => "the reference samples' scheme: binary semaphore pairs, one per slot",
+            SyncMode::Bridged => {
+                "a bridge thread: host waits on Vulkan's value, runs the kernel, host-signals `computed`"
+            }
+            SyncMode::Blocking => {
+                "queue wait idle → kernel → wait for the kernel (the reference fallback; baseline only)"
+            }
+            SyncMode::HostWait => {
+                "cuda-samples simpleVulkan's shipped scheme (baseline only): one slot; the host waits for \
+                 the value the compute API signalled before each draw, which waits at the wrong stage"
+            }
+            SyncMode::Unsynchronized => {
+                "UNSAFE, demonstration only: no waits at all, so slots race (see `vkhip trace check`)"
+            }
+        }
+    }
+
+    /// The `--sync` value.
     pub fn name(self) -> &'static str {
         match self {
             SyncMode::Auto => "auto",

@@ -168,7 +168,7 @@ impl Sinewave {
     /// Enqueue `sinewave` writing `dst` for `params` on `cuda`'s stream.
     fn launch(&self, cuda: &Cuda, dst: DeviceRange<'_>, params: &WaveParams) -> Result<SinewaveLaunch> {
         plan::check_grid_fits(params.grid, dst.size)?;
-        crate::fault::inject_compute(crate::fault::Fault::CudaLaunch, "cuda", "cuLaunchKernel")?;
+        crate::compute::inject_fault(crate::fault::Fault::CudaLaunch, "cuda", "cuLaunchKernel")?;
         let cfg = plan::launch_config(params.grid, self.limits);
         let mut args = SinewaveArgs::new(dst.ptr, params);
         let mut ptrs = args.param_pointers();
@@ -206,7 +206,7 @@ impl Sinewave {
         for (d, p) in dsts.iter().zip(params) {
             plan::check_grid_fits(p.grid, d.size)?;
         }
-        crate::fault::inject_compute(crate::fault::Fault::CudaLaunch, "cuda", "cuLaunchKernel")?;
+        crate::compute::inject_fault(crate::fault::Fault::CudaLaunch, "cuda", "cuLaunchKernel")?;
         let ptrs: Vec<u64> = dsts.iter().map(|d| d.ptr).collect();
         let mut args = SinewaveBatchArgs::new(&ptrs, params)?;
         let mut cfg = plan::launch_config(params[0].grid, self.limits);
@@ -256,7 +256,7 @@ fn import_pair(
     timeline: bool,
 ) -> Result<SemaphorePair<CudaSemaphore>> {
     // An injected failure drops both fds unused, which closes them, as a real one does.
-    crate::fault::inject_compute(
+    crate::compute::inject_fault(
         crate::fault::Fault::CudaSemaphoreImport,
         "cuda",
         "cuImportExternalSemaphore",
@@ -495,7 +495,7 @@ fn build_kernel(cuda: &Cuda, driver_version: DriverVersion) -> Result<Sinewave> 
 
 fn import_slot(cuda: &Cuda, index: usize, m: InteropMemory) -> Result<CudaBuffer> {
     imported::check_slot_memory("cuda", index, &m)?;
-    crate::fault::inject_compute(crate::fault::Fault::CudaMemoryImport, "cuda", "cuImportExternalMemory")?;
+    crate::compute::inject_fault(crate::fault::Fault::CudaMemoryImport, "cuda", "cuImportExternalMemory")?;
     Ok(cuda.import_buffer(m.into())?)
 }
 
