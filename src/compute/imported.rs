@@ -650,7 +650,7 @@ mod tests {
         let mut tried = 0;
         let r = SemaphorePair::<u8>::import(InteropSemaphorePair { computed: fd(), rendered: fd() }, |_| {
             tried += 1;
-            Err(ComputeError::Vulkan("refused".into()))
+            Err(ComputeError::Unsupported { backend: "cuda", reason: "refused".into() })
         });
         assert!(r.is_err());
         assert_eq!(tried, 1);

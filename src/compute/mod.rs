@@ -138,9 +138,10 @@ pub enum ComputeError {
     /// The run-time compiler rejected the kernel.
     #[error("{api}: compiling kernels/sinewave.hip failed: {log}")]
     Compile { api: &'static str, log: String },
-    /// A Vulkan call made by a backend (the vulkan backend, or host-side sync) failed.
+    /// A Vulkan call made by a backend (the vulkan backend, or host-side sync) failed; the error
+    /// keeps the call and its `VkResult`.
     #[error("vulkan: {0}")]
-    Vulkan(String),
+    Vulkan(#[from] crate::vk::VkError),
     /// A call into the interop crate failed: it keeps the API, the call and its numeric status.
     #[error(transparent)]
     Interop(#[from] vkhip_interop::Error),
@@ -152,6 +153,7 @@ impl ComputeError {
         match self {
             ComputeError::Unavailable { .. } | ComputeError::Unsupported { .. } => true,
             ComputeError::Interop(e) => e.is_environment(),
+            ComputeError::Vulkan(e) => e.is_environment(),
             _ => false,
         }
     }

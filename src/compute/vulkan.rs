@@ -67,9 +67,6 @@ use crate::vk::{cmd_memory_barrier, CallContext, VkError};
 use ash::vk;
 use std::sync::Arc;
 
-fn vkerr(e: VkError) -> ComputeError {
-    ComputeError::Vulkan(e.to_string())
-}
 
 /// The stage at which a dispatch waits for `rendered` (its first write of the slot).
 const WRITE_STAGE: vk::PipelineStageFlags = vk::PipelineStageFlags::COMPUTE_SHADER;
@@ -103,8 +100,8 @@ pub struct VulkanBackend {
 
 impl VulkanBackend {
     pub fn new(ctx: &Arc<Context>, slots: &[Slot], sems: SemaphoreHandles) -> Result<Self, ComputeError> {
-        let pipeline = SinewavePipeline::new(ctx, slots).map_err(vkerr)?;
-        Self::create(ctx, slots, sems, Kernel::Shader(pipeline)).map_err(vkerr)
+        let pipeline = SinewavePipeline::new(ctx, slots)?;
+        Ok(Self::create(ctx, slots, sems, Kernel::Shader(pipeline))?)
     }
 
     /// The same backend with the CUDA backend's kernel launched in the queue instead of the
@@ -115,7 +112,7 @@ impl VulkanBackend {
         sems: SemaphoreHandles,
     ) -> Result<Self, ComputeError> {
         let kernel = SinewaveInVulkan::new(ctx, slots)?;
-        Self::create(ctx, slots, sems, Kernel::Cuda(kernel)).map_err(vkerr)
+        Ok(Self::create(ctx, slots, sems, Kernel::Cuda(kernel))?)
     }
 
     fn create(
@@ -172,7 +169,7 @@ impl VulkanBackend {
         params: &WaveParams,
         waits: &[(vk::Semaphore, u64)],
         signals: &[(vk::Semaphore, u64)],
-    ) -> Result<(), VkError> {
+    ) -> Result<(), ComputeError> {
         let ctx = self.ctx.clone();
         let d = &ctx.device;
         let (cmd, fence) = (self.cmds[slot], self.fences[slot]);
@@ -183,9 +180,10 @@ impl VulkanBackend {
                 return Err(VkError::Timeout {
                     what: format!("the previous dispatch for slot {slot}"),
                     seconds: WAIT_TIMEOUT.as_secs(),
-                })
+                }
+                .into())
             }
-            Err(e) => return Err(VkError::Call { call: "vkWaitForFences", result: e }),
+            Err(e) => return Err(VkError::Call { call: "vkWaitForFences", result: e }.into()),
         }
         self.collect(slot);
         // SAFETY: the fence is signalled, so the command buffer is no longer pending.
@@ -238,10 +236,8 @@ impl VulkanBackend {
             // loaded into; the slots outlive the backend (the session drops it first).
             Kernel::Cuda(kernel) => unsafe { kernel.record(cmd, slot, params) },
         };
-        if let Err(e) = recorded {
-            // The buffer stays in the recording state; the next use of the slot resets it.
-            return Err(VkError::Unsupported(e.to_string()));
-        }
+        // On failure the buffer stays in the recording state; the next use of the slot resets it.
+        recorded?;
         if let Some((q, first)) = stamps {
             // SAFETY: recording into `cmd`; the triple was reset above.
             unsafe { d.cmd_write_timestamp(cmd, WRITE_STAGE, q, first + 2) };
@@ -268,7 +264,7 @@ impl VulkanBackend {
                 self.fences[slot] = new;
             }
         }
-        submitted
+        Ok(submitted?)
     }
 }
 
@@ -304,7 +300,7 @@ impl ComputeBackend for VulkanBackend {
         };
         let waits: Vec<_> = plan.wait.map(|w| (handle(w.semaphore), w.value)).into_iter().collect();
         let signals: Vec<_> = plan.signal.map(|s| (handle(s.semaphore), s.value)).into_iter().collect();
-        self.submit(frame, slot, params, &waits, &signals).map_err(vkerr)
+        self.submit(frame, slot, params, &waits, &signals)
     }
 
     fn write_slot_and_wait(
@@ -313,19 +309,19 @@ impl ComputeBackend for VulkanBackend {
         slot: usize,
         params: &WaveParams,
     ) -> Result<(), ComputeError> {
-        self.submit(frame, slot, params, &[], &[]).map_err(vkerr)?;
+        self.submit(frame, slot, params, &[], &[])?;
         let fence = self.fences[slot];
         // SAFETY: fence submitted above.
-        unsafe { self.ctx.device.wait_for_fences(&[fence], true, WAIT_TIMEOUT.as_nanos() as u64) }
-            .call("vkWaitForFences")
-            .map_err(vkerr)
+        Ok(unsafe { self.ctx.device.wait_for_fences(&[fence], true, WAIT_TIMEOUT.as_nanos() as u64) }
+            .call("vkWaitForFences")?)
+            
     }
 
     fn finish(&mut self) -> Result<(), ComputeError> {
         // SAFETY: fences of this device; each is signalled or pending.
-        unsafe { self.ctx.device.wait_for_fences(&self.fences, true, WAIT_TIMEOUT.as_nanos() as u64) }
-            .call("vkWaitForFences")
-            .map_err(vkerr)
+        Ok(unsafe { self.ctx.device.wait_for_fences(&self.fences, true, WAIT_TIMEOUT.as_nanos() as u64) }
+            .call("vkWaitForFences")?)
+            
     }
 
     fn take_spans(&mut self, out: &mut Vec<Span>) {
