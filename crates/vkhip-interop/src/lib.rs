@@ -9,7 +9,14 @@
 //! |---|---|
 //! | [`vulkan`] | the export side: a device (yours, borrowed, or one the crate opens), shared buffers, 2D images and timeline semaphores, and the barriers around a foreign writer |
 //! | [`cuda`] | the CUDA driver API and NVRTC, loaded at run time: open the device Vulkan runs on, import, map, compile, launch, wait and signal on one stream |
-//! | `hip` (feature `hip`) | the same names for AMD GPUs through HIP and hiprtc |
+#![cfg_attr(
+    feature = "hip",
+    doc = "| [`hip`] (feature `hip`) | the same names for AMD GPUs through HIP (linked) and hiprtc (loaded at run time); no semaphore import on Linux, so the hand-off is on the host |"
+)]
+#![cfg_attr(
+    not(feature = "hip"),
+    doc = "| `hip` (feature `hip`) | the same names for AMD GPUs through HIP (linked) and hiprtc (loaded at run time); no semaphore import on Linux, so the hand-off is on the host |"
+)]
 //! | [`Error`] | one error type: the API, the call that failed and its numeric status |
 //!
 //! # The protocol, end to end
@@ -89,6 +96,7 @@
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 pub mod cuda;
+mod device_match;
 mod error;
 mod export;
 mod fd;

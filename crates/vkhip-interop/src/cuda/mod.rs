@@ -157,22 +157,8 @@ fn enumerate(driver: &Driver) -> Result<Vec<(cu::CUdevice, DeviceInfo)>> {
 
 /// The index in `seen` of the device whose UUID is `want`, or an error naming the devices seen.
 fn choose_device(want: [u8; 16], seen: &[DeviceInfo]) -> Result<usize> {
-    if let Some(i) = seen.iter().position(|d| d.uuid == want) {
-        return Ok(i);
-    }
-    let uuid = crate::vulkan::uuid_string;
-    let listed = if seen.is_empty() {
-        "none".to_string()
-    } else {
-        seen.iter()
-            .map(|d| format!("{} {} (UUID {})", d.ordinal, d.name, uuid(&d.uuid)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    Err(Error::unsupported(
-        Api::Cuda,
-        format!("no CUDA device has the Vulkan device's UUID {}; CUDA devices seen: {listed}", uuid(&want)),
-    ))
+    let seen: Vec<_> = seen.iter().map(|d| (d.ordinal, d.name.as_str(), d.uuid)).collect();
+    crate::device_match::by_uuid(Api::Cuda, want, &seen)
 }
 
 /// Compile `source` (called `name` in NVRTC's messages) for `target` with NVRTC: the cubin, or
