@@ -100,12 +100,13 @@ mod device_match;
 mod error;
 mod export;
 mod fd;
+mod held;
 #[cfg(feature = "hip")]
 pub mod hip;
 pub mod vulkan;
 
 pub use error::{Api, Error, ErrorKind, Result};
-pub use export::{ChannelType, ExportedImage, ExportedMemory, ImageFormat};
+pub use export::{ChannelType, ExportedImage, ExportedMemory, ImageFormat, ImageShape};
 pub use fd::{FdOwnership, ImportFd};
 
 /// One stream of a compute API, as the protocol uses it: wait, signal, and one frame between

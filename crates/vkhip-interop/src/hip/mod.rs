@@ -55,7 +55,8 @@ pub use compile::{compile_to_image, hiprtc_version, supported_offload_archs};
 pub use device::amd_uuid_from_pci;
 
 use crate::error::{Api, Error, Result};
-use crate::{ExportedImage, ExportedMemory, FdOwnership, FrameStream, ImageFormat, ImportFd};
+use crate::held::{Held, Quiesce};
+use crate::{ExportedImage, ExportedMemory, FdOwnership, FrameStream, ImageShape, ImportFd};
 use raii::{Event, ExternalMemory, ExternalSemaphore, MappedArray, MappedBuffer, Module, Stream, Surface};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -165,9 +166,9 @@ impl Shared {
         ffi::set_device(self.info.ordinal)?;
         Ok(self)
     }
+}
 
-    /// Make the device current and wait for the stream: before any object that pending work may
-    /// use is destroyed. Logs instead of failing (it runs in `Drop`).
+impl Quiesce for Shared {
     fn quiesce(&self) {
         if let Err(e) = self.current().and_then(|s| s.stream.synchronize()) {
             log::warn!("hip: waiting for the stream before teardown failed: {e}");
@@ -219,7 +220,7 @@ impl Hip {
         memory.check_sizes(Api::Hip)?;
         let imported = ExternalMemory::import(memory.fd, memory.allocation_size, memory.dedicated)?;
         let mapped = MappedBuffer::map(imported, memory.size)?;
-        Ok(HipBuffer { mapped, size: memory.size, shared: self.shared.clone() })
+        Ok(HipBuffer { mapped: Held::new(mapped, &self.shared), size: memory.size })
     }
 
     /// Import an exported Vulkan image: its allocation is imported whole (dedicated when Vulkan
@@ -229,14 +230,10 @@ impl Hip {
     /// without `hipExternalMemoryGetMappedMipmappedArray` (HIP 5.x; see the module notes).
     pub fn import_image(&self, image: ExportedImage) -> Result<HipImage> {
         self.shared.current()?;
-        let ExportedImage { memory, format, width, height } = image;
-        memory.check_sizes(Api::Hip)?;
-        if width == 0 || height == 0 {
-            return Err(Error::invalid(Api::Hip, format!("an image of {width}x{height} texels")));
-        }
+        let (memory, shape) = image.check(Api::Hip)?;
         let imported = ExternalMemory::import(memory.fd, memory.allocation_size, memory.dedicated)?;
-        let surface = Surface::create(MappedArray::map(imported, format, width, height)?)?;
-        Ok(HipImage { surface, format, width, height, shared: self.shared.clone() })
+        let surface = Surface::create(MappedArray::map(imported, shape.format, shape.width, shape.height)?)?;
+        Ok(HipImage { surface: Held::new(surface, &self.shared), shape })
     }
 
     /// Import an exported Vulkan timeline semaphore. The fd is closed either way. Refused
@@ -266,7 +263,7 @@ impl Hip {
         let semaphore = ExternalSemaphore::import(fd, handle_type).map_err(|e| {
             e.context("ROCm on Linux cannot import Vulkan semaphores (hipamd#48, clr#72); synchronise on the host instead")
         })?;
-        Ok(HipSemaphore { semaphore, shared: self.shared.clone() })
+        Ok(HipSemaphore { semaphore: Held::new(semaphore, &self.shared) })
     }
 
     /// The hiprtc target for this device: its gcnArchName (e.g. "gfx90a:sramecc+:xnack-").
@@ -282,7 +279,7 @@ impl Hip {
     pub fn load_module(&self, code: &[u8]) -> Result<HipModule> {
         self.shared.current()?;
         let module = Module::load(code)?;
-        Ok(HipModule { inner: Arc::new(ModuleInner { module, shared: self.shared.clone() }) })
+        Ok(HipModule { inner: Arc::new(Held::new(module, &self.shared)) })
     }
 
     /// Compile `source` for this device ([`Hip::target`]) and load `entry`, an
@@ -338,11 +335,11 @@ impl FrameStream for Hip {
     type Semaphore = HipSemaphore;
 
     fn wait(&self, semaphore: &HipSemaphore, value: u64) -> Result<()> {
-        semaphore.semaphore.wait_async(value, &self.shared.current()?.stream)
+        semaphore.semaphore.object.wait_async(value, &self.shared.current()?.stream)
     }
 
     fn signal(&self, semaphore: &HipSemaphore, value: u64) -> Result<()> {
-        semaphore.semaphore.signal_async(value, &self.shared.current()?.stream)
+        semaphore.semaphore.object.signal_async(value, &self.shared.current()?.stream)
     }
 }
 
@@ -355,9 +352,8 @@ impl Drop for Hip {
 /// Imported Vulkan memory, mapped for kernels; unmapped and released on drop (after the stream
 /// is idle).
 pub struct HipBuffer {
-    mapped: MappedBuffer,
+    mapped: Held<MappedBuffer, Shared>,
     size: u64,
-    shared: Arc<Shared>,
 }
 
 impl HipBuffer {
@@ -366,7 +362,7 @@ impl HipBuffer {
 
     /// The device address a kernel writes (`float*` etc. on the device).
     pub fn device_ptr(&self) -> u64 {
-        self.mapped.ptr() as u64
+        self.mapped.object.ptr() as u64
     }
 
     /// Bytes mapped.
@@ -378,24 +374,15 @@ impl HipBuffer {
     /// (`hipMemsetD32Async`). More words than the buffer holds is
     /// [`ErrorKind::Invalid`](crate::ErrorKind::Invalid).
     pub fn fill_u32(&self, value: u32, words: usize) -> Result<()> {
-        self.mapped.memset_d32_async(value, words, &self.shared.current()?.stream)
-    }
-}
-
-impl Drop for HipBuffer {
-    fn drop(&mut self) {
-        self.shared.quiesce();
+        self.mapped.object.memset_d32_async(value, words, &self.mapped.device.current()?.stream)
     }
 }
 
 /// An imported Vulkan image, mapped as a HIP array with a surface object; the surface object,
 /// the array and the import are destroyed on drop, in that order (after the stream is idle).
 pub struct HipImage {
-    surface: Surface,
-    format: ImageFormat,
-    width: u32,
-    height: u32,
-    shared: Arc<Shared>,
+    surface: Held<Surface, Shared>,
+    shape: ImageShape,
 }
 
 impl HipImage {
@@ -405,33 +392,19 @@ impl HipImage {
     /// The surface object (a `hipSurfaceObject_t`) a kernel writes with
     /// `surf2Dwrite(value, surface, x * format.texel_bytes(), y)`.
     pub fn surface(&self) -> u64 {
-        self.surface.raw()
+        self.surface.object.raw()
     }
 
-    pub fn format(&self) -> ImageFormat {
-        self.format
-    }
-
-    pub fn width(&self) -> u32 {
-        self.width
-    }
-
-    pub fn height(&self) -> u32 {
-        self.height
-    }
-}
-
-impl Drop for HipImage {
-    fn drop(&mut self) {
-        self.shared.quiesce();
+    /// The format and extent the image was imported with.
+    pub fn shape(&self) -> ImageShape {
+        self.shape
     }
 }
 
 /// An imported Vulkan semaphore (timeline or binary); destroyed on drop (after the stream is
 /// idle). Waited on and signalled through [`FrameStream`].
 pub struct HipSemaphore {
-    semaphore: ExternalSemaphore,
-    shared: Arc<Shared>,
+    semaphore: Held<ExternalSemaphore, Shared>,
 }
 
 impl HipSemaphore {
@@ -439,35 +412,17 @@ impl HipSemaphore {
     pub const FD_OWNERSHIP: FdOwnership = SEMAPHORE_FD_OWNERSHIP;
 }
 
-impl Drop for HipSemaphore {
-    fn drop(&mut self) {
-        self.shared.quiesce();
-    }
-}
-
-/// The module and the device it belongs to (the module first: field order is drop order).
-struct ModuleInner {
-    module: Module,
-    shared: Arc<Shared>,
-}
-
-impl Drop for ModuleInner {
-    fn drop(&mut self) {
-        self.shared.quiesce();
-    }
-}
-
 /// A loaded module; unloaded once it and every [`HipKernel`] from it are dropped (after the
 /// stream is idle).
 pub struct HipModule {
-    inner: Arc<ModuleInner>,
+    inner: Arc<Held<Module, Shared>>,
 }
 
 impl HipModule {
     /// The entry point `name` (an `extern "C" __global__` function).
     pub fn function(&self, name: &str) -> Result<HipKernel> {
-        self.inner.shared.current()?;
-        let function = self.inner.module.function(name)?;
+        self.inner.device.current()?;
+        let function = self.inner.object.function(name)?;
         Ok(HipKernel { function, _module: self.inner.clone() })
     }
 }
@@ -475,7 +430,7 @@ impl HipModule {
 /// One entry point of a loaded module, which it keeps loaded; launched with [`Hip::launch`].
 pub struct HipKernel {
     function: *mut c_void,
-    _module: Arc<ModuleInner>,
+    _module: Arc<Held<Module, Shared>>,
 }
 
 // SAFETY: a hipFunction_t is a handle into the module `_module` keeps loaded; the runtime may use
