@@ -8,8 +8,7 @@
 //! - Against an older header (Debian 12's 5.2.3 on the host): the entries 5.x shares with 6.4
 //!   must be equal (the 5.x-compatible prefix); the 6.4-only ones are absent from the header.
 //!
-//! Needs a C compiler (`cc`) and the header under `$HIP_PATH/include` (default /usr), the
-//! install hip-runtime-sys linked against.
+//! Needs a C compiler (`cc`) and the header of the ROCm install whose libamdhip64 the test runs.
 
 use std::collections::BTreeMap;
 use std::mem::{offset_of, size_of};
@@ -174,10 +173,27 @@ int main(void) {
 }
 "#;
 
+/// The `include` directory of the ROCm install whose libamdhip64 this process runs: the nearest
+/// ancestor of the mapped library that has `include/hip/hip_runtime_api.h` (/usr/include for
+/// Debian's /usr/lib/x86_64-linux-gnu/libamdhip64.so.5, /opt/rocm/include for /opt/rocm/lib).
+fn include_dir() -> std::path::PathBuf {
+    super::ffi::runtime_version().expect("libamdhip64 answers without a GPU");
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let library = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.contains("libamdhip64.so"))
+        .expect("libamdhip64 is mapped");
+    std::path::Path::new(library)
+        .ancestors()
+        .map(|dir| dir.join("include"))
+        .find(|include| include.join("hip/hip_runtime_api.h").is_file())
+        .unwrap_or_else(|| panic!("no include/hip/hip_runtime_api.h above {library}"))
+}
+
 /// The header's layout as the C compiler sees it, and its `HIP_VERSION`.
 fn header_layout() -> (i64, BTreeMap<String, usize>) {
-    let hip_path = std::env::var("HIP_PATH").unwrap_or_else(|_| "/usr".into());
-    let include = format!("{hip_path}/include");
+    let include = include_dir().display().to_string();
     let dir = std::env::temp_dir().join(format!("vkhip-interop-hip-layout-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (src, exe) = (dir.join("layout.c"), dir.join("layout"));
