@@ -15,11 +15,12 @@ use std::mem::{offset_of, size_of};
 use std::process::Command;
 
 use super::ffi::{
-    ExternalMemoryBufferDesc, ExternalMemoryHandleDesc, ExternalMemoryMipmappedArrayDesc,
-    ExternalSemaphoreHandleDesc, ExternalSemaphoreSignalParams, ExternalSemaphoreWaitParams,
-    EXTERNAL_MEMORY_DEDICATED, EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
-    EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD, EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_FD,
+    ExternalMemoryBufferDesc, ExternalMemoryHandleDesc, ExternalSemaphoreHandleDesc,
+    ExternalSemaphoreSignalParams, ExternalSemaphoreWaitParams, EXTERNAL_MEMORY_DEDICATED,
+    EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD, EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD,
+    EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_FD,
 };
+use super::image_ffi::ExternalMemoryMipmappedArrayDesc;
 
 /// Which headers an entry holds for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

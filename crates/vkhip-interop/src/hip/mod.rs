@@ -46,6 +46,7 @@
 mod compile;
 mod device;
 mod ffi;
+mod image_ffi;
 #[cfg(test)]
 mod layout;
 mod raii;

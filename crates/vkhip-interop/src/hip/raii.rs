@@ -15,9 +15,9 @@
 use std::ffi::{c_void, CString};
 
 use super::ffi::{
-    self, ChannelFormatDesc, ImageCalls, RawEvent, RawExternalMemory, RawExternalSemaphore, RawFunction,
-    RawMipmappedArray, RawModule, RawStream, RawSurface,
+    self, RawEvent, RawExternalMemory, RawExternalSemaphore, RawFunction, RawModule, RawStream,
 };
+use super::image_ffi::{self, ChannelFormatDesc, ImageCalls, RawMipmappedArray, RawSurface};
 use super::{MEMORY_FD_OWNERSHIP, SEMAPHORE_FD_OWNERSHIP};
 use crate::error::{Api, Error, Result};
 use crate::{ChannelType, ImageFormat, ImportFd};
@@ -287,9 +287,9 @@ impl Drop for MappedBuffer {
 /// `hipChannelFormatDesc` of a shared image format: 8, 16 or 32 bits in 1 or 4 channels.
 fn channel_desc(format: ImageFormat) -> ChannelFormatDesc {
     let (bits, kind) = match format.channel_type() {
-        ChannelType::U8 => (8, ffi::CHANNEL_FORMAT_KIND_UNSIGNED),
-        ChannelType::F16 => (16, ffi::CHANNEL_FORMAT_KIND_FLOAT),
-        ChannelType::F32 => (32, ffi::CHANNEL_FORMAT_KIND_FLOAT),
+        ChannelType::U8 => (8, image_ffi::CHANNEL_FORMAT_KIND_UNSIGNED),
+        ChannelType::F16 => (16, image_ffi::CHANNEL_FORMAT_KIND_FLOAT),
+        ChannelType::F32 => (32, image_ffi::CHANNEL_FORMAT_KIND_FLOAT),
     };
     let rest = if format.channels() == 4 { bits } else { 0 };
     ChannelFormatDesc { x: bits, y: rest, z: rest, w: rest, f: kind }
