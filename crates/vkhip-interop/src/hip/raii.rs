@@ -403,3 +403,26 @@ impl Drop for ExternalSemaphore {
         log_drop_error("external semaphore", unsafe { ffi::destroy_external_semaphore(self.raw) });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What hiprtc returns passes the check `Module::load` makes before the runtime reads it
+    /// without a length; anything cut short, or not for AMDGPU, does not.
+    #[test]
+    fn only_whole_amdgpu_code_objects_reach_the_runtime() {
+        let source = "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] = 2.0f; }";
+        let code =
+            super::super::compile_to_image(source, "k.hip", "gfx1030", &[]).expect("hiprtc without a GPU");
+        assert!(is_whole_amdgpu_elf(&code));
+        for cut in [0, 4, 63, 64, code.len() / 2, code.len() - 1] {
+            assert!(!is_whole_amdgpu_elf(&code[..cut]), "cut at {cut}");
+        }
+        let mut x86 = code.clone();
+        x86[18..20].copy_from_slice(&62u16.to_le_bytes()); // EM_X86_64
+        assert!(!is_whole_amdgpu_elf(&x86));
+        let e = Module::load(&code[..64]).err().expect("refused before hipModuleLoadData");
+        assert_eq!(e.kind(), crate::ErrorKind::Invalid);
+    }
+}
