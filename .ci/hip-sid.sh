@@ -92,10 +92,11 @@ unshare --mount --propagation private -- bash -euo pipefail -c '
       cd /src
       echo \"   toolchain: \$(rustc --version)\"
       cargo build --locked --offline --features hip --tests --quiet
-      echo \"== sid: unit tests of the HIP backend (HIP 6.4 headers and runtime)\"
+      echo \"== sid: unit tests of the crate's HIP side (HIP 6.4 headers and runtime; its interop layouts against the 6.4 header) and of the HIP backend\"
+      cargo test --locked --offline -p vkhip-interop --features hip --lib hip:: -- --nocapture --test-threads=1
       cargo test --locked --offline --features hip --lib compute::hip
-      echo \"== sid: hiprtc 6.4 compiles the kernels (sinewave, examples/hip_interop.rs); interop layouts against the 6.4 header\"
-      cargo test --locked --offline --features hip --test hip_kernel --test hip_layout --test examples \
+      echo \"== sid: hiprtc 6.4 compiles the kernels (sinewave; the crate's hip_buffer and hip_image examples)\"
+      cargo test --locked --offline --features hip --test hip_kernel --test examples \
         -- --nocapture --test-threads=1
       echo \"== sid: probing without a GPU is one quiet line\"
       cargo test --locked --offline --features hip --test hip_probe

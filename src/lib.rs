@@ -20,7 +20,6 @@ pub mod cli;
 pub mod compute;
 pub mod fault;
 pub mod image;
-pub mod interop;
 pub mod output;
 pub mod overlay;
 pub mod pending;

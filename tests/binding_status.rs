@@ -5,7 +5,8 @@
 //! themselves, returning a `#[repr(transparent)]` integer (`CuStatus`, `NvrtcStatus`,
 //! `HipStatus`, ...).
 //!
-//! This test parses every `.rs` file of `crates/vkhip-interop/src/cuda/` and `src/compute/hip/` with `syn`
+//! This test parses every `.rs` file of `crates/vkhip-interop/src/cuda/`, `crates/vkhip-interop/src/hip/`
+//! and the app's `src/compute/hip/` with `syn`
 //! (so comments and string literals never count, and a signature spread over many lines is one
 //! item) and fails when:
 //! - a function signature (free, method, trait or foreign), a fn-pointer type, a closure's
@@ -32,7 +33,8 @@ const STATUS_ENUMS: &[&str] =
     &["CUresult", "cudaError_enum", "cudaError_t", "nvrtcResult", "hipError_t", "hiprtcResult"];
 
 /// The directories whose files are checked, relative to the crate root.
-const BINDING_DIRS: &[&str] = &["crates/vkhip-interop/src/cuda", "src/compute/hip"];
+const BINDING_DIRS: &[&str] =
+    &["crates/vkhip-interop/src/cuda", "crates/vkhip-interop/src/hip", "src/compute/hip"];
 
 /// Whether `name` is a CUDA driver (`cuXxx`) or NVRTC (`nvrtcXxx`) entry point's name.
 fn is_entry_point(name: &str) -> bool {
@@ -266,7 +268,11 @@ fn no_status_enum_crosses_the_binding_layers() {
         }
     }
     // Guard against scanning nothing (a moved directory would make this test pass vacuously).
-    for must in ["crates/vkhip-interop/src/cuda/sys.rs", "src/compute/hip/ffi.rs"] {
+    for must in [
+        "crates/vkhip-interop/src/cuda/sys.rs",
+        "crates/vkhip-interop/src/hip/ffi.rs",
+        "crates/vkhip-interop/src/hip/rtc.rs",
+    ] {
         assert!(scanned.iter().any(|s| s == must), "{must} was not scanned: {scanned:?}");
     }
     assert!(

@@ -5,7 +5,9 @@
 //!   comments and strings never count);
 //! - the CUDA examples' kernels compile with NVRTC into PTX and cubins for sm_75 and sm_90 that
 //!   define every entry point the examples look up, where libnvrtc loads (the
-//!   `nvidia-cuda-nvrtc` wheel's lib directory on LD_LIBRARY_PATH; skipped otherwise).
+//!   `nvidia-cuda-nvrtc` wheel's lib directory on LD_LIBRARY_PATH; skipped otherwise);
+//! - the HIP examples' kernels compile with hiprtc (`--features hip`, no GPU needed) into AMDGPU
+//!   code objects for gfx90a and gfx1030 that define every entry point the examples look up.
 
 use syn::visit::{self, Visit};
 
@@ -14,6 +16,8 @@ const CRATE_EXAMPLES: &[&str] = &[
     "crates/vkhip-interop/examples/cuda_buffer.rs",
     "crates/vkhip-interop/examples/cuda_image.rs",
     "crates/vkhip-interop/examples/bring_your_own_device.rs",
+    "crates/vkhip-interop/examples/hip_buffer.rs",
+    "crates/vkhip-interop/examples/hip_image.rs",
 ];
 const MAX_LINES: usize = 150;
 
@@ -108,6 +112,32 @@ fn cuda_example_kernels_compile_with_nvrtc() {
             let cubin = compile_to_image(&kernel, "example.cu", Target::Cubin(arch), &[])
                 .unwrap_or_else(|e| panic!("{path}, sm_{arch}: {e}"));
             assert!(cubin.starts_with(b"\x7fELF"), "{path}: a cubin is an ELF image");
+        }
+    }
+}
+
+#[cfg(feature = "hip")]
+#[test]
+fn hip_example_kernels_compile_with_hiprtc() {
+    use vkhip::compute::hip::code_object_has_symbol;
+    use vkhip_interop::hip::compile_to_image;
+    let cases = [
+        ("crates/vkhip-interop/examples/hip_buffer.rs", &["descend"][..]),
+        ("crates/vkhip-interop/examples/hip_image.rs", &["r32f", "rgba8", "rgba16f", "rgba32f"][..]),
+    ];
+    for (path, entries) in cases {
+        let kernel = example_kernel(path);
+        // CDNA2 and RDNA2: targets every supported ROCm's hiprtc compiles for, GPU or not.
+        for arch in ["gfx90a", "gfx1030"] {
+            let code = compile_to_image(&kernel, "example.hip", arch, &[])
+                .unwrap_or_else(|e| panic!("{path}, {arch}: {e}"));
+            for entry in entries {
+                assert!(
+                    code_object_has_symbol(&code, entry),
+                    "{path}, {arch}: no `{entry}` in the code object"
+                );
+            }
+            eprintln!("{path}, {arch}: {} bytes, defines {entries:?}", code.len());
         }
     }
 }

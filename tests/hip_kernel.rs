@@ -9,7 +9,7 @@
 //!   which LLVM 15 knows but comgr 5.2's table does not) nor gfx1201 (RDNA4). For such a target
 //!   hiprtc 5.2 aborts the whole process (comgr rejects the ISA name, hiprtc destroys the action
 //!   info twice, glibc: "munmap_chunk(): invalid pointer"), so `compile_sinewave` refuses it
-//!   beforehand with a `Compile` error; on this toolchain the test asserts exactly that error.
+//!   beforehand with a compile error; on this toolchain the test asserts exactly that error.
 //! - In `.ci/hip-sid.sh`, Debian sid's HIP 6.4.3 (libhiprtc.so.6, comgr 7.0.2): all five
 //!   targets — gfx90a, gfx942, gfx1030, gfx1100, gfx1201 — must compile.
 //!
@@ -18,8 +18,9 @@
 
 use object::read::elf::{ElfFile64, FileHeader};
 use object::{Endianness, Object, ObjectSymbol, SymbolKind};
-use vkhip::compute::hip::{compile_sinewave, runtime_version, supported_offload_archs};
+use vkhip::compute::hip::compile_sinewave;
 use vkhip::compute::kernel::SINEWAVE_ENTRY;
+use vkhip_interop::hip::{runtime_version, supported_offload_archs};
 
 /// `ELFOSABI_AMDGPU_HSA`.
 const ELFOSABI_AMDGPU_HSA: u8 = 64;
@@ -42,7 +43,7 @@ fn expected_mach(arch: &str) -> u32 {
 const FIVE_TARGETS: [&str; 5] = ["gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1201"];
 
 fn runtime() -> i32 {
-    runtime_version().expect("hipRuntimeGetVersion needs no GPU")
+    runtime_version().expect("hipRuntimeGetVersion needs no GPU").0
 }
 
 /// Debian 12's HIP: runtime 5.2.x.
@@ -130,7 +131,7 @@ fn assert_refused_on_hip_5_2(arch: &str) {
     assert_eq!(
         e.to_string(),
         format!(
-            "hiprtc: compiling kernels/sinewave.hip failed: target {arch} is unknown to the code \
+            "hiprtc: compiling the kernel failed: target {arch} is unknown to the code \
              object manager hiprtc compiles through (/usr/lib/x86_64-linux-gnu/libamd_comgr.so.2.4.0, \
              comgr 2.4, 33 targets); not calling hiprtc, which aborts the process when comgr \
              rejects a target (ROCm 5.2: double amd_comgr_destroy_action_info)"

@@ -45,7 +45,7 @@ fn probe_without_gpu_is_one_quiet_line() {
     let at = line.find("PROBE: ").expect("marker");
     let msg = &line[at + "PROBE: ".len()..];
     // HIP 5.x's hipGetErrorString returns the name; 6.x (Debian sid's 6.4.3) a description.
-    let runtime = vkhip::compute::hip::runtime_version().expect("needs no GPU");
+    let runtime = vkhip_interop::hip::runtime_version().expect("needs no GPU").0;
     let status = if runtime >= 60_000_000 {
         "hipErrorNoDevice: no ROCm-capable device is detected"
     } else {

@@ -69,8 +69,8 @@
 //! ```
 
 use crate::compute::{BackendKind, GpuSyncSupport};
-use crate::interop::FrameValues;
 use crate::vk::device::PhysicalDeviceInfo;
+use vkhip_interop::FrameValues;
 
 use super::{SyncError, SyncMode};
 

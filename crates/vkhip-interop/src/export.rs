@@ -120,6 +120,14 @@ impl std::fmt::Display for ImageFormat {
     }
 }
 
+/// What a 2D image is: `width` × `height` texels of `format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ImageShape {
+    pub format: ImageFormat,
+    pub width: u32,
+    pub height: u32,
+}
+
 /// An exported 2D image (one mip level, one layer, optimal tiling) on its way into a compute
 /// API, which views it as a (mipmapped) array of `width` × `height` texels of `format`.
 #[derive(Debug)]
@@ -129,6 +137,19 @@ pub struct ExportedImage {
     pub format: ImageFormat,
     pub width: u32,
     pub height: u32,
+}
+
+impl ExportedImage {
+    /// Refuse what no importer can map (see [`ExportedMemory::check_sizes`], and an empty
+    /// extent); otherwise the memory to import and the image's shape.
+    pub fn check(self, api: Api) -> Result<(ExportedMemory, ImageShape)> {
+        let ExportedImage { memory, format, width, height } = self;
+        memory.check_sizes(api)?;
+        if width == 0 || height == 0 {
+            return Err(Error::invalid(api, format!("an image of {width}x{height} texels")));
+        }
+        Ok((memory, ImageShape { format, width, height }))
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,14 @@
 //! |---|---|
 //! | [`vulkan`] | the export side: a device (yours, borrowed, or one the crate opens), shared buffers, 2D images and timeline semaphores, and the barriers around a foreign writer |
 //! | [`cuda`] | the CUDA driver API and NVRTC, loaded at run time: open the device Vulkan runs on, import, map, compile, launch, wait and signal on one stream |
-//! | `hip` (feature `hip`) | the same names for AMD GPUs through HIP and hiprtc |
+#![cfg_attr(
+    feature = "hip",
+    doc = "| [`hip`] (feature `hip`) | the same names for AMD GPUs through HIP (linked) and hiprtc (loaded at run time); no semaphore import on Linux, so the hand-off is on the host |"
+)]
+#![cfg_attr(
+    not(feature = "hip"),
+    doc = "| `hip` (feature `hip`) | the same names for AMD GPUs through HIP (linked) and hiprtc (loaded at run time); no semaphore import on Linux, so the hand-off is on the host |"
+)]
 //! | [`cuda_in_vulkan`] | no sharing at all: CUDA kernels recorded into a Vulkan command buffer and run on Vulkan's queue (NVIDIA's `VK_NVX_binary_import`) |
 //! | [`Error`] | one error type: the API, the call that failed and its numeric status |
 //!
@@ -91,15 +98,17 @@
 
 pub mod cuda;
 pub mod cuda_in_vulkan;
+mod device_match;
 mod error;
 mod export;
 mod fd;
+mod held;
 #[cfg(feature = "hip")]
 pub mod hip;
 pub mod vulkan;
 
 pub use error::{Api, Error, ErrorKind, Result};
-pub use export::{ChannelType, ExportedImage, ExportedMemory, ImageFormat};
+pub use export::{ChannelType, ExportedImage, ExportedMemory, ImageFormat, ImageShape};
 pub use fd::{FdOwnership, ImportFd};
 
 /// One stream of a compute API, as the protocol uses it: wait, signal, and one frame between

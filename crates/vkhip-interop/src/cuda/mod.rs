@@ -36,7 +36,8 @@ mod sys;
 pub use nvrtc::Target;
 
 use crate::error::{Api, Error, Result};
-use crate::{ExportedImage, ExportedMemory, FrameStream, ImageFormat, ImportFd};
+use crate::held::{Held, Quiesce};
+use crate::{ExportedImage, ExportedMemory, FrameStream, ImageShape, ImportFd};
 use cudarc::driver::sys as cu;
 use raii::{
     DeviceBuffer, Event, ExternalMemory, ExternalSemaphore, MappedArray, MappedBuffer, Module,
@@ -157,22 +158,8 @@ fn enumerate(driver: &Driver) -> Result<Vec<(cu::CUdevice, DeviceInfo)>> {
 
 /// The index in `seen` of the device whose UUID is `want`, or an error naming the devices seen.
 fn choose_device(want: [u8; 16], seen: &[DeviceInfo]) -> Result<usize> {
-    if let Some(i) = seen.iter().position(|d| d.uuid == want) {
-        return Ok(i);
-    }
-    let uuid = crate::vulkan::uuid_string;
-    let listed = if seen.is_empty() {
-        "none".to_string()
-    } else {
-        seen.iter()
-            .map(|d| format!("{} {} (UUID {})", d.ordinal, d.name, uuid(&d.uuid)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    Err(Error::unsupported(
-        Api::Cuda,
-        format!("no CUDA device has the Vulkan device's UUID {}; CUDA devices seen: {listed}", uuid(&want)),
-    ))
+    let seen: Vec<_> = seen.iter().map(|d| (d.ordinal, d.name.as_str(), d.uuid)).collect();
+    crate::device_match::by_uuid(Api::Cuda, want, &seen)
 }
 
 /// Compile `source` (called `name` in NVRTC's messages) for `target` with NVRTC: the cubin, or
@@ -210,9 +197,7 @@ struct Shared {
 // state.
 unsafe impl Sync for Shared {}
 
-impl Shared {
-    /// Make the context current on this thread and wait for the stream: before any object that
-    /// pending work may use is destroyed. Logs instead of failing (it runs in `Drop`).
+impl Quiesce for Shared {
     fn quiesce(&self) {
         if let Err(e) = self.ctx.make_current().and_then(|()| self.stream.synchronize()) {
             log::warn!("cuda: waiting for the stream before teardown failed: {e}");
@@ -269,7 +254,7 @@ impl Cuda {
         memory.check_sizes(Api::Cuda)?;
         let imported = ExternalMemory::import(s.driver, memory.fd, memory.allocation_size, memory.dedicated)?;
         let mapped = MappedBuffer::map(imported, memory.size)?;
-        Ok(CudaBuffer { mapped, size: memory.size, shared: self.shared.clone() })
+        Ok(CudaBuffer { mapped: Held::new(mapped, &self.shared), size: memory.size })
     }
 
     /// Import an exported Vulkan image: its allocation is imported whole (dedicated when Vulkan
@@ -278,14 +263,10 @@ impl Cuda {
     /// consumed either way.
     pub fn import_image(&self, image: ExportedImage) -> Result<CudaImage> {
         let s = self.current()?;
-        let ExportedImage { memory, format, width, height } = image;
-        memory.check_sizes(Api::Cuda)?;
-        if width == 0 || height == 0 {
-            return Err(Error::invalid(Api::Cuda, format!("an image of {width}x{height} texels")));
-        }
+        let (memory, shape) = image.check(Api::Cuda)?;
         let imported = ExternalMemory::import(s.driver, memory.fd, memory.allocation_size, memory.dedicated)?;
-        let surface = Surface::create(MappedArray::map(imported, format, width, height)?)?;
-        Ok(CudaImage { surface, format, width, height, shared: self.shared.clone() })
+        let surface = Surface::create(MappedArray::map(imported, shape.format, shape.width, shape.height)?)?;
+        Ok(CudaImage { surface: Held::new(surface, &self.shared), shape })
     }
 
     /// Import an exported Vulkan timeline semaphore. The fd is consumed either way.
@@ -302,7 +283,7 @@ impl Cuda {
     fn import_semaphore(&self, fd: ImportFd, timeline: bool) -> Result<CudaSemaphore> {
         let s = self.current()?;
         let semaphore = ExternalSemaphore::import(s.driver, fd, timeline)?;
-        Ok(CudaSemaphore { semaphore, shared: self.shared.clone() })
+        Ok(CudaSemaphore { semaphore: Held::new(semaphore, &self.shared) })
     }
 
     /// What NVRTC should produce for this device: a cubin for its architecture, else (a GPU
@@ -320,7 +301,7 @@ impl Cuda {
     pub fn load_module(&self, image: &[u8]) -> Result<CudaModule> {
         let s = self.current()?;
         let module = Module::load(s.driver, image)?;
-        Ok(CudaModule { inner: Arc::new(ModuleInner { module, shared: self.shared.clone() }) })
+        Ok(CudaModule { inner: Arc::new(Held::new(module, &self.shared)) })
     }
 
     /// Compile `source` for this device ([`Cuda::target`]) and load `entry`, an
@@ -367,13 +348,13 @@ impl Cuda {
     /// Allocate `bytes` of device memory of CUDA's own (no interop), 16-byte aligned.
     pub fn alloc(&self, bytes: u64) -> Result<CudaMemory> {
         let s = self.current()?;
-        Ok(CudaMemory { buffer: DeviceBuffer::new(s.driver, bytes)?, shared: self.shared.clone() })
+        Ok(CudaMemory { buffer: Held::new(DeviceBuffer::new(s.driver, bytes)?, &self.shared) })
     }
 
     /// Allocate `bytes` of page-locked host memory, the target of [`Cuda::copy_to_host`].
     pub fn alloc_host(&self, bytes: u64) -> Result<CudaHostMemory> {
         let s = self.current()?;
-        Ok(CudaHostMemory { buffer: PinnedHostBuffer::new(s.driver, bytes)?, shared: self.shared.clone() })
+        Ok(CudaHostMemory { buffer: Held::new(PinnedHostBuffer::new(s.driver, bytes)?, &self.shared) })
     }
 
     /// Enqueue a copy of the first `bytes` of `src` into `dst` on the stream. The copy runs
@@ -385,7 +366,7 @@ impl Cuda {
     pub unsafe fn copy_to_host(&self, src: &CudaMemory, dst: &mut CudaHostMemory, bytes: u64) -> Result<()> {
         let s = self.current()?;
         // SAFETY: per this function's contract.
-        unsafe { src.buffer.copy_to_host_async(&mut dst.buffer, bytes, &s.stream) }
+        unsafe { src.buffer.object.copy_to_host_async(&mut dst.buffer.object, bytes, &s.stream) }
     }
 
     /// Wait (on the host) until everything enqueued so far has finished: CUDA's own wait, never a
@@ -399,11 +380,11 @@ impl FrameStream for Cuda {
     type Semaphore = CudaSemaphore;
 
     fn wait(&self, semaphore: &CudaSemaphore, value: u64) -> Result<()> {
-        semaphore.semaphore.wait(value, &self.current()?.stream)
+        semaphore.semaphore.object.wait(value, &self.current()?.stream)
     }
 
     fn signal(&self, semaphore: &CudaSemaphore, value: u64) -> Result<()> {
-        semaphore.semaphore.signal(value, &self.current()?.stream)
+        semaphore.semaphore.object.signal(value, &self.current()?.stream)
     }
 }
 
@@ -416,15 +397,14 @@ impl Drop for Cuda {
 /// Imported Vulkan memory, mapped for kernels; unmapped and released on drop (after the stream
 /// is idle).
 pub struct CudaBuffer {
-    mapped: MappedBuffer,
+    mapped: Held<MappedBuffer, Shared>,
     size: u64,
-    shared: Arc<Shared>,
 }
 
 impl CudaBuffer {
     /// The device address a kernel writes (`float*` etc. on the device), 16-byte aligned.
     pub fn device_ptr(&self) -> u64 {
-        self.mapped.ptr()
+        self.mapped.object.ptr()
     }
 
     /// Bytes mapped.
@@ -436,90 +416,49 @@ impl CudaBuffer {
     /// (`cuMemsetD32Async`). More words than the buffer holds is
     /// [`ErrorKind::Invalid`](crate::ErrorKind::Invalid).
     pub fn fill_u32(&self, value: u32, words: usize) -> Result<()> {
-        self.shared.ctx.make_current()?;
-        self.mapped.memset_d32_async(value, words, &self.shared.stream)
-    }
-}
-
-impl Drop for CudaBuffer {
-    fn drop(&mut self) {
-        self.shared.quiesce();
+        let device = &self.mapped.device;
+        device.ctx.make_current()?;
+        self.mapped.object.memset_d32_async(value, words, &device.stream)
     }
 }
 
 /// An imported Vulkan image, mapped as a CUDA array with a surface object; the surface object,
 /// the array and the import are destroyed on drop, in that order (after the stream is idle).
 pub struct CudaImage {
-    surface: Surface,
-    format: ImageFormat,
-    width: u32,
-    height: u32,
-    shared: Arc<Shared>,
+    surface: Held<Surface, Shared>,
+    shape: ImageShape,
 }
 
 impl CudaImage {
     /// The surface object (a `cudaSurfaceObject_t` / `CUsurfObject`) a kernel writes with
     /// `surf2Dwrite(value, surface, x * format.texel_bytes(), y)`.
     pub fn surface(&self) -> u64 {
-        self.surface.raw()
+        self.surface.object.raw()
     }
 
-    pub fn format(&self) -> ImageFormat {
-        self.format
-    }
-
-    pub fn width(&self) -> u32 {
-        self.width
-    }
-
-    pub fn height(&self) -> u32 {
-        self.height
-    }
-}
-
-impl Drop for CudaImage {
-    fn drop(&mut self) {
-        self.shared.quiesce();
+    /// The format and extent the image was imported with.
+    pub fn shape(&self) -> ImageShape {
+        self.shape
     }
 }
 
 /// An imported Vulkan semaphore (timeline or binary); destroyed on drop (after the stream is
 /// idle). Waited on and signalled through [`FrameStream`].
 pub struct CudaSemaphore {
-    semaphore: ExternalSemaphore,
-    shared: Arc<Shared>,
-}
-
-impl Drop for CudaSemaphore {
-    fn drop(&mut self) {
-        self.shared.quiesce();
-    }
-}
-
-/// The module's handle and the device it belongs to (the module first: field order is drop
-/// order).
-struct ModuleInner {
-    module: Module,
-    shared: Arc<Shared>,
-}
-
-impl Drop for ModuleInner {
-    fn drop(&mut self) {
-        self.shared.quiesce();
-    }
+    semaphore: Held<ExternalSemaphore, Shared>,
 }
 
 /// A loaded module; unloaded once it and every [`CudaKernel`] from it are dropped (after the
 /// stream is idle).
 pub struct CudaModule {
-    inner: Arc<ModuleInner>,
+    inner: Arc<Held<Module, Shared>>,
 }
 
 impl CudaModule {
     /// The entry point `name` (an `extern "C" __global__` function).
     pub fn function(&self, name: &str) -> Result<CudaKernel> {
-        self.inner.shared.ctx.make_current()?;
-        let function = self.inner.module.function(name)?;
+        self.inner.device.ctx.make_current()?;
+        let function = self.inner.object.function(name)?;
         Ok(CudaKernel { function, _module: self.inner.clone() })
     }
 }
@@ -527,7 +466,7 @@ impl CudaModule {
 /// One entry point of a loaded module, which it keeps loaded; launched with [`Cuda::launch`].
 pub struct CudaKernel {
     function: cu::CUfunction,
-    _module: Arc<ModuleInner>,
+    _module: Arc<Held<Module, Shared>>,
 }
 
 // SAFETY: a CUfunction is a handle into the module `_module` keeps loaded; the driver API may use
@@ -575,48 +514,34 @@ impl Drop for CudaEvent {
 
 /// Device memory of CUDA's own ([`Cuda::alloc`]); freed on drop (after the stream is idle).
 pub struct CudaMemory {
-    buffer: DeviceBuffer,
-    shared: Arc<Shared>,
+    buffer: Held<DeviceBuffer, Shared>,
 }
 
 impl CudaMemory {
     /// The device address, 16-byte aligned.
     pub fn device_ptr(&self) -> u64 {
-        self.buffer.ptr()
+        self.buffer.object.ptr()
     }
 
     pub fn size(&self) -> u64 {
-        self.buffer.size()
-    }
-}
-
-impl Drop for CudaMemory {
-    fn drop(&mut self) {
-        self.shared.quiesce();
+        self.buffer.object.size()
     }
 }
 
 /// Page-locked host memory ([`Cuda::alloc_host`]); freed on drop (after the stream is idle).
 pub struct CudaHostMemory {
-    buffer: PinnedHostBuffer,
-    shared: Arc<Shared>,
+    buffer: Held<PinnedHostBuffer, Shared>,
 }
 
 impl CudaHostMemory {
     /// The contents: zero until a copy has written them; read only after the copies into the
     /// memory have completed (see [`Cuda::copy_to_host`]).
     pub fn bytes(&self) -> &[u8] {
-        self.buffer.bytes()
+        self.buffer.object.bytes()
     }
 
     pub fn size(&self) -> u64 {
-        self.buffer.size()
-    }
-}
-
-impl Drop for CudaHostMemory {
-    fn drop(&mut self) {
-        self.shared.quiesce();
+        self.buffer.object.size()
     }
 }
 

@@ -8,13 +8,16 @@
 //!
 //! comgr (the code object manager hiprtc compiles through) is asked only for its list of targets:
 //! see `compile.rs` for why hiprtc must never see a target comgr does not know.
+//!
+//! A failed call becomes [`Error::failed`]`(Api::Hiprtc, call, status, message)`; a rejected
+//! kernel an [`Error::compile`] carrying hiprtc's log.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::OnceLock;
 
 use libloading::Library;
 
-use crate::compute::ComputeError;
+use crate::error::{Api, Error, Result};
 
 /// A raw `hiprtcResult`.
 #[repr(transparent)]
@@ -128,17 +131,17 @@ impl Hiprtc {
     }
 
     /// The one conversion from a `hiprtcResult` to a `Result`.
-    pub fn check(&self, status: RtcStatus, call: &'static str) -> Result<(), ComputeError> {
+    pub fn check(&self, status: RtcStatus, call: &'static str) -> Result<()> {
         if status == RtcStatus::SUCCESS {
             Ok(())
         } else {
-            Err(ComputeError::Api { api: "hiprtc", call, message: self.describe(status) })
+            Err(Error::failed(Api::Hiprtc, call, i64::from(status.0), self.describe(status)))
         }
     }
 }
 
 /// hiprtc, loaded once per process.
-pub fn hiprtc() -> Result<&'static Hiprtc, ComputeError> {
+pub fn hiprtc() -> Result<&'static Hiprtc> {
     static HIPRTC: OnceLock<Result<Hiprtc, String>> = OnceLock::new();
     HIPRTC
         .get_or_init(|| {
@@ -156,7 +159,7 @@ pub fn hiprtc() -> Result<&'static Hiprtc, ComputeError> {
             Err(format!("no library exports hiprtc ({})", tried.join("; ")))
         })
         .as_ref()
-        .map_err(|reason| ComputeError::Unavailable { backend: "hip", reason: reason.clone() })
+        .map_err(|reason| Error::unavailable(Api::Hiprtc, "", reason.clone()))
 }
 
 /// One hiprtc program; destroyed on drop.
@@ -166,7 +169,7 @@ pub struct Program {
 }
 
 impl Program {
-    pub fn new(rtc: &'static Hiprtc, source: &CStr, name: &CStr) -> Result<Program, ComputeError> {
+    pub fn new(rtc: &'static Hiprtc, source: &CStr, name: &CStr) -> Result<Program> {
         let mut raw: RawProgram = std::ptr::null_mut();
         // SAFETY: valid out-pointer, NUL-terminated source and name, no headers.
         let status = unsafe {
@@ -177,7 +180,7 @@ impl Program {
     }
 
     /// `hiprtcCompileProgram`. A rejected source or option is a `Compile` error carrying the log.
-    pub fn compile(&self, options: &[CString]) -> Result<(), ComputeError> {
+    pub fn compile(&self, options: &[CString]) -> Result<()> {
         let ptrs: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
         // SAFETY: `raw` is live; `ptrs` holds `ptrs.len()` NUL-terminated strings that outlive the call.
         let status = unsafe { (self.rtc.compile)(self.raw, ptrs.len() as c_int, ptrs.as_ptr()) };
@@ -187,16 +190,18 @@ impl Program {
                 let log = self.log().unwrap_or_else(|e| format!("(no log: {e})"));
                 let log = log.trim_end_matches(['\0', '\n', ' ']);
                 let opts: Vec<_> = options.iter().map(|o| o.to_string_lossy()).collect();
-                Err(ComputeError::Compile {
-                    api: "hiprtc",
-                    log: format!(
+                Err(Error::compile(
+                    Api::Hiprtc,
+                    "hiprtcCompileProgram",
+                    Some(i64::from(status.0)),
+                    format!(
                         "{} with options [{}]{}{}",
                         self.rtc.describe(status),
                         opts.join(" "),
                         if log.is_empty() { "" } else { ":\n" },
                         log
                     ),
-                })
+                ))
             }
             other => self.rtc.check(other, "hiprtcCompileProgram"),
         }
@@ -208,7 +213,7 @@ impl Program {
         read: FnRead,
         size_call: &'static str,
         read_call: &'static str,
-    ) -> Result<Vec<u8>, ComputeError> {
+    ) -> Result<Vec<u8>> {
         let mut n = 0usize;
         // SAFETY: `raw` is live; `n` is a valid out-pointer.
         self.rtc.check(unsafe { size(self.raw, &mut n) }, size_call)?;
@@ -221,14 +226,14 @@ impl Program {
     }
 
     /// `hiprtcGetProgramLog`.
-    pub fn log(&self) -> Result<String, ComputeError> {
+    pub fn log(&self) -> Result<String> {
         let bytes =
             self.read(self.rtc.log_size, self.rtc.log, "hiprtcGetProgramLogSize", "hiprtcGetProgramLog")?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     /// `hiprtcGetCode`: the code object (an AMDGPU ELF).
-    pub fn code(&self) -> Result<Vec<u8>, ComputeError> {
+    pub fn code(&self) -> Result<Vec<u8>> {
         self.read(self.rtc.code_size, self.rtc.code, "hiprtcGetCodeSize", "hiprtcGetCode")
     }
 }
@@ -364,7 +369,11 @@ mod tests {
         assert_eq!(rtc.describe(RtcStatus::COMPILATION), "HIPRTC_ERROR_COMPILATION");
         assert_eq!(rtc.describe(RtcStatus(12345)), "hiprtcResult 12345");
         let e = rtc.check(RtcStatus::INVALID_OPTION, "hiprtcCompileProgram").unwrap_err();
-        assert_eq!(e.to_string(), "hiprtc call hiprtcCompileProgram failed: HIPRTC_ERROR_INVALID_OPTION");
+        assert_eq!(
+            e.to_string(),
+            "hiprtc: hiprtcCompileProgram failed (status 5): HIPRTC_ERROR_INVALID_OPTION"
+        );
+        assert_eq!(e.status(), Some(5));
         assert!(rtc.check(RtcStatus::SUCCESS, "hiprtcVersion").is_ok());
     }
 
