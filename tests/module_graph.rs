@@ -20,40 +20,52 @@ fn module_of(root: &Path, file: &Path) -> Vec<String> {
     parts
 }
 
-/// Every `crate :: a :: b …` path in a token stream (macros included), as its segments.
-fn crate_paths(tokens: TokenStream, out: &mut Vec<Vec<String>>) {
+/// Every path rooted at `crate`, `self` or `super` in a token stream (macros included), as its
+/// segments from the crate root; `here` is the module the tokens are in.
+fn crate_paths(tokens: TokenStream, here: &[String], out: &mut Vec<Vec<String>>) {
     let trees: Vec<TokenTree> = tokens.into_iter().collect();
     let colon = |t: Option<&TokenTree>| matches!(t, Some(TokenTree::Punct(p)) if p.as_char() == ':');
     let mut i = 0;
     while i < trees.len() {
-        match &trees[i] {
-            TokenTree::Group(g) => crate_paths(g.stream(), out),
-            TokenTree::Ident(id) if id == "crate" => {
-                let mut path = Vec::new();
-                let mut j = i + 1;
-                while colon(trees.get(j)) && colon(trees.get(j + 1)) {
-                    match trees.get(j + 2) {
-                        Some(TokenTree::Ident(id)) => path.push(id.to_string()),
-                        // `crate::{a, b::c}`: each leaf of the group.
-                        Some(TokenTree::Group(g)) => {
-                            use_group(g.stream(), &path, out);
-                            path.clear();
-                            j += 3;
-                            break;
-                        }
-                        _ => break,
-                    }
-                    j += 3;
-                }
-                if !path.is_empty() {
-                    out.push(path);
-                }
-                i = j;
-                continue;
+        let root = match &trees[i] {
+            TokenTree::Group(g) => {
+                crate_paths(g.stream(), here, out);
+                None
             }
-            _ => {}
+            _ if i > 0 && colon(trees.get(i - 1)) => None,
+            TokenTree::Ident(id) if id == "crate" => Some(Vec::new()),
+            TokenTree::Ident(id) if id == "self" => Some(here.to_vec()),
+            TokenTree::Ident(id) if id == "super" => Some(here[..here.len().saturating_sub(1)].to_vec()),
+            _ => None,
+        };
+        let Some(mut path) = root else {
+            i += 1;
+            continue;
+        };
+        let mut j = i + 1;
+        let mut segments = 0;
+        while colon(trees.get(j)) && colon(trees.get(j + 1)) {
+            match trees.get(j + 2) {
+                Some(TokenTree::Ident(id)) if id == "super" => {
+                    path.pop();
+                }
+                Some(TokenTree::Ident(id)) => path.push(id.to_string()),
+                // `crate::{a, b::c}`: each leaf of the group.
+                Some(TokenTree::Group(g)) => {
+                    use_group(g.stream(), &path, out);
+                    segments = 0;
+                    j += 3;
+                    break;
+                }
+                _ => break,
+            }
+            segments += 1;
+            j += 3;
         }
-        i += 1;
+        if segments > 0 && !path.is_empty() {
+            out.push(path);
+        }
+        i = j;
     }
 }
 
@@ -78,21 +90,30 @@ fn use_group(tokens: TokenStream, prefix: &[String], out: &mut Vec<Vec<String>>)
     }
 }
 
-#[derive(Default)]
-struct Paths(Vec<Vec<String>>);
+/// The paths a file names, with the module each use sits in (inline modules included).
+struct Paths {
+    here: Vec<String>,
+    found: Vec<Vec<String>>,
+}
 
 impl<'ast> Visit<'ast> for Paths {
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        self.here.push(item.ident.to_string());
+        visit::visit_item_mod(self, item);
+        self.here.pop();
+    }
+
     fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
-        crate_paths(quote::ToTokens::to_token_stream(&item.tree), &mut self.0);
+        crate_paths(quote::ToTokens::to_token_stream(&item.tree), &self.here, &mut self.found);
     }
 
     fn visit_path(&mut self, path: &'ast syn::Path) {
-        crate_paths(quote::ToTokens::to_token_stream(path), &mut self.0);
+        crate_paths(quote::ToTokens::to_token_stream(path), &self.here, &mut self.found);
         visit::visit_path(self, path);
     }
 
     fn visit_macro(&mut self, mac: &'ast syn::Macro) {
-        crate_paths(mac.tokens.clone(), &mut self.0);
+        crate_paths(mac.tokens.clone(), &self.here, &mut self.found);
     }
 }
 
@@ -120,9 +141,9 @@ fn arrows(root: &Path, level: usize) -> BTreeMap<(String, String), String> {
         }
         let source = std::fs::read_to_string(&file).unwrap();
         let parsed = syn::parse_file(&source).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        let mut paths = Paths::default();
+        let mut paths = Paths { here: module.clone(), found: Vec::new() };
         paths.visit_file(&parsed);
-        for path in paths.0 {
+        for path in paths.found {
             if path.len() < level || path[..level - 1] != module[..level - 1] {
                 continue;
             }
@@ -227,8 +248,12 @@ fn the_checker_finds_a_circle_and_passes_a_tree() {
     assert_eq!(cycle.len(), 4, "{cycle:?}");
     let mut paths = Vec::new();
     let tokens: TokenStream =
-        "use crate::{sync::plan::{A, B}, compute}; fn f() { crate::vk::x(); }".parse().unwrap();
-    crate_paths(tokens, &mut paths);
-    let firsts: BTreeSet<&str> = paths.iter().map(|p| p[0].as_str()).collect();
-    assert_eq!(firsts, ["compute", "sync", "vk"].into());
+        "use crate::{sync::plan::{A, B}, compute}; fn f() { crate::vk::x(); super::cuda::y(); self.z(); }"
+            .parse()
+            .unwrap();
+    crate_paths(tokens, &["compute".to_string(), "vulkan".to_string()], &mut paths);
+    let found: BTreeSet<String> = paths.iter().map(|p| p[..2.min(p.len())].join("::")).collect();
+    let want: BTreeSet<String> =
+        ["compute", "sync::plan", "vk::x", "compute::cuda"].iter().map(|s| s.to_string()).collect();
+    assert_eq!(found, want);
 }

@@ -25,7 +25,7 @@
 use super::frame::Clock;
 use super::session::Session;
 use crate::cli::{BenchArgs, CycleArgs, TimeMode};
-use crate::compute::median;
+use crate::profile::stats::median;
 use crate::sim::WaveParams;
 use crate::sync::SyncMode;
 use crate::vk::instance::Instance;

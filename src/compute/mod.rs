@@ -181,6 +181,15 @@ pub(crate) fn inject_fault(
     Ok(())
 }
 
+/// Raw handles of the protocol's semaphores, for a backend that waits and signals on the render
+/// device's own queue (valid while `crate::sync::FrameSemaphores` lives).
+#[derive(Clone, Debug)]
+pub struct SemaphoreHandles {
+    pub computed: ash::vk::Semaphore,
+    pub rendered: ash::vk::Semaphore,
+    pub binary: Vec<(ash::vk::Semaphore, ash::vk::Semaphore)>,
+}
+
 /// GPU-side synchronisation for one frame, for backends that wait and signal on their own queue
 /// or stream. Values follow [`crate::sync`]: frame f is `f + 1` on both timelines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -454,31 +463,6 @@ pub struct KernelBenchmark {
     pub fill_name: &'static str,
 }
 
-/// Median of a sample (0 for an empty one).
-///
-/// # Examples
-///
-/// ```
-/// use vkhip::compute::median;
-///
-/// assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-/// assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
-/// assert_eq!(median(&[]), 0.0);
-/// ```
-pub fn median(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -538,12 +522,5 @@ mod tests {
         let err = b.unwrap_err();
         assert!(matches!(err, ComputeError::Unsupported { .. }));
         assert!(err.to_string().contains("slot 1"), "{err}");
-    }
-
-    #[test]
-    fn median_of_odd_even_and_empty_samples() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
-        assert_eq!(median(&[]), 0.0);
     }
 }

@@ -54,19 +54,18 @@
 
 use super::cuda::in_vulkan::SinewaveInVulkan;
 use super::{
-    semaphore_ops, BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport, SemaphoreRef,
+    semaphore_ops, BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport, SemaphoreHandles,
+    SemaphoreRef,
 };
 use crate::profile::{Phase, Span, Stamp, Track};
 use crate::shaders::SinewavePush;
 use crate::sim::WaveParams;
-use crate::sync::SemaphoreHandles;
 use crate::vk::device::{Context, WAIT_TIMEOUT};
 use crate::vk::external::Slot;
 use crate::vk::pipeline::SinewavePipeline;
 use crate::vk::{cmd_memory_barrier, CallContext, VkError};
 use ash::vk;
 use std::sync::Arc;
-
 
 /// The stage at which a dispatch waits for `rendered` (its first write of the slot).
 const WRITE_STAGE: vk::PipelineStageFlags = vk::PipelineStageFlags::COMPUTE_SHADER;
@@ -314,14 +313,12 @@ impl ComputeBackend for VulkanBackend {
         // SAFETY: fence submitted above.
         Ok(unsafe { self.ctx.device.wait_for_fences(&[fence], true, WAIT_TIMEOUT.as_nanos() as u64) }
             .call("vkWaitForFences")?)
-            
     }
 
     fn finish(&mut self) -> Result<(), ComputeError> {
         // SAFETY: fences of this device; each is signalled or pending.
         Ok(unsafe { self.ctx.device.wait_for_fences(&self.fences, true, WAIT_TIMEOUT.as_nanos() as u64) }
             .call("vkWaitForFences")?)
-            
     }
 
     fn take_spans(&mut self, out: &mut Vec<Span>) {

@@ -210,8 +210,8 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
         let hit = compute.iter().any(|&(g, c)| g != f && c.start_us < r.end_us && c.end_us > r.start_us);
         if hit { &mut with } else { &mut without }.push(r.end_us - r.start_us);
     }
-    report.overlapped = (with.len(), crate::compute::median(&with));
-    report.alone = (without.len(), crate::compute::median(&without));
+    report.overlapped = (with.len(), crate::profile::stats::median(&with));
+    report.alone = (without.len(), crate::profile::stats::median(&without));
     let first = frames.keys().next().copied().unwrap_or(0);
     for (&f, a) in &frames {
         let slot = a.slot.unwrap_or(f % slots);

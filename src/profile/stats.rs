@@ -104,6 +104,31 @@ pub struct FrameSummary {
     pub fps: f64,
 }
 
+/// Median of a sample (0 for an empty one).
+///
+/// # Examples
+///
+/// ```
+/// use vkhip::profile::stats::median;
+///
+/// assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+/// assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+/// assert_eq!(median(&[]), 0.0);
+/// ```
+pub fn median(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

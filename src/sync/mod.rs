@@ -134,6 +134,7 @@ pub mod plan;
 
 pub use plan::{default_frames_in_flight, Export, SyncPlan, SyncRequest, MAX_FRAMES_IN_FLIGHT, MAX_SLOTS};
 
+pub use crate::compute::SemaphoreHandles;
 use crate::compute::{BackendKind, ComputeBackend, ComputeError, GpuSync};
 use crate::profile::clock::{host_now_ns, ClockInfo};
 use crate::profile::span::SPAN_BUFFER;
@@ -281,14 +282,6 @@ impl FrameSemaphores {
             binary: self.binary.iter().map(|(c, r)| (c.handle, r.handle)).collect(),
         }
     }
-}
-
-/// Raw semaphore handles (valid while the [`FrameSemaphores`] live).
-#[derive(Clone, Debug)]
-pub struct SemaphoreHandles {
-    pub computed: vk::Semaphore,
-    pub rendered: vk::Semaphore,
-    pub binary: Vec<(vk::Semaphore, vk::Semaphore)>,
 }
 
 /// What the draw of one frame waits on and signals.

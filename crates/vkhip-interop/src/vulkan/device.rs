@@ -1,7 +1,7 @@
 //! The device the crate exports from: borrowed from an engine ([`Device::from_raw`]) or opened
 //! here for samples ([`Device::open`]).
 
-use super::submit::OneShot;
+use super::one_shot::OneShot;
 use super::{requirements, uuid_string, version_string, Importer};
 use crate::error::{Api, Error, Result};
 use ash::{khr, vk};
@@ -43,7 +43,7 @@ impl Capabilities {
         let has = |n: &CStr| exts.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
         let (memory_export, memory_export_dedicated_only) = if has(khr::external_memory_fd::NAME) {
             let info = vk::PhysicalDeviceExternalBufferInfo::default()
-                .usage(super::objects::BUFFER_USAGE)
+                .usage(super::BUFFER_USAGE)
                 .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
             let mut p = vk::ExternalBufferProperties::default();
             // SAFETY: as above, live locals.

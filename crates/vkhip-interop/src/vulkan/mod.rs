@@ -23,6 +23,7 @@
 mod device;
 mod memory;
 mod objects;
+mod one_shot;
 mod submit;
 
 pub use device::{Capabilities, Device};
@@ -31,6 +32,14 @@ pub use submit::{Wait, ONE_SHOT_TIMEOUT};
 
 use ash::{khr, vk};
 use std::ffi::CStr;
+
+/// Usage of every shared buffer: storage (shaders read and write it), transfer source and
+/// destination (copies, fills, read-backs).
+pub(crate) const BUFFER_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
+    vk::BufferUsageFlags::STORAGE_BUFFER.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_SRC.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_DST.as_raw(),
+);
 
 /// Which compute API will import what the device exports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

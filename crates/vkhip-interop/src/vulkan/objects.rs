@@ -4,6 +4,7 @@
 
 use super::device::{Device, Inner};
 use super::memory::{allocate_exportable, Allocation, Owner};
+use super::BUFFER_USAGE;
 use crate::error::{Api, Error, Result};
 use crate::export::{ExportedImage, ExportedMemory, ImageFormat};
 use crate::fd::ImportFd;
@@ -11,14 +12,6 @@ use ash::vk;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Usage of every shared buffer: storage (shaders read and write it), transfer source and
-/// destination (copies, fills, read-backs).
-pub(crate) const BUFFER_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
-    vk::BufferUsageFlags::STORAGE_BUFFER.as_raw()
-        | vk::BufferUsageFlags::TRANSFER_SRC.as_raw()
-        | vk::BufferUsageFlags::TRANSFER_DST.as_raw(),
-);
 
 /// Usage of every shared image: sampled, storage (a foreign writer's surface stores are what a
 /// storage image is; NVIDIA's samples set it on images CUDA writes, which keeps the layouts of

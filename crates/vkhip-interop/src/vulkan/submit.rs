@@ -5,48 +5,13 @@
 use super::device::{Device, Inner};
 use super::memory::find_memory_type;
 use super::objects::{SharedBuffer, SharedImage, SharedSemaphore};
+use super::one_shot::OneShot;
 use crate::error::{Api, Error, Result};
 use ash::vk;
 use std::time::Duration;
 
 /// How long a one-shot submission may take before it fails: something upstream never signalled.
 pub const ONE_SHOT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The crate's command pool and fence, made on first use (see `Inner::one_shot`).
-pub(crate) struct OneShot {
-    pool: vk::CommandPool,
-    fence: vk::Fence,
-}
-
-impl OneShot {
-    fn new(d: &ash::Device, family: u32) -> Result<Self> {
-        let info = vk::CommandPoolCreateInfo::default()
-            .queue_family_index(family)
-            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER | vk::CommandPoolCreateFlags::TRANSIENT);
-        // SAFETY: valid device.
-        let pool = unsafe { d.create_command_pool(&info, None) }
-            .map_err(|r| Error::vulkan("vkCreateCommandPool", r))?;
-        // SAFETY: valid device.
-        match unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) } {
-            Ok(fence) => Ok(OneShot { pool, fence }),
-            Err(r) => {
-                // SAFETY: the pool is unused.
-                unsafe { d.destroy_command_pool(pool, None) };
-                Err(Error::vulkan("vkCreateFence", r))
-            }
-        }
-    }
-
-    /// # Safety
-    /// Nothing recorded from the pool is pending and the fence is not in use.
-    pub(crate) unsafe fn destroy(self, d: &ash::Device) {
-        // SAFETY: per this function's contract.
-        unsafe {
-            d.destroy_fence(self.fence, None);
-            d.destroy_command_pool(self.pool, None);
-        }
-    }
-}
 
 /// A wait of a one-shot submission: the semaphore, the value (ignored for binary ones), and the
 /// stage that waits.
