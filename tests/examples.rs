@@ -9,6 +9,10 @@
 
 use syn::visit::{self, Visit};
 
+#[path = "common/skip.rs"]
+mod skip;
+use skip::Component;
+
 /// The interop crate's examples.
 const CRATE_EXAMPLES: &[&str] = &[
     "crates/vkhip-interop/examples/cuda_buffer.rs",
@@ -88,7 +92,8 @@ fn example_kernel(path: &str) -> String {
 fn cuda_example_kernels_compile_with_nvrtc() {
     use vkhip_interop::cuda::{compile_to_image, nvrtc_version, Target};
     if let Err(e) = nvrtc_version() {
-        eprintln!("skipped: {e}");
+        let needs = format!("{} ({e})", Component::Nvrtc.needs());
+        skip::skip("cuda_example_kernels_compile_with_nvrtc", &needs, Component::Nvrtc.ci_provides());
         return;
     }
     let cases = [

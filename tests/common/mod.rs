@@ -1,6 +1,10 @@
 //! Helpers shared by the integration tests: run the vkhip binary, temp paths, image checks.
 #![allow(dead_code)]
 
+pub mod skip;
+#[allow(unused_imports)]
+pub use skip::{require, require_part, Component};
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use vkhip::image::Rgba;
