@@ -33,12 +33,15 @@ fn listing(dir: &Path) -> Vec<String> {
 #[test]
 fn an_unwritable_capture_path_fails_before_the_first_frame() {
     let dir = temp_dir("capture-early");
+    let dir_png = temp_dir("capture-early-dir").join("d.png");
+    std::fs::create_dir(&dir_png).unwrap();
     let cases = [
         (
             dir.join("missing").join("f.png"),
             format!("directory {} does not exist", dir.join("missing").display()),
         ),
-        (dir.clone(), "it is a directory".to_string()),
+        // A directory named like a PNG (a name without .png is refused for that first).
+        (dir_png.clone(), "it is a directory".to_string()),
     ];
     for (path, why) in cases {
         let t = Instant::now();
