@@ -75,7 +75,9 @@ Examples:
   vkhip trace check t.json                proves the protocol's orderings from the trace
   RUST_LOG=debug vkhip ...                more detail (RUST_LOG=vulkan=trace for the messenger)
 
-Exit codes: 0 success, 1 a failed check or run, 2 a usage or environment problem.";
+Exit codes: 0 success, 1 a failed check or run, 2 a usage or environment problem (including
+--validation without the Khronos validation layer installed), 128 + the signal's number after
+an interrupt (130 Ctrl-C/SIGINT, 143 SIGTERM, 129 SIGHUP; the report is still printed).";
 
 #[derive(Parser, Debug)]
 #[command(name = "vkhip", version, about = ABOUT, after_help = AFTER, args_conflicts_with_subcommands = true)]
@@ -173,6 +175,8 @@ pub struct CommonArgs {
     #[arg(long, value_name = "N")]
     pub device: Option<usize>,
     /// Enable VK_LAYER_KHRONOS_validation with synchronization validation; report message counts.
+    /// Without the layer installed (Debian: vulkan-validationlayers) the run does not start: one
+    /// error line, exit 2.
     #[arg(long)]
     pub validation: bool,
 }
@@ -296,7 +300,8 @@ Examples:
   vkhip bench --preset quick --out /tmp/b
   vkhip bench --only external --only vulkan --grids 1024x1024@1280x720 --reps 5
 
-Ctrl-C stops after the run in progress and writes what finished (exit 130).
+Ctrl-C stops after the run in progress and writes what finished (exit 130; SIGTERM 143,
+SIGHUP 129).
 Exit codes: 0 every cell ran or was unsupported, 1 a cell failed, 2 a usage problem.";
 
 /// `vkhip bench`: the frame-sync benchmark matrix.
@@ -496,7 +501,23 @@ pub fn check_run(args: &RunArgs, headless: bool) -> Result<(), UsageError> {
     if args.capture.is_some() && !headless {
         return Err(UsageError("--capture needs a headless run (add --headless)".into()));
     }
+    if let Some(path) = &args.capture {
+        check_png_path(path, "--capture")?;
+    }
     Ok(())
+}
+
+/// A PNG output path must say so: `--capture out.jpg` would otherwise write PNG bytes under a
+/// name that tells every viewer and script they are JPEG. vkhip writes PNG only, so any other
+/// extension (or none) is refused rather than silently renamed or converted.
+pub fn check_png_path(path: &std::path::Path, option: &str) -> Result<(), UsageError> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("png") => Ok(()),
+        _ => Err(UsageError(format!(
+            "{option} {}: vkhip writes PNG files only; give a name ending in .png",
+            path.display()
+        ))),
+    }
 }
 
 /// Accepted `--dt` (seconds per frame): long enough to mean something, short enough that
@@ -512,9 +533,10 @@ pub fn check_dt(dt: f64) -> Result<(), UsageError> {
         Ok(())
     } else {
         Err(UsageError(format!(
-            "--dt {dt} must be a positive number of seconds in {}..={}",
-            DT_RANGE.start(),
-            DT_RANGE.end()
+            "--dt {} must be a positive number of seconds in {}..={}",
+            num(dt),
+            num(*DT_RANGE.start()),
+            num(*DT_RANGE.end())
         )))
     }
 }
@@ -524,9 +546,10 @@ pub fn check_max_fps(fps: f64) -> Result<(), UsageError> {
         Ok(())
     } else {
         Err(UsageError(format!(
-            "--max-fps {fps} must be 0 (no cap) or a number of frames per second in {}..={}",
-            MAX_FPS_RANGE.start(),
-            MAX_FPS_RANGE.end()
+            "--max-fps {} must be 0 (no cap) or a number of frames per second in {}..={}",
+            num(fps),
+            num(*MAX_FPS_RANGE.start()),
+            num(*MAX_FPS_RANGE.end())
         )))
     }
 }
@@ -536,10 +559,22 @@ pub fn check_tolerance(t: f32) -> Result<(), UsageError> {
         Ok(())
     } else {
         Err(UsageError(format!(
-            "--tolerance {t} must be a number in {}..={}",
-            TOLERANCE_RANGE.start(),
-            TOLERANCE_RANGE.end()
+            "--tolerance {} must be a number in {}..={}",
+            num(t),
+            num(*TOLERANCE_RANGE.start()),
+            num(*TOLERANCE_RANGE.end())
         )))
+    }
+}
+
+/// A number as a person writes it: the shortest form that reads back as the same value, in
+/// exponent notation when very small or large (`1e-300`, `0.5`, `3600`, `NaN`), never the
+/// eighty-digit expansion `{}` gives a tiny float.
+pub fn num<T: std::fmt::Debug>(x: T) -> String {
+    let s = format!("{x:?}");
+    match s.strip_suffix(".0") {
+        Some(whole) => whole.to_string(),
+        None => s,
     }
 }
 
@@ -623,5 +658,19 @@ mod tests {
         ] {
             assert!(parse(good).is_ok(), "{good:?} was refused");
         }
+    }
+
+    #[test]
+    fn numbers_in_errors_read_back_in_their_shortest_form() {
+        assert_eq!(num(1e-300), "1e-300");
+        assert_eq!(num(1e308), "1e308");
+        assert_eq!(num(0.5), "0.5");
+        assert_eq!(num(3600.0), "3600");
+        assert_eq!(num(1e-6), "1e-6");
+        assert_eq!(num(f64::NAN), "NaN");
+        assert_eq!(num(f64::INFINITY), "inf");
+        assert_eq!(num(-1e-5_f32), "-1e-5");
+        let e = check_max_fps(1e-300).unwrap_err().0;
+        assert_eq!(e, "--max-fps 1e-300 must be 0 (no cap) or a number of frames per second in 0.01..=10000");
     }
 }

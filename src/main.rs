@@ -1,6 +1,6 @@
 //! vkhip command line: parse, dispatch, and turn errors into one line and an exit code
-//! (0 success, 1 a failed check or run, 2 a usage or environment problem, 130 after an
-//! interrupt). stdout goes through [`vkhip::output`], so a closed or full stdout never panics.
+//! (0 success, 1 a failed check or run, 2 a usage or environment problem, 128 + the signal's
+//! number after an interrupt: 130 SIGINT, 143 SIGTERM, 129 SIGHUP). stdout goes through [`vkhip::output`], so a closed or full stdout never panics.
 
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
@@ -56,8 +56,9 @@ fn main() -> ExitCode {
         _ => false,
     };
     let result = app::dispatch(cli);
-    // Everything Vulkan is destroyed by now, so teardown messages are counted too.
-    if validation {
+    // Everything Vulkan is destroyed by now, so teardown messages are counted too. Only where the
+    // layer really ran: without it the run stopped with an error, and no counts were gathered.
+    if validation && vkhip::vk::instance::validation_ran() {
         vkhip::outln!("validation: {}", ValidationCounts::current());
     }
     let stdout_error = vkhip::output::finish();

@@ -69,7 +69,7 @@ const CASES: &[Case] = &[
     Case {
         args: &["--dt", "1e308"],
         env: &[],
-        expect: "must be a positive number of seconds in 0.000001..=3600",
+        expect: "--dt 1e308 must be a positive number of seconds in 1e-6..=3600",
     },
     Case {
         args: &["verify", "--dt", "NaN"],
@@ -79,7 +79,32 @@ const CASES: &[Case] = &[
     Case {
         args: &["--max-fps", "1e-300"],
         env: &[],
-        expect: "must be 0 (no cap) or a number of frames per second",
+        // Issue 21: not the eighty-digit expansion of 1e-300.
+        expect: "--max-fps 1e-300 must be 0 (no cap) or a number of frames per second in 0.01..=10000 (see",
+    },
+    Case { args: &["--max-fps", "1e9"], env: &[], expect: "--max-fps 1000000000 must be 0 (no cap)" },
+    // Issue 21: vkhip writes PNG only; a .jpg (or no) extension would mislabel the file.
+    Case {
+        args: &["--headless", "--frames", "1", "--capture", "out.jpg"],
+        env: &[],
+        expect: "--capture out.jpg: vkhip writes PNG files only; give a name ending in .png",
+    },
+    Case {
+        args: &["--headless", "--frames", "1", "--capture", "frame"],
+        env: &[],
+        expect: "--capture frame: vkhip writes PNG files only",
+    },
+    // Issue 21: --validation without the layer stops with one line, and prints no counts it
+    // never got (VK_LAYER_PATH replaces the loader's layer search path: no layer is found).
+    Case {
+        args: &["--headless", "--frames", "1", "--validation"],
+        env: &[("VK_LAYER_PATH", "/nonexistent"), ("VK_ADD_LAYER_PATH", "")],
+        expect: "--validation: VK_LAYER_KHRONOS_validation is not installed (Debian: apt-get install vulkan-validationlayers)",
+    },
+    Case {
+        args: &["cycles", "--backend", "cpu", "--count", "2", "--validation"],
+        env: &[("VK_LAYER_PATH", "/nonexistent"), ("VK_ADD_LAYER_PATH", "")],
+        expect: "--validation: VK_LAYER_KHRONOS_validation is not installed",
     },
     Case { args: &["cycles", "--count", "0"], env: &[], expect: "0 is not in 2..=10000" },
     Case { args: &["bench-kernel", "--iterations", "0"], env: &[], expect: "0 is not in 1..=100000" },
@@ -103,17 +128,20 @@ fn bad_inputs_exit_2_with_one_clear_line() {
         let o = run(&mut cmd);
         let err = stderr(&o);
         let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        // Nothing on stdout: a run that stopped at a mistake claims no result.
         let ok = o.status.code() == Some(2)
+            && o.stdout.is_empty()
             && lines.len() == 1
             && lines[0].starts_with("vkhip: error: ")
             && lines[0].contains(case.expect)
             && !err.contains("panicked");
         if !ok {
             failures.push(format!(
-                "{:?} {:?}: exit {:?}, stderr:\n{err}",
+                "{:?} {:?}: exit {:?}, stdout:\n{}\nstderr:\n{err}",
                 case.args,
                 case.env,
-                o.status.code()
+                o.status.code(),
+                stdout(&o)
             ));
         }
     }

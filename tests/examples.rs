@@ -11,6 +11,10 @@
 
 use syn::visit::{self, Visit};
 
+#[path = "common/skip.rs"]
+mod skip;
+use skip::Component;
+
 /// The interop crate's examples.
 const CRATE_EXAMPLES: &[&str] = &[
     "crates/vkhip-interop/examples/cuda_buffer.rs",
@@ -97,7 +101,9 @@ fn example_kernel(path: &str) -> String {
 fn cuda_example_kernels_compile_with_nvrtc() {
     use vkhip_interop::cuda::{compile_to_image, nvrtc_version, Target};
     if let Err(e) = nvrtc_version() {
-        eprintln!("skipped: {e}");
+        // The loader's error names the package and the path to set: that is the skip line's hint.
+        let needs = format!("libnvrtc ({})", e.to_string().trim_start_matches("nvrtc: "));
+        skip::skip("cuda_example_kernels_compile_with_nvrtc", &needs, Component::Nvrtc.ci_provides());
         return;
     }
     let cases = [

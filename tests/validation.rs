@@ -10,6 +10,9 @@ fn validation_line(o: &std::process::Output) -> String {
 
 #[test]
 fn headless_runs_are_validation_clean_in_every_mode() {
+    if !require("headless_runs_are_validation_clean_in_every_mode", Component::ValidationLayer) {
+        return;
+    }
     let runs: &[(&str, &str)] = &[
         ("cpu", "bridged"),
         ("cpu", "blocking"),
@@ -44,6 +47,9 @@ fn headless_runs_are_validation_clean_in_every_mode() {
 
 #[test]
 fn verify_and_capture_paths_are_validation_clean() {
+    if !require("verify_and_capture_paths_are_validation_clean", Component::ValidationLayer) {
+        return;
+    }
     let dir = temp_dir("validation-capture");
     let o = run(vkhip()
         .args(["--headless", "--validation", "--frames", "3", "--size", "320x200", "--capture"])

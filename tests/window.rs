@@ -15,7 +15,8 @@ use x11::{crop, parse_xwd, tools_present, Xvfb};
 
 #[test]
 fn window_runs_are_validation_clean_in_every_mode() {
-    if !tools_present("the window test") {
+    let test = "window_runs_are_validation_clean_in_every_mode";
+    if !tools_present(test) || !require(test, Component::ValidationLayer) {
         return;
     }
     let x = Xvfb::start();
@@ -41,7 +42,8 @@ fn window_runs_are_validation_clean_in_every_mode() {
 
 #[test]
 fn window_runs_resizes_and_shows_the_surface() {
-    if !tools_present("the window test") {
+    let test = "window_runs_resizes_and_shows_the_surface";
+    if !tools_present(test) || !require(test, Component::ValidationLayer) {
         return;
     }
     let x = Xvfb::start();

@@ -1,6 +1,6 @@
 //! Soak: a window under Xvfb, resized from outside every second for `VKHIP_WINDOW_SOAK_SECONDS`
 //! (default 20; CI runs 600), must keep rendering, re-create its swapchain each time, end on
-//! SIGTERM like Ctrl-C (teardown, report, exit 130), and stay validation-clean throughout.
+//! SIGTERM like Ctrl-C (teardown, report, exit 143 = 128 + SIGTERM), and stay validation-clean throughout.
 
 mod common;
 #[path = "common/x11.rs"]
@@ -12,7 +12,8 @@ use x11::{tools_present, Xvfb};
 
 #[test]
 fn window_resized_every_second_stays_validation_clean() {
-    if !tools_present("the window soak") {
+    let test = "window_resized_every_second_stays_validation_clean";
+    if !tools_present(test) || !require(test, Component::ValidationLayer) {
         return;
     }
     let seconds: u64 =
@@ -51,7 +52,12 @@ fn window_resized_every_second_stays_validation_clean() {
     let killed = std::process::Command::new("kill").args(["-TERM", &app.id().to_string()]).status();
     assert!(killed.is_ok_and(|s| s.success()), "kill -TERM");
     let out = app.wait_with_output().expect("vkhip finishes");
-    assert_eq!(out.status.code(), Some(130), "SIGTERM ends the run like Ctrl-C:\n{}", stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(143),
+        "SIGTERM ends the run like Ctrl-C, exit 128 + 15:\n{}",
+        stderr(&out)
+    );
     let report = stdout(&out);
     let frames: u64 = report
         .lines()

@@ -75,13 +75,10 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Exit code 130 (the shell's code for SIGINT) for a run that Ctrl-C stopped, else `code`.
+/// For a run a signal stopped, 128 + its number (130 for Ctrl-C, 143 for SIGTERM, 129 for
+/// SIGHUP; see [`interrupt::exit_code`]), else `code`.
 fn interrupted_or(code: ExitCode) -> ExitCode {
-    if frame::interrupted() {
-        ExitCode::from(130)
-    } else {
-        code
-    }
+    interrupt::interrupt_exit_code().map_or(code, ExitCode::from)
 }
 
 /// Whether a window system is reachable.

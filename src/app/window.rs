@@ -56,6 +56,9 @@ struct Running {
     title_frames: u64,
     next_frame_at: Instant,
     overlay: OverlayFeed,
+    /// Presenting stopped: the window is larger than the device can render (the window system
+    /// accepts no smaller swapchain). Holds the window's extent; cleared when it fits again.
+    paused: Option<vk::Extent2D>,
 }
 
 struct App<'a> {
@@ -161,6 +164,7 @@ impl App<'_> {
             title_frames: 0,
             next_frame_at: now,
             overlay: OverlayFeed::new(args.overlay),
+            paused: None,
         })
     }
 
@@ -172,7 +176,41 @@ impl App<'_> {
         if size.width == 0 || size.height == 0 {
             return Ok(true); // minimised: nothing to draw, keep the swapchain until restored
         }
+        if r.paused.is_some() && !r.resized {
+            return Ok(true); // too large to render, and not resized since
+        }
         if r.resized || r.swapchain.is_none() {
+            // A window the device cannot render: stop presenting (say so once), keep the run
+            // alive, and look again at the next resize.
+            r.resized = false;
+            if let Some((window, dev)) = r.surface.out_of_device_range(&r.session.ctx)? {
+                if r.paused.is_none() {
+                    log::warn!(
+                        "the window is {}x{}, larger than the device can render ({}x{}): presenting stopped until it is resized to fit",
+                        window.width,
+                        window.height,
+                        dev.width,
+                        dev.height
+                    );
+                    r.window.set_title(&format!(
+                        "vkhip — paused: window {}x{} exceeds the device's {}x{}; resize to resume",
+                        window.width, window.height, dev.width, dev.height
+                    ));
+                }
+                r.paused = Some(window);
+                return Ok(true);
+            }
+            if let Some(was) = r.paused.take() {
+                log::warn!(
+                    "the window fits the device again ({}x{}, was {}x{}): presenting resumed",
+                    size.width,
+                    size.height,
+                    was.width,
+                    was.height
+                );
+                r.title_at = Instant::now();
+                r.title_frames = 0;
+            }
             let extent = vk::Extent2D { width: size.width, height: size.height };
             let old = r.swapchain.take();
             // Draws recorded for the old swapchain's framebuffers are recorded again.
@@ -195,7 +233,6 @@ impl App<'_> {
             }
             drop(old);
             r.swapchain = Some(sc);
-            r.resized = false;
         }
         let f = r.frame;
         let mut marks = RenderMarks::start(f);
@@ -380,8 +417,9 @@ impl ApplicationHandler for App<'_> {
         let max_fps = self.args.max_fps;
         let Some(r) = self.running.as_mut() else { return };
         let size = r.size;
-        if size.width == 0 || size.height == 0 {
-            // Minimised: sleep until the next event (a restore arrives as Resized).
+        if size.width == 0 || size.height == 0 || (r.paused.is_some() && !r.resized) {
+            // Minimised, or too large to render: sleep until the next event (a restore or a
+            // resize arrives as Resized).
             el.set_control_flow(ControlFlow::Wait);
             return;
         }

@@ -37,6 +37,15 @@ static LAYER_BUG: AtomicU64 = AtomicU64::new(0);
 /// layer (1.3.239) predates the fix. Counted, logged, but not as an error.
 const LAYER_BUG_IDS: [&str; 1] = ["UNASSIGNED-VkSemaphore-state-timeout"];
 static FOREIGN_SIGNALS: AtomicBool = AtomicBool::new(false);
+/// Whether an instance with the validation layer was created in this process.
+static LAYER_ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the validation layer ran in this process (an instance was created with it): only then
+/// do [`ValidationCounts`] mean anything. `--validation` without the layer installed fails before
+/// that, and the run must not print counts it never got.
+pub fn validation_ran() -> bool {
+    LAYER_ENABLED.load(Ordering::SeqCst)
+}
 
 /// Messages received from the debug messenger, by severity.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -239,6 +248,9 @@ impl Instance {
             e => VkError::Call { call: "vkCreateInstance", result: e },
         })?;
 
+        if validation {
+            LAYER_ENABLED.store(true, Ordering::SeqCst);
+        }
         let debug = if debug_utils {
             let loader = ext::debug_utils::Instance::new(&entry, &instance);
             // SAFETY: valid instance with debug_utils enabled; the callback is a plain fn.

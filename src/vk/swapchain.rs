@@ -87,6 +87,52 @@ impl Surface {
             .copied();
         pick.ok_or_else(|| VkError::Unsupported("the surface reports no formats".into()))
     }
+
+    /// `Some((smallest extent the surface accepts now, largest the device renders))` while no
+    /// swapchain is possible: the window system accepts only extents beyond the device's limits
+    /// (an X11 window wider than 16384 on lavapipe: min = max = current = the window's size).
+    /// Creating one anyway, clamped, breaks VUID-VkSwapchainCreateInfoKHR-imageExtent-01274.
+    pub fn out_of_device_range(
+        &self,
+        ctx: &Context,
+    ) -> Result<Option<(vk::Extent2D, vk::Extent2D)>, VkError> {
+        let pd = ctx.physical.handle;
+        // SAFETY: valid physical device and surface.
+        let caps = unsafe { self.loader.get_physical_device_surface_capabilities(pd, self.handle) }
+            .call("vkGetPhysicalDeviceSurfaceCapabilitiesKHR")?;
+        // SAFETY: valid physical device of this instance.
+        let limits = unsafe { self.instance.instance.get_physical_device_properties(pd) }.limits;
+        Ok(beyond_device(&caps, &limits))
+    }
+}
+
+/// See [`Surface::out_of_device_range`]: `Some((surface minimum, device maximum))` when the
+/// smallest extent the surface accepts is larger than the device can render, in either side.
+///
+/// ```
+/// use ash::vk;
+/// use vkhip::vk::swapchain::beyond_device;
+///
+/// let mut limits = vk::PhysicalDeviceLimits::default();
+/// limits.max_image_dimension2_d = 16384;
+/// limits.max_framebuffer_width = 16384;
+/// limits.max_framebuffer_height = 16384;
+/// limits.max_viewport_dimensions = [16384, 16384];
+/// let x11 = |width, height| {
+///     let e = vk::Extent2D { width, height };
+///     vk::SurfaceCapabilitiesKHR { current_extent: e, min_image_extent: e, max_image_extent: e, ..Default::default() }
+/// };
+/// assert_eq!(beyond_device(&x11(16384, 120), &limits), None);
+/// let dev = vk::Extent2D { width: 16384, height: 16384 };
+/// assert_eq!(beyond_device(&x11(16500, 120), &limits), Some((vk::Extent2D { width: 16500, height: 120 }, dev)));
+/// ```
+pub fn beyond_device(
+    caps: &vk::SurfaceCapabilitiesKHR,
+    limits: &vk::PhysicalDeviceLimits,
+) -> Option<(vk::Extent2D, vk::Extent2D)> {
+    let dev = device_max_extent(limits);
+    let min = caps.min_image_extent;
+    (min.width > dev.width || min.height > dev.height).then_some((min, dev))
 }
 
 impl Drop for Surface {

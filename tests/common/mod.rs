@@ -1,13 +1,19 @@
 //! Helpers shared by the integration tests: run the vkhip binary, temp paths, image checks.
 #![allow(dead_code)]
 
+pub mod skip;
+#[allow(unused_imports)]
+pub use skip::{require, require_part, Component};
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use vkhip::image::Rgba;
 
-/// The binary under test.
+/// The binary under test: cargo's build of it, or `VKHIP_TEST_BIN` (CI runs the window soak on
+/// a copy while it builds other configurations into target/).
 pub fn vkhip() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_vkhip"));
+    let bin = std::env::var_os("VKHIP_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_vkhip").into());
+    let mut c = Command::new(bin);
     // Headless unless a test opts into a display; quiet logs; no kernel cache writes in $HOME.
     c.env_remove("DISPLAY")
         .env_remove("WAYLAND_DISPLAY")

@@ -6,19 +6,11 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use vkhip::image::Rgba;
 
-fn have(tool: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
-}
-
-/// Whether the X tools are here; under CI their absence is a failure, elsewhere a skip.
+/// Whether the X tools are here; under CI their absence is a failure, elsewhere a skip (the
+/// rule of tests/common/skip.rs).
+#[track_caller]
 pub fn tools_present(test: &str) -> bool {
-    let tools = ["Xvfb", "xdotool", "xwd"];
-    if let Some(missing) = tools.iter().find(|t| !have(t)) {
-        assert!(std::env::var_os("CI").is_none(), "CI must provide {missing} (see .ci/run)");
-        eprintln!("skipping {test}: {missing} is not installed");
-        return false;
-    }
-    true
+    crate::common::require(test, crate::common::Component::XTools)
 }
 
 pub struct Xvfb {
