@@ -71,7 +71,7 @@ struct Analysis {
     counts: HashMap<Class, usize>,
     /// Rows (image y) where at least 30% of the rectangle's pixels have the reference colour.
     reference_rows: Vec<u32>,
-    /// Fraction of the rectangle's top row that has the border colour.
+    /// Fraction of the rectangle's top row, in the columns without data, that has the border colour.
     top_border: f64,
     /// Columns (image x) that show frame data (band or any series).
     data_columns: Vec<u32>,
@@ -82,7 +82,7 @@ impl Analysis {
         let mut counts = HashMap::new();
         let mut reference_rows = Vec::new();
         let mut data_columns = std::collections::BTreeSet::new();
-        let mut top = 0;
+        let mut top = Vec::new();
         for y in rect.y..rect.y + rect.height {
             let mut reference = 0;
             for x in rect.x..rect.x + rect.width {
@@ -93,7 +93,7 @@ impl Analysis {
                     Class::Band | Class::Series(_) => {
                         data_columns.insert(x);
                     }
-                    Class::Border if y == rect.y => top += 1,
+                    Class::Border if y == rect.y => top.push(x),
                     _ => {}
                 }
             }
@@ -101,10 +101,14 @@ impl Analysis {
                 reference_rows.push(y);
             }
         }
+        // A frame slower than the scale's top is clipped there and covers the border row (a loaded
+        // machine makes some): the border is judged in the columns without data.
+        let free = (rect.x..rect.x + rect.width).filter(|x| !data_columns.contains(x)).count().max(1);
+        let top = top.iter().filter(|x| !data_columns.contains(*x)).count();
         Analysis {
             counts,
             reference_rows,
-            top_border: top as f64 / rect.width as f64,
+            top_border: top as f64 / free as f64,
             data_columns: data_columns.into_iter().collect(),
         }
     }
