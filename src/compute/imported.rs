@@ -65,6 +65,17 @@ pub trait InteropApi {
     fn elapsed_us(&self, start: &Self::Event, end: &Self::Event) -> Result<f64>;
     /// Block the host until everything enqueued on `stream` has finished.
     fn synchronize(&self, stream: &Self::Stream) -> Result<()>;
+
+    /// The next [`Self::launch`] writes its GPU stamps into ring entry `entry` (None: no stamps,
+    /// null pointers), when the backend's timer is [`StreamTimer::gpu_stamped`]. Ignored by APIs
+    /// without GPU stamps (HIP: events against anchors, null stamp pointers).
+    fn stamp_next_launch(&self, _entry: Option<usize>) {}
+
+    /// The GPU stamps of ring entry `entry` (start, end ns), read only once the launch that wrote
+    /// them completed (see [`StreamTimer::take_spans_with`]).
+    fn read_stamps(&self, _entry: usize) -> Option<(u64, u64)> {
+        None
+    }
 }
 
 /// Refuse a grid that does not fit the mapped slot: the kernel would write past its end.
@@ -230,6 +241,7 @@ impl<A: InteropApi> Imported<A> {
             self.api.wait(semaphore, value, &self.stream)?;
         }
         self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
+        self.api.stamp_next_launch(self.timer.stamping().then_some(i));
         self.api.launch(&self.stream, &slots)?;
         self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
         if let Some((semaphore, value)) = signal {
@@ -243,6 +255,7 @@ impl<A: InteropApi> Imported<A> {
         let i = self.timer.begin(frame);
         let buffer = self.slot_for(slot, params.grid)?;
         self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
+        self.api.stamp_next_launch(self.timer.stamping().then_some(i));
         self.api.launch(&self.stream, &[(buffer, *params)])?;
         self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
         self.done.record_on(&self.stream)?;
@@ -298,7 +311,8 @@ impl<A: InteropApi> Imported<A> {
 
     /// Move the spans of finished frames into `out` (never blocks).
     pub fn take_spans(&mut self, out: &mut Vec<Span>) {
-        self.timer.take_spans(out);
+        let api = &self.api;
+        self.timer.take_spans_with(out, &|entry| api.read_stamps(entry));
     }
 
     pub fn clock_info(&self) -> Option<ClockInfo> {

@@ -34,7 +34,7 @@
 //! ```
 
 use super::clock::{host_now_ns, rss_bytes, thread_cpu_ns};
-use super::span::{HostSpan, Phase, Span, Stamp, Track};
+use super::span::{gpu_ns_to_ticks, HostSpan, Phase, Span, Stamp, Track};
 use super::stats::Stat;
 use super::trace::{CounterSample, FrameTrace, TraceRing};
 use std::collections::VecDeque;
@@ -141,6 +141,13 @@ pub struct FrameFigures {
     pub handoff_ns: Option<u64>,
     /// Frame time minus the longer of the draw and the compute write (clamped at 0).
     pub overhead_ns: Option<u64>,
+    /// GPU hand-off in: the draw that last read this frame's slot (frame f − K) ended, so Vulkan
+    /// signalled `rendered` → the compute side's write (the kernel) started.
+    pub handoff_in_ns: Option<u64>,
+    /// GPU hand-off out: the compute side's write ended → the draw's heights were readable.
+    pub handoff_out_ns: Option<u64>,
+    /// The frame of a compute write (of another frame) that ran while this frame's draw read.
+    pub kernel_inside: Option<u64>,
     /// How long before the draw could read them the heights were written (end of the write to
     /// the draw's heights-readable moment; large with run-ahead and batches).
     pub lead_ns: Option<u64>,
@@ -163,6 +170,8 @@ pub struct Stats {
     pub wait_signal: Stat,
     pub handoff: Stat,
     pub overhead: Stat,
+    pub handoff_in: Stat,
+    pub handoff_out: Stat,
     pub lead: Stat,
     pub cpu: Stat,
     pub cpu_work: Stat,
@@ -174,6 +183,9 @@ pub struct Stats {
     pub throttle: Stat,
     pub handoff_host: Stat,
     pub submit: Stat,
+    /// Draws measured, and those a compute write of another frame overlapped.
+    pub draws: u64,
+    pub overlapped_draws: u64,
 }
 
 #[derive(Debug)]
@@ -193,9 +205,13 @@ pub struct Profiler {
     pub stats: Stats,
     trace: Option<TraceRing>,
     slots: usize,
-    /// (frame, submit end, draw end) of the last few closed frames: the frames-in-flight counter
-    /// and the previous draw's end for the hand-off.
+    /// (frame, submit end, draw end) of the last few closed frames: the frames-in-flight counter,
+    /// the previous draw's end for the hand-off, and the end of frame f − K's draw (`rendered`).
     recent: VecDeque<(u64, u64, u64)>,
+    /// (frame, start, end) of the last closed frames' compute writes, for the draws they overlap.
+    recent_writes: VecDeque<(u64, u64, u64)>,
+    /// Nanoseconds per Vulkan timestamp tick, to map [`Stamp::Gpu`] (None: no timestamps).
+    pub timestamp_period: Option<f32>,
     /// Spans that arrived for a frame already closed.
     pub late_spans: u64,
     /// Spans whose clock could not be mapped (no Vulkan clock).
@@ -226,6 +242,8 @@ impl Profiler {
             trace: trace_frames.map(TraceRing::new),
             slots,
             recent: VecDeque::new(),
+            recent_writes: VecDeque::new(),
+            timestamp_period: None,
             late_spans: 0,
             unmapped_spans: 0,
             rss_warm: None,
@@ -263,10 +281,14 @@ impl Profiler {
     }
 
     /// Add a span from anywhere; `vulkan` maps Vulkan ticks to host ns (None: no timestamps).
+    /// GPU timer stamps go through the same map ([`gpu_ns_to_ticks`] with
+    /// [`Self::timestamp_period`]).
     pub fn add(&mut self, span: Span, vulkan: &dyn Fn(u64) -> Option<u64>) {
+        let period = self.timestamp_period;
         let map = |s: Stamp| match s {
             Stamp::Host(ns) => Some(ns),
             Stamp::Vulkan(t) => vulkan(t),
+            Stamp::Gpu(ns) => vulkan(gpu_ns_to_ticks(ns, period?)),
         };
         let (Some(start_ns), Some(end_ns)) = (map(span.start), map(span.end)) else {
             self.unmapped_spans += 1;
@@ -347,8 +369,16 @@ impl Profiler {
         let next_start = self.open.front().and_then(|o| o.start_ns).or(end_ns);
         let frame_ns =
             self.paced_frame_ns(&open, start, end_ns).or(next_start.map(|n| n.saturating_sub(start)));
+        let mut open = open;
         let prev_draw_end = self.recent.back().filter(|r| r.0 + 1 == open.frame).map(|r| r.2);
-        let figures = figures(&open, frame_ns, prev_draw_end);
+        let k = self.slots.max(1) as u64;
+        let rendered = self.recent.iter().find(|r| r.0 + k == open.frame).map(|r| r.2);
+        let mut figures = figures(&open, frame_ns, prev_draw_end);
+        let handoff = handoff_spans(&open.spans, rendered);
+        figures.handoff_in_ns = handoff.iter().find(|s| s.phase == Phase::HandoffIn).map(HostSpan::dur_ns);
+        figures.handoff_out_ns = handoff.iter().find(|s| s.phase == Phase::HandoffOut).map(HostSpan::dur_ns);
+        open.spans.extend(handoff);
+        figures.kernel_inside = self.kernel_inside(&open);
         if open.frame >= self.warmup_frames {
             self.record(&figures, &open.spans);
         }
@@ -360,7 +390,7 @@ impl Profiler {
         if let Some(trace) = self.trace.as_mut() {
             let mut counters = Vec::new();
             if let Some(t) = submit_end {
-                let earlier = self.recent.iter().filter(|&&(_, _, d)| d > t).count() as u64;
+                let earlier = self.recent.iter().rev().take(8).filter(|&&(_, _, d)| d > t).count() as u64;
                 counters.push(CounterSample { ts_ns: t, frames: earlier + 1 });
             }
             if let Some(t) = draw_end {
@@ -375,13 +405,20 @@ impl Profiler {
             trace.push(FrameTrace {
                 frame: open.frame,
                 slot: (open.frame % self.slots.max(1) as u64) as usize,
-                spans: open.spans,
+                spans: open.spans.clone(),
                 counters,
+                kernel_inside: figures.kernel_inside,
             });
+        }
+        if let Some(w) = find(&open.spans, Track::Compute, Phase::Write) {
+            self.recent_writes.push_back((open.frame, w.start_ns, w.end_ns));
+            if self.recent_writes.len() > LAG as usize {
+                self.recent_writes.pop_front();
+            }
         }
         if let (Some(s), Some(d)) = (submit_end, draw_end) {
             self.recent.push_back((open.frame, s, d));
-            if self.recent.len() > 8 {
+            if self.recent.len() > LAG as usize {
                 self.recent.pop_front();
             }
         }
@@ -392,8 +429,26 @@ impl Profiler {
         }
     }
 
+    /// The frame of a compute write of another frame (closed recently, or still open) that ran
+    /// inside `open`'s draw, if any.
+    fn kernel_inside(&self, open: &Open) -> Option<u64> {
+        let draw = find(&open.spans, Track::Queue, Phase::Draw)?;
+        let inside = |start: u64, end: u64| start < draw.end_ns && end > draw.start_ns;
+        let closed = self.recent_writes.iter().filter(|w| inside(w.1, w.2)).map(|w| w.0);
+        let pending = self.open.iter().filter_map(|o| {
+            find(&o.spans, Track::Compute, Phase::Write)
+                .filter(|w| inside(w.start_ns, w.end_ns))
+                .map(|_| o.frame)
+        });
+        closed.chain(pending).find(|&f| f != open.frame)
+    }
+
     fn record(&mut self, f: &FrameFigures, spans: &[HostSpan]) {
         let s = &mut self.stats;
+        if f.draw_ns.is_some() {
+            s.draws += 1;
+            s.overlapped_draws += u64::from(f.kernel_inside.is_some());
+        }
         s.frame.record(f.frame_ns);
         s.cpu.record(f.cpu_ns);
         s.cpu_work.record(f.cpu_work_ns);
@@ -412,6 +467,8 @@ impl Profiler {
         opt(&mut s.wait_signal, f.wait_signal_ns);
         opt(&mut s.handoff, f.handoff_ns);
         opt(&mut s.overhead, f.overhead_ns);
+        opt(&mut s.handoff_in, f.handoff_in_ns);
+        opt(&mut s.handoff_out, f.handoff_out_ns);
         opt(&mut s.lead, f.lead_ns);
         let host = |phases: &[Phase]| -> u64 {
             spans
@@ -433,6 +490,38 @@ impl Profiler {
 
 fn find(spans: &[HostSpan], track: Track, phase: Phase) -> Option<&HostSpan> {
     spans.iter().find(|s| s.track == track && s.phase == phase)
+}
+
+/// The GPU hand-off of one frame, as spans on the hand-off track: from `rendered` (the end of the
+/// draw that last read the slot, when known) to the compute side's GPU write starting, and from
+/// that write's end to the draw's heights being readable. A gap that is negative (a broken
+/// order, which `vkhip trace check` reports) gives no span.
+///
+/// ```
+/// use vkhip::profile::collect::handoff_spans;
+/// use vkhip::profile::span::HostSpan;
+/// use vkhip::profile::{Phase, Track};
+///
+/// let span = |track, phase, start_ns, end_ns| HostSpan { track, phase, start_ns, end_ns };
+/// let spans = [
+///     span(Track::Compute, Phase::Write, 1_000, 5_000),
+///     span(Track::Queue, Phase::Draw, 7_000, 9_000),
+/// ];
+/// let h = handoff_spans(&spans, Some(400)); // frame f − K's draw ended at 400 ns
+/// assert_eq!(h, [span(Track::Handoff, Phase::HandoffIn, 400, 1_000),
+///                span(Track::Handoff, Phase::HandoffOut, 5_000, 7_000)]);
+/// assert_eq!(handoff_spans(&spans, None).len(), 1); // no earlier reader traced: out only
+/// assert!(handoff_spans(&spans[..1], Some(400)).len() == 1); // no draw: in only
+/// ```
+pub fn handoff_spans(spans: &[HostSpan], rendered: Option<u64>) -> Vec<HostSpan> {
+    let Some(write) = find(spans, Track::Compute, Phase::Write) else { return Vec::new() };
+    let span = |phase, start_ns: u64, end_ns: u64| {
+        (end_ns >= start_ns).then_some(HostSpan { track: Track::Handoff, phase, start_ns, end_ns })
+    };
+    let draw = find(spans, Track::Queue, Phase::Draw);
+    let into = rendered.and_then(|r| span(Phase::HandoffIn, r, write.start_ns));
+    let out = draw.and_then(|d| span(Phase::HandoffOut, write.end_ns, d.start_ns));
+    into.into_iter().chain(out).collect()
 }
 
 /// The figures of one frame from its spans (`prev_draw_end`: when the previous frame's draw
@@ -483,6 +572,9 @@ fn figures(open: &Open, frame_ns: Option<u64>, prev_draw_end: Option<u64>) -> Fr
         handoff_ns,
         overhead_ns: (frame_known && busiest.is_some())
             .then(|| frame_ns.saturating_sub(busiest.unwrap_or(0))),
+        handoff_in_ns: None,
+        handoff_out_ns: None,
+        kernel_inside: None,
         lead_ns: match (draw, write) {
             (Some(d), Some(w)) => Some(d.start_ns.saturating_sub(w.end_ns)),
             _ => None,
