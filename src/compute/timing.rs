@@ -742,6 +742,45 @@ mod tests {
     }
 
     #[test]
+    fn a_gpu_stamped_timer_records_one_witness_and_reads_stamps_only_once_it_completed() {
+        let mut t = StreamTimer::gpu_stamped("fake", FakeStream { delay_ns: 0 }, event).unwrap();
+        assert!(t.stamping());
+        let info = t.clock_info().unwrap();
+        assert!(info.on_vulkan_clock && info.method.contains("%globaltimer"), "{info:?}");
+        assert!(!info.method.contains("anchor event"), "{info:?}");
+        assert_eq!(t.anchors, 0, "no anchor is taken");
+        let slow = FakeStream { delay_ns: 60_000_000_000 };
+        let i = t.begin_batch(10, 2);
+        for m in [Mark::BeforeWait, Mark::BeforeKernel, Mark::AfterKernel, Mark::AfterSignal] {
+            t.mark(i, m, &slow).unwrap();
+        }
+        let recorded: Vec<bool> = t.ring[i].used.iter().map(Cell::get).collect();
+        assert_eq!(recorded, [false, false, true, false], "only the witness is recorded");
+        let reads = Cell::new(0);
+        let reader = |e: usize| {
+            reads.set(reads.get() + 1);
+            assert_eq!(e, i);
+            Some((5_000, 9_000))
+        };
+        let mut out = Vec::new();
+        t.take_spans_with(&mut out, &reader);
+        assert_eq!((out.len(), reads.get()), (0, 0), "not complete: the stamps are not read");
+        // The witness completes: both frames of the batch get the kernel's GPU span.
+        t.ring[i].events[Mark::AfterKernel as usize].at.set(Some(0));
+        t.take_spans_with(&mut out, &reader);
+        assert_eq!(reads.get(), 1);
+        let got: Vec<(u64, Phase, Stamp, Stamp)> =
+            out.iter().map(|s| (s.frame, s.phase, s.start, s.end)).collect();
+        let span = |f| (f, Phase::Write, Stamp::Gpu(5_000), Stamp::Gpu(9_000));
+        assert_eq!(got, [span(10), span(11)]);
+        // A pair that is not a span is dropped and counted.
+        let j = t.begin(12);
+        t.mark(j, Mark::AfterKernel, &FakeStream { delay_ns: 0 }).unwrap();
+        t.take_spans_with(&mut out, &|_| None);
+        assert_eq!((out.len(), t.dropped), (2, 1));
+    }
+
+    #[test]
     fn a_frame_overwritten_before_it_completed_is_dropped() {
         let mut t = StreamTimer::new("fake", FakeStream { delay_ns: 0 }, event).unwrap();
         let slow = FakeStream { delay_ns: 10_000_000_000 };

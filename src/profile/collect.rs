@@ -780,6 +780,80 @@ mod tests {
         assert_eq!(last.counters[0].frames, 1);
     }
 
+    /// A CUDA run with GPU stamps (K = 2): frame f's kernel stamps f·200 + 20 .. + 50 µs of the
+    /// GPU timer, its draw (Vulkan ticks of 2 ns) reads from f·200 + 60 to + 160 µs, and frame 3's
+    /// kernel is slow enough to run inside draw 2.
+    #[test]
+    fn gpu_stamps_map_through_the_vulkan_clock_and_give_the_hand_off() {
+        let mut p = Profiler::new(2, Some(10));
+        p.timestamp_period = Some(2.0);
+        let us = 1000;
+        // The Vulkan mapping: tick t is host ns 1_000_000 + 2t.
+        let vk = |t: u64| Some(1_000_000 + 2 * t);
+        for f in 0..6u64 {
+            let t0 = f * 200 * us;
+            let (ks, ke) = if f == 3 { (t0 - 100 * us, t0 + 50 * us) } else { (t0 + 20 * us, t0 + 50 * us) };
+            let gpu = Span {
+                frame: f,
+                track: Track::Compute,
+                phase: Phase::Write,
+                start: Stamp::Gpu(ks),
+                end: Stamp::Gpu(ke),
+            };
+            p.add(gpu, &vk);
+            let tick = |ns: u64| Stamp::Vulkan(ns / 2);
+            let draw =
+                |phase, a, b| Span { frame: f, track: Track::Queue, phase, start: tick(a), end: tick(b) };
+            p.add(draw(Phase::WaitComputed, t0 + 10 * us, t0 + 60 * us), &vk);
+            p.add(draw(Phase::Draw, t0 + 60 * us, t0 + 160 * us), &vk);
+            let mut m = RenderMarks::start(f);
+            m.start_ns = 1_000_000 + t0;
+            m.spans.push(HostSpan {
+                track: Track::Render,
+                phase: Phase::Submit,
+                start_ns: m.start_ns,
+                end_ns: m.start_ns + us,
+            });
+            p.end_frame(m);
+        }
+        p.finish(1_000_000 + 1200 * us);
+        assert_eq!(p.unmapped_spans, 0);
+        let f: Vec<FrameFigures> = p.drain_closed().collect();
+        // GPU ns map like the Vulkan ticks they are: the kernel is 30 µs on the host clock.
+        assert_eq!(f[1].compute_ns, Some(30 * us));
+        // Out: kernel end (+50) → readable (+60). In: draw f−2 ended at (f−2)·200 + 160 µs, the
+        // kernel starts at f·200 + 20: 260 µs; the first K frames have no earlier reader.
+        assert_eq!(f[1].handoff_out_ns, Some(10 * us));
+        assert_eq!((f[0].handoff_in_ns, f[1].handoff_in_ns), (None, None));
+        assert_eq!(f[2].handoff_in_ns, Some(260 * us));
+        // Frame 3's kernel (500..650 µs) ran inside draw 2 (460..560 µs); no other draw had one.
+        let inside: Vec<Option<u64>> = f.iter().map(|x| x.kernel_inside).collect();
+        assert_eq!(inside, [None, None, Some(3), None, None, None]);
+        assert_eq!((p.stats.draws, p.stats.overlapped_draws), (6, 1));
+        assert_eq!(p.stats.handoff_out.count(), 6);
+        assert_eq!(p.stats.handoff_in.count(), 4, "frames 2 to 5 have an earlier reader");
+        // The trace holds the hand-off spans on their own track, and the label.
+        let ring = p.trace().unwrap();
+        let frame2 = ring.frames().find(|t| t.frame == 2).unwrap();
+        let handoff: Vec<Phase> =
+            frame2.spans.iter().filter(|s| s.track == Track::Handoff).map(|s| s.phase).collect();
+        assert_eq!(handoff, [Phase::HandoffIn, Phase::HandoffOut]);
+        assert_eq!(frame2.kernel_inside, Some(3));
+        // Without a timestamp period (no Vulkan timestamps), GPU stamps cannot be placed.
+        let mut q = Profiler::new(2, None);
+        q.add(
+            Span {
+                frame: 0,
+                track: Track::Compute,
+                phase: Phase::Write,
+                start: Stamp::Gpu(1),
+                end: Stamp::Gpu(2),
+            },
+            &vk,
+        );
+        assert_eq!(q.unmapped_spans, 1);
+    }
+
     #[test]
     fn vulkan_stamps_need_a_clock() {
         let mut p = Profiler::new(1, None);
