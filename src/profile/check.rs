@@ -314,7 +314,10 @@ fn check_kernels(frames: &BTreeMap<u64, Access>, slots: u64, report: &mut CheckR
                 ));
             }
         }
-        let Some(prev) = f.checked_sub(slots).and_then(|p| frames.get(&p)).and_then(|p| p.read) else {
+        // A batch's frames share one launch, which waited on the draw K frames before the
+        // batch's last frame.
+        let last = frames.range(f..).take_while(|(_, b)| b.kernel == Some(k)).last().map_or(f, |(&g, _)| g);
+        let Some(prev) = last.checked_sub(slots).and_then(|p| frames.get(&p)).and_then(|p| p.read) else {
             continue;
         };
         report.kernel_start_checks += 1;
@@ -326,7 +329,7 @@ fn check_kernels(frames: &BTreeMap<u64, Access>, slots: u64, report: &mut CheckR
                 early,
                 format!(
                     "the kernel started {early:.1} µs before the 'rendered' it waited on (frame {}'s draw ended at {:.1} µs, kernel from {:.1} µs; GPU clock)",
-                    f - slots,
+                    last - slots,
                     prev.end_us,
                     k.start_us
                 ),
@@ -473,6 +476,31 @@ mod tests {
         // Within the Vulkan mapping's accuracy (3 µs) it is not a violation.
         let r = check(&gpu_trace(|f| if f == 6 { (-122.0, 15.0) } else { (10.0, 15.0) }), None).unwrap();
         assert!(r.clean(), "{}", r.render("t", 10));
+    }
+
+    #[test]
+    fn a_batch_kernel_is_checked_against_the_draw_before_its_last_frame() {
+        // Frames 4 and 5 share one launch (the same span, 410–425 µs), which had to wait for
+        // draw 3 (5 − K), not only draw 2 (4 − K). Draw 3 is made to read until 530 µs.
+        let shared = |f: u64| match f {
+            5 => (-90.0, 15.0),
+            _ => (10.0, 15.0),
+        };
+        let mut doc = gpu_trace(shared);
+        let events = doc["traceEvents"].as_array_mut().unwrap();
+        for e in events.iter_mut().filter(|e| e["tid"] == 3 && e["args"]["frame"] == 3) {
+            e["dur"] = json!(200.0);
+        }
+        let r = check(&doc, None).unwrap();
+        let v: Vec<(u64, bool)> =
+            r.violations.iter().map(|v| (v.frame, v.text.contains("GPU clock"))).collect();
+        // Frame 5's slot check (its f − K is 3) fails; frame 4's only by the batch rule.
+        assert_eq!(v, [(5, false), (4, true)], "{}", r.render("t", 10));
+        assert!(
+            r.violations[1].text.contains("frame 3's draw ended at 530.0 µs"),
+            "{}",
+            r.violations[1].text
+        );
     }
 
     #[test]

@@ -371,8 +371,11 @@ impl Profiler {
             self.paced_frame_ns(&open, start, end_ns).or(next_start.map(|n| n.saturating_sub(start)));
         let mut open = open;
         let prev_draw_end = self.recent.back().filter(|r| r.0 + 1 == open.frame).map(|r| r.2);
+        // The `rendered` the kernel waited on: the end of the draw K frames before the last frame
+        // its launch writes (a batch's frames share one launch; the later frames are still open).
         let k = self.slots.max(1) as u64;
-        let rendered = self.recent.iter().find(|r| r.0 + k == open.frame).map(|r| r.2);
+        let last = self.last_of_launch(&open);
+        let rendered = self.recent.iter().find(|r| r.0 + k == last).map(|r| r.2);
         let mut figures = figures(&open, frame_ns, prev_draw_end);
         let handoff = handoff_spans(&open.spans, rendered);
         figures.handoff_in_ns = handoff.iter().find(|s| s.phase == Phase::HandoffIn).map(HostSpan::dur_ns);
@@ -427,6 +430,17 @@ impl Profiler {
         while self.closed.len() > 4 * LAG as usize {
             self.closed.pop_front();
         }
+    }
+
+    /// The last frame written by the same launch as `open`'s compute write (itself unless a
+    /// batch: the open frames right after it with the very same write span).
+    fn last_of_launch(&self, open: &Open) -> u64 {
+        let Some(w) = find(&open.spans, Track::Compute, Phase::Write) else { return open.frame };
+        let same = |o: &&Open| {
+            find(&o.spans, Track::Compute, Phase::Write)
+                .is_some_and(|x| (x.start_ns, x.end_ns) == (w.start_ns, w.end_ns))
+        };
+        open.frame + self.open.iter().take_while(same).count() as u64
     }
 
     /// The frame of a compute write of another frame (closed recently, or still open) that ran
@@ -852,6 +866,38 @@ mod tests {
             &vk,
         );
         assert_eq!(q.unmapped_spans, 1);
+    }
+
+    /// A batch of 2 frames written by one launch (K = 4): its kernel waited on the draw K frames
+    /// before the batch's last frame, so both frames' hand-off in starts there.
+    #[test]
+    fn a_batch_waits_on_the_draw_k_frames_before_its_last_frame() {
+        let mut p = Profiler::new(4, None);
+        let us = 1000;
+        for f in 0..8u64 {
+            let t0 = f * 200 * us;
+            let batch_start = f / 2 * 2 * 200 * us;
+            p.add(
+                host(f, Track::Compute, Phase::Write, batch_start + 170 * us, batch_start + 190 * us),
+                &no_vk,
+            );
+            p.add(host(f, Track::Queue, Phase::Draw, t0 + 200 * us, t0 + 300 * us), &no_vk);
+            let mut m = RenderMarks::start(f);
+            m.start_ns = t0;
+            m.spans.push(HostSpan {
+                track: Track::Render,
+                phase: Phase::Submit,
+                start_ns: t0,
+                end_ns: t0 + us,
+            });
+            p.end_frame(m);
+        }
+        p.finish(2000 * us);
+        let f: Vec<FrameFigures> = p.drain_closed().collect();
+        // Frames 4 and 5 share the launch at 970..990 µs; it waited on draw 1 (5 − K), which
+        // ended at 500 µs: 470 µs for both, not 570 µs from draw 0 for frame 4.
+        assert_eq!((f[4].handoff_in_ns, f[5].handoff_in_ns), (Some(470 * us), Some(470 * us)));
+        assert_eq!((f[2].handoff_in_ns, f[3].handoff_in_ns), (None, None), "draws −1 and −2 do not exist");
     }
 
     #[test]
