@@ -127,7 +127,7 @@ pub fn frame_report(
     if !st.handoff_in.is_empty() {
         let _ = writeln!(
             out,
-            "  hand-off in  {}   (GPU: 'rendered' signalled, the slot's last draw ended → kernel start; {:.1}% of the frame)",
+            "  hand-off in  {}   (GPU: 'rendered' signalled, the slot's last draw ended → kernel start, frames in flight included; {:.1}% of the frame)",
             us_line(&st.handoff_in),
             share(&st.handoff_in)
         );

@@ -637,11 +637,15 @@ mod tests {
         assert!(text.contains(".entry sinewave("), "no unmangled entry point:\n{text}");
         assert!(text.contains("st.global.v4.f32"), "no 16-byte stores:\n{text}");
         assert!(text.contains(".target sm_90"), "{text}");
-        // Six parameters: the pointer and five 32-bit values.
+        // Eight parameters: three pointers (heights, stamps, blocks_done) and five 32-bit values.
         let params = text.matches(".param .u64 sinewave_param_").count()
             + text.matches(".param .u32 sinewave_param_").count()
             + text.matches(".param .f32 sinewave_param_").count();
-        assert_eq!(params, 6, "{text}");
+        assert_eq!(params, SinewaveArgs::SIGNATURE.len(), "{text}");
+        assert_eq!(text.matches(".param .u64 sinewave_param_").count(), 3, "{text}");
+        // The GPU stamps: the timer read (NVRTC defines __CUDACC_RTC__) and the block counter.
+        assert!(text.contains("%globaltimer"), "no %globaltimer read:\n{text}");
+        assert!(text.contains("atom.global.add.u32"), "no block counter:\n{text}");
         assert!(compile(Target::Cubin(90)).starts_with(b"\x7fELF"), "a cubin is an ELF image");
     }
 }
