@@ -11,12 +11,14 @@
 //!   its launch shape (`plan::launch_config`) and arguments (`Sinewave`), and the grid checks;
 //! - fault injection (`VKHIP_FAULT=cuda-compile`, `cuda-launch`, …) and the start-up prewarm
 //!   (`prewarm`);
-//! - the profiler's timing of the stream ([`StreamTimer`] over the crate's [`CudaEvent`]);
+//! - the profiler's timing of the kernel: GPU stamps (`stamps`: `sinewave` writes the GPU timer
+//!   at its start and end into mapped host memory, on the Vulkan device clock, no anchor), read
+//!   once one [`CudaEvent`] per frame says the kernel completed ([`StreamTimer::gpu_stamped`]);
 //! - `staged`: [`CudaStagedBackend`], `--memory staged`, the same kernel into CUDA-owned memory,
 //!   copied through page-locked host memory into host-mapped slots (the no-interop baseline).
 //!
-//! One stream. Everything of a backend — waits, launches, signals, fills, the profiler's event
-//! records and its clock anchors, the staged copies — runs on the crate's one stream of the
+//! One stream. Everything of a backend — waits, launches, signals, fills, the profiler's
+//! completion events (and the staged backend's clock anchors), the staged copies — runs on the crate's one stream of the
 //! [`Cuda`] the backend opened (shared as an `Arc<Cuda>`; there is no second stream).
 //!
 //! Frame sync ([`crate::sync`] decides which entry point runs when):
@@ -412,7 +414,8 @@ impl CudaBackend {
         // GPU timing on: the kernels stamp the GPU clock (no anchor); off: no stamp memory, and
         // the timer records and maps nothing.
         let stamps = crate::profile::gpu_timing().then(|| GpuStamps::new(&cuda)).transpose()?;
-        let timer = StreamTimer::gpu_stamped("cuda", cuda.clone(), || Ok(cuda.event(true)?))?;
+        // The timer's events only witness completion (queried, never timed): no timing.
+        let timer = StreamTimer::gpu_stamped("cuda", cuda.clone(), || Ok(cuda.event(false)?))?;
         let slots = memory
             .into_iter()
             .enumerate()
