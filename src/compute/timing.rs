@@ -207,16 +207,7 @@ impl<E: TimedEvent> StreamTimer<E> {
         clock_stream: E::Stream,
         mut new_event: impl FnMut() -> Result<E>,
     ) -> Result<Self> {
-        let ring = (0..DEPTH)
-            .map(|_| {
-                Ok(Entry {
-                    frame: None,
-                    covers: 1,
-                    events: [new_event()?, new_event()?, new_event()?, new_event()?],
-                    used: Default::default(),
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let ring = event_ring(&mut new_event)?;
         let first = new_event()?;
         let enabled = crate::profile::gpu_timing();
         // Profiling must not stop the backend from opening: without an anchor (a GPU busy with
@@ -263,16 +254,7 @@ impl<E: TimedEvent> StreamTimer<E> {
         clock_stream: E::Stream,
         mut new_event: impl FnMut() -> Result<E>,
     ) -> Result<Self> {
-        let ring = (0..DEPTH)
-            .map(|_| {
-                Ok(Entry {
-                    frame: None,
-                    covers: 1,
-                    events: [new_event()?, new_event()?, new_event()?, new_event()?],
-                    used: Default::default(),
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let ring = event_ring(&mut new_event)?;
         Ok(StreamTimer {
             enabled: crate::profile::gpu_timing(),
             ring,
@@ -450,13 +432,17 @@ impl<E: TimedEvent> StreamTimer<E> {
             self.ring[i].frame = None;
             return;
         }
-        match e.events[Mark::AfterKernel as usize].is_done() {
-            Ok(true) => {}
-            Ok(false) => return,
-            Err(err) => log::debug!("{}: event of frame {frame}: {err}", self.api),
+        let done = e.events[Mark::AfterKernel as usize].is_done();
+        if let Ok(false) = done {
+            return;
         }
         let covers = e.covers;
         self.ring[i].frame = None;
+        if let Err(err) = done {
+            log::debug!("{}: event of frame {frame}: {err}", self.api);
+            self.dropped += 1;
+            return;
+        }
         let Some((start, end)) = stamps(i) else {
             self.dropped += 1;
             return;
@@ -546,6 +532,20 @@ impl<E: TimedEvent> Drop for StreamTimer<E> {
             }
         }
     }
+}
+
+/// The [`DEPTH`] entries of a timer's ring, four events each.
+fn event_ring<E: TimedEvent>(new_event: &mut impl FnMut() -> Result<E>) -> Result<Vec<Entry<E>>> {
+    (0..DEPTH)
+        .map(|_| {
+            Ok(Entry {
+                frame: None,
+                covers: 1,
+                events: [new_event()?, new_event()?, new_event()?, new_event()?],
+                used: Default::default(),
+            })
+        })
+        .collect()
 }
 
 /// Record `event` on the idle `stream` between two host readings, polling until it completes
