@@ -387,12 +387,14 @@ impl Profiler {
         }
         let submit_end = find(&open.spans, Track::Render, Phase::Submit).map(|s| s.end_ns);
         let draw_end = find(&open.spans, Track::Queue, Phase::Draw).map(|s| s.end_ns);
+        let write = find(&open.spans, Track::Compute, Phase::Write).map(|w| (w.start_ns, w.end_ns));
         if open.frame == 0 {
             self.first_frame_end_ns = draw_end.or(next_start);
         }
         if let Some(trace) = self.trace.as_mut() {
             let mut counters = Vec::new();
             if let Some(t) = submit_end {
+                // Among the last 8 draws (the most frames in flight).
                 let earlier = self.recent.iter().rev().take(8).filter(|&&(_, _, d)| d > t).count() as u64;
                 counters.push(CounterSample { ts_ns: t, frames: earlier + 1 });
             }
@@ -408,13 +410,13 @@ impl Profiler {
             trace.push(FrameTrace {
                 frame: open.frame,
                 slot: (open.frame % self.slots.max(1) as u64) as usize,
-                spans: open.spans.clone(),
+                spans: open.spans,
                 counters,
                 kernel_inside: figures.kernel_inside,
             });
         }
-        if let Some(w) = find(&open.spans, Track::Compute, Phase::Write) {
-            self.recent_writes.push_back((open.frame, w.start_ns, w.end_ns));
+        if let Some((start, end)) = write {
+            self.recent_writes.push_back((open.frame, start, end));
             if self.recent_writes.len() > LAG as usize {
                 self.recent_writes.pop_front();
             }

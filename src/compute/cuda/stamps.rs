@@ -79,14 +79,16 @@ impl GpuStamps {
     /// The stamps of ring entry `entry`. Call only once the launch that wrote them completed
     /// (its completion event queried done): the values are then final.
     pub fn read(&self, entry: usize) -> Option<(u64, u64)> {
-        let bytes = self.host.bytes();
+        let memory = self.host.bytes();
         let at = entry_offset(entry) as usize;
+        assert!(at + ENTRY_BYTES as usize <= memory.len(), "stamp entry {entry} outside the memory");
+        let base = memory.as_ptr();
         let word = |i: usize| -> u64 {
-            let p = bytes[at + 8 * i..at + 8 * i + 8].as_ptr().cast::<u64>();
-            // SAFETY: 8 in-bounds bytes of live page-locked memory, 8-byte aligned (the
-            // allocation is page aligned, entries are 16 bytes); volatile, because the device
-            // wrote them outside Rust's view.
-            unsafe { p.read_volatile() }
+            // SAFETY: 8 bytes inside the live page-locked allocation (asserted above), 8-byte
+            // aligned (the allocation is page aligned, entries 16 bytes); the launch that wrote
+            // them completed, so nothing writes them now (later launches write other entries);
+            // volatile, because the device wrote them outside Rust's view.
+            unsafe { base.add(at + 8 * i).cast::<u64>().read_volatile() }
         };
         valid_pair(word(0), word(1))
     }
