@@ -34,6 +34,8 @@ run() {
     local name=$1
     shift
     { printf '$'; printf ' %q' "$@"; printf '\n'; } >"$out/$name.log"
+    # Both writers append (O_APPEND): stderr and stdout interleave in the log without clobbering.
+    # shellcheck disable=SC2094
     timeout --kill-after=10 "$limit" "$@" 2>>"$out/$name.log" | tee -a "$out/$name.log" >"$out/$name.stdout"
     rc=${PIPESTATUS[0]}
 }
