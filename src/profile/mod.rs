@@ -6,11 +6,11 @@
 //! | render thread | throttle, compute hand-off, record+submit, present | host clock at each phase boundary ([`RenderMarks`]), and its CPU time (`CLOCK_THREAD_CPUTIME_ID`) |
 //! | bridge thread (`bridged`, `none`) | wait rendered, write slot, signal computed | host clock on the bridge thread, sent over a channel |
 //! | graphics queue | wait computed, draw | three Vulkan timestamps per draw: start of the command buffer; the moment the heights became readable; end |
-//! | compute (cuda) | write slot (the kernel) | the kernel's own two GPU stamps (`%globaltimer`: block (0,0,0) at entry, the last block at exit) in mapped host memory, read once one CUDA event per frame says the kernel completed (`compute::cuda::stamps`) |
+//! | compute (cuda) | write slot (the kernel) | the kernel's own two GPU stamps (`%globaltimer`: block (0,0,0) at entry, the last block at exit) in mapped host memory, read once one CUDA event per frame says the kernel completed (`compute::cuda::stamps`); `--memory staged` keeps the events of the hip row |
 //! | compute (hip) | wait rendered, write slot (the kernel), signal computed | four HIP events per frame, read back frames later without blocking |
 //! | compute (vulkan) | wait rendered, write slot (the dispatch) | Vulkan timestamps in the dispatch's command buffer |
 //! | render/bridge (cpu) | write slot | host clock around the host write |
-//! | hand-off (GPU) | rendered → kernel, kernel → draw | derived when a frame closes: from the end of the draw that last read the slot (frame f−K: Vulkan signalled `rendered`) to the compute write's start, and from its end to the draw's "readable" timestamp |
+//! | hand-off (GPU) | rendered → kernel, kernel → draw | derived when a frame closes: from the end of the draw that last read the slot (frame f−K, or K frames before a batch's last frame: Vulkan signalled `rendered`) to the compute write's start, and from its end to the draw's "readable" timestamp |
 //!
 //! A draw that a compute write of another frame overlapped is counted in the report (`overlap`)
 //! and labelled in the trace (the draw's `kernel_inside` argument).
@@ -40,10 +40,10 @@
 //!   draw times are then compared on one clock; `vkhip trace check` proves per frame that the
 //!   kernel started after the `rendered` it waited on and ended before its draw could read, which
 //!   a different timer would break.
-//! - **HIP events** (`compute::timing`): an anchor event recorded on an idle stream of its
+//! - **HIP events** (and CUDA's with `--memory staged`; `compute::timing`): an anchor event recorded on an idle stream of its
 //!   own, with host readings before the record and after the event completed; the narrowest of
 //!   several tries gives the anchor and its accuracy. Every event's time is the anchor's plus
-//!   `cuEventElapsedTime(anchor, event)`. The anchor is re-taken every 250 ms, and the difference
+//!   the elapsed time from the anchor event to it. The anchor is re-taken every 250 ms, and the difference
 //!   between where the old anchor predicted the new one and where it was measured is the drift
 //!   (kept below 10 µs by the re-anchoring interval; the largest seen is in the trace).
 //!
