@@ -19,8 +19,16 @@
 // allocation imported at offset 0).
 //
 // Parameters of `sinewave`, in this order (the Rust side passes them in exactly this order; a test
-// reads this signature): heights, width, height, phase, amplitude, frequency. `sinewave_batch`
-// (at the end) writes several slots in one launch.
+// reads this signature): heights, width, height, phase, amplitude, frequency, stamps, blocks_done.
+// `sinewave_batch` (at the end) writes several slots in one launch.
+//
+// GPU stamps (the profiler, src/compute/cuda/stamps.rs). With `stamps` non-null, the launch writes
+// the GPU's nanosecond timer twice into the two 64-bit words at `stamps` (page-locked host memory
+// mapped for the device): [0] when block (0,0,0) begins, [1] when the last block to finish ends.
+// "Last" is counted in `blocks_done`, one 32-bit word of device memory that is 0 before the launch
+// and that the last block sets back to 0. Null (HIP, and with GPU timing off): no stamp, no counter.
+// The timer is PTX's %globaltimer, read only where NVRTC/nvcc compile (the same timer Vulkan's
+// timestamps count, see the module note of src/profile/mod.rs); elsewhere the stamps stay 0.
 
 struct __attribute__((aligned(16))) vkhip_float4 {
     float x, y, z, w;
@@ -69,11 +77,50 @@ __device__ __forceinline__ void vkhip_sinewave(float* __restrict__ heights, unsi
     }
 }
 
+// The GPU's nanosecond timer (0 where it cannot be read).
+__device__ __forceinline__ unsigned long long vkhip_gpu_ns()
+{
+    unsigned long long t = 0;
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+#endif
+    return t;
+}
+
+// The launch's first stamp: block (0,0,0), thread 0, before any work.
+__device__ __forceinline__ void vkhip_stamp_start(unsigned long long* stamps)
+{
+    if (stamps != 0 && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) {
+        stamps[0] = vkhip_gpu_ns();
+    }
+}
+
+// The launch's last stamp: after all threads of this block are done, thread 0 counts the block;
+// the last block of the launch stamps the end and resets the counter for the next launch.
+__device__ __forceinline__ void vkhip_stamp_end(unsigned long long* stamps, unsigned int* blocks_done)
+{
+    if (stamps == 0 || blocks_done == 0) {
+        return;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        const unsigned int blocks = gridDim.x * gridDim.y * gridDim.z;
+        if (atomicAdd(blocks_done, 1u) == blocks - 1u) {
+            *blocks_done = 0u;
+            stamps[1] = vkhip_gpu_ns();
+        }
+    }
+}
+
 extern "C" __global__ void sinewave(float* __restrict__ heights, unsigned int width,
                                     unsigned int height, float phase, float amplitude,
-                                    float frequency)
+                                    float frequency, unsigned long long* stamps,
+                                    unsigned int* blocks_done)
 {
+    vkhip_stamp_start(stamps);
     vkhip_sinewave(heights, width, height, phase, amplitude, frequency);
+    vkhip_stamp_end(stamps, blocks_done);
 }
 
 // A batch: up to VKHIP_MAX_BATCH slots written by one launch (gridDim.z = frames in the batch;
@@ -86,9 +133,12 @@ struct vkhip_batch {
     float frequency[8];
 };
 
-extern "C" __global__ void sinewave_batch(vkhip_batch batch, unsigned int width, unsigned int height)
+extern "C" __global__ void sinewave_batch(vkhip_batch batch, unsigned int width, unsigned int height,
+                                          unsigned long long* stamps, unsigned int* blocks_done)
 {
     const unsigned int i = blockIdx.z;
+    vkhip_stamp_start(stamps);
     vkhip_sinewave(batch.heights[i], width, height, batch.phase[i], batch.amplitude[i],
                    batch.frequency[i]);
+    vkhip_stamp_end(stamps, blocks_done);
 }

@@ -81,7 +81,13 @@ fn assert_tracks(doc: &Value) {
         .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
         .map(|e| e["args"]["name"].as_str().unwrap())
         .collect();
-    for t in ["render thread (host)", "bridge thread (host)", "graphics queue (GPU)", "compute (GPU)"] {
+    for t in [
+        "render thread (host)",
+        "bridge thread (host)",
+        "graphics queue (GPU)",
+        "compute (GPU)",
+        "hand-off (GPU)",
+    ] {
         assert!(names.contains(&t), "track {t} missing: {names:?}");
     }
     let events = doc["traceEvents"].as_array().unwrap();
@@ -179,8 +185,17 @@ fn vulkan_external_trace_has_the_dispatch_on_the_compute_track() {
     assert_eq!(n.get(&(3, "draw".into())), Some(&FRAMES), "{n:?}");
     assert_eq!(n.get(&(1, "record+submit".into())), Some(&FRAMES), "{n:?}");
     assert!(report.contains("wait+signal"), "{report}");
+    // The GPU hand-off: out for every frame, in for every frame with an earlier reader (K = 2),
+    // on track 5, and in the report with the share of the frame and the overlap count.
+    assert_eq!(n.get(&(5, "kernel → draw".into())), Some(&FRAMES), "{n:?}");
+    assert_eq!(n.get(&(5, "rendered → kernel".into())), Some(&(FRAMES - 2)), "{n:?}");
+    for line in ["  hand-off in  p50", "  hand-off out p50", "% of the frame)", "  overlap      "] {
+        assert!(report.contains(line), "report lacks '{line}':\n{report}");
+    }
+    assert_eq!(doc["otherData"]["compute_on_gpu_clock"], false, "a dispatch's timestamps are not GPU stamps");
     let (code, out) = check(&dir.join("vk.json"));
     assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("kernels on the GPU clock"), "{out}");
 }
 
 #[test]

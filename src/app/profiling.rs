@@ -56,7 +56,9 @@ pub struct FrameProfile {
 impl FrameProfile {
     /// `trace_frames`: keep the last N frames for `--trace` (None: statistics only).
     pub fn new(session: &Session, trace_frames: Option<usize>) -> Self {
-        FrameProfile { profiler: Profiler::new(session.sync.slots(), trace_frames), scratch: Vec::new() }
+        let mut profiler = Profiler::new(session.sync.slots(), trace_frames);
+        profiler.timestamp_period = session.clock.as_ref().map(|_| session.ctx.physical.timestamp_period);
+        FrameProfile { profiler, scratch: Vec::new() }
     }
 
     fn gather(&mut self, session: &mut Session, renderer: &mut Renderer, finish: bool) {
@@ -85,13 +87,16 @@ impl FrameProfile {
         self.profiler.finish(end_ns);
     }
 
-    /// How each clock was aligned, for the report and the trace: (vulkan, compute).
+    /// How each clock was aligned, for the report and the trace: (vulkan, compute). Compute
+    /// times on the Vulkan device clock (GPU stamps) carry the Vulkan mapping's accuracy and
+    /// drift: they go through its anchors and have none of their own.
     pub fn clocks(session: &Session) -> (ClockInfo, Option<ClockInfo>) {
         let vk = session.clock.as_ref().map_or_else(
             || ClockInfo { method: "no timestamps".into(), ..Default::default() },
             GpuClock::info,
         );
-        (vk, session.sync.compute_clock())
+        let compute = session.sync.compute_clock().map(|c| on_vulkan_clock(c, &vk));
+        (vk, compute)
     }
 
     /// Write the trace (if tracing) into `file`; returns the report's line for it.
@@ -120,10 +125,38 @@ impl FrameProfile {
             compute_clock: compute.method,
             compute_accuracy_ns: compute.accuracy_ns,
             compute_drift_ns: compute.drift_ns,
+            compute_on_gpu_clock: compute.on_vulkan_clock,
             late_spans: self.profiler.late_spans,
         };
         trace::write(file, ring, &meta)
             .map_err(|source| TraceError::Write { path: shown.clone(), source })?;
         Ok(Some(("trace", format!("{shown} (last {} frames; open in ui.perfetto.dev)", ring.len()))))
+    }
+}
+
+/// `compute` as stated in the report: on the Vulkan device clock, the Vulkan mapping's accuracy.
+///
+/// ```
+/// use vkhip::app::profiling::on_vulkan_clock;
+/// use vkhip::profile::clock::ClockInfo;
+///
+/// let vk = ClockInfo { method: "VK_KHR_calibrated_timestamps".into(), accuracy_ns: 2_900, drift_ns: 400, on_vulkan_clock: true };
+/// let stamps = ClockInfo { method: "cuda kernels stamp the GPU timer".into(), on_vulkan_clock: true, ..Default::default() };
+/// let c = on_vulkan_clock(stamps, &vk);
+/// assert_eq!((c.accuracy_ns, c.drift_ns), (2_900, 400));
+/// assert_eq!(c.method, "cuda kernels stamp the GPU timer, mapped with VK_KHR_calibrated_timestamps");
+/// // Events with anchors of their own keep their own figures.
+/// let events = ClockInfo { method: "hip events".into(), accuracy_ns: 84_000, ..Default::default() };
+/// assert_eq!(on_vulkan_clock(events.clone(), &vk), events);
+/// ```
+pub fn on_vulkan_clock(compute: ClockInfo, vk: &ClockInfo) -> ClockInfo {
+    if !compute.on_vulkan_clock {
+        return compute;
+    }
+    ClockInfo {
+        method: format!("{}, mapped with {}", compute.method, vk.method),
+        accuracy_ns: vk.accuracy_ns,
+        drift_ns: vk.drift_ns,
+        on_vulkan_clock: true,
     }
 }

@@ -116,6 +116,37 @@ pub fn frame_report(
             us_line(&st.handoff)
         );
     }
+    let share = |h: &Stat| {
+        let frame = st.frame.mean_ms();
+        if frame > 0.0 {
+            100.0 * h.mean_ms() / frame
+        } else {
+            0.0
+        }
+    };
+    if !st.handoff_in.is_empty() {
+        let _ = writeln!(
+            out,
+            "  hand-off in  {}   (GPU: 'rendered' signalled, the slot's last draw ended → kernel start, frames in flight included; {:.1}% of the frame)",
+            us_line(&st.handoff_in),
+            share(&st.handoff_in)
+        );
+    }
+    if !st.handoff_out.is_empty() {
+        let _ = writeln!(
+            out,
+            "  hand-off out {}   (GPU: kernel end → the draw's heights readable; {:.1}% of the frame)",
+            us_line(&st.handoff_out),
+            share(&st.handoff_out)
+        );
+    }
+    if st.draws > 0 && !st.compute.is_empty() {
+        let _ = writeln!(
+            out,
+            "  overlap      {} of {} draws had a GPU kernel or dispatch of another frame running inside them (trace: the draw's kernel_inside)",
+            st.overlapped_draws, st.draws
+        );
+    }
     if !st.overhead.is_empty() {
         let _ =
             writeln!(out, "  sync overhead {}   (frame time − max(draw, compute))", ms_line(&st.overhead));

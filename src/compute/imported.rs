@@ -65,6 +65,17 @@ pub trait InteropApi {
     fn elapsed_us(&self, start: &Self::Event, end: &Self::Event) -> Result<f64>;
     /// Block the host until everything enqueued on `stream` has finished.
     fn synchronize(&self, stream: &Self::Stream) -> Result<()>;
+
+    /// The next [`Self::launch`] writes its GPU stamps into ring entry `entry` (None: no stamps,
+    /// null pointers), when the backend's timer is [`StreamTimer::gpu_stamped`]. Ignored by APIs
+    /// without GPU stamps (HIP: events against anchors, null stamp pointers).
+    fn stamp_next_launch(&self, _entry: Option<usize>) {}
+
+    /// The GPU stamps of ring entry `entry` (start, end ns), read only once the launch that wrote
+    /// them completed (see [`StreamTimer::take_spans_with`]).
+    fn read_stamps(&self, _entry: usize) -> Option<(u64, u64)> {
+        None
+    }
 }
 
 /// Refuse a grid that does not fit the mapped slot: the kernel would write past its end.
@@ -230,6 +241,7 @@ impl<A: InteropApi> Imported<A> {
             self.api.wait(semaphore, value, &self.stream)?;
         }
         self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
+        self.api.stamp_next_launch(self.timer.stamping().then_some(i));
         self.api.launch(&self.stream, &slots)?;
         self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
         if let Some((semaphore, value)) = signal {
@@ -243,6 +255,7 @@ impl<A: InteropApi> Imported<A> {
         let i = self.timer.begin(frame);
         let buffer = self.slot_for(slot, params.grid)?;
         self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
+        self.api.stamp_next_launch(self.timer.stamping().then_some(i));
         self.api.launch(&self.stream, &[(buffer, *params)])?;
         self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
         self.done.record_on(&self.stream)?;
@@ -298,7 +311,8 @@ impl<A: InteropApi> Imported<A> {
 
     /// Move the spans of finished frames into `out` (never blocks).
     pub fn take_spans(&mut self, out: &mut Vec<Span>) {
-        self.timer.take_spans(out);
+        let api = &self.api;
+        self.timer.take_spans_with(out, &|entry| api.read_stamps(entry));
     }
 
     pub fn clock_info(&self) -> Option<ClockInfo> {
@@ -469,7 +483,12 @@ mod tests {
         Ok(FakeEvent { recorded: Cell::new(0) })
     }
 
-    struct FakeApi;
+    /// Records the ring entries launches were told to stamp into.
+    #[derive(Default)]
+    struct FakeApi {
+        stamp_entries: RefCell<Vec<Option<usize>>>,
+        next: Cell<Option<usize>>,
+    }
 
     impl InteropApi for FakeApi {
         const NAME: &'static str = "fake";
@@ -497,6 +516,7 @@ mod tests {
             stream: &FakeStream,
             slots: &[(&(usize, u64), WaveParams)],
         ) -> Result<SinewaveLaunch> {
+            self.stamp_entries.borrow_mut().push(self.next.take());
             let which: Vec<String> = slots.iter().map(|(b, _)| b.0.to_string()).collect();
             stream.0.borrow_mut().push(format!("launch {}", which.join(",")));
             Ok(crate::compute::kernel::sinewave_launch(slots[0].1.grid, 8))
@@ -515,6 +535,9 @@ mod tests {
             stream.0.borrow_mut().push("sync".into());
             Ok(())
         }
+        fn stamp_next_launch(&self, entry: Option<usize>) {
+            self.next.set(entry);
+        }
     }
 
     const GRID: Grid = Grid { width: 16, height: 16 };
@@ -525,15 +548,28 @@ mod tests {
 
     /// Three slots of `GRID`'s size; the timeline pair if `timeline`, binary pairs if `binary`.
     fn imported(timeline: bool, binary: bool) -> (Imported<FakeApi>, Log) {
+        imported_with(timeline, binary, StreamTimer::new("fake", FakeStream(Log::default()), event).unwrap())
+    }
+
+    fn imported_with(
+        timeline: bool,
+        binary: bool,
+        timer: StreamTimer<FakeEvent>,
+    ) -> (Imported<FakeApi>, Log) {
         let log = Log::default();
-        let timer = StreamTimer::new("fake", FakeStream(Log::default()), event).unwrap();
         let semaphores = Semaphores {
             timeline: timeline.then(|| pair("tc", "tr")),
             binary: if binary { vec![pair("c0", "r0"), pair("c1", "r1"), pair("c2", "r2")] } else { vec![] },
         };
         let slots = (0..3).map(|i| (i, GRID.bytes())).collect();
-        let core =
-            Imported::new(FakeApi, FakeStream(log.clone()), event().unwrap(), timer, slots, semaphores);
+        let core = Imported::new(
+            FakeApi::default(),
+            FakeStream(log.clone()),
+            event().unwrap(),
+            timer,
+            slots,
+            semaphores,
+        );
         (core, log)
     }
 
@@ -593,6 +629,26 @@ mod tests {
         assert!(e.to_string().contains("needs 2048 bytes"), "{e}");
         assert!(core.benchmark(5, &params(), 1).is_err());
         assert!(calls(&log).is_empty(), "nothing enqueued: {:?}", calls(&log));
+    }
+
+    #[test]
+    fn frame_launches_stamp_into_their_ring_entry_only_with_a_stamped_timer() {
+        let stamped = StreamTimer::gpu_stamped("fake", FakeStream(Log::default()), event).unwrap();
+        let (mut core, _) = imported_with(true, false, stamped);
+        let sync = GpuSync::Timeline { wait_rendered: Some(2), signal_computed: Some(5) };
+        core.enqueue(&[(21, 1, params())], sync).unwrap();
+        core.write_and_wait(22, 2, &params()).unwrap();
+        core.benchmark(0, &params(), 1).unwrap();
+        let entries = core.api.stamp_entries.take();
+        // Frames 21 and 22 stamp into entries 21 % DEPTH and 22 % DEPTH; the benchmark's
+        // launches (1 + warm-up + timed + last) stamp nothing.
+        let depth = crate::compute::timing::DEPTH;
+        assert_eq!(entries[..2], [Some(21 % depth), Some(22 % depth)]);
+        assert!(entries[2..].iter().all(Option::is_none), "{entries:?}");
+        // Events against anchors (HIP's timer): null stamp pointers.
+        let (mut core, _) = imported(true, false);
+        core.enqueue(&[(21, 1, params())], sync).unwrap();
+        assert_eq!(core.api.stamp_entries.take(), [None]);
     }
 
     #[test]

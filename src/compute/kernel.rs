@@ -74,19 +74,35 @@ pub struct SinewaveArgs {
     pub phase: f32,
     pub amplitude: f32,
     pub frequency: f32,
+    /// Device address of the launch's GPU stamp pair (`unsigned long long*`; 0: no stamps, what
+    /// HIP and `--gpu-timing off` pass). See [`Self::with_stamps`].
+    pub stamps: u64,
+    /// Device address of the block counter the last block uses (`unsigned int*`; 0 with no
+    /// stamps).
+    pub blocks_done: u64,
+}
+
+/// Where a launch writes its GPU stamps: device addresses of the stamp pair (host memory mapped
+/// for the device) and of the zeroed block counter (see `kernels/sinewave.hip`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StampTarget {
+    pub stamps: u64,
+    pub blocks_done: u64,
 }
 
 impl SinewaveArgs {
     /// The kernel's parameter list as written in the source: (C type, name). A unit test parses
     /// `kernels/sinewave.hip` and compares (and checks [`Self::param_pointers`] against it).
     #[cfg(test)]
-    pub const SIGNATURE: [(&'static str, &'static str); 6] = [
+    pub const SIGNATURE: [(&'static str, &'static str); 8] = [
         ("float*", "heights"),
         ("unsigned int", "width"),
         ("unsigned int", "height"),
         ("float", "phase"),
         ("float", "amplitude"),
         ("float", "frequency"),
+        ("unsigned long long*", "stamps"),
+        ("unsigned int*", "blocks_done"),
     ];
 
     pub fn new(heights: u64, params: &WaveParams) -> Self {
@@ -97,13 +113,34 @@ impl SinewaveArgs {
             phase: params.phase,
             amplitude: params.amplitude,
             frequency: params.frequency,
+            stamps: 0,
+            blocks_done: 0,
         }
+    }
+
+    /// The same launch, stamping into `target` (None: no stamps, null pointers).
+    ///
+    /// ```
+    /// use vkhip::compute::kernel::{SinewaveArgs, StampTarget};
+    /// use vkhip::sim::{Grid, WaveParams};
+    ///
+    /// let p = WaveParams::at_time(Grid { width: 8, height: 8 }, 0.0);
+    /// let plain = SinewaveArgs::new(0x1000, &p);
+    /// assert_eq!((plain.stamps, plain.blocks_done), (0, 0)); // what HIP passes
+    /// let target = StampTarget { stamps: 0x2000, blocks_done: 0x3000 };
+    /// let stamped = plain.with_stamps(Some(target));
+    /// assert_eq!((stamped.stamps, stamped.blocks_done), (0x2000, 0x3000));
+    /// assert_eq!(stamped.with_stamps(None), plain);
+    /// ```
+    pub fn with_stamps(self, target: Option<StampTarget>) -> Self {
+        let t = target.unwrap_or(StampTarget { stamps: 0, blocks_done: 0 });
+        SinewaveArgs { stamps: t.stamps, blocks_done: t.blocks_done, ..self }
     }
 
     /// `kernelParams` for `cuLaunchKernel` / `hipModuleLaunchKernel`: one pointer per argument, in
     /// `Self::SIGNATURE` order. The pointers borrow `self`, which must stay in place until the
     /// launch call returns (the driver copies the values during the call).
-    pub fn param_pointers(&mut self) -> [*mut c_void; 6] {
+    pub fn param_pointers(&mut self) -> [*mut c_void; 8] {
         [
             (&mut self.heights as *mut u64).cast(),
             (&mut self.width as *mut u32).cast(),
@@ -111,6 +148,8 @@ impl SinewaveArgs {
             (&mut self.phase as *mut f32).cast(),
             (&mut self.amplitude as *mut f32).cast(),
             (&mut self.frequency as *mut f32).cast(),
+            (&mut self.stamps as *mut u64).cast(),
+            (&mut self.blocks_done as *mut u64).cast(),
         ]
     }
 }

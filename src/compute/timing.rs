@@ -16,6 +16,13 @@
 //! measured, is the drift between the two clocks, and the largest seen is added to the stated
 //! accuracy (250 ms between anchors keeps it to a few µs on any ordinary oscillator).
 //!
+//! **GPU stamps** ([`StreamTimer::gpu_stamped`], the CUDA backend): the kernel itself writes the
+//! GPU's nanosecond timer at its start and end (`compute::cuda::stamps`). Those are times on the
+//! clock Vulkan's timestamps count ([`Stamp::Gpu`]), mapped by the profiler through the Vulkan
+//! device clock: no anchor event, no host window, no drift of an event clock. One event per frame
+//! is still recorded after the kernel, only to say (without blocking) that the frame's stamps are
+//! final; no other event is recorded and none is ever placed on the host clock.
+//!
 //! # Examples
 //!
 //! A fake API whose events complete the moment they are recorded: one launch writes a batch of
@@ -80,7 +87,7 @@
 use super::ComputeError;
 use crate::profile::clock::{host_now_ns, Anchor, ClockInfo};
 use crate::profile::span::SPAN_BUFFER;
-use crate::profile::{Phase, Span, Track};
+use crate::profile::{Phase, Span, Stamp, Track};
 use std::cell::Cell;
 
 type Result<T> = std::result::Result<T, ComputeError>;
@@ -183,7 +190,14 @@ pub struct StreamTimer<E: TimedEvent> {
     /// Spans of completed frames, until taken (at most [`SPAN_BUFFER`]).
     spans: Vec<Span>,
     api: &'static str,
+    /// The kernels stamp the GPU clock themselves ([`Self::gpu_stamped`]): no anchor, and only
+    /// [`Mark::AfterKernel`] is recorded (the witness that a frame's stamps are final).
+    stamped: bool,
 }
+
+/// The GPU stamps of ring entry `i`, read once its frame's kernel completed: (start, end) in ns
+/// of the GPU timer, or None when the entry holds no valid pair.
+pub type StampReader<'a> = &'a dyn Fn(usize) -> Option<(u64, u64)>;
 
 impl<E: TimedEvent> StreamTimer<E> {
     /// `new_event` makes timing-enabled events; anchors are recorded on `clock_stream` (idle now;
@@ -193,16 +207,7 @@ impl<E: TimedEvent> StreamTimer<E> {
         clock_stream: E::Stream,
         mut new_event: impl FnMut() -> Result<E>,
     ) -> Result<Self> {
-        let ring = (0..DEPTH)
-            .map(|_| {
-                Ok(Entry {
-                    frame: None,
-                    covers: 1,
-                    events: [new_event()?, new_event()?, new_event()?, new_event()?],
-                    used: Default::default(),
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let ring = event_ring(&mut new_event)?;
         let first = new_event()?;
         let enabled = crate::profile::gpu_timing();
         // Profiling must not stop the backend from opening: without an anchor (a GPU busy with
@@ -238,7 +243,42 @@ impl<E: TimedEvent> StreamTimer<E> {
             dropped: 0,
             spans: Vec::new(),
             api,
+            stamped: false,
         })
+    }
+
+    /// A timer whose spans come from the kernels' own GPU stamps (see the module note): no
+    /// anchor is taken; `clock_stream` only satisfies the type (nothing is recorded on it).
+    pub fn gpu_stamped(
+        api: &'static str,
+        clock_stream: E::Stream,
+        mut new_event: impl FnMut() -> Result<E>,
+    ) -> Result<Self> {
+        let ring = event_ring(&mut new_event)?;
+        Ok(StreamTimer {
+            enabled: crate::profile::gpu_timing(),
+            ring,
+            anchor: (new_event()?, None),
+            spare: new_event()?,
+            clock_stream,
+            next_anchor_ns: u64::MAX,
+            backoff_ns: RETRY_NS,
+            max_drift_ns: 0,
+            max_anchor_ns: 0,
+            max_f32_step_ns: 0,
+            anchors: 0,
+            refused_anchors: 0,
+            dropped: 0,
+            spans: Vec::new(),
+            api,
+            stamped: true,
+        })
+    }
+
+    /// Whether the next launches should write GPU stamps into the entry [`Self::begin`] returned
+    /// (a GPU-stamped timer with GPU timing on).
+    pub fn stamping(&self) -> bool {
+        self.enabled && self.stamped
     }
 
     /// Start frame `frame`'s events; returns the ring entry to [`Self::mark`].
@@ -251,7 +291,9 @@ impl<E: TimedEvent> StreamTimer<E> {
     pub fn begin_batch(&mut self, frame: u64, covers: u64) -> usize {
         let i = (frame % DEPTH as u64) as usize;
         if self.ring[i].frame.is_some() {
-            self.collect(i);
+            if !self.stamped {
+                self.collect(i);
+            }
             if self.ring[i].frame.take().is_some() {
                 self.dropped += 1;
             }
@@ -264,7 +306,7 @@ impl<E: TimedEvent> StreamTimer<E> {
 
     /// Record `mark` of entry `i` on `stream`.
     pub fn mark(&self, i: usize, mark: Mark, stream: &E::Stream) -> Result<()> {
-        if !self.enabled {
+        if !self.enabled || (self.stamped && mark != Mark::AfterKernel) {
             return Ok(());
         }
         self.ring[i].events[mark as usize].record_on(stream)?;
@@ -275,7 +317,22 @@ impl<E: TimedEvent> StreamTimer<E> {
     /// Move the spans of every frame whose events have completed into `out`, oldest first;
     /// re-anchors when due. Never blocks.
     pub fn take_spans(&mut self, out: &mut Vec<Span>) {
+        self.take_spans_with(out, &|_| None);
+    }
+
+    /// [`Self::take_spans`] for a GPU-stamped timer: `stamps` reads an entry's stamps once its
+    /// witness event completed (never before).
+    pub fn take_spans_with(&mut self, out: &mut Vec<Span>, stamps: StampReader<'_>) {
         if !self.enabled {
+            return;
+        }
+        if self.stamped {
+            let mut order: Vec<usize> = (0..DEPTH).filter(|&i| self.ring[i].frame.is_some()).collect();
+            order.sort_by_key(|&i| self.ring[i].frame);
+            for i in order {
+                self.collect_stamped(i, stamps);
+            }
+            out.append(&mut self.spans);
             return;
         }
         let now = host_now_ns();
@@ -306,6 +363,16 @@ impl<E: TimedEvent> StreamTimer<E> {
         if !self.enabled {
             return None;
         }
+        if self.stamped {
+            return Some(ClockInfo {
+                method: format!(
+                    "{} kernels stamp the GPU timer (%globaltimer) themselves, on the Vulkan device clock, no anchor of their own",
+                    self.api
+                ),
+                on_vulkan_clock: true,
+                ..Default::default()
+            });
+        }
         Some(ClockInfo {
             method: format!(
                 "{} events against an anchor event on an idle stream, re-anchored every {} ms ({} anchors, {} refused)",
@@ -316,6 +383,7 @@ impl<E: TimedEvent> StreamTimer<E> {
             ),
             accuracy_ns: self.max_anchor_ns + self.max_drift_ns + self.max_f32_step_ns,
             drift_ns: self.max_drift_ns,
+            on_vulkan_clock: false,
         })
     }
 
@@ -353,6 +421,44 @@ impl<E: TimedEvent> StreamTimer<E> {
         }
         std::mem::swap(&mut self.anchor.0, &mut self.spare);
         self.anchor.1 = Some(fresh);
+    }
+
+    /// A GPU-stamped entry: once its witness event completed, its stamps become the frame's
+    /// kernel span (for every frame of a batch); a pair that is not a valid span is dropped.
+    fn collect_stamped(&mut self, i: usize, stamps: StampReader<'_>) {
+        let e = &self.ring[i];
+        let Some(frame) = e.frame else { return };
+        if !e.used[Mark::AfterKernel as usize].get() {
+            self.ring[i].frame = None;
+            return;
+        }
+        let done = e.events[Mark::AfterKernel as usize].is_done();
+        if let Ok(false) = done {
+            return;
+        }
+        let covers = e.covers;
+        self.ring[i].frame = None;
+        if let Err(err) = done {
+            log::debug!("{}: event of frame {frame}: {err}", self.api);
+            self.dropped += 1;
+            return;
+        }
+        let Some((start, end)) = stamps(i) else {
+            self.dropped += 1;
+            return;
+        };
+        for f in frame..frame + covers {
+            if self.spans.len() < SPAN_BUFFER {
+                let span = Span {
+                    frame: f,
+                    track: Track::Compute,
+                    phase: Phase::Write,
+                    start: Stamp::Gpu(start),
+                    end: Stamp::Gpu(end),
+                };
+                self.spans.push(span);
+            }
+        }
     }
 
     /// Turn entry `i` into spans if its last event completed (then the entry is free).
@@ -426,6 +532,20 @@ impl<E: TimedEvent> Drop for StreamTimer<E> {
             }
         }
     }
+}
+
+/// The [`DEPTH`] entries of a timer's ring, four events each.
+fn event_ring<E: TimedEvent>(new_event: &mut impl FnMut() -> Result<E>) -> Result<Vec<Entry<E>>> {
+    (0..DEPTH)
+        .map(|_| {
+            Ok(Entry {
+                frame: None,
+                covers: 1,
+                events: [new_event()?, new_event()?, new_event()?, new_event()?],
+                used: Default::default(),
+            })
+        })
+        .collect()
 }
 
 /// Record `event` on the idle `stream` between two host readings, polling until it completes
@@ -619,6 +739,45 @@ mod tests {
         t.take_spans(&mut out);
         assert!(out.is_empty(), "no anchor: no spans");
         assert_eq!(t.dropped, 1);
+    }
+
+    #[test]
+    fn a_gpu_stamped_timer_records_one_witness_and_reads_stamps_only_once_it_completed() {
+        let mut t = StreamTimer::gpu_stamped("fake", FakeStream { delay_ns: 0 }, event).unwrap();
+        assert!(t.stamping());
+        let info = t.clock_info().unwrap();
+        assert!(info.on_vulkan_clock && info.method.contains("%globaltimer"), "{info:?}");
+        assert!(!info.method.contains("anchor event"), "{info:?}");
+        assert_eq!(t.anchors, 0, "no anchor is taken");
+        let slow = FakeStream { delay_ns: 60_000_000_000 };
+        let i = t.begin_batch(10, 2);
+        for m in [Mark::BeforeWait, Mark::BeforeKernel, Mark::AfterKernel, Mark::AfterSignal] {
+            t.mark(i, m, &slow).unwrap();
+        }
+        let recorded: Vec<bool> = t.ring[i].used.iter().map(Cell::get).collect();
+        assert_eq!(recorded, [false, false, true, false], "only the witness is recorded");
+        let reads = Cell::new(0);
+        let reader = |e: usize| {
+            reads.set(reads.get() + 1);
+            assert_eq!(e, i);
+            Some((5_000, 9_000))
+        };
+        let mut out = Vec::new();
+        t.take_spans_with(&mut out, &reader);
+        assert_eq!((out.len(), reads.get()), (0, 0), "not complete: the stamps are not read");
+        // The witness completes: both frames of the batch get the kernel's GPU span.
+        t.ring[i].events[Mark::AfterKernel as usize].at.set(Some(0));
+        t.take_spans_with(&mut out, &reader);
+        assert_eq!(reads.get(), 1);
+        let got: Vec<(u64, Phase, Stamp, Stamp)> =
+            out.iter().map(|s| (s.frame, s.phase, s.start, s.end)).collect();
+        let span = |f| (f, Phase::Write, Stamp::Gpu(5_000), Stamp::Gpu(9_000));
+        assert_eq!(got, [span(10), span(11)]);
+        // A pair that is not a span is dropped and counted.
+        let j = t.begin(12);
+        t.mark(j, Mark::AfterKernel, &FakeStream { delay_ns: 0 }).unwrap();
+        t.take_spans_with(&mut out, &|_| None);
+        assert_eq!((out.len(), t.dropped), (2, 1));
     }
 
     #[test]

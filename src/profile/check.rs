@@ -6,6 +6,14 @@
 //! 2. **Write after read**: no write of a slot began before that slot's previous draw finished —
 //!    the write of frame f starts after the read of frame f−K ends (K = slots, from the trace).
 //!
+//! With GPU stamps (`otherData.compute_on_gpu_clock`: the CUDA backend's kernels stamp the GPU
+//! timer, on the Vulkan device clock) both promises are also proved for the kernel alone, on the
+//! GPU's one clock: per frame, the kernel (the compute track's write, tid 4) **started after**
+//! the Vulkan signal of `rendered` it waited on (the end of frame f−K's draw) and **ended
+//! before** the draw whose wait on `computed` depends on it could read. Those comparisons are
+//! between times mapped through the same Vulkan anchors, so the tolerance is the Vulkan mapping's
+//! accuracy alone.
+//!
 //! Spans come from different clocks (host, Vulkan timestamps, CUDA/HIP events) mapped onto one;
 //! a comparison fails only by more than the alignment's stated accuracy (`otherData`), or by more
 //! than an explicit `--tolerance-us`.
@@ -40,6 +48,8 @@ struct Access {
     slot: Option<u64>,
     write: Option<Interval>,
     read: Option<Interval>,
+    /// The compute track's GPU write (the kernel or dispatch), when traced.
+    kernel: Option<Interval>,
 }
 
 /// One broken promise.
@@ -70,6 +80,12 @@ pub struct CheckReport {
     pub incomplete: usize,
     /// Writes whose slot's previous read (frame f−K, inside the trace) has no span.
     pub unverifiable: usize,
+    /// The compute side's times are GPU stamps on the Vulkan clock (`compute_on_gpu_clock`).
+    pub gpu_clock: bool,
+    /// With GPU stamps: kernels checked to start after the `rendered` they waited on, and to end
+    /// before their draw could read.
+    pub kernel_start_checks: usize,
+    pub kernel_end_checks: usize,
     pub violations: Vec<Violation>,
     /// Draws whose read span a GPU write of another frame (a kernel or dispatch on the compute
     /// track) overlapped, and those it did not: (count, median read duration in µs) each.
@@ -113,6 +129,12 @@ impl CheckReport {
             out.push_str(&format!(
                 "  draws with a GPU kernel or dispatch running inside them: {} (median draw {:.1} µs); without: {} (median draw {:.1} µs)\n",
                 self.overlapped.0, self.overlapped.1, self.alone.0, self.alone.1
+            ));
+        }
+        if self.gpu_clock {
+            out.push_str(&format!(
+                "  kernels on the GPU clock: {} started after the 'rendered' they waited on, {} ended before their draw could read (checked)\n",
+                self.kernel_start_checks, self.kernel_end_checks
             ));
         }
         if self.read_after_write_checks == 0 {
@@ -173,9 +195,10 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
     let events = doc["traceEvents"].as_array().ok_or("no traceEvents array")?;
     let other = &doc["otherData"];
     let slots = other["slots"].as_u64().filter(|&k| k > 0).ok_or("otherData.slots is missing")?;
-    let accuracy_us = (other["vulkan_accuracy_ns"].as_u64().unwrap_or(0)
-        + other["compute_accuracy_ns"].as_u64().unwrap_or(0)) as f64
-        / 1000.0;
+    let gpu_clock = other["compute_on_gpu_clock"].as_bool().unwrap_or(false);
+    // On the GPU clock the compute side's accuracy is the Vulkan mapping's: counted once.
+    let compute_ns = if gpu_clock { 0 } else { other["compute_accuracy_ns"].as_u64().unwrap_or(0) };
+    let accuracy_us = (other["vulkan_accuracy_ns"].as_u64().unwrap_or(0) + compute_ns) as f64 / 1000.0;
     let tolerance_us = tolerance_us.unwrap_or(accuracy_us);
     let mut frames: BTreeMap<u64, Access> = BTreeMap::new();
     // GPU writes (kernels, dispatches: track 4), for the overlap figures.
@@ -197,6 +220,9 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
         let iv = Interval { start_us: ts, end_us: ts + dur };
         let a = frames.entry(frame).or_default();
         a.slot = e["args"]["slot"].as_u64().or(a.slot);
+        if e["tid"] == 4 && role == "write" {
+            a.kernel = Some(a.kernel.map_or(iv, |old| old.join(iv)));
+        }
         let slot = match role {
             "write" => &mut a.write,
             "read" => &mut a.read,
@@ -204,7 +230,8 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
         };
         *slot = Some(slot.map_or(iv, |old| old.join(iv)));
     }
-    let mut report = CheckReport { frames: frames.len(), slots, tolerance_us, ..Default::default() };
+    let mut report =
+        CheckReport { frames: frames.len(), slots, tolerance_us, gpu_clock, ..Default::default() };
     let (mut with, mut without) = (Vec::new(), Vec::new());
     for (&f, r) in frames.iter().filter_map(|(f, a)| a.read.map(|r| (f, r))) {
         let hit = compute.iter().any(|&(g, c)| g != f && c.start_us < r.end_us && c.end_us > r.start_us);
@@ -258,7 +285,57 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
             ));
         }
     }
+    if gpu_clock {
+        check_kernels(&frames, slots, &mut report);
+    }
     Ok(report)
+}
+
+/// The two orderings for the kernel's own GPU span (see the module note); a frame whose order
+/// the slot checks above already reported broken is not reported twice.
+fn check_kernels(frames: &BTreeMap<u64, Access>, slots: u64, report: &mut CheckReport) {
+    let tolerance = report.tolerance_us;
+    for (&f, a) in frames {
+        let Some(k) = a.kernel else { continue };
+        let slot = a.slot.unwrap_or(f % slots);
+        let reported = |r: &CheckReport| r.violations.iter().any(|v| v.frame == f);
+        if let Some(r) = a.read {
+            report.kernel_end_checks += 1;
+            let late = k.end_us - r.start_us;
+            if late > tolerance && !reported(report) {
+                report.violations.push(Violation::new(
+                    f,
+                    slot,
+                    late,
+                    format!(
+                        "the kernel ended {late:.1} µs after its draw could read (kernel until {:.1} µs, readable at {:.1} µs; GPU clock)",
+                        k.end_us, r.start_us
+                    ),
+                ));
+            }
+        }
+        // A batch's frames share one launch, which waited on the draw K frames before the
+        // batch's last frame.
+        let last = frames.range(f..).take_while(|(_, b)| b.kernel == Some(k)).last().map_or(f, |(&g, _)| g);
+        let Some(prev) = last.checked_sub(slots).and_then(|p| frames.get(&p)).and_then(|p| p.read) else {
+            continue;
+        };
+        report.kernel_start_checks += 1;
+        let early = prev.end_us - k.start_us;
+        if early > tolerance && !reported(report) {
+            report.violations.push(Violation::new(
+                f,
+                slot,
+                early,
+                format!(
+                    "the kernel started {early:.1} µs before the 'rendered' it waited on (frame {}'s draw ended at {:.1} µs, kernel from {:.1} µs; GPU clock)",
+                    last - slots,
+                    prev.end_us,
+                    k.start_us
+                ),
+            ));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -341,6 +418,100 @@ mod tests {
         assert_eq!(r.overlapped, (1, 50.0));
         assert_eq!(r.alone, (5, 50.0));
         assert!(r.render("t", 1).contains("running inside them: 1 (median draw 50.0 µs)"));
+    }
+
+    /// A CUDA run with GPU stamps, K = 2: frame f's draw waits on the GPU (read from 100f + 30 µs
+    /// for 50 µs); its kernel (tid 4) writes 100f + 10 .. + 25 µs; a host span of the render
+    /// thread (tid 1, no role) in between. Vulkan accuracy 3 µs.
+    fn gpu_trace(kernel: impl Fn(u64) -> (f64, f64)) -> Value {
+        let events: Vec<Value> = (0..8u64)
+            .flat_map(|f| {
+                let t = 100.0 * f as f64;
+                let (ks, kd) = kernel(f);
+                [
+                    json!({"ph": "X", "name": "write slot", "pid": 1, "tid": 4, "ts": t + ks, "dur": kd,
+                           "args": {"frame": f, "slot": f % 2, "role": "write"}}),
+                    json!({"ph": "X", "name": "draw", "pid": 1, "tid": 3, "ts": t + 30.0, "dur": 50.0,
+                           "args": {"frame": f, "slot": f % 2, "role": "read"}}),
+                    json!({"ph": "X", "name": "record+submit", "pid": 1, "tid": 1, "ts": t, "dur": 5.0,
+                           "args": {"frame": f, "slot": f % 2}}),
+                ]
+            })
+            .collect();
+        json!({"traceEvents": events, "otherData": {"slots": 2, "vulkan_accuracy_ns": 3000,
+               "compute_accuracy_ns": 3000, "compute_on_gpu_clock": true}})
+    }
+
+    #[test]
+    fn gpu_stamped_kernels_in_order_are_clean() {
+        let r = check(&gpu_trace(|_| (10.0, 15.0)), None).unwrap();
+        assert!(r.clean(), "{}", r.render("t", 10));
+        assert!(r.gpu_clock);
+        // The tolerance is the Vulkan mapping's alone: one clock, one mapping.
+        assert_eq!(r.tolerance_us, 3.0);
+        assert_eq!((r.kernel_end_checks, r.kernel_start_checks), (8, 6));
+        assert!(r.render("t", 1).contains(
+            "kernels on the GPU clock: 6 started after the 'rendered' they waited on, 8 ended before"
+        ));
+    }
+
+    #[test]
+    fn a_gpu_stamped_kernel_that_ends_after_its_draw_could_read_fails() {
+        // Frame 5's kernel runs to 100·5 + 40 µs: 10 µs past its draw's readable moment.
+        let r = check(&gpu_trace(|f| if f == 5 { (10.0, 30.0) } else { (10.0, 15.0) }), None).unwrap();
+        assert!(!r.clean());
+        assert_eq!(r.violations.len(), 1, "{}", r.render("t", 10));
+        assert_eq!(r.violations[0].frame, 5);
+        assert!((r.violations[0].by_us - 10.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_gpu_stamped_kernel_that_starts_before_rendered_fails() {
+        // Frame 6 reuses slot 0 of frame 4, whose draw ends at 480 µs: its kernel starts at 470 µs.
+        let r = check(&gpu_trace(|f| if f == 6 { (-130.0, 15.0) } else { (10.0, 15.0) }), None).unwrap();
+        assert_eq!(r.violations.len(), 1, "{}", r.render("t", 10));
+        let v = &r.violations[0];
+        assert_eq!((v.frame, v.slot), (6, 0));
+        assert!((v.by_us - 10.0).abs() < 1e-9, "{}", v.text);
+        // Within the Vulkan mapping's accuracy (3 µs) it is not a violation.
+        let r = check(&gpu_trace(|f| if f == 6 { (-122.0, 15.0) } else { (10.0, 15.0) }), None).unwrap();
+        assert!(r.clean(), "{}", r.render("t", 10));
+    }
+
+    #[test]
+    fn a_batch_kernel_is_checked_against_the_draw_before_its_last_frame() {
+        // Frames 4 and 5 share one launch (the same span, 410–425 µs), which had to wait for
+        // draw 3 (5 − K), not only draw 2 (4 − K). Draw 3 is made to read until 530 µs.
+        let shared = |f: u64| match f {
+            5 => (-90.0, 15.0),
+            _ => (10.0, 15.0),
+        };
+        let mut doc = gpu_trace(shared);
+        let events = doc["traceEvents"].as_array_mut().unwrap();
+        for e in events.iter_mut().filter(|e| e["tid"] == 3 && e["args"]["frame"] == 3) {
+            e["dur"] = json!(200.0);
+        }
+        let r = check(&doc, None).unwrap();
+        let v: Vec<(u64, bool)> =
+            r.violations.iter().map(|v| (v.frame, v.text.contains("GPU clock"))).collect();
+        // Frame 5's slot check (its f − K is 3) fails; frame 4's only by the batch rule.
+        assert_eq!(v, [(5, false), (4, true)], "{}", r.render("t", 10));
+        assert!(
+            r.violations[1].text.contains("frame 3's draw ended at 530.0 µs"),
+            "{}",
+            r.violations[1].text
+        );
+    }
+
+    #[test]
+    fn kernel_checks_only_run_on_the_gpu_clock() {
+        let mut doc = gpu_trace(|f| if f == 5 { (10.0, 30.0) } else { (10.0, 15.0) });
+        doc["otherData"]["compute_on_gpu_clock"] = json!(false);
+        let r = check(&doc, None).unwrap();
+        // Events against anchors: both accuracies count (6 µs), and no kernel-only check runs.
+        assert_eq!(r.tolerance_us, 6.0);
+        assert_eq!((r.kernel_end_checks, r.kernel_start_checks), (0, 0));
+        assert_eq!(r.violations.len(), 1, "the slot's own read-after-write check still fails");
     }
 
     #[test]

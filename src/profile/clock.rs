@@ -45,6 +45,10 @@ pub struct ClockInfo {
     /// Largest difference between where one anchor predicted the next and where it was measured
     /// (0 when the clock is anchored once), ns. It includes both anchors' own error.
     pub drift_ns: u64,
+    /// The device's times are on the Vulkan device clock ([`crate::profile::Stamp::Gpu`]) and
+    /// mapped through the Vulkan clock's anchors: the accuracy is the Vulkan mapping's (set where
+    /// the two are combined, `app::profiling`), not this value's.
+    pub on_vulkan_clock: bool,
 }
 
 /// One instant seen on a device clock and on the host clock, and the device clock's rate: a

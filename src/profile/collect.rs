@@ -34,7 +34,7 @@
 //! ```
 
 use super::clock::{host_now_ns, rss_bytes, thread_cpu_ns};
-use super::span::{HostSpan, Phase, Span, Stamp, Track};
+use super::span::{gpu_ns_to_ticks, HostSpan, Phase, Span, Stamp, Track};
 use super::stats::Stat;
 use super::trace::{CounterSample, FrameTrace, TraceRing};
 use std::collections::VecDeque;
@@ -141,6 +141,13 @@ pub struct FrameFigures {
     pub handoff_ns: Option<u64>,
     /// Frame time minus the longer of the draw and the compute write (clamped at 0).
     pub overhead_ns: Option<u64>,
+    /// GPU hand-off in: the draw that last read this frame's slot (frame f − K) ended, so Vulkan
+    /// signalled `rendered` → the compute side's write (the kernel) started.
+    pub handoff_in_ns: Option<u64>,
+    /// GPU hand-off out: the compute side's write ended → the draw's heights were readable.
+    pub handoff_out_ns: Option<u64>,
+    /// The frame of a compute write (of another frame) that ran while this frame's draw read.
+    pub kernel_inside: Option<u64>,
     /// How long before the draw could read them the heights were written (end of the write to
     /// the draw's heights-readable moment; large with run-ahead and batches).
     pub lead_ns: Option<u64>,
@@ -163,6 +170,8 @@ pub struct Stats {
     pub wait_signal: Stat,
     pub handoff: Stat,
     pub overhead: Stat,
+    pub handoff_in: Stat,
+    pub handoff_out: Stat,
     pub lead: Stat,
     pub cpu: Stat,
     pub cpu_work: Stat,
@@ -174,6 +183,9 @@ pub struct Stats {
     pub throttle: Stat,
     pub handoff_host: Stat,
     pub submit: Stat,
+    /// Draws measured, and those a compute write of another frame overlapped.
+    pub draws: u64,
+    pub overlapped_draws: u64,
 }
 
 #[derive(Debug)]
@@ -193,9 +205,13 @@ pub struct Profiler {
     pub stats: Stats,
     trace: Option<TraceRing>,
     slots: usize,
-    /// (frame, submit end, draw end) of the last few closed frames: the frames-in-flight counter
-    /// and the previous draw's end for the hand-off.
+    /// (frame, submit end, draw end) of the last few closed frames: the frames-in-flight counter,
+    /// the previous draw's end for the hand-off, and the end of frame f − K's draw (`rendered`).
     recent: VecDeque<(u64, u64, u64)>,
+    /// (frame, start, end) of the last closed frames' compute writes, for the draws they overlap.
+    recent_writes: VecDeque<(u64, u64, u64)>,
+    /// Nanoseconds per Vulkan timestamp tick, to map [`Stamp::Gpu`] (None: no timestamps).
+    pub timestamp_period: Option<f32>,
     /// Spans that arrived for a frame already closed.
     pub late_spans: u64,
     /// Spans whose clock could not be mapped (no Vulkan clock).
@@ -226,6 +242,8 @@ impl Profiler {
             trace: trace_frames.map(TraceRing::new),
             slots,
             recent: VecDeque::new(),
+            recent_writes: VecDeque::new(),
+            timestamp_period: None,
             late_spans: 0,
             unmapped_spans: 0,
             rss_warm: None,
@@ -263,10 +281,14 @@ impl Profiler {
     }
 
     /// Add a span from anywhere; `vulkan` maps Vulkan ticks to host ns (None: no timestamps).
+    /// GPU timer stamps go through the same map ([`gpu_ns_to_ticks`] with
+    /// [`Self::timestamp_period`]).
     pub fn add(&mut self, span: Span, vulkan: &dyn Fn(u64) -> Option<u64>) {
+        let period = self.timestamp_period;
         let map = |s: Stamp| match s {
             Stamp::Host(ns) => Some(ns),
             Stamp::Vulkan(t) => vulkan(t),
+            Stamp::Gpu(ns) => vulkan(gpu_ns_to_ticks(ns, period?)),
         };
         let (Some(start_ns), Some(end_ns)) = (map(span.start), map(span.end)) else {
             self.unmapped_spans += 1;
@@ -347,20 +369,33 @@ impl Profiler {
         let next_start = self.open.front().and_then(|o| o.start_ns).or(end_ns);
         let frame_ns =
             self.paced_frame_ns(&open, start, end_ns).or(next_start.map(|n| n.saturating_sub(start)));
+        let mut open = open;
         let prev_draw_end = self.recent.back().filter(|r| r.0 + 1 == open.frame).map(|r| r.2);
-        let figures = figures(&open, frame_ns, prev_draw_end);
+        // The `rendered` the kernel waited on: the end of the draw K frames before the last frame
+        // its launch writes (a batch's frames share one launch; the later frames are still open).
+        let k = self.slots.max(1) as u64;
+        let last = self.last_of_launch(&open);
+        let rendered = self.recent.iter().find(|r| r.0 + k == last).map(|r| r.2);
+        let mut figures = figures(&open, frame_ns, prev_draw_end);
+        let handoff = handoff_spans(&open.spans, rendered);
+        figures.handoff_in_ns = handoff.iter().find(|s| s.phase == Phase::HandoffIn).map(HostSpan::dur_ns);
+        figures.handoff_out_ns = handoff.iter().find(|s| s.phase == Phase::HandoffOut).map(HostSpan::dur_ns);
+        open.spans.extend(handoff);
+        figures.kernel_inside = self.kernel_inside(&open);
         if open.frame >= self.warmup_frames {
             self.record(&figures, &open.spans);
         }
         let submit_end = find(&open.spans, Track::Render, Phase::Submit).map(|s| s.end_ns);
         let draw_end = find(&open.spans, Track::Queue, Phase::Draw).map(|s| s.end_ns);
+        let write = find(&open.spans, Track::Compute, Phase::Write).map(|w| (w.start_ns, w.end_ns));
         if open.frame == 0 {
             self.first_frame_end_ns = draw_end.or(next_start);
         }
         if let Some(trace) = self.trace.as_mut() {
             let mut counters = Vec::new();
             if let Some(t) = submit_end {
-                let earlier = self.recent.iter().filter(|&&(_, _, d)| d > t).count() as u64;
+                // Among the last 8 draws (the most frames in flight).
+                let earlier = self.recent.iter().rev().take(8).filter(|&&(_, _, d)| d > t).count() as u64;
                 counters.push(CounterSample { ts_ns: t, frames: earlier + 1 });
             }
             if let Some(t) = draw_end {
@@ -377,11 +412,18 @@ impl Profiler {
                 slot: (open.frame % self.slots.max(1) as u64) as usize,
                 spans: open.spans,
                 counters,
+                kernel_inside: figures.kernel_inside,
             });
+        }
+        if let Some((start, end)) = write {
+            self.recent_writes.push_back((open.frame, start, end));
+            if self.recent_writes.len() > LAG as usize {
+                self.recent_writes.pop_front();
+            }
         }
         if let (Some(s), Some(d)) = (submit_end, draw_end) {
             self.recent.push_back((open.frame, s, d));
-            if self.recent.len() > 8 {
+            if self.recent.len() > LAG as usize {
                 self.recent.pop_front();
             }
         }
@@ -392,8 +434,37 @@ impl Profiler {
         }
     }
 
+    /// The last frame written by the same launch as `open`'s compute write (itself unless a
+    /// batch: the open frames right after it with the very same write span).
+    fn last_of_launch(&self, open: &Open) -> u64 {
+        let Some(w) = find(&open.spans, Track::Compute, Phase::Write) else { return open.frame };
+        let same = |o: &&Open| {
+            find(&o.spans, Track::Compute, Phase::Write)
+                .is_some_and(|x| (x.start_ns, x.end_ns) == (w.start_ns, w.end_ns))
+        };
+        open.frame + self.open.iter().take_while(same).count() as u64
+    }
+
+    /// The frame of a compute write of another frame (closed recently, or still open) that ran
+    /// inside `open`'s draw, if any.
+    fn kernel_inside(&self, open: &Open) -> Option<u64> {
+        let draw = find(&open.spans, Track::Queue, Phase::Draw)?;
+        let inside = |start: u64, end: u64| start < draw.end_ns && end > draw.start_ns;
+        let closed = self.recent_writes.iter().filter(|w| inside(w.1, w.2)).map(|w| w.0);
+        let pending = self.open.iter().filter_map(|o| {
+            find(&o.spans, Track::Compute, Phase::Write)
+                .filter(|w| inside(w.start_ns, w.end_ns))
+                .map(|_| o.frame)
+        });
+        closed.chain(pending).find(|&f| f != open.frame)
+    }
+
     fn record(&mut self, f: &FrameFigures, spans: &[HostSpan]) {
         let s = &mut self.stats;
+        if f.draw_ns.is_some() {
+            s.draws += 1;
+            s.overlapped_draws += u64::from(f.kernel_inside.is_some());
+        }
         s.frame.record(f.frame_ns);
         s.cpu.record(f.cpu_ns);
         s.cpu_work.record(f.cpu_work_ns);
@@ -412,6 +483,8 @@ impl Profiler {
         opt(&mut s.wait_signal, f.wait_signal_ns);
         opt(&mut s.handoff, f.handoff_ns);
         opt(&mut s.overhead, f.overhead_ns);
+        opt(&mut s.handoff_in, f.handoff_in_ns);
+        opt(&mut s.handoff_out, f.handoff_out_ns);
         opt(&mut s.lead, f.lead_ns);
         let host = |phases: &[Phase]| -> u64 {
             spans
@@ -433,6 +506,38 @@ impl Profiler {
 
 fn find(spans: &[HostSpan], track: Track, phase: Phase) -> Option<&HostSpan> {
     spans.iter().find(|s| s.track == track && s.phase == phase)
+}
+
+/// The GPU hand-off of one frame, as spans on the hand-off track: from `rendered` (the end of the
+/// draw that last read the slot, when known) to the compute side's GPU write starting, and from
+/// that write's end to the draw's heights being readable. A gap that is negative (a broken
+/// order, which `vkhip trace check` reports) gives no span.
+///
+/// ```
+/// use vkhip::profile::collect::handoff_spans;
+/// use vkhip::profile::span::HostSpan;
+/// use vkhip::profile::{Phase, Track};
+///
+/// let span = |track, phase, start_ns, end_ns| HostSpan { track, phase, start_ns, end_ns };
+/// let spans = [
+///     span(Track::Compute, Phase::Write, 1_000, 5_000),
+///     span(Track::Queue, Phase::Draw, 7_000, 9_000),
+/// ];
+/// let h = handoff_spans(&spans, Some(400)); // frame f − K's draw ended at 400 ns
+/// assert_eq!(h, [span(Track::Handoff, Phase::HandoffIn, 400, 1_000),
+///                span(Track::Handoff, Phase::HandoffOut, 5_000, 7_000)]);
+/// assert_eq!(handoff_spans(&spans, None).len(), 1); // no earlier reader traced: out only
+/// assert!(handoff_spans(&spans[..1], Some(400)).len() == 1); // no draw: in only
+/// ```
+pub fn handoff_spans(spans: &[HostSpan], rendered: Option<u64>) -> Vec<HostSpan> {
+    let Some(write) = find(spans, Track::Compute, Phase::Write) else { return Vec::new() };
+    let span = |phase, start_ns: u64, end_ns: u64| {
+        (end_ns >= start_ns).then_some(HostSpan { track: Track::Handoff, phase, start_ns, end_ns })
+    };
+    let draw = find(spans, Track::Queue, Phase::Draw);
+    let into = rendered.and_then(|r| span(Phase::HandoffIn, r, write.start_ns));
+    let out = draw.and_then(|d| span(Phase::HandoffOut, write.end_ns, d.start_ns));
+    into.into_iter().chain(out).collect()
 }
 
 /// The figures of one frame from its spans (`prev_draw_end`: when the previous frame's draw
@@ -483,6 +588,9 @@ fn figures(open: &Open, frame_ns: Option<u64>, prev_draw_end: Option<u64>) -> Fr
         handoff_ns,
         overhead_ns: (frame_known && busiest.is_some())
             .then(|| frame_ns.saturating_sub(busiest.unwrap_or(0))),
+        handoff_in_ns: None,
+        handoff_out_ns: None,
+        kernel_inside: None,
         lead_ns: match (draw, write) {
             (Some(d), Some(w)) => Some(d.start_ns.saturating_sub(w.end_ns)),
             _ => None,
@@ -686,6 +794,112 @@ mod tests {
         // 200 µs frame) is done, so one frame is in flight.
         let last = ring.frames().last().unwrap();
         assert_eq!(last.counters[0].frames, 1);
+    }
+
+    /// A CUDA run with GPU stamps (K = 2): frame f's kernel stamps f·200 + 20 .. + 50 µs of the
+    /// GPU timer, its draw (Vulkan ticks of 2 ns) reads from f·200 + 60 to + 160 µs, and frame 3's
+    /// kernel is slow enough to run inside draw 2.
+    #[test]
+    fn gpu_stamps_map_through_the_vulkan_clock_and_give_the_hand_off() {
+        let mut p = Profiler::new(2, Some(10));
+        p.timestamp_period = Some(2.0);
+        let us = 1000;
+        // The Vulkan mapping: tick t is host ns 1_000_000 + 2t.
+        let vk = |t: u64| Some(1_000_000 + 2 * t);
+        for f in 0..6u64 {
+            let t0 = f * 200 * us;
+            let (ks, ke) = if f == 3 { (t0 - 100 * us, t0 + 50 * us) } else { (t0 + 20 * us, t0 + 50 * us) };
+            let gpu = Span {
+                frame: f,
+                track: Track::Compute,
+                phase: Phase::Write,
+                start: Stamp::Gpu(ks),
+                end: Stamp::Gpu(ke),
+            };
+            p.add(gpu, &vk);
+            let tick = |ns: u64| Stamp::Vulkan(ns / 2);
+            let draw =
+                |phase, a, b| Span { frame: f, track: Track::Queue, phase, start: tick(a), end: tick(b) };
+            p.add(draw(Phase::WaitComputed, t0 + 10 * us, t0 + 60 * us), &vk);
+            p.add(draw(Phase::Draw, t0 + 60 * us, t0 + 160 * us), &vk);
+            let mut m = RenderMarks::start(f);
+            m.start_ns = 1_000_000 + t0;
+            m.spans.push(HostSpan {
+                track: Track::Render,
+                phase: Phase::Submit,
+                start_ns: m.start_ns,
+                end_ns: m.start_ns + us,
+            });
+            p.end_frame(m);
+        }
+        p.finish(1_000_000 + 1200 * us);
+        assert_eq!(p.unmapped_spans, 0);
+        let f: Vec<FrameFigures> = p.drain_closed().collect();
+        // GPU ns map like the Vulkan ticks they are: the kernel is 30 µs on the host clock.
+        assert_eq!(f[1].compute_ns, Some(30 * us));
+        // Out: kernel end (+50) → readable (+60). In: draw f−2 ended at (f−2)·200 + 160 µs, the
+        // kernel starts at f·200 + 20: 260 µs; the first K frames have no earlier reader.
+        assert_eq!(f[1].handoff_out_ns, Some(10 * us));
+        assert_eq!((f[0].handoff_in_ns, f[1].handoff_in_ns), (None, None));
+        assert_eq!(f[2].handoff_in_ns, Some(260 * us));
+        // Frame 3's kernel (500..650 µs) ran inside draw 2 (460..560 µs); no other draw had one.
+        let inside: Vec<Option<u64>> = f.iter().map(|x| x.kernel_inside).collect();
+        assert_eq!(inside, [None, None, Some(3), None, None, None]);
+        assert_eq!((p.stats.draws, p.stats.overlapped_draws), (6, 1));
+        assert_eq!(p.stats.handoff_out.count(), 6);
+        assert_eq!(p.stats.handoff_in.count(), 4, "frames 2 to 5 have an earlier reader");
+        // The trace holds the hand-off spans on their own track, and the label.
+        let ring = p.trace().unwrap();
+        let frame2 = ring.frames().find(|t| t.frame == 2).unwrap();
+        let handoff: Vec<Phase> =
+            frame2.spans.iter().filter(|s| s.track == Track::Handoff).map(|s| s.phase).collect();
+        assert_eq!(handoff, [Phase::HandoffIn, Phase::HandoffOut]);
+        assert_eq!(frame2.kernel_inside, Some(3));
+        // Without a timestamp period (no Vulkan timestamps), GPU stamps cannot be placed.
+        let mut q = Profiler::new(2, None);
+        q.add(
+            Span {
+                frame: 0,
+                track: Track::Compute,
+                phase: Phase::Write,
+                start: Stamp::Gpu(1),
+                end: Stamp::Gpu(2),
+            },
+            &vk,
+        );
+        assert_eq!(q.unmapped_spans, 1);
+    }
+
+    /// A batch of 2 frames written by one launch (K = 4): its kernel waited on the draw K frames
+    /// before the batch's last frame, so both frames' hand-off in starts there.
+    #[test]
+    fn a_batch_waits_on_the_draw_k_frames_before_its_last_frame() {
+        let mut p = Profiler::new(4, None);
+        let us = 1000;
+        for f in 0..8u64 {
+            let t0 = f * 200 * us;
+            let batch_start = f / 2 * 2 * 200 * us;
+            p.add(
+                host(f, Track::Compute, Phase::Write, batch_start + 170 * us, batch_start + 190 * us),
+                &no_vk,
+            );
+            p.add(host(f, Track::Queue, Phase::Draw, t0 + 200 * us, t0 + 300 * us), &no_vk);
+            let mut m = RenderMarks::start(f);
+            m.start_ns = t0;
+            m.spans.push(HostSpan {
+                track: Track::Render,
+                phase: Phase::Submit,
+                start_ns: t0,
+                end_ns: t0 + us,
+            });
+            p.end_frame(m);
+        }
+        p.finish(2000 * us);
+        let f: Vec<FrameFigures> = p.drain_closed().collect();
+        // Frames 4 and 5 share the launch at 970..990 µs; it waited on draw 1 (5 − K), which
+        // ended at 500 µs: 470 µs for both, not 570 µs from draw 0 for frame 4.
+        assert_eq!((f[4].handoff_in_ns, f[5].handoff_in_ns), (Some(470 * us), Some(470 * us)));
+        assert_eq!((f[2].handoff_in_ns, f[3].handoff_in_ns), (None, None), "draws −1 and −2 do not exist");
     }
 
     #[test]

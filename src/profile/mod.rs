@@ -6,9 +6,14 @@
 //! | render thread | throttle, compute hand-off, record+submit, present | host clock at each phase boundary ([`RenderMarks`]), and its CPU time (`CLOCK_THREAD_CPUTIME_ID`) |
 //! | bridge thread (`bridged`, `none`) | wait rendered, write slot, signal computed | host clock on the bridge thread, sent over a channel |
 //! | graphics queue | wait computed, draw | three Vulkan timestamps per draw: start of the command buffer; the moment the heights became readable; end |
-//! | compute (cuda, hip) | wait rendered, write slot (the kernel), signal computed | four CUDA/HIP events per frame, read back frames later without blocking |
+//! | compute (cuda) | write slot (the kernel) | the kernel's own two GPU stamps (`%globaltimer`: block (0,0,0) at entry, the last block at exit) in mapped host memory, read once one CUDA event per frame says the kernel completed (`compute::cuda::stamps`); `--memory staged` keeps the events of the hip row |
+//! | compute (hip) | wait rendered, write slot (the kernel), signal computed | four HIP events per frame, read back frames later without blocking |
 //! | compute (vulkan) | wait rendered, write slot (the dispatch) | Vulkan timestamps in the dispatch's command buffer |
 //! | render/bridge (cpu) | write slot | host clock around the host write |
+//! | hand-off (GPU) | rendered → kernel, kernel → draw | derived when a frame closes: from the end of the draw that last read the slot (frame f−K, or K frames before a batch's last frame: Vulkan signalled `rendered`) to the compute write's start, and from its end to the draw's "readable" timestamp |
+//!
+//! A draw that a compute write of another frame overlapped is counted in the report (`overlap`)
+//! and labelled in the trace (the draw's `kernel_inside` argument).
 //!
 //! The "readable" timestamp of a draw is sound, not a guess: the draw's submission waits
 //! `computed` at the vertex stage; its command buffer starts with a pipeline barrier whose source
@@ -25,17 +30,27 @@
 //!   driver's reported maximum deviation), re-taken every 250 ms so the two clocks cannot drift
 //!   apart; without it, a one-off calibration: a timestamp written on the idle queue between two
 //!   host readings, the narrowest of several tries, accurate to half that window.
-//! - **CUDA/HIP events** (`compute::timing`): an anchor event recorded on an idle stream of its
+//! - **CUDA kernels' GPU stamps** ([`Stamp::Gpu`]): the GPU has one nanosecond timer, which
+//!   Vulkan's timestamps count (ticks of `timestampPeriod` ns) and a kernel reads as
+//!   `%globaltimer` (measured on the H100: a stamp mapped through the calibrated Vulkan clock lies
+//!   inside the host bracket of its launch in 2000/2000 trials; a kernel in Vulkan's queue reads
+//!   a value between the timestamps around it in 200/200). So a stamp is mapped as the Vulkan
+//!   timestamp [`span::gpu_ns_to_ticks`] makes of it, through the Vulkan clock's anchors: no host
+//!   anchor of its own, and the accuracy is the Vulkan mapping's (±2.9 µs measured). Kernel and
+//!   draw times are then compared on one clock; `vkhip trace check` proves per frame that the
+//!   kernel started after the `rendered` it waited on and ended before its draw could read, which
+//!   a different timer would break.
+//! - **HIP events** (and CUDA's with `--memory staged`; `compute::timing`): an anchor event recorded on an idle stream of its
 //!   own, with host readings before the record and after the event completed; the narrowest of
 //!   several tries gives the anchor and its accuracy. Every event's time is the anchor's plus
-//!   `cuEventElapsedTime(anchor, event)`. The anchor is re-taken every 250 ms, and the difference
+//!   the elapsed time from the anchor event to it. The anchor is re-taken every 250 ms, and the difference
 //!   between where the old anchor predicted the new one and where it was measured is the drift
 //!   (kept below 10 µs by the re-anchoring interval; the largest seen is in the trace).
 //!
 //! ## Figures, trace, checker
 //! [`collect::Profiler`] keeps the last few frames open for late spans, then turns each frame
-//! into figures ([`collect::FrameFigures`]: frame time, draw, compute, hand-off latency, sync
-//! overhead, render-thread CPU time) recorded in constant-memory histograms ([`stats`]), and, with
+//! into figures ([`collect::FrameFigures`]: frame time, draw, compute, hand-off latency, the GPU
+//! hand-off in and out, sync overhead, render-thread CPU time) recorded in constant-memory histograms ([`stats`]), and, with
 //! `--trace`, keeps the spans of the last N frames in a ring written as Chrome trace-event JSON at
 //! the end ([`trace`]). [`check`] reads such a file back and proves the protocol's two orderings
 //! (`vkhip trace check`).

@@ -1,5 +1,6 @@
 //! What the timeline is made of: spans of one frame's phases, each on one track (actor), and
-//! times on one of two clocks until the profiler maps them onto the host's.
+//! times on the clock they were taken on (host, Vulkan ticks, GPU timer ns) until the profiler
+//! maps them onto the host's.
 
 /// Spans an actor buffers for the profiler before it drops more (nobody is taking them: `verify`,
 /// `cycles`): bounded memory whoever forgets to collect.
@@ -16,10 +17,13 @@ pub enum Track {
     Queue,
     /// The compute side on the GPU: the CUDA/HIP stream, or the `vulkan` backend's dispatch.
     Compute,
+    /// The hand-off on the GPU, derived from the other GPU tracks: `rendered` signalled → the
+    /// kernel's start, and the kernel's end → the draw could read.
+    Handoff,
 }
 
 impl Track {
-    pub const ALL: [Track; 4] = [Track::Render, Track::Bridge, Track::Queue, Track::Compute];
+    pub const ALL: [Track; 5] = [Track::Render, Track::Bridge, Track::Queue, Track::Compute, Track::Handoff];
 
     /// Trace thread id (stable: the checker and tests rely on it).
     ///
@@ -29,7 +33,7 @@ impl Track {
     /// use vkhip::profile::span::Track;
     ///
     /// let tids: Vec<u64> = Track::ALL.iter().map(|t| t.tid()).collect();
-    /// assert_eq!(tids, [1, 2, 3, 4]); // `vkhip trace check` reads the compute track as tid 4
+    /// assert_eq!(tids, [1, 2, 3, 4, 5]); // `vkhip trace check` reads the compute track as tid 4
     /// assert_eq!(Track::Compute.name(), "compute (GPU)");
     /// ```
     pub fn tid(self) -> u64 {
@@ -38,6 +42,7 @@ impl Track {
             Track::Bridge => 2,
             Track::Queue => 3,
             Track::Compute => 4,
+            Track::Handoff => 5,
         }
     }
 
@@ -47,6 +52,7 @@ impl Track {
             Track::Bridge => "bridge thread (host)",
             Track::Queue => "graphics queue (GPU)",
             Track::Compute => "compute (GPU)",
+            Track::Handoff => "hand-off (GPU)",
         }
     }
 }
@@ -77,6 +83,11 @@ pub enum Phase {
     WaitComputed,
     /// Graphics queue: the draw from the moment its heights were readable to its end.
     Draw,
+    /// Hand-off track: the draw that last read the slot ended (Vulkan signalled `rendered`) →
+    /// the kernel that writes it again started.
+    HandoffIn,
+    /// Hand-off track: the kernel ended → the draw of its frame could read the heights.
+    HandoffOut,
 }
 
 impl Phase {
@@ -93,6 +104,8 @@ impl Phase {
             Phase::Signal => "signal computed",
             Phase::WaitComputed => "wait computed",
             Phase::Draw => "draw",
+            Phase::HandoffIn => "rendered → kernel",
+            Phase::HandoffOut => "kernel → draw",
         }
     }
 
@@ -115,6 +128,28 @@ pub enum Stamp {
     Host(u64),
     /// A Vulkan timestamp query value in ticks (mapped by the profiler's Vulkan clock).
     Vulkan(u64),
+    /// Nanoseconds of the GPU's own timer as a kernel reads it (`%globaltimer` on NVIDIA): the
+    /// timer Vulkan's timestamps count in ticks of `timestampPeriod` ns. Mapped as the Vulkan
+    /// timestamp [`gpu_ns_to_ticks`] gives, through the same anchors; never through a host
+    /// anchor of its own.
+    Gpu(u64),
+}
+
+/// The Vulkan timestamp (ticks of `timestamp_period` ns) that a GPU timer reading of `ns`
+/// nanoseconds is: the rule that puts kernel stamps on the Vulkan clock (see `vk::clock`).
+///
+/// ```
+/// use vkhip::profile::span::gpu_ns_to_ticks;
+///
+/// assert_eq!(gpu_ns_to_ticks(1_234_567, 1.0), 1_234_567); // NVIDIA: one tick is one ns
+/// assert_eq!(gpu_ns_to_ticks(1_000, 0.5), 2_000);
+/// assert_eq!(gpu_ns_to_ticks(1_000, 0.0), 1_000); // no period: read as ns
+/// ```
+pub fn gpu_ns_to_ticks(ns: u64, timestamp_period: f32) -> u64 {
+    if timestamp_period <= 0.0 || timestamp_period == 1.0 {
+        return ns;
+    }
+    (ns as f64 / f64::from(timestamp_period)).round() as u64
 }
 
 /// One phase of one frame on one track.

@@ -3,11 +3,12 @@
 //!
 //! Layout of the file:
 //! - one process, "vkhip", with one thread per [`Track`] (tid 1 render thread, 2 bridge thread,
-//!   3 graphics queue, 4 compute), named by `thread_name` metadata;
+//!   3 graphics queue, 4 compute, 5 hand-off), named by `thread_name` metadata;
 //! - one complete event (`"ph": "X"`) per span, `ts`/`dur` in microseconds from the run's first
 //!   traced instant, `args` = {frame, slot, role?}; `role` is `write` for the compute side's write
 //!   of a slot and `read` for the draw from the moment its heights were readable: what
-//!   `vkhip trace check` reads;
+//!   `vkhip trace check` reads; a draw that a compute write of another frame overlapped carries
+//!   `kernel_inside` (that frame);
 //! - flow arrows (`"ph": "s"` → `"ph": "f"`, `"bp": "e"`) from each signal to the wait it releases:
 //!   `computed` (compute signal → the draw of that frame), `rendered` (end of draw f → the compute
 //!   side's wait of frame f+K, and → the render thread's throttle of frame f+2);
@@ -36,6 +37,9 @@ pub struct FrameTrace {
     pub slot: usize,
     pub spans: Vec<HostSpan>,
     pub counters: Vec<CounterSample>,
+    /// The frame of a compute write of another frame that ran inside this frame's draw (the
+    /// draw's `kernel_inside` argument in the trace).
+    pub kernel_inside: Option<u64>,
 }
 
 /// The last `capacity` frames.
@@ -48,7 +52,7 @@ pub struct FrameTrace {
 /// // Bounded whatever the run's length: the oldest frames fall out and are counted.
 /// let mut ring = TraceRing::new(3);
 /// for frame in 0..5 {
-///     ring.push(FrameTrace { frame, slot: (frame % 2) as usize, spans: vec![], counters: vec![] });
+///     ring.push(FrameTrace { frame, slot: (frame % 2) as usize, spans: vec![], counters: vec![], kernel_inside: None });
 /// }
 /// assert_eq!(ring.len(), 3);
 /// assert_eq!(ring.dropped, 2);
@@ -110,6 +114,8 @@ pub struct TraceMeta {
     pub compute_clock: String,
     pub compute_accuracy_ns: u64,
     pub compute_drift_ns: u64,
+    /// The compute side's spans are GPU stamps on the Vulkan device clock (same mapping).
+    pub compute_on_gpu_clock: bool,
     pub late_spans: u64,
 }
 
@@ -154,6 +160,9 @@ pub fn document(ring: &TraceRing, meta: &TraceMeta) -> Value {
             let mut args = json!({"frame": f.frame, "slot": f.slot});
             if let Some(role) = s.phase.role() {
                 args["role"] = json!(role);
+            }
+            if let (Phase::Draw, Some(g)) = (s.phase, f.kernel_inside) {
+                args["kernel_inside"] = json!(g);
             }
             events.push(json!({"ph": "X", "name": s.phase.name(), "cat": "frame", "pid": 1,
                 "tid": s.track.tid(), "ts": us(s.start_ns, origin),
@@ -208,6 +217,7 @@ pub fn document(ring: &TraceRing, meta: &TraceMeta) -> Value {
             "compute_clock": meta.compute_clock,
             "compute_accuracy_ns": meta.compute_accuracy_ns,
             "compute_drift_ns": meta.compute_drift_ns,
+            "compute_on_gpu_clock": meta.compute_on_gpu_clock,
         }
     })
 }
@@ -244,6 +254,7 @@ mod tests {
                     span(Track::Queue, Phase::Draw, t + 15_000, t + 60_000),
                 ],
                 counters: vec![CounterSample { ts_ns: t + 2000, frames: 1 }],
+                kernel_inside: (f == 2).then_some(3),
             });
         }
         r
@@ -259,7 +270,8 @@ mod tests {
             .filter(|e| e["name"] == "thread_name")
             .map(|e| e["args"]["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names.len(), 4);
+        assert_eq!(names.len(), 5);
+        assert!(names.contains(&"hand-off (GPU)"));
         let x: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
         assert_eq!(x.len(), 24);
         assert_eq!(x.iter().filter(|e| e["args"]["role"] == "write").count(), 4);
@@ -268,6 +280,10 @@ mod tests {
         let draw0 = x.iter().find(|e| e["name"] == "draw" && e["args"]["frame"] == 0).unwrap();
         assert_eq!(draw0["ts"], 15.0);
         assert_eq!(draw0["dur"], 45.0);
+        // Frame 2's draw is labelled with the kernel that ran inside it; the others are not.
+        let draws = x.iter().filter(|e| e["name"] == "draw");
+        let labelled: Vec<&Value> = draws.filter_map(|e| e["args"].get("kernel_inside")).collect();
+        assert_eq!(labelled, [&json!(3)]);
         // 4 computed flows; rendered: frames 0,1 → waits of frames 2,3 and throttles of 2,3.
         let starts = events.iter().filter(|e| e["ph"] == "s").count();
         let ends = events.iter().filter(|e| e["ph"] == "f").count();
@@ -280,7 +296,7 @@ mod tests {
     fn ring_drops_oldest() {
         let mut r = TraceRing::new(2);
         for f in 0..5 {
-            r.push(FrameTrace { frame: f, slot: 0, spans: vec![], counters: vec![] });
+            r.push(FrameTrace { frame: f, slot: 0, spans: vec![], counters: vec![], kernel_inside: None });
         }
         assert_eq!(r.len(), 2);
         assert_eq!(r.dropped, 3);

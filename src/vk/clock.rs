@@ -1,5 +1,13 @@
 //! Vulkan timestamps on the host clock (`CLOCK_MONOTONIC`), for the profiler's one timeline.
 //!
+//! The timer these timestamps count is the GPU's own nanosecond timer: on NVIDIA, `%globaltimer`,
+//! which a CUDA kernel reads too. So a kernel's GPU stamps ([`crate::profile::Stamp::Gpu`], ns)
+//! are mapped here as well, as `ns / timestampPeriod` ticks ([`crate::profile::span::gpu_ns_to_ticks`]),
+//! with the same anchors and the same accuracy. That is a rule about the hardware, checked where
+//! it matters: `vkhip trace check` proves every stamped kernel starts after the draw whose
+//! `rendered` it waited for and ends before the draw that waited for it became readable (both
+//! Vulkan timestamps); a different timer would break those orderings (`scripts/gpu-clock-check.sh`).
+//!
 //! Two ways, best first:
 //! - **Calibrated** (VK_KHR_calibrated_timestamps or VK_EXT_calibrated_timestamps, with the
 //!   DEVICE and CLOCK_MONOTONIC time domains): one `vkGetCalibratedTimestamps*` call reads both
@@ -141,7 +149,12 @@ impl GpuClock {
         } else {
             self.method.clone()
         };
-        ClockInfo { method, accuracy_ns: s.anchor.accuracy_ns + s.max_drift_ns, drift_ns: s.max_drift_ns }
+        ClockInfo {
+            method,
+            accuracy_ns: s.anchor.accuracy_ns + s.max_drift_ns,
+            drift_ns: s.max_drift_ns,
+            on_vulkan_clock: true,
+        }
     }
 }
 

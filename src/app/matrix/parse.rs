@@ -2,7 +2,8 @@
 //!
 //! The lines relied on (two spaces, the label padded to 12 characters, a space, the value):
 //! `frame time` (mean, p50, p99, fps), `render cpu` (p50, and the mean when there), `sync` (the resolved configuration,
-//! kept verbatim), `device`, and the optional `start-up`.
+//! kept verbatim), `device`, and the optional `start-up`, `hand-off in` and `hand-off out` (their
+//! p50, with GPU timing on).
 //!
 //! # Examples
 //!
@@ -14,6 +15,8 @@
 //!   render cpu   p50 1.2 ms   p99 4.0 ms   mean 1.5 ms   (render thread CPU time per frame)
 //!   start-up     0.412 s to the first frame (process start → first draw finished)
 //!   sync         external, 8 slot(s), run-ahead 0, batch 7
+//!   hand-off in  p50 41.5 µs   p99 90.2 µs   (GPU: …; 2.1% of the frame)
+//!   hand-off out p50 12.0 µs   p99 30.0 µs   (GPU: …; 0.8% of the frame)
 //!   device       NVIDIA H100 80GB HBM3 [discrete GPU]
 //! ";
 //! let m = parse_report(report).unwrap();
@@ -22,6 +25,7 @@
 //! assert_eq!(m.render_cpu_mean_us, Some(1500.0));
 //! assert_eq!(m.resolved, "external, 8 slot(s), run-ahead 0, batch 7");
 //! assert_eq!(m.device, "NVIDIA H100 80GB HBM3 [discrete GPU]");
+//! assert_eq!((m.handoff_in_us, m.handoff_out_us), (Some(41.5), Some(12.0)));
 //!
 //! // A report cut short, and a line that is not what it should be.
 //! assert_eq!(parse_report("vkhip frame report\n"), Err(ParseError::Missing("frame time")));
@@ -46,6 +50,10 @@ pub struct Measurement {
     pub resolved: String,
     /// The text after `device`.
     pub device: String,
+    /// p50 of the GPU hand-off in (`rendered` → kernel start) and out (kernel end → draw
+    /// readable), µs, when the report has them (GPU timing on, a compute side with GPU spans).
+    pub handoff_in_us: Option<f64>,
+    pub handoff_out_us: Option<f64>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -116,7 +124,12 @@ pub fn parse_report(report: &str) -> Result<Measurement, ParseError> {
                 .ok_or_else(|| bad("start-up", s))?,
         ),
     };
+    let handoff = |label: &'static str| -> Result<Option<f64>, ParseError> {
+        field(report, label).map(|l| number_after(l, "p50").ok_or_else(|| bad(label, l))).transpose()
+    };
     Ok(Measurement {
+        handoff_in_us: handoff("hand-off in")?,
+        handoff_out_us: handoff("hand-off out")?,
         mean_ms,
         p50_ms,
         p99_ms,
@@ -196,6 +209,9 @@ vkhip frame report
         assert_eq!(parse_report(&no_sync), Err(ParseError::Missing("sync")));
         let bad = TODAY.replace("mean 2.662 ms", "mean NaN ms");
         assert!(matches!(parse_report(&bad), Err(ParseError::Malformed { label: "frame time", .. })));
+        let handoff = format!("{EXTENDED}  hand-off in  p50 soon µs\n");
+        assert!(matches!(parse_report(&handoff), Err(ParseError::Malformed { label: "hand-off in", .. })));
+        assert_eq!(parse_report(EXTENDED).map(|m| m.handoff_in_us), Ok(None), "optional");
         let bad = EXTENDED.replace("0.412 s to", "soon to");
         assert!(matches!(parse_report(&bad), Err(ParseError::Malformed { label: "start-up", .. })));
         // A label must be padded to exactly 12 characters and followed by a space.

@@ -2,6 +2,10 @@
 //! plotters into an RGB buffer (text from the embedded DejaVu Sans, no system fonts) and encoded
 //! with the `png` crate.
 //!
+//! Each panel's caption also gives the default configuration's GPU hand-off at that size (in:
+//! `rendered` → kernel start, out: kernel end → draw readable; [`handoff_note`]) when its runs
+//! measured it (`vkhip bench --gpu-timing on`).
+//!
 //! Each panel's y axis is cut where one slow configuration would flatten the others (see
 //! [`y_scale`]): such a bar is drawn up to the top of its panel with its value written on it.
 //!
@@ -153,6 +157,10 @@ fn draw_panel<DB: DrawingBackend>(
     } else {
         format!("grid {} @ image {}", at.grid, at.size)
     };
+    let caption = match handoff_note(at, results) {
+        Some(note) => format!("{caption}; {note}"),
+        None => caption,
+    };
     let mut chart = ChartBuilder::on(area)
         .caption(caption, (FAMILY, 18))
         .margin(12)
@@ -244,6 +252,45 @@ fn draw_panel<DB: DrawingBackend>(
         area.draw(&Text::new(why, (x - base.0, y - base.1 - 6), note.clone())).map_err(draw_err)?;
     }
     Ok(())
+}
+
+/// The default configuration's (the `cuda` row with no flag of its own) GPU hand-off at `at`:
+/// the medians of its runs' p50s, or None when they did not measure it.
+///
+/// ```
+/// use vkhip::app::matrix::parse::Measurement;
+/// use vkhip::app::matrix::plot::handoff_note;
+/// use vkhip::app::matrix::preset::preset;
+/// use vkhip::app::matrix::run::Outcome;
+/// use vkhip::app::matrix::preset::Cell;
+/// use vkhip::app::matrix::CellResult;
+/// use vkhip::cli::BenchPreset;
+///
+/// let p = preset(BenchPreset::Gpu);
+/// let at = p.sizes[0];
+/// let default = *p.rows.iter().find(|c| c.label == "default").unwrap();
+/// let run = |handoff_in_us, handoff_out_us| Outcome::Ok(Measurement {
+///     mean_ms: 0.2, p50_ms: 0.2, p99_ms: 0.3, fps: 5000.0, render_cpu_p50_us: 10.0,
+///     render_cpu_mean_us: None, startup_s: None, resolved: "external".into(), device: "d".into(),
+///     handoff_in_us, handoff_out_us,
+/// });
+/// let results = [CellResult { cell: Cell { config: default, at }, runs: vec![run(Some(41.5), Some(12.0))] }];
+/// assert_eq!(handoff_note(&at, &results).as_deref(), Some("default: hand-off in 41.5 µs, out 12.0 µs (p50)"));
+/// let off = [CellResult { cell: Cell { config: default, at }, runs: vec![run(None, None)] }];
+/// assert_eq!(handoff_note(&at, &off), None); // GPU timing off: nothing measured
+/// ```
+pub fn handoff_note(at: &CellSize, results: &[CellResult]) -> Option<String> {
+    let default = results.iter().find(|r| {
+        let c = &r.cell.config;
+        r.cell.at == *at
+            && c.backend == "cuda"
+            && (c.sync, c.slots, c.run_ahead, c.batch, c.memory, c.compute_wait)
+                == (None, None, None, None, None, None)
+    })?;
+    let s = Summary::of(&default.runs);
+    let us = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |v| format!("{v:.1} µs"));
+    (s.handoff_in_us.is_some() || s.handoff_out_us.is_some())
+        .then(|| format!("default: hand-off in {}, out {} (p50)", us(s.handoff_in_us), us(s.handoff_out_us)))
 }
 
 /// One bar: the configuration's position, its median frame time and min–max spread (ms).
@@ -379,6 +426,8 @@ mod tests {
             startup_s: None,
             resolved: "bridged, 3 slot(s)".into(),
             device: "d".into(),
+            handoff_in_us: None,
+            handoff_out_us: None,
         };
         CellResult { cell: Cell { config: config(label), at }, runs: vec![Outcome::Ok(m)] }
     }

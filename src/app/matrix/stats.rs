@@ -21,6 +21,8 @@
 //!         startup_s: None,
 //!         resolved: "bridged, 3 slot(s)".into(),
 //!         device: "llvmpipe".into(),
+//!         handoff_in_us: None,
+//!         handoff_out_us: None,
 //!     })
 //! };
 //! // Only the runs that measured something count; the first problem is kept for the status.
@@ -62,6 +64,10 @@ pub struct Summary {
     /// Median over the repetitions of each one's mean render CPU time.
     pub render_cpu_mean_us: Option<f64>,
     pub startup_s: Option<f64>,
+    /// Medians of the repetitions' GPU hand-off p50s, µs (in: `rendered` → kernel start; out:
+    /// kernel end → draw readable), when the runs measured them.
+    pub handoff_in_us: Option<f64>,
+    pub handoff_out_us: Option<f64>,
     /// The resolved sync line of the first ok repetition.
     pub resolved: Option<String>,
     pub ok: usize,
@@ -83,6 +89,8 @@ impl Summary {
             render_cpu_p50_us: median(&pick(|m| Some(m.render_cpu_p50_us))),
             render_cpu_mean_us: median(&pick(|m| m.render_cpu_mean_us)),
             startup_s: median(&pick(|m| m.startup_s)),
+            handoff_in_us: median(&pick(|m| m.handoff_in_us)),
+            handoff_out_us: median(&pick(|m| m.handoff_out_us)),
             resolved: ms.first().map(|m| m.resolved.clone()),
             ok: ms.len(),
             runs: runs.len(),
@@ -135,6 +143,8 @@ mod tests {
             startup_s: startup,
             resolved: "external, 3 slot(s)".into(),
             device: "d".into(),
+            handoff_in_us: Some(mean * 10.0),
+            handoff_out_us: None,
         })
     }
 
@@ -152,6 +162,7 @@ mod tests {
         assert_eq!(s.render_cpu_p50_us, Some(20.0));
         assert_eq!(s.render_cpu_mean_us, Some(40.0));
         assert_eq!(s.startup_s, Some(0.5));
+        assert_eq!((s.handoff_in_us, s.handoff_out_us), (Some(30.0), None));
         assert_eq!((s.ok, s.runs), (3, 4));
         assert_eq!(s.status(), "ok (3 of 4; failed: exit code 1: lost)");
         let base = Summary::of(&[ok(1.5, 1.0, None)]);

@@ -23,7 +23,7 @@
 //! assert!(lines[0].starts_with("label,backend,sync_requested,slots,run_ahead,batch,memory,resolved,grid"));
 //! assert_eq!(
 //!     lines[1],
-//!     r#"vulkan (native),vulkan,external,,,,,,64x64,160x90,1,60,,,,,,,,failed,"exit code 1: lost, the device""#
+//!     r#"vulkan (native),vulkan,external,,,,,,64x64,160x90,1,60,,,,,,,,failed,"exit code 1: lost, the device",,"#
 //! );
 //! ```
 
@@ -71,6 +71,8 @@ pub const CSV_COLUMNS: &[&str] = &[
     "startup_s",
     "status",
     "reason",
+    "handoff_in_p50_us",
+    "handoff_out_p50_us",
 ];
 
 /// Write one CSV row per repetition of every cell.
@@ -106,6 +108,8 @@ pub fn write_csv<W: std::io::Write>(out: W, results: &[CellResult], frames: u64)
                 m.and_then(|m| m.startup_s).map(|v| v.to_string()).unwrap_or_default(),
                 o.status().to_string(),
                 o.reason().to_string(),
+                m.and_then(|m| m.handoff_in_us).map(|v| v.to_string()).unwrap_or_default(),
+                m.and_then(|m| m.handoff_out_us).map(|v| v.to_string()).unwrap_or_default(),
             ])?;
         }
     }
@@ -207,6 +211,8 @@ mod tests {
             startup_s: None,
             resolved: "binary, 1 slot(s)".into(),
             device: "d".into(),
+            handoff_in_us: Some(40.0),
+            handoff_out_us: None,
         })
     }
 
@@ -259,5 +265,8 @@ mod tests {
         assert_eq!((&rows[3][19], &rows[3][20], &rows[3][12]), ("failed", "a, \"b\"", ""));
         // render_cpu_p50_us, render_cpu_mean_us
         assert_eq!((&rows[0][16], &rows[0][17]), ("5", "7.5"));
+        // handoff_in_p50_us, handoff_out_p50_us: empty where not measured.
+        assert_eq!((&rows[0][21], &rows[0][22]), ("40", ""));
+        assert_eq!((&rows[3][21], &rows[3][22]), ("", ""));
     }
 }

@@ -88,9 +88,18 @@ impl SinewaveInVulkan {
     }
 }
 
-/// `sinewave`'s parameters, in `SinewaveArgs::SIGNATURE` order.
+/// `sinewave`'s parameters, in `SinewaveArgs::SIGNATURE` order. A kernel in Vulkan's queue is
+/// timed by the queue's own timestamps: its stamp pointers are whatever `a` holds (0: none).
 fn launch_params(a: &SinewaveArgs) -> Params {
-    Params::new().address(a.heights).u32(a.width).u32(a.height).f32(a.phase).f32(a.amplitude).f32(a.frequency)
+    Params::new()
+        .address(a.heights)
+        .u32(a.width)
+        .u32(a.height)
+        .f32(a.phase)
+        .f32(a.amplitude)
+        .f32(a.frequency)
+        .address(a.stamps)
+        .address(a.blocks_done)
 }
 
 #[cfg(test)]
@@ -106,10 +115,11 @@ mod tests {
         let mut args = SinewaveArgs::new(0xdead_0000_0100, &params);
         let packed = launch_params(&args);
         assert_eq!(packed.len(), SinewaveArgs::SIGNATURE.len());
+        assert_eq!((args.stamps, args.blocks_done), (0, 0), "a kernel in the queue is not stamped");
         let stream = args.param_pointers();
         for (i, (ty, name)) in SinewaveArgs::SIGNATURE.iter().enumerate() {
             let size = match *ty {
-                "float*" => 8,
+                "float*" | "unsigned long long*" | "unsigned int*" => 8,
                 "unsigned int" | "float" => 4,
                 other => panic!("unexpected type {other}"),
             };

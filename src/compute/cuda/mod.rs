@@ -11,12 +11,14 @@
 //!   its launch shape (`plan::launch_config`) and arguments (`Sinewave`), and the grid checks;
 //! - fault injection (`VKHIP_FAULT=cuda-compile`, `cuda-launch`, …) and the start-up prewarm
 //!   (`prewarm`);
-//! - the profiler's timing of the stream ([`StreamTimer`] over the crate's [`CudaEvent`]);
+//! - the profiler's timing of the kernel: GPU stamps (`stamps`: `sinewave` writes the GPU timer
+//!   at its start and end into mapped host memory, on the Vulkan device clock, no anchor), read
+//!   once one [`CudaEvent`] per frame says the kernel completed ([`StreamTimer::gpu_stamped`]);
 //! - `staged`: [`CudaStagedBackend`], `--memory staged`, the same kernel into CUDA-owned memory,
 //!   copied through page-locked host memory into host-mapped slots (the no-interop baseline).
 //!
-//! One stream. Everything of a backend — waits, launches, signals, fills, the profiler's event
-//! records and its clock anchors, the staged copies — runs on the crate's one stream of the
+//! One stream. Everything of a backend — waits, launches, signals, fills, the profiler's
+//! completion events (and the staged backend's clock anchors), the staged copies — runs on the crate's one stream of the
 //! [`Cuda`] the backend opened (shared as an `Arc<Cuda>`; there is no second stream).
 //!
 //! Frame sync ([`crate::sync`] decides which entry point runs when):
@@ -45,13 +47,14 @@ pub mod in_vulkan;
 pub(crate) mod plan;
 mod prewarm;
 mod staged;
+pub mod stamps;
 
 use crate::compute::imported::{
     self, Imported, InteropApi, InteropBackend, InteropDevice, SemaphorePair, Semaphores,
 };
 use crate::compute::kernel::{
-    CacheOutcome, KernelCache, SinewaveArgs, SinewaveLaunch, SINEWAVE_BATCH_ENTRY, SINEWAVE_ENTRY,
-    SINEWAVE_SOURCE,
+    CacheOutcome, KernelCache, SinewaveArgs, SinewaveLaunch, StampTarget, SINEWAVE_BATCH_ENTRY,
+    SINEWAVE_ENTRY, SINEWAVE_SOURCE,
 };
 use crate::compute::timing::{StreamTimer, TimedEvent};
 use crate::compute::{
@@ -59,6 +62,8 @@ use crate::compute::{
 };
 use crate::sim::WaveParams;
 use plan::{DeviceLimits, SinewaveBatchArgs};
+use stamps::GpuStamps;
+use std::cell::Cell;
 use std::sync::Arc;
 use vkhip_interop::cuda::{
     self as interop, Cuda, CudaBuffer, CudaEvent, CudaKernel, CudaMemory, CudaSemaphore,
@@ -165,20 +170,28 @@ impl Sinewave {
         Ok(Sinewave { single, batch, limits: DeviceLimits::of(cuda.info()) })
     }
 
-    /// Enqueue `sinewave` writing `dst` for `params` on `cuda`'s stream.
-    fn launch(&self, cuda: &Cuda, dst: DeviceRange<'_>, params: &WaveParams) -> Result<SinewaveLaunch> {
+    /// Enqueue `sinewave` writing `dst` for `params` on `cuda`'s stream, stamping into `stamps`
+    /// (None: null stamp pointers).
+    fn launch(
+        &self,
+        cuda: &Cuda,
+        dst: DeviceRange<'_>,
+        params: &WaveParams,
+        stamps: Option<StampTarget>,
+    ) -> Result<SinewaveLaunch> {
         plan::check_grid_fits(params.grid, dst.size)?;
         crate::compute::inject_fault(crate::fault::Fault::CudaLaunch, "cuda", "cuLaunchKernel")?;
         let cfg = plan::launch_config(params.grid, self.limits);
-        let mut args = SinewaveArgs::new(dst.ptr, params);
+        let mut args = SinewaveArgs::new(dst.ptr, params).with_stamps(stamps);
         let mut ptrs = args.param_pointers();
         let (grid, block) = dims(cfg);
         // SAFETY: `single` is `sinewave` from a module loaded on `cuda`, whose parameters are
         // `SinewaveArgs::SIGNATURE` (a unit test checks it against the source) and `ptrs`
         // follows that order; the kernel writes `grid.len()` floats from `dst.ptr`, which the
         // check above keeps inside the range (a `DeviceRange` borrows live memory of its size,
-        // 16-byte aligned, that the stream has finished with before it is freed); `args`
-        // outlives the call, which copies the values.
+        // 16-byte aligned, that the stream has finished with before it is freed); the stamp
+        // pointers are null or a live `GpuStamps` entry and counter (freed after the stream is
+        // idle); `args` outlives the call, which copies the values.
         unsafe { cuda.launch(&self.single, grid, block, &mut ptrs) }?;
         Ok(cfg)
     }
@@ -192,11 +205,15 @@ impl Sinewave {
         cuda: &Cuda,
         dsts: &[DeviceRange<'_>],
         params: &[WaveParams],
+        stamps: Option<StampTarget>,
     ) -> Result<SinewaveLaunch> {
         let Some(function) = self.batch.as_ref().filter(|_| dsts.len() > 1) else {
+            // One launch per slot (one slot, or an image without the batch entry): the stamps
+            // are one launch's, so only a single launch is stamped.
             let mut cfg = None;
+            let stamps = stamps.filter(|_| dsts.len() == 1);
             for (d, p) in dsts.iter().zip(params) {
-                cfg = Some(self.launch(cuda, *d, p)?);
+                cfg = Some(self.launch(cuda, *d, p, stamps)?);
             }
             return cfg.ok_or_else(|| ComputeError::Unsupported {
                 backend: "cuda",
@@ -208,7 +225,7 @@ impl Sinewave {
         }
         crate::compute::inject_fault(crate::fault::Fault::CudaLaunch, "cuda", "cuLaunchKernel")?;
         let ptrs: Vec<u64> = dsts.iter().map(|d| d.ptr).collect();
-        let mut args = SinewaveBatchArgs::new(&ptrs, params)?;
+        let mut args = SinewaveBatchArgs::new(&ptrs, params, stamps)?;
         let mut cfg = plan::launch_config(params[0].grid, self.limits);
         cfg.grid_z = dsts.len() as u32;
         let mut arg_ptrs = args.param_pointers();
@@ -216,8 +233,9 @@ impl Sinewave {
         // SAFETY: `function` is `sinewave_batch` from a module loaded on `cuda`, whose parameters
         // are `SinewaveBatchArgs::SIGNATURE` with the struct's layout checked against the source
         // by a unit test; blockIdx.z < dsts.len() picks one of the pointers filled in, each the
-        // start of a live `DeviceRange` that holds the grid (checked above); `args` outlives the
-        // call, which copies the values.
+        // start of a live `DeviceRange` that holds the grid (checked above); the stamp pointers
+        // are null or a live `GpuStamps` entry and counter; `args` outlives the call, which
+        // copies the values.
         unsafe { cuda.launch(function, grid, block, &mut arg_ptrs) }?;
         Ok(cfg)
     }
@@ -266,10 +284,22 @@ fn import_pair(
     })
 }
 
-/// What the shared skeleton ([`Imported`]) calls CUDA with: the device and the loaded kernel.
+/// What the shared skeleton ([`Imported`]) calls CUDA with: the device, the loaded kernel and
+/// its GPU stamp memory (None with `--gpu-timing off`).
 pub struct CudaApi {
     kernel: Sinewave,
+    stamps: Option<GpuStamps>,
+    /// The ring entry the next launch stamps into (taken by that launch).
+    next_stamp: Cell<Option<usize>>,
     cuda: Arc<Cuda>,
+}
+
+impl CudaApi {
+    /// The stamp target of the next launch, once.
+    fn take_stamp_target(&self) -> Option<StampTarget> {
+        let entry = self.next_stamp.take()?;
+        self.stamps.as_ref().map(|s| s.target(entry))
+    }
 }
 
 impl InteropApi for CudaApi {
@@ -295,12 +325,13 @@ impl InteropApi for CudaApi {
 
     /// One `sinewave` launch for one slot, one `sinewave_batch` launch for several.
     fn launch(&self, stream: &Arc<Cuda>, slots: &[(&CudaBuffer, WaveParams)]) -> Result<SinewaveLaunch> {
+        let stamps = self.take_stamp_target();
         if let [(buffer, params)] = slots {
-            return self.kernel.launch(stream, (*buffer).into(), params);
+            return self.kernel.launch(stream, (*buffer).into(), params, stamps);
         }
         let ranges: Vec<DeviceRange<'_>> = slots.iter().map(|(b, _)| (*b).into()).collect();
         let params: Vec<WaveParams> = slots.iter().map(|s| s.1).collect();
-        self.kernel.launch_batch(stream, &ranges, &params)
+        self.kernel.launch_batch(stream, &ranges, &params, stamps)
     }
 
     /// On the buffer's device's stream, which is `stream`.
@@ -318,6 +349,14 @@ impl InteropApi for CudaApi {
 
     fn synchronize(&self, stream: &Arc<Cuda>) -> Result<()> {
         Ok(stream.synchronize()?)
+    }
+
+    fn stamp_next_launch(&self, entry: Option<usize>) {
+        self.next_stamp.set(entry.filter(|_| self.stamps.is_some()));
+    }
+
+    fn read_stamps(&self, entry: usize) -> Option<(u64, u64)> {
+        self.stamps.as_ref()?.read(entry)
     }
 }
 
@@ -372,7 +411,11 @@ impl CudaBackend {
         imported::check_pairs_per_slot("cuda", binary.len(), memory.len())?;
         let DeviceSetup { kernel, cuda } = setup_device(device_uuid, driver_version)?;
         let done = cuda.event(false)?;
-        let timer = StreamTimer::new("cuda", cuda.clone(), || Ok(cuda.event(true)?))?;
+        // GPU timing on: the kernels stamp the GPU clock (no anchor); off: no stamp memory, and
+        // the timer records and maps nothing.
+        let stamps = crate::profile::gpu_timing().then(|| GpuStamps::new(&cuda)).transpose()?;
+        // The timer's events only witness completion (queried, never timed): no timing.
+        let timer = StreamTimer::gpu_stamped("cuda", cuda.clone(), || Ok(cuda.event(false)?))?;
         let slots = memory
             .into_iter()
             .enumerate()
@@ -389,7 +432,7 @@ impl CudaBackend {
             if timeline.is_some() { "yes" } else { "no" },
             binary.len()
         );
-        let api = CudaApi { kernel, cuda: cuda.clone() };
+        let api = CudaApi { kernel, stamps, next_stamp: Cell::new(None), cuda: cuda.clone() };
         let core = Imported::new(api, cuda.clone(), done, timer, slots, Semaphores { timeline, binary });
         Ok(InteropBackend::from_parts(core, CudaContext { cuda }))
     }
@@ -597,11 +640,15 @@ mod tests {
         assert!(text.contains(".entry sinewave("), "no unmangled entry point:\n{text}");
         assert!(text.contains("st.global.v4.f32"), "no 16-byte stores:\n{text}");
         assert!(text.contains(".target sm_90"), "{text}");
-        // Six parameters: the pointer and five 32-bit values.
+        // Eight parameters: three pointers (heights, stamps, blocks_done) and five 32-bit values.
         let params = text.matches(".param .u64 sinewave_param_").count()
             + text.matches(".param .u32 sinewave_param_").count()
             + text.matches(".param .f32 sinewave_param_").count();
-        assert_eq!(params, 6, "{text}");
+        assert_eq!(params, SinewaveArgs::SIGNATURE.len(), "{text}");
+        assert_eq!(text.matches(".param .u64 sinewave_param_").count(), 3, "{text}");
+        // The GPU stamps: the timer read (NVRTC defines __CUDACC_RTC__) and the block counter.
+        assert!(text.contains("%globaltimer"), "no %globaltimer read:\n{text}");
+        assert!(text.contains("atom.global.add.u32"), "no block counter:\n{text}");
         assert!(compile(Target::Cubin(90)).starts_with(b"\x7fELF"), "a cubin is an ELF image");
     }
 }

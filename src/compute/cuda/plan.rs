@@ -5,7 +5,7 @@ use std::ffi::c_void;
 
 #[cfg(test)]
 use crate::compute::kernel::SinewaveArgs;
-use crate::compute::kernel::{sinewave_launch, SinewaveLaunch, MAX_BATCH, SINEWAVE_BLOCK};
+use crate::compute::kernel::{sinewave_launch, SinewaveLaunch, StampTarget, MAX_BATCH, SINEWAVE_BLOCK};
 use crate::compute::ComputeError;
 use crate::sim::{Grid, WaveParams};
 use vkhip_interop::cuda::DeviceInfo;
@@ -56,16 +56,28 @@ pub struct SinewaveBatchArgs {
     pub batch: SinewaveBatch,
     pub width: u32,
     pub height: u32,
+    /// As [`SinewaveArgs`]'s: the stamp pair and block counter (0: no stamps).
+    pub stamps: u64,
+    pub blocks_done: u64,
 }
 
 impl SinewaveBatchArgs {
     /// `sinewave_batch`'s parameter list as written in the source (see [`SinewaveArgs::SIGNATURE`]).
     #[cfg(test)]
-    pub const SIGNATURE: [(&'static str, &'static str); 3] =
-        [("vkhip_batch", "batch"), ("unsigned int", "width"), ("unsigned int", "height")];
+    pub const SIGNATURE: [(&'static str, &'static str); 5] = [
+        ("vkhip_batch", "batch"),
+        ("unsigned int", "width"),
+        ("unsigned int", "height"),
+        ("unsigned long long*", "stamps"),
+        ("unsigned int*", "blocks_done"),
+    ];
 
     /// Frame `i` of the batch writes `heights[i]` for `params[i]`; every frame has the same grid.
-    pub fn new(heights: &[u64], params: &[WaveParams]) -> Result<Self, ComputeError> {
+    pub fn new(
+        heights: &[u64],
+        params: &[WaveParams],
+        stamps: Option<StampTarget>,
+    ) -> Result<Self, ComputeError> {
         let n = heights.len();
         if n == 0 || n > MAX_BATCH || params.len() != n || params.iter().any(|p| p.grid != params[0].grid) {
             return Err(ComputeError::Unsupported {
@@ -83,16 +95,25 @@ impl SinewaveBatchArgs {
             batch.amplitude[i] = p.amplitude;
             batch.frequency[i] = p.frequency;
         }
-        Ok(SinewaveBatchArgs { batch, width: params[0].grid.width, height: params[0].grid.height })
+        let t = stamps.unwrap_or(StampTarget { stamps: 0, blocks_done: 0 });
+        Ok(SinewaveBatchArgs {
+            batch,
+            width: params[0].grid.width,
+            height: params[0].grid.height,
+            stamps: t.stamps,
+            blocks_done: t.blocks_done,
+        })
     }
 
     /// `kernelParams` for `cuLaunchKernel`, in signature order (borrowing `self`, as
     /// [`SinewaveArgs::param_pointers`]).
-    pub fn param_pointers(&mut self) -> [*mut c_void; 3] {
+    pub fn param_pointers(&mut self) -> [*mut c_void; 5] {
         [
             (&mut self.batch as *mut SinewaveBatch).cast(),
             (&mut self.width as *mut u32).cast(),
             (&mut self.height as *mut u32).cast(),
+            (&mut self.stamps as *mut u64).cast(),
+            (&mut self.blocks_done as *mut u64).cast(),
         ]
     }
 }
@@ -177,13 +198,20 @@ mod tests {
         assert_eq!(std::mem::align_of::<SinewaveBatch>(), 8);
         // Argument checks.
         let p = WaveParams::at_time(Grid { width: 8, height: 8 }, 0.0);
-        assert!(SinewaveBatchArgs::new(&[], &[]).is_err());
-        assert!(SinewaveBatchArgs::new(&[1; 9], &[p; 9]).is_err());
-        assert!(SinewaveBatchArgs::new(&[1, 2], &[p]).is_err());
+        assert!(SinewaveBatchArgs::new(&[], &[], None).is_err());
+        assert!(SinewaveBatchArgs::new(&[1; 9], &[p; 9], None).is_err());
+        assert!(SinewaveBatchArgs::new(&[1, 2], &[p], None).is_err());
         let q = WaveParams::at_time(Grid { width: 9, height: 8 }, 0.0);
-        assert!(SinewaveBatchArgs::new(&[1, 2], &[p, q]).is_err());
-        let a = SinewaveBatchArgs::new(&[10, 20], &[p, WaveParams::at_time(p.grid, 1.0)]).unwrap();
+        assert!(SinewaveBatchArgs::new(&[1, 2], &[p, q], None).is_err());
+        let a = SinewaveBatchArgs::new(&[10, 20], &[p, WaveParams::at_time(p.grid, 1.0)], None).unwrap();
         assert_eq!((a.batch.heights[..2].to_vec(), a.width, a.height), (vec![10, 20], 8, 8));
+        assert_eq!((a.stamps, a.blocks_done), (0, 0), "no stamps: null pointers");
+        let target = StampTarget { stamps: 0x40, blocks_done: 0x80 };
+        let mut b = SinewaveBatchArgs::new(&[10], &[p], Some(target)).unwrap();
+        let ptrs = b.param_pointers();
+        // SAFETY: pointers 3 and 4 point at the u64 fields `stamps` and `blocks_done` of `b`.
+        let read = unsafe { (*(ptrs[3] as *const u64), *(ptrs[4] as *const u64)) };
+        assert_eq!(read, (0x40, 0x80));
         assert_ne!(a.batch.phase[0], a.batch.phase[1]);
     }
 
@@ -191,7 +219,8 @@ mod tests {
     fn launch_argument_pointers_follow_the_signature_order_and_sizes() {
         let grid = Grid { width: 1000, height: 777 };
         let p = WaveParams { grid, phase: 1.25, amplitude: 0.25, frequency: 6.0 };
-        let mut args = SinewaveArgs::new(0xdead_0000, &p);
+        let target = StampTarget { stamps: 0x5000, blocks_done: 0x6000 };
+        let mut args = SinewaveArgs::new(0xdead_0000, &p).with_stamps(Some(target));
         let ptrs = args.param_pointers();
         // SAFETY: each pointer was just taken from a live field of `args` of the type read here.
         let read = unsafe {
@@ -202,9 +231,12 @@ mod tests {
                 *(ptrs[3] as *const f32),
                 *(ptrs[4] as *const f32),
                 *(ptrs[5] as *const f32),
+                *(ptrs[6] as *const u64),
+                *(ptrs[7] as *const u64),
             )
         };
-        assert_eq!(read, (0xdead_0000, 1000, 777, 1.25, 0.25, 6.0));
+        assert_eq!(read, (0xdead_0000, 1000, 777, 1.25, 0.25, 6.0, 0x5000, 0x6000));
+        assert_eq!(std::mem::size_of_val(&args.stamps), std::mem::size_of::<*mut u64>());
         // C sizes on the 64-bit targets CUDA supports: float* 8, unsigned int 4, float 4.
         assert_eq!(std::mem::size_of_val(&args.heights), std::mem::size_of::<*mut f32>());
         assert_eq!(std::mem::size_of_val(&args.width), 4);

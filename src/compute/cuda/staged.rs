@@ -128,7 +128,7 @@ impl CudaStagedBackend {
     fn compute_to_host(&mut self, frame: u64, params: &WaveParams, bytes: u64) -> Result<()> {
         let i = self.timer.begin(frame);
         self.timer.mark(i, Mark::BeforeKernel, &self.cuda)?;
-        self.kernel.launch(&self.cuda, (&self.staging).into(), params)?;
+        self.kernel.launch(&self.cuda, (&self.staging).into(), params, None)?;
         // SAFETY: the pinned buffer is read only after the event recorded behind the copy has
         // completed (below, and only on success); it is owned by `self`, and freeing it waits
         // for the stream; later copies into it are ordered behind this one on the same stream.

@@ -523,6 +523,15 @@ impl CudaMemory {
         self.buffer.object.ptr()
     }
 
+    /// Enqueue, on the device's stream, a fill of the first `words` 32-bit words with `value`
+    /// (`cuMemsetD32Async`; fresh memory is not zeroed). More words than the memory holds is
+    /// [`ErrorKind::Invalid`](crate::ErrorKind::Invalid).
+    pub fn fill_u32(&self, value: u32, words: usize) -> Result<()> {
+        let device = &self.buffer.device;
+        device.ctx.make_current()?;
+        self.buffer.object.memset_d32_async(value, words, &device.stream)
+    }
+
     pub fn size(&self) -> u64 {
         self.buffer.object.size()
     }
@@ -542,6 +551,14 @@ impl CudaHostMemory {
 
     pub fn size(&self) -> u64 {
         self.buffer.object.size()
+    }
+
+    /// The address kernels reach this memory at. CUDA maps every `cuMemAllocHost` allocation
+    /// into the device's address space, and with unified addressing (every 64-bit Linux
+    /// process) at the host pointer's own value, so this is the host address: a kernel's stores
+    /// there land in this memory (read them once the kernel has completed).
+    pub fn device_ptr(&self) -> u64 {
+        self.buffer.object.bytes().as_ptr() as u64
     }
 }
 

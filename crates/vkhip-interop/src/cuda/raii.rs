@@ -364,6 +364,18 @@ impl DeviceBuffer {
         self.size
     }
 
+    /// Enqueue a fill of the first `words` 32-bit words with `value`.
+    pub fn memset_d32_async(&self, value: u32, words: usize, stream: &Stream) -> Result<()> {
+        if words as u64 * 4 > self.size {
+            return Err(Error::invalid(
+                Api::Cuda,
+                format!("a fill of {words} words exceeds the {}-byte buffer", self.size),
+            ));
+        }
+        // SAFETY: the range lies inside the allocation (checked above); the stream is live.
+        unsafe { self.driver.memset_d32_async(self.ptr, value, words, stream.raw()) }
+    }
+
     /// Enqueue a copy of the first `bytes` bytes into `dst` on `stream`.
     ///
     /// # Safety

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# scripts/gpu-clock-check.sh BIN OUTDIR — the profiler's GPU clock on a machine with an NVIDIA GPU.
+#
+# For every sync mode the CUDA backend runs (external, binary, bridged, blocking, and the
+# defaults), two headless runs with --trace (256x256 at --size 320x180 and 1024x1024 at --size
+# 1280x720, 10,000 frames each, all of them kept in the trace: 20,000 checked frames per mode):
+#   - `BIN trace check` must pass: 0 violations, and every stamped kernel started after the
+#     'rendered' it waited on and ended before its draw could read (the GPU clock line);
+#   - the report's `clock compute:` line must be the kernels' own GPU stamps (no anchor, none
+#     refused), accurate to at most 5 µs;
+#   - the hand-off in/out p50/p99 are shown.
+# Then the stamping cost: 256x256, defaults, --gpu-timing on vs off, interleaved x3; the median
+# frame-time ratio must be at most 1.02.
+# Logs go to OUTDIR/<run>.log; a table is printed last; exit 1 on any failure (2: bad usage).
+# Needs bash, coreutils, awk, grep; no cargo. About 4 minutes on an H100.
+set -u
+
+if [ $# -ne 2 ]; then
+    echo "usage: $0 BIN OUTDIR" >&2
+    exit 2
+fi
+bin=$1
+out=$2
+[ -x "$bin" ] || { echo "gpu-clock-check: $bin is not an executable file" >&2; exit 2; }
+mkdir -p "$out" || exit 2
+limit=${GPU_CLOCK_CHECK_TIMEOUT:-180}
+frames=${GPU_CLOCK_CHECK_FRAMES:-10000}
+rows=()
+failures=0
+rc=0
+
+# run NAME CMD...: stdout to OUTDIR/NAME.stdout, both streams to OUTDIR/NAME.log; sets rc.
+run() {
+    local name=$1
+    shift
+    { printf '$'; printf ' %q' "$@"; printf '\n'; } >"$out/$name.log"
+    # Both writers append (O_APPEND): stderr and stdout interleave in the log without clobbering.
+    # shellcheck disable=SC2094
+    timeout --kill-after=10 "$limit" "$@" 2>>"$out/$name.log" | tee -a "$out/$name.log" >"$out/$name.stdout"
+    rc=${PIPESTATUS[0]}
+}
+
+# record NAME RESULT FIGURE
+record() {
+    rows+=("$1|$2|$3")
+    [ "$2" = PASS ] || failures=$((failures + 1))
+}
+
+# The value after "label" in a report line (two spaces, the label padded to 12).
+line() { grep -m 1 "^  $1" "$2"; }
+
+for sync in external binary bridged blocking default; do
+    for shape in 256x256:320x180 1024x1024:1280x720; do
+        grid=${shape%%:*}
+        name="clock-$sync-$grid"
+        mode=(--sync "$sync")
+        [ "$sync" = default ] && mode=()
+        run "$name" "$bin" --headless --backend cuda "${mode[@]}" --grid "$grid" --size "${shape#*:}" \
+            --frames "$frames" --trace "$out/$name.json" --trace-frames "$frames"
+        if [ "$rc" -ne 0 ]; then
+            record "$name" FAIL "run exit $rc: $(tail -n 1 "$out/$name.log" | cut -c 1-70)"
+            continue
+        fi
+        report="$out/$name.stdout"
+        clock=$(line 'clock        compute:' "$report")
+        acc=$(sed -n 's/.*±\([0-9.]*\) µs.*/\1/p' <<<"$clock")
+        handoff() { line "$1" "$report" | sed -n 's/.*p50 \([0-9.]*\) µs *p99 \([0-9.]*\) µs.*; \([0-9.]*%\) of the frame.*/\1\/\2 µs, \3/p'; }
+        hin=$(handoff 'hand-off in')
+        hout=$(handoff 'hand-off out')
+        overlap=$(line 'overlap' "$report" | awk '{print $2 "/" $4}')
+        run "$name-check" "$bin" trace check "$out/$name.json"
+        check_rc=$rc
+        checked=$(grep -m 1 '^trace check' "$out/$name-check.stdout" | sed 's/.*: \([0-9]*\) frames.*, \([0-9]*\) violation.*/\1 frames, \2 violations/')
+        gpu_line=$(grep -c 'kernels on the GPU clock' "$out/$name-check.stdout")
+        figure="$checked; ±${acc:-?} µs; in p50/p99 ${hin:-?}; out ${hout:-?}; overlapped ${overlap:-?}"
+        why=""
+        [ "$check_rc" -eq 0 ] || why="trace check exit $check_rc"
+        [ "$gpu_line" -ge 1 ] || why="${why:+$why, }no GPU-clock kernel checks"
+        grep -q '%globaltimer' <<<"$clock" || why="${why:+$why, }compute clock is not the GPU stamps: $clock"
+        grep -q 'refused' <<<"$clock" && why="${why:+$why, }an anchor line: $clock"
+        awk -v a="${acc:-999}" 'BEGIN { exit !(a <= 5.0) }' || why="${why:+$why, }accuracy ±${acc:-?} µs > 5 µs"
+        if [ -z "$why" ]; then
+            record "$name" PASS "$figure"
+        else
+            record "$name" FAIL "$why ($figure)"
+        fi
+        rm -f "$out/$name.json" # tens of MB each; the report and the check's output stay
+    done
+done
+
+# Stamping cost at 256², defaults: on vs off, interleaved, 3 repetitions each.
+on=()
+off=()
+for rep in 1 2 3; do
+    for timing in on off; do
+        name="cost-$timing-$rep"
+        run "$name" "$bin" --headless --backend cuda --grid 256x256 --size 320x180 --frames 5000 \
+            --warmup-frames 500 --gpu-timing "$timing"
+        mean=$(line 'frame time' "$out/$name.stdout" | awk '{print $4}')
+        if [ "$rc" -ne 0 ] || [ -z "$mean" ]; then
+            record "$name" FAIL "run exit $rc"
+            continue
+        fi
+        if [ "$timing" = on ]; then on+=("$mean"); else off+=("$mean"); fi
+    done
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END { print (NR ? v[int((NR + 1) / 2)] : "") }'; }
+m_on=$(median "${on[@]}")
+m_off=$(median "${off[@]}")
+if [ -n "$m_on" ] && [ -n "$m_off" ]; then
+    ratio=$(awk -v a="$m_on" -v b="$m_off" 'BEGIN { printf "%.3f", a / b }')
+    figure="frame mean (median of 3) on $m_on ms, off $m_off ms: ratio $ratio"
+    if awk -v r="$ratio" 'BEGIN { exit !(r <= 1.02) }'; then
+        record stamping-cost PASS "$figure"
+    else
+        record stamping-cost FAIL "$figure > 1.02"
+    fi
+else
+    record stamping-cost FAIL "no frame times (see $out/cost-*.log)"
+fi
+
+printf '\n%-26s %-6s %s\n' check result figure
+for r in "${rows[@]}"; do
+    IFS='|' read -r n res fig <<<"$r"
+    printf '%-26s %-6s %s\n' "$n" "$res" "$fig"
+done
+printf '\n%d check(s) failed\n' "$failures"
+[ "$failures" -eq 0 ]
