@@ -81,7 +81,13 @@ pub fn frame_report(
     } else {
         String::new()
     };
-    let _ = writeln!(out, "  frames       {} ({target}{warm})", st.frame.count());
+    let _ = writeln!(
+        out,
+        "  frames       {} ({target}{warm}), grid {} ({} values per slot)",
+        st.frame.count(),
+        session.grid,
+        session.grid.len()
+    );
     let _ = writeln!(
         out,
         "  frame time   mean {:.3} ms   p50 {:.3} ms   p99 {:.3} ms   ({:.1} fps)",
@@ -206,12 +212,12 @@ pub fn frame_report(
     }
     let _ = writeln!(
         out,
-        "  backend      {} on {} ({})",
+        "  backend      {} on {}: {} ({})",
         sync.backend_kind(),
         sync.backend_device(),
+        sync.backend_kind().launch_path(),
         session.backend_reason
     );
-    let _ = writeln!(out, "  launch       {}", sync.backend_kind().launch_path());
     let plan = sync.plan();
     let _ = writeln!(out, "  sync         {}", plan.describe());
     let _ = writeln!(
@@ -236,7 +242,6 @@ pub fn frame_report(
             if st.lead.is_empty() { "(not measured)".to_string() } else { ms_line(&st.lead) }
         );
     }
-    let _ = writeln!(out, "  grid         {} ({} values per slot)", session.grid, session.grid.len());
     let _ = writeln!(
         out,
         "  device       {} [{}; {}] ({})",
