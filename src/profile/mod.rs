@@ -27,8 +27,8 @@
 //! Everything is mapped onto the host's `CLOCK_MONOTONIC` ([`clock`]):
 //! - **Vulkan timestamps** (`vk::clock`): with VK_KHR/EXT_calibrated_timestamps, an anchor from
 //!   `vkGetCalibratedTimestamps{KHR,EXT}` (device + CLOCK_MONOTONIC in one call, accurate to the
-//!   driver's reported maximum deviation), re-taken every 250 ms so the two clocks cannot drift
-//!   apart; without it, a one-off calibration: a timestamp written on the idle queue between two
+//!   driver's reported maximum deviation), re-taken every 50 ms with the rate measured between
+//!   anchors, so the two clocks cannot drift apart; without it, a one-off calibration: a timestamp written on the idle queue between two
 //!   host readings, the narrowest of several tries, accurate to half that window.
 //! - **CUDA kernels' GPU stamps** ([`Stamp::Gpu`]): the GPU has one nanosecond timer, which
 //!   Vulkan's timestamps count (ticks of `timestampPeriod` ns) and a kernel reads as

@@ -12,10 +12,11 @@
 //! - **Calibrated** (VK_KHR_calibrated_timestamps or VK_EXT_calibrated_timestamps, with the
 //!   DEVICE and CLOCK_MONOTONIC time domains): one `vkGetCalibratedTimestamps*` call reads both
 //!   clocks together and says how far apart the two readings may be (`maxDeviation`, ns). That is
-//!   the anchor and its accuracy. It is re-taken every [`REANCHOR_NS`] while mapping, so the GPU
-//!   clock's rate error cannot accumulate; the difference between where the previous anchor put
-//!   the new one and where it is measured is the drift, and the largest drift seen is added to
-//!   the stated accuracy.
+//!   the anchor and its accuracy. It is re-taken every [`REANCHOR_NS`] while mapping, and each new
+//!   anchor carries the rate measured since the previous one ([`fitted_rate`]: the two clocks are
+//!   linear, −24.8 ppm apart on the H100), so the GPU clock's rate error cannot accumulate; the
+//!   difference between where the previous anchor put the new one and where it is measured is the
+//!   drift, and the largest drift seen is added to the stated accuracy.
 //! - **One-off** (any device with timestamps): while the queue is idle, a command buffer writes
 //!   one timestamp; the host reads its clock when recording ends and after the fence says the
 //!   buffer ran. The timestamp lies between the two readings; the narrowest of several tries
@@ -30,8 +31,37 @@ use crate::profile::clock::{host_now_ns, Anchor, ClockInfo};
 use ash::{ext, khr, vk};
 use std::sync::{Arc, Mutex};
 
-/// How often a calibrated anchor is re-taken, ns.
-pub const REANCHOR_NS: u64 = 250_000_000;
+/// How often a calibrated anchor is re-taken, ns. The H100's GPU timer runs −24.8 ppm against
+/// CLOCK_MONOTONIC (BENCHMARKS.md): at the nominal rate 50 ms leaves at most ≈ 1.2 µs of drift
+/// before the rate is fitted ([`fitted_rate`]), and less after.
+pub const REANCHOR_NS: u64 = 50_000_000;
+
+/// A fitted rate further than this from the nominal `timestampPeriod` is a bad pair of anchors,
+/// not a clock: the nominal rate is kept.
+const MAX_RATE_ERROR: f64 = 1e-3;
+
+/// The device clock's rate (ns per tick) measured between two anchors, when they are far enough
+/// apart to say and the result is plausible next to `nominal`.
+///
+/// ```
+/// use vkhip::profile::clock::Anchor;
+/// use vkhip::vk::clock::fitted_rate;
+/// let a = |device, host_ns| Anchor { device, host_ns, ns_per_unit: 1.0, accuracy_ns: 0 };
+/// // 50 ms of host time over 50 ms − 1.24 µs of GPU ticks: the GPU clock runs −24.8 ppm slow.
+/// let r = fitted_rate(&a(1_000, 0), &a(1_000 + 49_998_760, 50_000_000), 1.0, u64::MAX).unwrap();
+/// assert!((r - 1.0000248).abs() < 1e-9);
+/// assert_eq!(fitted_rate(&a(0, 0), &a(10, 10), 1.0, u64::MAX), None); // too close together
+/// assert_eq!(fitted_rate(&a(0, 0), &a(50_000_000, 60_000_000), 1.0, u64::MAX), None); // implausible
+/// ```
+pub fn fitted_rate(earlier: &Anchor, later: &Anchor, nominal: f64, mask: u64) -> Option<f64> {
+    let ticks = later.device.wrapping_sub(earlier.device) & mask;
+    let ns = later.host_ns.checked_sub(earlier.host_ns)?;
+    if ns < REANCHOR_NS / 5 || ticks == 0 {
+        return None;
+    }
+    let rate = ns as f64 / ticks as f64;
+    ((rate / nominal - 1.0).abs() <= MAX_RATE_ERROR).then_some(rate)
+}
 
 /// One-off calibration tries; the narrowest window wins.
 const ONE_OFF_TRIES: usize = 7;
@@ -53,6 +83,8 @@ pub struct GpuClock {
     calibrator: Option<Calibrator>,
     state: Mutex<State>,
     mask: u64,
+    /// `timestampPeriod`: the rate before one is fitted.
+    nominal_ns_per_tick: f64,
     /// How the anchor was taken, for the report and the trace.
     pub method: String,
 }
@@ -88,7 +120,11 @@ impl GpuClock {
             (Some((c, a)), Some(ext)) => (
                 Some(c),
                 a,
-                format!("{}, re-anchored every {} ms", ext.name().to_string_lossy(), REANCHOR_NS / 1_000_000),
+                format!(
+                    "{}, re-anchored every {} ms, rate fitted",
+                    ext.name().to_string_lossy(),
+                    REANCHOR_NS / 1_000_000
+                ),
             ),
             _ => (None, one_off_anchor(ctx, period)?, "one-off calibration on the idle queue".to_string()),
         };
@@ -97,6 +133,7 @@ impl GpuClock {
             calibrator,
             state: Mutex::new(State { anchor, taken_at_ns: host_now_ns(), max_drift_ns: 0, anchors: 1 }),
             mask,
+            nominal_ns_per_tick: period,
             method,
         }))
     }
@@ -108,9 +145,13 @@ impl GpuClock {
             let now = host_now_ns();
             if now.saturating_sub(s.taken_at_ns) >= REANCHOR_NS {
                 match calibrated_anchor(c, s.anchor.ns_per_unit) {
-                    Ok(a) => {
+                    Ok(mut a) => {
                         let predicted = s.anchor.to_host_ns(a.device, self.mask);
                         s.max_drift_ns = s.max_drift_ns.max(predicted.abs_diff(a.host_ns));
+                        // The clocks are linear: carry the rate measured since the last anchor.
+                        if let Some(rate) = fitted_rate(&s.anchor, &a, self.nominal_ns_per_tick, self.mask) {
+                            a.ns_per_unit = rate;
+                        }
                         s.anchor = a;
                         s.anchors += 1;
                     }
