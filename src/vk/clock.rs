@@ -76,6 +76,10 @@ struct State {
     taken_at_ns: u64,
     max_drift_ns: u64,
     anchors: u64,
+    /// Whether any timestamp was mapped with `anchor`: only then does its drift matter. (The
+    /// first anchor is taken before start-up's slow steps, and the first frames re-anchor before
+    /// they map; its nominal-rate drift over that pause reaches no timestamp.)
+    used: bool,
 }
 
 /// Maps the graphics queue's timestamps to host ns.
@@ -131,7 +135,13 @@ impl GpuClock {
         log::info!("vulkan clock: {method}, accuracy ±{} ns", anchor.accuracy_ns);
         Ok(Some(GpuClock {
             calibrator,
-            state: Mutex::new(State { anchor, taken_at_ns: host_now_ns(), max_drift_ns: 0, anchors: 1 }),
+            state: Mutex::new(State {
+                anchor,
+                taken_at_ns: host_now_ns(),
+                max_drift_ns: 0,
+                anchors: 1,
+                used: false,
+            }),
             mask,
             nominal_ns_per_tick: period,
             method,
@@ -147,19 +157,23 @@ impl GpuClock {
                 match calibrated_anchor(c, s.anchor.ns_per_unit) {
                     Ok(mut a) => {
                         let predicted = s.anchor.to_host_ns(a.device, self.mask);
-                        s.max_drift_ns = s.max_drift_ns.max(predicted.abs_diff(a.host_ns));
+                        if s.used {
+                            s.max_drift_ns = s.max_drift_ns.max(predicted.abs_diff(a.host_ns));
+                        }
                         // The clocks are linear: carry the rate measured since the last anchor.
                         if let Some(rate) = fitted_rate(&s.anchor, &a, self.nominal_ns_per_tick, self.mask) {
                             a.ns_per_unit = rate;
                         }
                         s.anchor = a;
                         s.anchors += 1;
+                        s.used = false;
                     }
                     Err(e) => log::debug!("re-anchoring the vulkan clock failed: {e}"),
                 }
                 s.taken_at_ns = now;
             }
         }
+        s.used = true;
         s.anchor.to_host_ns(ticks, self.mask)
     }
 
