@@ -27,7 +27,7 @@
 //! }
 //! profile.profiler.finish(vkhip::profile::clock::host_now_ns());
 //! let report = vkhip::app::report::frame_report(&session, &profile, "offscreen 64x64", &[]);
-//! assert!(report.starts_with("vkhip frame report\n  frames       5 (offscreen 64x64)\n"), "{report}");
+//! assert!(report.starts_with("vkhip frame report\n  frames       5 (offscreen 64x64), grid 32x32"), "{report}");
 //! let m = parse_report(&report).unwrap();
 //! assert_eq!(m.resolved, session.sync.plan().describe());
 //! assert_eq!(m.resolved, "bridged, 3 slot(s), run-ahead 0, batch 1");

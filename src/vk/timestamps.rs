@@ -58,7 +58,7 @@
 //!     assert_eq!(got, [(42, Track::Queue, Phase::WaitComputed), (42, Track::Queue, Phase::Draw)]);
 //!     let ticks = |s: Stamp| match s {
 //!         Stamp::Vulkan(t) => t,
-//!         Stamp::Host(_) => panic!("draw spans leave as Vulkan ticks"),
+//!         Stamp::Host(_) | Stamp::Gpu(_) => panic!("draw spans leave as Vulkan ticks"),
 //!     };
 //!     assert_eq!(ticks(spans[0].end), ticks(spans[1].start));
 //!     assert!(ticks(spans[0].start) <= ticks(spans[0].end) && ticks(spans[1].start) <= ticks(spans[1].end));
