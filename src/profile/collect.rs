@@ -650,6 +650,19 @@ mod tests {
         None
     }
 
+    /// Frame `f`'s render marks: started at `start_ns`, one 1 µs submit.
+    fn submitted(f: u64, start_ns: u64) -> RenderMarks {
+        let mut m = RenderMarks::start(f);
+        m.start_ns = start_ns;
+        m.spans.push(HostSpan {
+            track: Track::Render,
+            phase: Phase::Submit,
+            start_ns,
+            end_ns: start_ns + 1000,
+        });
+        m
+    }
+
     /// A frame of `external` mode: draw waits 20 µs for the kernel, which ends at +50 µs.
     fn feed_frame(p: &mut Profiler, f: u64, t0: u64) {
         let us = 1000;
@@ -745,15 +758,7 @@ mod tests {
         p.add(host(1, Track::Queue, Phase::WaitComputed, 305 * us, 310 * us), &no_vk);
         p.add(host(1, Track::Queue, Phase::Draw, 310 * us, 500 * us), &no_vk);
         for f in 0..2 {
-            let mut m = RenderMarks::start(f);
-            m.start_ns = f * 50 * us;
-            m.spans.push(HostSpan {
-                track: Track::Render,
-                phase: Phase::Submit,
-                start_ns: m.start_ns,
-                end_ns: m.start_ns + us,
-            });
-            p.end_frame(m);
+            p.end_frame(submitted(f, f * 50 * us));
         }
         p.finish(500 * us);
         let closed: Vec<_> = p.drain_closed().collect();
@@ -822,15 +827,7 @@ mod tests {
                 |phase, a, b| Span { frame: f, track: Track::Queue, phase, start: tick(a), end: tick(b) };
             p.add(draw(Phase::WaitComputed, t0 + 10 * us, t0 + 60 * us), &vk);
             p.add(draw(Phase::Draw, t0 + 60 * us, t0 + 160 * us), &vk);
-            let mut m = RenderMarks::start(f);
-            m.start_ns = 1_000_000 + t0;
-            m.spans.push(HostSpan {
-                track: Track::Render,
-                phase: Phase::Submit,
-                start_ns: m.start_ns,
-                end_ns: m.start_ns + us,
-            });
-            p.end_frame(m);
+            p.end_frame(submitted(f, 1_000_000 + t0));
         }
         p.finish(1_000_000 + 1200 * us);
         assert_eq!(p.unmapped_spans, 0);
@@ -884,15 +881,7 @@ mod tests {
                 &no_vk,
             );
             p.add(host(f, Track::Queue, Phase::Draw, t0 + 200 * us, t0 + 300 * us), &no_vk);
-            let mut m = RenderMarks::start(f);
-            m.start_ns = t0;
-            m.spans.push(HostSpan {
-                track: Track::Render,
-                phase: Phase::Submit,
-                start_ns: t0,
-                end_ns: t0 + us,
-            });
-            p.end_frame(m);
+            p.end_frame(submitted(f, t0));
         }
         p.finish(2000 * us);
         let f: Vec<FrameFigures> = p.drain_closed().collect();
