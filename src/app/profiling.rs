@@ -126,6 +126,7 @@ impl FrameProfile {
             compute_accuracy_ns: compute.accuracy_ns,
             compute_drift_ns: compute.drift_ns,
             compute_on_gpu_clock: compute.on_vulkan_clock,
+            compute_in_graphics_queue: session.sync.backend_kind().on_vulkan_queue(),
             late_spans: self.profiler.late_spans,
         };
         trace::write(file, ring, &meta)

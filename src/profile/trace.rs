@@ -3,7 +3,9 @@
 //!
 //! Layout of the file:
 //! - one process, "vkhip", with one thread per [`Track`] (tid 1 render thread, 2 bridge thread,
-//!   3 graphics queue, 4 compute, 5 hand-off), named by `thread_name` metadata;
+//!   3 graphics queue, 4 compute, 5 hand-off), named by `thread_name` metadata (the compute track
+//!   is "compute (GPU: in the graphics queue)" when its work is submitted there: the `vulkan` and
+//!   `cuda-in-vulkan` backends, whose spans come from Vulkan timestamps around the dispatch or launch);
 //! - one complete event (`"ph": "X"`) per span, `ts`/`dur` in microseconds from the run's first
 //!   traced instant, `args` = {frame, slot, role?}; `role` is `write` for the compute side's write
 //!   of a slot and `read` for the draw from the moment its heights were readable: what
@@ -116,6 +118,8 @@ pub struct TraceMeta {
     pub compute_drift_ns: u64,
     /// The compute side's spans are GPU stamps on the Vulkan device clock (same mapping).
     pub compute_on_gpu_clock: bool,
+    /// The compute side is work submitted to the graphics queue (`vulkan`, `cuda-in-vulkan`).
+    pub compute_in_graphics_queue: bool,
     pub late_spans: u64,
 }
 
@@ -136,8 +140,13 @@ pub fn document(ring: &TraceRing, meta: &TraceMeta) -> Value {
     let origin = ring.frames().flat_map(|f| f.spans.iter().map(|s| s.start_ns)).min().unwrap_or(0);
     let mut events = vec![json!({"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "vkhip"}})];
     for t in Track::ALL {
+        // A kernel or dispatch submitted to the graphics queue runs there: its track says so.
+        let name = match t {
+            Track::Compute if meta.compute_in_graphics_queue => "compute (GPU: in the graphics queue)",
+            _ => t.name(),
+        };
         events.push(
-            json!({"ph": "M", "name": "thread_name", "pid": 1, "tid": t.tid(), "args": {"name": t.name()}}),
+            json!({"ph": "M", "name": "thread_name", "pid": 1, "tid": t.tid(), "args": {"name": name}}),
         );
         events.push(json!({"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": t.tid(), "args": {"sort_index": t.tid()}}));
     }
