@@ -189,7 +189,7 @@ impl ExternalSemaphoreWaitParams {
 }
 
 // Compile-time layout checks against ROCm 6.4.3's hip_runtime_api.h (Debian sid libamdhip64-dev
-// 6.4.3-5, lines 1213-1330; offsets as gcc computes them there, see tests/hip_layout.rs).
+// 6.4.3-5, lines 1213-1330; offsets as gcc computes them there, see the layout test in hip/layout.rs).
 const _: () = {
     use std::mem::{offset_of, size_of};
     assert!(offset_of!(ExternalMemoryHandleDesc, type_) == 0);
