@@ -241,7 +241,9 @@ impl Session {
             ))
             .into());
         }
-        if interop && !uuids.contains(&physical.uuid) {
+        // The kernel in Vulkan's queue is CUDA's too: the device must be one CUDA sees.
+        let in_queue = choice.kind == BackendKind::CudaInVulkan;
+        if (interop || in_queue) && !uuids.contains(&physical.uuid) {
             return Err(ComputeError::Unavailable {
                 backend: choice.kind.name(),
                 reason: format!(
@@ -260,14 +262,6 @@ impl Session {
             .into());
         }
         let device_uuid = physical.uuid;
-        let in_queue = choice.kind == BackendKind::CudaInVulkan;
-        if in_queue && !uuids.contains(&physical.uuid) {
-            return Err(ComputeError::Unavailable {
-                backend: choice.kind.name(),
-                reason: format!("Vulkan device '{}' is not a CUDA device", physical.name),
-            }
-            .into());
-        }
         let ctx = Context::new_with(instance, physical, swapchain, in_queue)?;
         startup_mark("Vulkan device created");
         // Calibrate while the queue is still idle.
