@@ -205,14 +205,33 @@ impl<E: TimedEvent> StreamTimer<E> {
     pub fn new(
         api: &'static str,
         clock_stream: E::Stream,
+        new_event: impl FnMut() -> Result<E>,
+    ) -> Result<Self> {
+        Self::build(api, clock_stream, new_event, false)
+    }
+
+    /// A timer whose spans come from the kernels' own GPU stamps (see the module note): no
+    /// anchor is taken; `clock_stream` only satisfies the type (nothing is recorded on it).
+    pub fn gpu_stamped(
+        api: &'static str,
+        clock_stream: E::Stream,
+        new_event: impl FnMut() -> Result<E>,
+    ) -> Result<Self> {
+        Self::build(api, clock_stream, new_event, true)
+    }
+
+    fn build(
+        api: &'static str,
+        clock_stream: E::Stream,
         mut new_event: impl FnMut() -> Result<E>,
+        stamped: bool,
     ) -> Result<Self> {
         let ring = event_ring(&mut new_event)?;
         let first = new_event()?;
         let enabled = crate::profile::gpu_timing();
         // Profiling must not stop the backend from opening: without an anchor (a GPU busy with
-        // another context), spans wait for one taken later.
-        let anchor = if !enabled {
+        // another context), spans wait for one taken later. A stamped timer needs none.
+        let anchor = if !enabled || stamped {
             None
         } else {
             match take_anchor(&first, &clock_stream, ANCHOR_TRIES, ANCHOR_GIVE_UP_NS) {
@@ -226,7 +245,11 @@ impl<E: TimedEvent> StreamTimer<E> {
                 }
             }
         };
-        let now = host_now_ns();
+        let next_anchor_ns = match (stamped, anchor) {
+            (true, _) => u64::MAX,
+            (false, Some(_)) => host_now_ns() + REANCHOR_NS,
+            (false, None) => host_now_ns() + RETRY_NS,
+        };
         Ok(StreamTimer {
             enabled,
             ring,
@@ -235,7 +258,7 @@ impl<E: TimedEvent> StreamTimer<E> {
             anchor: (first, anchor),
             spare: new_event()?,
             clock_stream,
-            next_anchor_ns: now + if anchor.is_some() { REANCHOR_NS } else { RETRY_NS },
+            next_anchor_ns,
             backoff_ns: RETRY_NS,
             max_drift_ns: 0,
             max_f32_step_ns: 0,
@@ -243,35 +266,7 @@ impl<E: TimedEvent> StreamTimer<E> {
             dropped: 0,
             spans: Vec::new(),
             api,
-            stamped: false,
-        })
-    }
-
-    /// A timer whose spans come from the kernels' own GPU stamps (see the module note): no
-    /// anchor is taken; `clock_stream` only satisfies the type (nothing is recorded on it).
-    pub fn gpu_stamped(
-        api: &'static str,
-        clock_stream: E::Stream,
-        mut new_event: impl FnMut() -> Result<E>,
-    ) -> Result<Self> {
-        let ring = event_ring(&mut new_event)?;
-        Ok(StreamTimer {
-            enabled: crate::profile::gpu_timing(),
-            ring,
-            anchor: (new_event()?, None),
-            spare: new_event()?,
-            clock_stream,
-            next_anchor_ns: u64::MAX,
-            backoff_ns: RETRY_NS,
-            max_drift_ns: 0,
-            max_anchor_ns: 0,
-            max_f32_step_ns: 0,
-            anchors: 0,
-            refused_anchors: 0,
-            dropped: 0,
-            spans: Vec::new(),
-            api,
-            stamped: true,
+            stamped,
         })
     }
 
