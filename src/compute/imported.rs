@@ -55,8 +55,16 @@ pub trait InteropApi {
     fn signal(&self, semaphore: &Self::Semaphore, value: u64, stream: &Self::Stream) -> Result<()>;
     /// Enqueue the kernel writing each buffer for its parameters: 1 to [`MAX_BATCH`] slots, all
     /// on one grid when more than one, each grid already checked to fit its buffer. One launch
-    /// for the lot where the API can; returns the (last) launch's shape.
-    fn launch(&self, stream: &Self::Stream, slots: &[(&Self::Buffer, WaveParams)]) -> Result<SinewaveLaunch>;
+    /// for the lot where the API can; returns the (last) launch's shape. `stamp_entry`: the
+    /// launch writes its GPU stamps into that ring entry when the backend's timer is
+    /// [`StreamTimer::gpu_stamped`] (None: no stamps, null pointers; APIs without GPU stamps,
+    /// HIP, ignore it).
+    fn launch(
+        &self,
+        stream: &Self::Stream,
+        slots: &[(&Self::Buffer, WaveParams)],
+        stamp_entry: Option<usize>,
+    ) -> Result<SinewaveLaunch>;
     /// Enqueue a fill of the first `words` 32-bit words of `buffer` with zeros (checked to fit).
     fn fill(&self, buffer: &Self::Buffer, words: usize, stream: &Self::Stream) -> Result<()>;
     /// A new event that records timestamps.
@@ -65,11 +73,6 @@ pub trait InteropApi {
     fn elapsed_us(&self, start: &Self::Event, end: &Self::Event) -> Result<f64>;
     /// Block the host until everything enqueued on `stream` has finished.
     fn synchronize(&self, stream: &Self::Stream) -> Result<()>;
-
-    /// The next [`Self::launch`] writes its GPU stamps into ring entry `entry` (None: no stamps,
-    /// null pointers), when the backend's timer is [`StreamTimer::gpu_stamped`]. Ignored by APIs
-    /// without GPU stamps (HIP: events against anchors, null stamp pointers).
-    fn stamp_next_launch(&self, _entry: Option<usize>) {}
 
     /// The GPU stamps of ring entry `entry` (start, end ns), read only once the launch that wrote
     /// them completed (see [`StreamTimer::take_spans_with`]).
@@ -241,8 +244,7 @@ impl<A: InteropApi> Imported<A> {
             self.api.wait(semaphore, value, &self.stream)?;
         }
         self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
-        self.api.stamp_next_launch(self.timer.stamping().then_some(i));
-        self.api.launch(&self.stream, &slots)?;
+        self.api.launch(&self.stream, &slots, self.timer.stamping().then_some(i))?;
         self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
         if let Some((semaphore, value)) = signal {
             self.api.signal(semaphore, value, &self.stream)?;
@@ -255,8 +257,7 @@ impl<A: InteropApi> Imported<A> {
         let i = self.timer.begin(frame);
         let buffer = self.slot_for(slot, params.grid)?;
         self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
-        self.api.stamp_next_launch(self.timer.stamping().then_some(i));
-        self.api.launch(&self.stream, &[(buffer, *params)])?;
+        self.api.launch(&self.stream, &[(buffer, *params)], self.timer.stamping().then_some(i))?;
         self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
         self.done.record_on(&self.stream)?;
         self.done.wait()
@@ -277,7 +278,7 @@ impl<A: InteropApi> Imported<A> {
         let events = (0..iterations)
             .map(|_| Ok([api.timed_event()?, api.timed_event()?, api.timed_event()?, api.timed_event()?]))
             .collect::<Result<Vec<_>>>()?;
-        let launch = || api.launch(&self.stream, &[(buffer, *params)]);
+        let launch = || api.launch(&self.stream, &[(buffer, *params)], None);
         let cfg = launch()?;
         log::info!(
             "{}: benchmark on {}: {}x{} blocks of {} threads, {iterations} timed launches",
@@ -487,7 +488,6 @@ mod tests {
     #[derive(Default)]
     struct FakeApi {
         stamp_entries: RefCell<Vec<Option<usize>>>,
-        next: Cell<Option<usize>>,
     }
 
     impl InteropApi for FakeApi {
@@ -515,8 +515,9 @@ mod tests {
             &self,
             stream: &FakeStream,
             slots: &[(&(usize, u64), WaveParams)],
+            stamp_entry: Option<usize>,
         ) -> Result<SinewaveLaunch> {
-            self.stamp_entries.borrow_mut().push(self.next.take());
+            self.stamp_entries.borrow_mut().push(stamp_entry);
             let which: Vec<String> = slots.iter().map(|(b, _)| b.0.to_string()).collect();
             stream.0.borrow_mut().push(format!("launch {}", which.join(",")));
             Ok(crate::compute::kernel::sinewave_launch(slots[0].1.grid, 8))
@@ -534,9 +535,6 @@ mod tests {
         fn synchronize(&self, stream: &FakeStream) -> Result<()> {
             stream.0.borrow_mut().push("sync".into());
             Ok(())
-        }
-        fn stamp_next_launch(&self, entry: Option<usize>) {
-            self.next.set(entry);
         }
     }
 

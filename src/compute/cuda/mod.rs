@@ -63,7 +63,6 @@ use crate::compute::{
 use crate::sim::WaveParams;
 use plan::{DeviceLimits, SinewaveBatchArgs};
 use stamps::GpuStamps;
-use std::cell::Cell;
 use std::sync::Arc;
 use vkhip_interop::cuda::{
     self as interop, Cuda, CudaBuffer, CudaEvent, CudaKernel, CudaMemory, CudaSemaphore,
@@ -289,17 +288,7 @@ fn import_pair(
 pub struct CudaApi {
     kernel: Sinewave,
     stamps: Option<GpuStamps>,
-    /// The ring entry the next launch stamps into (taken by that launch).
-    next_stamp: Cell<Option<usize>>,
     cuda: Arc<Cuda>,
-}
-
-impl CudaApi {
-    /// The stamp target of the next launch, once.
-    fn take_stamp_target(&self) -> Option<StampTarget> {
-        let entry = self.next_stamp.take()?;
-        self.stamps.as_ref().map(|s| s.target(entry))
-    }
 }
 
 impl InteropApi for CudaApi {
@@ -324,8 +313,13 @@ impl InteropApi for CudaApi {
     }
 
     /// One `sinewave` launch for one slot, one `sinewave_batch` launch for several.
-    fn launch(&self, stream: &Arc<Cuda>, slots: &[(&CudaBuffer, WaveParams)]) -> Result<SinewaveLaunch> {
-        let stamps = self.take_stamp_target();
+    fn launch(
+        &self,
+        stream: &Arc<Cuda>,
+        slots: &[(&CudaBuffer, WaveParams)],
+        stamp_entry: Option<usize>,
+    ) -> Result<SinewaveLaunch> {
+        let stamps = stamp_entry.and_then(|entry| Some(self.stamps.as_ref()?.target(entry)));
         if let [(buffer, params)] = slots {
             return self.kernel.launch(stream, (*buffer).into(), params, stamps);
         }
@@ -349,10 +343,6 @@ impl InteropApi for CudaApi {
 
     fn synchronize(&self, stream: &Arc<Cuda>) -> Result<()> {
         Ok(stream.synchronize()?)
-    }
-
-    fn stamp_next_launch(&self, entry: Option<usize>) {
-        self.next_stamp.set(entry.filter(|_| self.stamps.is_some()));
     }
 
     fn read_stamps(&self, entry: usize) -> Option<(u64, u64)> {
@@ -432,7 +422,7 @@ impl CudaBackend {
             if timeline.is_some() { "yes" } else { "no" },
             binary.len()
         );
-        let api = CudaApi { kernel, stamps, next_stamp: Cell::new(None), cuda: cuda.clone() };
+        let api = CudaApi { kernel, stamps, cuda: cuda.clone() };
         let core = Imported::new(api, cuda.clone(), done, timer, slots, Semaphores { timeline, binary });
         Ok(InteropBackend::from_parts(core, CudaContext { cuda }))
     }

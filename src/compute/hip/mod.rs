@@ -160,7 +160,14 @@ impl InteropApi for HipApi {
     }
 
     /// One `sinewave` launch per slot (HIP batches through the trait's default loop, one slot each).
-    fn launch(&self, stream: &Arc<Hip>, slots: &[(&HipBuffer, WaveParams)]) -> Result<SinewaveLaunch> {
+    /// HIP has no GPU stamps (events against anchors): `_stamp_entry` is ignored, the stamp
+    /// pointers are null.
+    fn launch(
+        &self,
+        stream: &Arc<Hip>,
+        slots: &[(&HipBuffer, WaveParams)],
+        _stamp_entry: Option<usize>,
+    ) -> Result<SinewaveLaunch> {
         let mut last = None;
         for (buffer, params) in slots {
             imported::check_grid_fits("hip", params.grid, buffer.size())?;
