@@ -216,6 +216,30 @@ impl Drop for ExternalMemory {
     }
 }
 
+/// Enqueue a fill of the first `words` 32-bit words at `ptr` with `value` on `stream`
+/// (`cuMemsetD32Async`); more words than `size` bytes hold is [`ErrorKind::Invalid`](crate::ErrorKind::Invalid).
+///
+/// # Safety
+/// `ptr` is device memory of at least `size` bytes that stays alive until the fill has run.
+unsafe fn memset_d32_within(
+    driver: &Driver,
+    ptr: sys::CUdeviceptr,
+    size: u64,
+    value: u32,
+    words: usize,
+    stream: &Stream,
+) -> Result<()> {
+    if words as u64 * 4 > size {
+        return Err(Error::invalid(
+            Api::Cuda,
+            format!("a fill of {words} words exceeds the {size}-byte buffer"),
+        ));
+    }
+    // SAFETY: the range lies inside the memory (checked above; the caller vouches for `size`);
+    // the stream is live.
+    unsafe { driver.memset_d32_async(ptr, value, words, stream.raw()) }
+}
+
 /// A device pointer to `size` bytes at offset 0 of imported memory, which it owns: on drop the
 /// pointer is freed, then the import destroyed.
 #[derive(Debug)]
@@ -242,14 +266,8 @@ impl MappedBuffer {
 
     /// Enqueue a fill of the first `words` 32-bit words with `value`.
     pub fn memset_d32_async(&self, value: u32, words: usize, stream: &Stream) -> Result<()> {
-        if words as u64 * 4 > self.size {
-            return Err(Error::invalid(
-                Api::Cuda,
-                format!("a fill of {words} words exceeds the {}-byte buffer", self.size),
-            ));
-        }
-        // SAFETY: the range lies inside the mapping (checked above); the stream is live.
-        unsafe { self.memory.driver.memset_d32_async(self.ptr, value, words, stream.raw()) }
+        // SAFETY: `ptr` maps `size` bytes, alive while `self` is.
+        unsafe { memset_d32_within(self.memory.driver, self.ptr, self.size, value, words, stream) }
     }
 }
 
@@ -366,14 +384,8 @@ impl DeviceBuffer {
 
     /// Enqueue a fill of the first `words` 32-bit words with `value`.
     pub fn memset_d32_async(&self, value: u32, words: usize, stream: &Stream) -> Result<()> {
-        if words as u64 * 4 > self.size {
-            return Err(Error::invalid(
-                Api::Cuda,
-                format!("a fill of {words} words exceeds the {}-byte buffer", self.size),
-            ));
-        }
-        // SAFETY: the range lies inside the allocation (checked above); the stream is live.
-        unsafe { self.driver.memset_d32_async(self.ptr, value, words, stream.raw()) }
+        // SAFETY: `ptr` is an allocation of `size` bytes, alive while `self` is.
+        unsafe { memset_d32_within(self.driver, self.ptr, self.size, value, words, stream) }
     }
 
     /// Enqueue a copy of the first `bytes` bytes into `dst` on `stream`.
