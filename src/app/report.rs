@@ -239,7 +239,7 @@ pub fn frame_report(
             out,
             "  run-ahead    compute was handed frames up to {} ahead of the draw; heights were ready {} before their draw",
             plan.lead_frames(),
-            if st.lead.is_empty() { "(not measured)".to_string() } else { ms_line(&st.lead) }
+            if st.handoff_out.is_empty() { "(not measured)".to_string() } else { ms_line(&st.handoff_out) }
         );
     }
     let _ = writeln!(

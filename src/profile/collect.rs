@@ -144,13 +144,12 @@ pub struct FrameFigures {
     /// GPU hand-off in: the draw that last read this frame's slot (frame f − K) ended, so Vulkan
     /// signalled `rendered` → the compute side's write (the kernel) started.
     pub handoff_in_ns: Option<u64>,
-    /// GPU hand-off out: the compute side's write ended → the draw's heights were readable.
+    /// GPU hand-off out: the compute side's write ended → the draw's heights were readable (how
+    /// long before the draw could read them the heights were written: large with run-ahead and
+    /// batches).
     pub handoff_out_ns: Option<u64>,
     /// The frame of a compute write (of another frame) that ran while this frame's draw read.
     pub kernel_inside: Option<u64>,
-    /// How long before the draw could read them the heights were written (end of the write to
-    /// the draw's heights-readable moment; large with run-ahead and batches).
-    pub lead_ns: Option<u64>,
     /// Render thread CPU time for the frame.
     pub cpu_ns: u64,
     /// The same without the throttle's wait: vkhip's own work per frame (recording, submitting,
@@ -172,7 +171,6 @@ pub struct Stats {
     pub overhead: Stat,
     pub handoff_in: Stat,
     pub handoff_out: Stat,
-    pub lead: Stat,
     pub cpu: Stat,
     pub cpu_work: Stat,
     /// `cpu` by phase (see [`CpuSplit`]).
@@ -485,7 +483,6 @@ impl Profiler {
         opt(&mut s.overhead, f.overhead_ns);
         opt(&mut s.handoff_in, f.handoff_in_ns);
         opt(&mut s.handoff_out, f.handoff_out_ns);
-        opt(&mut s.lead, f.lead_ns);
         let host = |phases: &[Phase]| -> u64 {
             spans
                 .iter()
@@ -591,10 +588,6 @@ fn figures(open: &Open, frame_ns: Option<u64>, prev_draw_end: Option<u64>) -> Fr
         handoff_in_ns: None,
         handoff_out_ns: None,
         kernel_inside: None,
-        lead_ns: match (draw, write) {
-            (Some(d), Some(w)) => Some(d.start_ns.saturating_sub(w.end_ns)),
-            _ => None,
-        },
         cpu_ns: open.cpu_split.total_ns(),
         cpu_work_ns: open.cpu_split.total_ns() - open.cpu_split.wait_ns,
         cpu_split: open.cpu_split,
