@@ -12,6 +12,7 @@
 //! | `cuda-semaphore-import` | CUDA's import of a semaphore (cuImportExternalSemaphore) | CUDA_ERROR_NOT_SUPPORTED |
 //! | `cuda-compile` | NVRTC compiling the kernel (the cache is bypassed) | NVRTC_ERROR_COMPILATION |
 //! | `cuda-launch` | a kernel launch (cuLaunchKernel) | CUDA_ERROR_ILLEGAL_ADDRESS (the error a kernel's bad access leaves; the injection does not make the context unusable the way a real one does) |
+//! | `surface-query` | every query of a window's surface: while the device is chosen (support, capabilities, formats, present modes of each device, in that order) and later (capabilities before each swapchain) | VK_ERROR_UNKNOWN (what NVIDIA's driver answers on an X server without DRI3) |
 //!
 //! Unset, each point costs a `Once` check and one relaxed atomic load. A malformed value is a usage error (exit 2),
 //! checked at start-up by [`check_env`].
@@ -34,6 +35,7 @@ pub enum Fault {
     CudaSemaphoreImport,
     CudaCompile,
     CudaLaunch,
+    SurfaceQuery,
 }
 
 impl Fault {
@@ -46,6 +48,7 @@ impl Fault {
         Fault::CudaSemaphoreImport,
         Fault::CudaCompile,
         Fault::CudaLaunch,
+        Fault::SurfaceQuery,
     ];
 
     pub fn name(self) -> &'static str {
@@ -58,6 +61,7 @@ impl Fault {
             Fault::CudaSemaphoreImport => "cuda-semaphore-import",
             Fault::CudaCompile => "cuda-compile",
             Fault::CudaLaunch => "cuda-launch",
+            Fault::SurfaceQuery => "surface-query",
         }
     }
 
@@ -89,14 +93,14 @@ impl Fault {
 }
 
 /// Which call fails at each point (0 = never), and how many calls each point has seen.
-const N: usize = 8;
+const N: usize = 9;
 static FAIL_AT: [AtomicU64; N] = [const { AtomicU64::new(0) }; N];
 static SEEN: [AtomicU64; N] = [const { AtomicU64::new(0) }; N];
 static FROM_ENV: Once = Once::new();
 
 /// A malformed `VKHIP_FAULT`.
 #[derive(Debug, thiserror::Error)]
-#[error("{ENV}={value}: {why} (points: vk-alloc, queue-submit, device-lost, kernel-compile, cuda-memory-import, cuda-semaphore-import, cuda-compile, cuda-launch; POINT[@N],…)")]
+#[error("{ENV}={value}: {why} (points: vk-alloc, queue-submit, device-lost, kernel-compile, cuda-memory-import, cuda-semaphore-import, cuda-compile, cuda-launch, surface-query; POINT[@N],…)")]
 pub struct FaultSpecError {
     value: String,
     why: String,
@@ -203,10 +207,11 @@ mod tests {
     #[test]
     fn specs_parse_and_typos_are_refused() {
         assert_eq!(parse("").unwrap(), [0; N]);
-        assert_eq!(parse("vk-alloc").unwrap(), [1, 0, 0, 0, 0, 0, 0, 0]);
-        assert_eq!(parse("queue-submit@7, device-lost@2").unwrap(), [0, 7, 2, 0, 0, 0, 0, 0]);
-        assert_eq!(parse("kernel-compile@3,cuda-memory-import").unwrap(), [0, 0, 0, 3, 1, 0, 0, 0]);
-        assert_eq!(parse("cuda-launch@5,cuda-compile").unwrap(), [0, 0, 0, 0, 0, 0, 1, 5]);
+        assert_eq!(parse("vk-alloc").unwrap(), [1, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(parse("queue-submit@7, device-lost@2").unwrap(), [0, 7, 2, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(parse("kernel-compile@3,cuda-memory-import").unwrap(), [0, 0, 0, 3, 1, 0, 0, 0, 0]);
+        assert_eq!(parse("cuda-launch@5,cuda-compile").unwrap(), [0, 0, 0, 0, 0, 0, 1, 5, 0]);
+        assert_eq!(parse("surface-query@4").unwrap(), [0, 0, 0, 0, 0, 0, 0, 0, 4]);
         for bad in ["vk-aloc", "queue-submit@0", "device-lost@x", "@3", "memory-import"] {
             assert!(parse(bad).is_err(), "{bad} accepted");
         }

@@ -55,8 +55,11 @@ impl Offscreen {
     /// Build the session for `common` and an offscreen target of `extent`.
     pub fn new(common: &CommonArgs, extent: vk::Extent2D) -> anyhow::Result<Self> {
         super::session::prewarm(common.backend);
-        let instance = Arc::new(Instance::new(common.validation, &[])?);
-        let session = Session::new(instance, common, false)?;
+        // A dependency panicking while the device is made: one line and exit 2 (`super::panics`).
+        let session = super::panics::contain("creating the Vulkan device", || {
+            let instance = Arc::new(Instance::new(common.validation, &[])?);
+            anyhow::Ok(Session::new(instance, common, false)?)
+        })??;
         let renderer = Renderer::new(
             &session.ctx,
             OFFSCREEN_FORMAT,

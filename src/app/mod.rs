@@ -25,6 +25,7 @@ pub mod headless;
 pub mod info;
 pub mod interrupt;
 pub mod matrix;
+pub mod panics;
 pub mod profiling;
 pub mod report;
 pub mod session;
@@ -48,8 +49,17 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 match window::event_loop() {
                     Ok(el) => {
                         crate::cli::check_run(&cli.run, false)?;
-                        window::run(&cli.run, el)?;
-                        return Ok(interrupted_or(ExitCode::SUCCESS));
+                        match window::run(&cli.run, el) {
+                            Ok(()) => return Ok(interrupted_or(ExitCode::SUCCESS)),
+                            // No device can draw into the window (before its first frame): as
+                            // with a dead display, the run goes on without it.
+                            Err(e) if window::cannot_present(&e) => log::warn!(
+                                "{}; running headless (--headless skips the window; --device N picks \
+                                 a device that can present, `vkhip info` lists them)",
+                                e.root_cause()
+                            ),
+                            Err(e) => return Err(e),
+                        }
                     }
                     Err(e) => log::warn!("cannot open a window ({e}); running headless"),
                 }
@@ -95,6 +105,7 @@ pub fn is_environment_error(e: &anyhow::Error) -> bool {
             || c.downcast_ref::<crate::image::ImageError>().is_some()
             || c.downcast_ref::<crate::profile::check::CheckError>().is_some()
             || c.downcast_ref::<profiling::TraceError>().is_some()
+            || c.downcast_ref::<panics::DependencyPanic>().is_some()
             || c.downcast_ref::<session::SessionError>().is_some_and(|s| s.is_environment())
             || c.downcast_ref::<frame::FrameError>().is_some_and(|f| f.is_environment())
             || c.downcast_ref::<crate::sync::SyncError>().is_some_and(|s| s.is_environment())

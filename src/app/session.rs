@@ -54,6 +54,7 @@ use crate::vk::clock::GpuClock;
 use crate::vk::device::{choose_device, enumerate, uuid_string, Context, PhysicalDeviceInfo};
 use crate::vk::external::{Slot, SlotMemory};
 use crate::vk::instance::Instance;
+use crate::vk::swapchain::Surface;
 use crate::vk::{cmd_memory_barrier, VkError};
 use std::sync::Arc;
 
@@ -208,9 +209,35 @@ pub struct Session {
 impl Session {
     /// Build everything for `args` on `instance`; `swapchain` enables presenting.
     pub fn new(instance: Arc<Instance>, args: &CommonArgs, swapchain: bool) -> Result<Self, SessionError> {
+        Self::build(instance, args, swapchain, None)
+    }
+
+    /// [`Session::new`] for a window: only a device that can present to `surface` is chosen
+    /// ([`Surface::present_problem`]); where none can, a [`VkError::CannotPresent`] naming the
+    /// device and `display`.
+    pub fn for_window(
+        instance: Arc<Instance>,
+        args: &CommonArgs,
+        surface: &Surface,
+        display: &str,
+    ) -> Result<Self, SessionError> {
+        Self::build(instance, args, true, Some((surface, display)))
+    }
+
+    fn build(
+        instance: Arc<Instance>,
+        args: &CommonArgs,
+        swapchain: bool,
+        window: Option<(&Surface, &str)>,
+    ) -> Result<Self, SessionError> {
         prewarm(args.backend);
         crate::profile::set_gpu_timing(args.gpu_timing == crate::cli::OnOff::On);
-        let devices = enumerate(&instance)?;
+        let mut devices = enumerate(&instance)?;
+        if let Some((surface, display)) = window {
+            for d in devices.iter_mut().filter(|d| d.usable()) {
+                d.cannot_present = surface.present_problem(d, display);
+            }
+        }
         startup_mark("Vulkan instance made, devices enumerated");
         let choice = choose_backend(args.backend, &devices, args.device)?;
         startup_mark("compute devices probed");

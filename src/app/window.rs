@@ -6,7 +6,7 @@
 use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget};
 use super::profiling::{create_trace_file, FrameProfile};
 use super::report::frame_report;
-use super::session::Session;
+use super::session::{Session, SessionError};
 use crate::camera::OrbitCamera;
 use crate::cli::{PresentMode, RunArgs, TimeMode};
 use crate::overlay::OverlayFeed;
@@ -78,9 +78,29 @@ fn present_mode(m: PresentMode) -> vk::PresentModeKHR {
     }
 }
 
-/// Whether a window can be opened at all (the event loop needs a reachable display).
-pub fn event_loop() -> Result<EventLoop<()>, winit::error::EventLoopError> {
-    EventLoop::new()
+/// Whether a window can be opened at all (the event loop needs a reachable display, and the
+/// libraries winit loads at run time: without `libxkbcommon-x11` it panics, and the panic is
+/// this error, see [`super::panics`]).
+pub fn event_loop() -> anyhow::Result<EventLoop<()>> {
+    Ok(super::panics::contain("opening the window system", EventLoop::new)??)
+}
+
+/// Whether `e` says that no device can present to the window (the run falls back to headless).
+pub fn cannot_present(e: &anyhow::Error) -> bool {
+    // `SessionError::Vulkan` is transparent: its `source()` skips the `VkError` it holds.
+    let cannot = |v: Option<&VkError>| matches!(v, Some(VkError::CannotPresent { .. }));
+    e.chain().any(|c| {
+        cannot(c.downcast_ref::<VkError>())
+            || matches!(c.downcast_ref::<SessionError>(), Some(SessionError::Vulkan(v)) if cannot(Some(v)))
+    })
+}
+
+/// The display the window opens on, as the user set it (`DISPLAY=:0`).
+fn display_name() -> String {
+    ["WAYLAND_DISPLAY", "DISPLAY"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()).map(|s| format!("{v}={s}")))
+        .unwrap_or_else(|| "the display".into())
 }
 
 /// Run the window until it is closed (or `--frames` is reached); prints the frame report.
@@ -120,14 +140,7 @@ impl App<'_> {
         let raw_window = window.window_handle().context("window handle")?.as_raw();
         // SAFETY: `window` is kept in `Running` and dropped after the surface (field order).
         let surface = unsafe { Surface::new(&instance, display, raw_window) }?;
-        let session = Session::new(instance, &args.common, true)?;
-        if !surface.supported_by(&session.ctx)? {
-            return Err(VkError::Unsupported(format!(
-                "{} cannot present to this window",
-                session.ctx.physical.name
-            ))
-            .into());
-        }
+        let session = Session::for_window(instance, &args.common, &surface, &display_name())?;
         let format = surface.choose_format(&session.ctx)?;
         let renderer = Renderer::new(
             &session.ctx,
@@ -292,6 +305,7 @@ impl App<'_> {
     /// Drain and tear down in order, then build the report.
     fn finish(&mut self, mut r: Running) {
         let done = r.frame;
+        let failed_before_a_frame = done == 0 && self.error.is_some();
         if done > 0 {
             if let Err(e) = r.session.sync.wait_rendered(done) {
                 self.error.get_or_insert(e.into());
@@ -313,12 +327,15 @@ impl App<'_> {
                 }
             }
         }
-        self.report = Some(frame_report(
-            &r.session,
-            &r.profile,
-            &format!("window {}x{}", size.width, size.height),
-            &extra,
-        ));
+        // A run that failed before its first frame has nothing to report: the error says it all.
+        if !failed_before_a_frame {
+            self.report = Some(frame_report(
+                &r.session,
+                &r.profile,
+                &format!("window {}x{}", size.width, size.height),
+                &extra,
+            ));
+        }
         log::info!(
             "window closed after {done} frames ({:.1} fps)",
             r.profile.profiler.stats.frame.summary().fps
@@ -337,19 +354,23 @@ impl ApplicationHandler for App<'_> {
         if self.running.is_some() || self.error.is_some() {
             return;
         }
-        match self.start(el) {
-            Ok(r) => {
+        // A dependency panicking while the window and its device are made (winit, a loader
+        // library): one line and exit 2, no backtrace (see `super::panics`).
+        match super::panics::contain("creating the window and its Vulkan device", || self.start(el)) {
+            Ok(Ok(r)) => {
                 r.window.request_redraw();
                 self.running = Some(r);
             }
-            Err(e) => self.fail(el, e),
+            Ok(Err(e)) => self.fail(el, e),
+            Err(panicked) => self.fail(el, panicked.into()),
         }
     }
 
     fn window_event(&mut self, el: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
         match event {
             WindowEvent::CloseRequested => el.exit(),
-            WindowEvent::Destroyed => super::window_gone(el),
+            // Only a window that ran: one that failed to start is dropped by vkhip itself.
+            WindowEvent::Destroyed if self.running.is_some() => super::window_gone(el),
             WindowEvent::KeyboardInput { event, is_synthetic, .. }
                 if event.state == ElementState::Pressed =>
             {

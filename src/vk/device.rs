@@ -3,7 +3,8 @@
 //! Selection (`choose_device`, pure and unit-tested): `--device N` wins; otherwise the device whose
 //! deviceUUID matches the compute backend's device; otherwise discrete > integrated > virtual >
 //! CPU, first in enumeration order on a tie. Only devices with a graphics queue and timeline
-//! semaphores are candidates.
+//! semaphores are candidates; for a window, only those that can present to it
+//! ([`PhysicalDeviceInfo::cannot_present`]).
 
 use super::instance::Instance;
 use super::{CallContext, VkError};
@@ -53,6 +54,28 @@ pub struct PhysicalDeviceInfo {
     /// Whether CUDA kernels can run in this device's queue (VK_NVX_binary_import and
     /// bufferDeviceAddress; `--backend cuda-in-vulkan`).
     pub cuda_in_vulkan: CudaInVulkanSupport,
+    /// Why this device cannot present to the window the run opened (set by the window's device
+    /// choice; `None`: it can, or there is no window).
+    pub cannot_present: Option<PresentProblem>,
+}
+
+/// A device that cannot present to a window: the display, and the failed query or refusal.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PresentProblem {
+    /// The display as the user named it (`DISPLAY=:0`, `WAYLAND_DISPLAY=wayland-0`).
+    pub display: String,
+    /// What failed: a surface query and its result, or the queue family's refusal.
+    pub why: String,
+}
+
+impl PresentProblem {
+    fn error(&self, device: &str) -> VkError {
+        VkError::CannotPresent {
+            device: device.to_string(),
+            display: self.display.clone(),
+            why: self.why.clone(),
+        }
+    }
 }
 
 impl PhysicalDeviceInfo {
@@ -128,7 +151,42 @@ pub fn uuid_string(u: &[u8; 16]) -> String {
     )
 }
 
-/// Pick a device: returns its position in `devices` and the reason, for logs and `info`.
+/// Pick a device: returns its position in `devices` and the reason, for logs and `info`. A
+/// device that cannot present ([`PhysicalDeviceInfo::cannot_present`]) is never picked: asked
+/// for by `--device` or by its UUID, or the best of the usable ones, it is a
+/// [`VkError::CannotPresent`] naming it, the display and why.
+///
+/// # Examples
+///
+/// ```
+/// use ash::vk;
+/// use vkhip::vk::device::{choose_device, PhysicalDeviceInfo, PresentProblem};
+/// use vkhip::vk::VkError;
+///
+/// let device = |index, name: &str, device_type| PhysicalDeviceInfo {
+///     index,
+///     name: name.into(),
+///     device_type,
+///     graphics_family: Some(0),
+///     timeline_semaphores: true,
+///     api_version: vk::API_VERSION_1_3,
+///     ..Default::default()
+/// };
+/// let mut devices = vec![
+///     device(0, "H100", vk::PhysicalDeviceType::DISCRETE_GPU),
+///     device(1, "llvmpipe", vk::PhysicalDeviceType::CPU),
+/// ];
+/// devices[0].cannot_present = Some(PresentProblem {
+///     display: "DISPLAY=:99".into(),
+///     why: "vkGetPhysicalDeviceSurfacePresentModesKHR failed: VK_ERROR_UNKNOWN".into(),
+/// });
+/// // The discrete GPU cannot present to the window: the one that can is preferred.
+/// assert_eq!(choose_device(&devices, None, &[]).unwrap().0, 1);
+/// // Asked for by name, it is refused, saying why.
+/// let e = choose_device(&devices, Some(0), &[]).unwrap_err();
+/// assert!(matches!(e, VkError::CannotPresent { .. }));
+/// assert!(e.to_string().starts_with("H100 cannot present to the window on DISPLAY=:99"), "{e}");
+/// ```
 pub fn choose_device(
     devices: &[PhysicalDeviceInfo],
     requested: Option<usize>,
@@ -147,22 +205,40 @@ pub fn choose_device(
                 d.name
             )));
         }
+        if let Some(p) = &d.cannot_present {
+            return Err(p.error(&d.name));
+        }
         return Ok((i, format!("--device {i}")));
     }
     for uuid in compute_uuids {
         if let Some(i) = devices.iter().position(|d| d.usable() && &d.uuid == uuid) {
+            // The compute device is this one: another device could present, but not share memory.
+            if let Some(p) = &devices[i].cannot_present {
+                return Err(p.error(&devices[i].name));
+            }
             return Ok((i, format!("its deviceUUID {} matches the compute device", uuid_string(uuid))));
         }
     }
-    let best = devices
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| d.usable())
-        .max_by_key(|(i, d)| (d.type_rank(), std::cmp::Reverse(*i)))
-        .map(|(i, d)| (i, format!("first {} (discrete > integrated > virtual > CPU)", d.type_name())));
-    best.ok_or_else(|| {
-        VkError::NoDevice("no device has Vulkan 1.2, timeline semaphores and a graphics queue".into())
-    })
+    let best = |presents: bool| {
+        devices
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.usable() && (!presents || d.cannot_present.is_none()))
+            .max_by_key(|(i, d)| (d.type_rank(), std::cmp::Reverse(*i)))
+    };
+    if let Some((i, d)) = best(true) {
+        let can = if devices.iter().any(|d| d.cannot_present.is_some()) { " that can present" } else { "" };
+        return Ok((i, format!("first {}{can} (discrete > integrated > virtual > CPU)", d.type_name())));
+    }
+    match best(false) {
+        Some((_, d)) => Err(d
+            .cannot_present
+            .as_ref()
+            .map_or_else(|| VkError::NoDevice("no usable device".into()), |p| p.error(&d.name))),
+        None => Err(VkError::NoDevice(
+            "no device has Vulkan 1.2, timeline semaphores and a graphics queue".into(),
+        )),
+    }
 }
 
 fn c_array_to_string(chars: &[std::ffi::c_char]) -> String {
@@ -255,6 +331,7 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError
             timestamp_bits,
             calibrated,
             cuda_in_vulkan,
+            cannot_present: None,
         });
     }
     Ok(out)
@@ -662,6 +739,24 @@ mod tests {
             choose_device(&d, Some(5), &[]),
             Err(VkError::BadDeviceIndex { index: 5, count: 2 })
         ));
+    }
+
+    #[test]
+    fn a_device_that_cannot_present_is_never_chosen() {
+        let problem = PresentProblem { display: "DISPLAY=:9".into(), why: "no".into() };
+        let mut d = [dev(0, vk::PhysicalDeviceType::DISCRETE_GPU, 1), dev(1, vk::PhysicalDeviceType::CPU, 2)];
+        d[0].cannot_present = Some(problem.clone());
+        // The compute device's UUID names the one that cannot present: refused, not swapped for
+        // a device that could present but not share memory.
+        let e = choose_device(&d, None, &[[1; 16]]).unwrap_err();
+        assert_eq!(e.to_string(), "dev0 cannot present to the window on DISPLAY=:9 (no)");
+        let (i, why) = choose_device(&d, None, &[]).unwrap();
+        assert_eq!((i, why.contains("that can present")), (1, true), "{why}");
+        // None can: the best of them is named.
+        d[1].cannot_present = Some(problem);
+        let e = choose_device(&d, None, &[]).unwrap_err();
+        assert!(e.to_string().starts_with("dev0 cannot present"), "{e}");
+        assert!(e.is_environment());
     }
 
     #[test]

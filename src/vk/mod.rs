@@ -41,6 +41,10 @@ pub enum VkError {
     /// The device lacks something this run needs.
     #[error("{0}")]
     Unsupported(String),
+    /// The device cannot present to the window (a surface query failed, or no queue family
+    /// presents to it): the window run falls back to headless.
+    #[error("{device} cannot present to the window on {display} ({why})")]
+    CannotPresent { device: String, display: String, why: String },
     /// A Vulkan call returned an error.
     #[error("{call} failed: {}", describe(*result))]
     Call { call: &'static str, result: vk::Result },
@@ -83,6 +87,7 @@ impl VkError {
                 | VkError::NoDevice(_)
                 | VkError::BadDeviceIndex { .. }
                 | VkError::Unsupported(_)
+                | VkError::CannotPresent { .. }
         ) || matches!(self, VkError::Interop(e) if e.is_environment())
             || matches!(
                 self,

@@ -27,10 +27,11 @@
 //! assert_eq!(want(0, 0), vk::Extent2D { width: 1, height: 1 }); // a minimised window: never 0
 //! ```
 
-use super::device::Context;
+use super::device::{Context, PhysicalDeviceInfo, PresentProblem};
 use super::instance::Instance;
 use super::target::{Framebuffer, Image, DEPTH_FORMAT};
 use super::{CallContext, VkError};
+use crate::fault::{self, Fault};
 use ash::{khr, vk};
 use raw_window_handle::{RawDisplayHandle, RawWindowHandle};
 use std::sync::Arc;
@@ -59,17 +60,49 @@ impl Surface {
         Ok(Surface { loader, handle, instance: instance.clone() })
     }
 
-    /// Whether `ctx`'s queue family can present to this surface.
-    pub fn supported_by(&self, ctx: &Context) -> Result<bool, VkError> {
-        // SAFETY: valid physical device, family index and surface.
-        unsafe {
-            self.loader.get_physical_device_surface_support(
-                ctx.physical.handle,
-                ctx.queue_family,
-                self.handle,
-            )
+    /// Why `device` cannot present to this surface, or `None` if it can: its queue family must
+    /// support the surface, and every query a swapchain needs (capabilities, formats, present
+    /// modes) must succeed with something to choose from. NVIDIA's Vulkan on an X server without
+    /// DRI3 (Xvfb) says the family is supported, then answers the present-modes query with
+    /// VK_ERROR_UNKNOWN. Each query is a `surface-query` fault point. `display` names the display
+    /// in the answer.
+    pub fn present_problem(&self, device: &PhysicalDeviceInfo, display: &str) -> Option<PresentProblem> {
+        let family = device.graphics_family?;
+        let pd = device.handle;
+        let problem = |why: String| Some(PresentProblem { display: display.to_string(), why });
+        let failed = |call: &str, e: vk::Result| problem(format!("{call} failed: {}", super::describe(e)));
+        let surface = self.handle;
+        // SAFETY: a physical device of the instance this surface belongs to, its queue family
+        // index, and the live surface (the same for the three queries below).
+        let supported = fault::inject(Fault::SurfaceQuery)
+            .and_then(|()| unsafe { self.loader.get_physical_device_surface_support(pd, family, surface) });
+        match supported {
+            Err(e) => return failed("vkGetPhysicalDeviceSurfaceSupportKHR", e),
+            Ok(false) => return problem(format!("its queue family {family} cannot present to it")),
+            Ok(true) => {}
         }
-        .call("vkGetPhysicalDeviceSurfaceSupportKHR")
+        // SAFETY: as above.
+        let caps = fault::inject(Fault::SurfaceQuery)
+            .and_then(|()| unsafe { self.loader.get_physical_device_surface_capabilities(pd, surface) });
+        if let Err(e) = caps {
+            return failed("vkGetPhysicalDeviceSurfaceCapabilitiesKHR", e);
+        }
+        // SAFETY: as above.
+        let formats = fault::inject(Fault::SurfaceQuery)
+            .and_then(|()| unsafe { self.loader.get_physical_device_surface_formats(pd, surface) });
+        match formats {
+            Err(e) => return failed("vkGetPhysicalDeviceSurfaceFormatsKHR", e),
+            Ok(f) if f.is_empty() => return problem("the surface reports no formats".into()),
+            Ok(_) => {}
+        }
+        // SAFETY: as above.
+        let modes = fault::inject(Fault::SurfaceQuery)
+            .and_then(|()| unsafe { self.loader.get_physical_device_surface_present_modes(pd, surface) });
+        match modes {
+            Err(e) => failed("vkGetPhysicalDeviceSurfacePresentModesKHR", e),
+            Ok(m) if m.is_empty() => problem("the surface reports no present modes".into()),
+            Ok(_) => None,
+        }
     }
 
     /// The colour format vkhip renders to: B8G8R8A8_UNORM or R8G8B8A8_UNORM (linear, like the
@@ -98,7 +131,8 @@ impl Surface {
     ) -> Result<Option<(vk::Extent2D, vk::Extent2D)>, VkError> {
         let pd = ctx.physical.handle;
         // SAFETY: valid physical device and surface.
-        let caps = unsafe { self.loader.get_physical_device_surface_capabilities(pd, self.handle) }
+        let caps = fault::inject(Fault::SurfaceQuery)
+            .and_then(|()| unsafe { self.loader.get_physical_device_surface_capabilities(pd, self.handle) })
             .call("vkGetPhysicalDeviceSurfaceCapabilitiesKHR")?;
         // SAFETY: valid physical device of this instance.
         let limits = unsafe { self.instance.instance.get_physical_device_properties(pd) }.limits;
