@@ -239,6 +239,10 @@ impl Session {
             }
         }
         startup_mark("Vulkan instance made, devices enumerated");
+        // Before the backend's checks, which would otherwise answer for a device that is not there.
+        if let Some(index) = args.device.filter(|&i| i >= devices.len()) {
+            return Err(VkError::BadDeviceIndex { index, count: devices.len() }.into());
+        }
         let choice = choose_backend(args.backend, &devices, args.device)?;
         startup_mark("compute devices probed");
         let uuids: Vec<[u8; 16]> = choice.compute_devices.iter().map(|c| c.uuid).collect();

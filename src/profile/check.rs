@@ -147,6 +147,14 @@ impl CheckReport {
 /// Read and check the trace at `path`.
 pub fn check_file(path: &std::path::Path, tolerance_us: Option<f64>) -> Result<CheckReport, CheckError> {
     let shown = path.display().to_string();
+    // Not a device or a pipe: `/dev/zero` never ends, a FIFO without a writer never answers.
+    let meta = std::fs::metadata(path).map_err(|source| CheckError::Io { path: shown.clone(), source })?;
+    if !meta.is_file() && !meta.is_dir() {
+        return Err(CheckError::Format {
+            path: shown,
+            why: "not a regular file (a device or a pipe)".into(),
+        });
+    }
     let bytes = std::fs::read(path).map_err(|source| CheckError::Io { path: shown.clone(), source })?;
     let doc: Value = serde_json::from_slice(&bytes)
         .map_err(|e| CheckError::Format { path: shown.clone(), why: format!("invalid JSON ({e})") })?;
@@ -194,11 +202,30 @@ pub fn check_file(path: &std::path::Path, tolerance_us: Option<f64>) -> Result<C
 pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, String> {
     let events = doc["traceEvents"].as_array().ok_or("no traceEvents array")?;
     let other = &doc["otherData"];
-    let slots = other["slots"].as_u64().filter(|&k| k > 0).ok_or("otherData.slots is missing")?;
-    let gpu_clock = other["compute_on_gpu_clock"].as_bool().unwrap_or(false);
+    let slots = match &other["slots"] {
+        Value::Null => return Err("otherData.slots is missing".into()),
+        v => v
+            .as_u64()
+            .filter(|&k| k >= 1)
+            .ok_or_else(|| format!("otherData.slots is {v}: K must be a whole number ≥ 1"))?,
+    };
+    // Optional fields: absent is their default; present with the wrong type is a hand edit.
+    let gpu_clock = match &other["compute_on_gpu_clock"] {
+        Value::Null => false,
+        v => {
+            v.as_bool().ok_or_else(|| format!("otherData.compute_on_gpu_clock is {v}: not true or false"))?
+        }
+    };
+    let nanoseconds = |name: &str| match &other[name] {
+        Value::Null => Ok(0),
+        v => v.as_u64().filter(|&ns| ns <= 1_000_000_000).ok_or_else(|| {
+            format!("otherData.{name} is {v}: an accuracy is a whole number of ns from 0 to 1 s")
+        }),
+    };
+    let (vulkan_ns, compute_ns) = (nanoseconds("vulkan_accuracy_ns")?, nanoseconds("compute_accuracy_ns")?);
     // On the GPU clock the compute side's accuracy is the Vulkan mapping's: counted once.
-    let compute_ns = if gpu_clock { 0 } else { other["compute_accuracy_ns"].as_u64().unwrap_or(0) };
-    let accuracy_us = (other["vulkan_accuracy_ns"].as_u64().unwrap_or(0) + compute_ns) as f64 / 1000.0;
+    let compute_ns = if gpu_clock { 0 } else { compute_ns };
+    let accuracy_us = (vulkan_ns + compute_ns) as f64 / 1000.0;
     let tolerance_us = tolerance_us.unwrap_or(accuracy_us);
     let mut frames: BTreeMap<u64, Access> = BTreeMap::new();
     // GPU writes (kernels, dispatches: track 4), for the overlap figures.
@@ -217,9 +244,19 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
         else {
             return Err(format!("a '{role}' span lacks frame, ts or dur: {e}"));
         };
+        if !(ts.is_finite() && dur >= 0.0 && (ts + dur).is_finite()) {
+            return Err(format!("a '{role}' span of frame {frame} has ts {ts} and dur {dur}: a span is finite and does not end before it starts"));
+        }
         let iv = Interval { start_us: ts, end_us: ts + dur };
+        // The checks rest on "frame f uses slot f mod K": a span on another slot makes them moot.
+        let slot = match &e["args"]["slot"] {
+            Value::Null => None,
+            v => Some(v.as_u64().filter(|&s| s == frame % slots).ok_or_else(|| {
+                format!("a '{role}' span of frame {frame} is on slot {v}, but with K = {slots} frame {frame} uses slot {}", frame % slots)
+            })?),
+        };
         let a = frames.entry(frame).or_default();
-        a.slot = e["args"]["slot"].as_u64().or(a.slot);
+        a.slot = slot.or(a.slot);
         if e["tid"] == 4 && role == "write" {
             a.kernel = Some(a.kernel.map_or(iv, |old| old.join(iv)));
         }
@@ -512,6 +549,43 @@ mod tests {
         assert_eq!(r.tolerance_us, 6.0);
         assert_eq!((r.kernel_end_checks, r.kernel_start_checks), (0, 0));
         assert_eq!(r.violations.len(), 1, "the slot's own read-after-write check still fails");
+    }
+
+    /// Issue 26, item 7: hand-edited traces that used to pass (or print a 300-digit number)
+    /// are refused, naming what is wrong.
+    #[test]
+    fn hand_edited_fields_are_refused_not_read_as_defaults() {
+        let edit = |f: &dyn Fn(&mut Value)| {
+            let mut d = doc(good(), 0);
+            f(&mut d);
+            check(&d, None).map(|r| r.render("t", 3)).unwrap_err()
+        };
+        let span = |d: &mut Value, key: &str, v: Value| d["traceEvents"][1][key] = v;
+        let e = edit(&|d| span(d, "dur", json!(-50.0)));
+        assert!(e.contains("'read' span of frame 0 has ts 20 and dur -50"), "{e}");
+        let e = edit(&|d| {
+            span(d, "ts", json!(1e308));
+            span(d, "dur", json!(1e308));
+        });
+        assert!(e.contains("a span is finite"), "{e}");
+        let e = edit(&|d| d["traceEvents"][3]["args"]["slot"] = json!(99));
+        assert!(e.contains("frame 1 is on slot 99, but with K = 2 frame 1 uses slot 1"), "{e}");
+        let e = edit(&|d| d["traceEvents"][3]["args"]["slot"] = json!(0));
+        assert!(e.contains("is on slot 0"), "{e}");
+        for v in [json!(0), json!(-3), json!(2.5), json!("3")] {
+            let e = edit(&|d| d["otherData"]["slots"] = v.clone());
+            assert!(e.contains("K must be a whole number ≥ 1"), "{v}: {e}");
+        }
+        for v in [json!(-5), json!(1e30), json!("1")] {
+            let e = edit(&|d| d["otherData"]["vulkan_accuracy_ns"] = v.clone());
+            assert!(e.contains("otherData.vulkan_accuracy_ns is"), "{v}: {e}");
+        }
+        let e = edit(&|d| d["otherData"]["compute_on_gpu_clock"] = json!("yes"));
+        assert!(e.contains("not true or false"), "{e}");
+        // Frames in any order are still one timeline.
+        let mut reversed = good();
+        reversed.reverse();
+        assert!(check(&doc(reversed, 0), None).unwrap().clean());
     }
 
     #[test]
