@@ -77,22 +77,43 @@ impl ImportFd {
 
     /// Run `import` with the raw fd, then close it or let it go as `ownership` says for the
     /// outcome: on `Ok` with [`FdOwnership::TakenOnSuccess`] the fd now belongs to the API and is
-    /// not closed here; in every other case it is closed before this returns.
+    /// not closed here; in every other case it is closed before this returns, unless the API
+    /// already closed it against its own rule.
+    ///
+    /// Mesa's lavapipe closes the fd of an import it refuses (`vkAllocateMemory` with an fd that
+    /// is no exported allocation), where Vulkan leaves it to the caller. Closing it a second time
+    /// would close whatever descriptor another thread opened under the freed number (and aborts
+    /// a debug build: "IO Safety violation"). So a duplicate taken before the call witnesses the
+    /// file, and the fd is closed only while it still refers to that file.
     pub fn import<T, E>(
         self,
         ownership: FdOwnership,
         import: impl FnOnce(RawFd) -> Result<T, E>,
     ) -> Result<T, E> {
+        // None only when the process is out of descriptors: then the rule alone decides.
+        let witness = self.0.try_clone().ok();
         let result = import(self.0.as_raw_fd());
-        match (&result, ownership) {
-            (Ok(_), FdOwnership::TakenOnSuccess) => {
-                // The API owns the descriptor now: forget it without closing.
-                let _ = self.0.into_raw_fd();
-            }
-            _ => drop(self.0),
+        let taken = matches!((&result, ownership), (Ok(_), FdOwnership::TakenOnSuccess));
+        if taken || witness.as_ref().is_some_and(|w| !same_file(self.0.as_raw_fd(), w.as_raw_fd())) {
+            // The API owns the descriptor now, or closed it already: forget it without closing.
+            let _ = self.0.into_raw_fd();
+        } else {
+            drop(self.0);
         }
         result
     }
+}
+
+/// Whether descriptor `fd` is open and refers to the same file as `witness` (an open descriptor).
+fn same_file(fd: RawFd, witness: RawFd) -> bool {
+    let id = |fd: RawFd| {
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: fstat writes a `stat` into the buffer or fails; any integer is a valid argument.
+        let ok = unsafe { libc::fstat(fd, st.as_mut_ptr()) } == 0;
+        // SAFETY: fstat returned 0, so it filled the buffer.
+        ok.then(|| unsafe { st.assume_init() }).map(|st| (st.st_dev, st.st_ino))
+    };
+    matches!((id(fd), id(witness)), (Some(a), Some(b)) if a == b)
 }
 
 #[cfg(test)]

@@ -233,6 +233,11 @@ impl SharedBuffer {
         self.buffer
     }
 
+    /// The `VkDevice` it was made on (a [`Device`] made elsewhere must not use it).
+    pub(crate) fn device_handle(&self) -> vk::Device {
+        self.device.device.handle()
+    }
+
     /// Its size in bytes.
     pub fn size(&self) -> u64 {
         self.size
@@ -425,6 +430,11 @@ impl SharedSemaphore {
         self.handle
     }
 
+    /// The `VkDevice` it was made on.
+    pub(crate) fn device_handle(&self) -> vk::Device {
+        self.device.device.handle()
+    }
+
     pub fn is_timeline(&self) -> bool {
         self.timeline
     }
@@ -444,9 +454,17 @@ impl SharedSemaphore {
             .map_err(|r| Error::vulkan("vkGetSemaphoreCounterValue", r))
     }
 
-    /// Set a timeline to `value` from the host (values only grow).
+    /// Set a timeline to `value` from the host (values only grow: a value not above the current
+    /// one is refused before the driver sees it, VUID-VkSemaphoreSignalInfo-value-03258).
     pub fn signal(&self, value: u64) -> Result<()> {
         self.check_timeline("a host signal")?;
+        let now = self.value()?;
+        if value <= now {
+            return Err(Error::invalid(
+                Api::Vulkan,
+                format!("a host signal of {value}: the timeline is at {now} already (values only grow)"),
+            ));
+        }
         let info = vk::SemaphoreSignalInfo::default().semaphore(self.handle).value(value);
         // SAFETY: a timeline semaphore of this device.
         unsafe { self.device.device.signal_semaphore(&info) }

@@ -29,6 +29,10 @@ impl Device {
     ) -> Result<()> {
         let inner = &self.inner;
         let d = &inner.device;
+        let semaphores = waits.iter().map(|w| w.0).chain(signals.iter().map(|s| s.0));
+        for s in semaphores {
+            self.check_own(s.device_handle(), "a semaphore")?;
+        }
         let mut guard = inner.one_shot.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
             *guard = Some(OneShot::new(d, inner.queue_family)?);
@@ -56,6 +60,7 @@ impl Device {
         wait: Option<(&SharedSemaphore, u64)>,
         signal: Option<(&SharedSemaphore, u64)>,
     ) -> Result<Vec<u8>> {
+        self.check_own(buffer.device_handle(), "the buffer")?;
         let host = HostBuffer::new(&self.inner, buffer.size())?;
         let d = &self.inner.device;
         let transfer = vk::PipelineStageFlags::TRANSFER;
@@ -113,6 +118,23 @@ impl Device {
             }
         })?;
         host.read()
+    }
+}
+
+impl Device {
+    /// Refuse an object of another `VkDevice` before any command uses it (Vulkan's handles are
+    /// per device: the driver would read another device's object, or crash).
+    fn check_own(&self, device: vk::Device, what: &str) -> Result<()> {
+        if device != self.inner.device.handle() {
+            return Err(Error::invalid(
+                Api::Vulkan,
+                format!(
+                    "{what} was made on another VkDevice than the one submitting ({})",
+                    self.inner.caps.name
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
