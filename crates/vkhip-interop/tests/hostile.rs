@@ -52,7 +52,7 @@ fn objects_of_another_device_are_refused_before_any_command() {
     let a = Device::open(&[], Importer::Hip).expect("device a");
     let b = Device::open(&[], Importer::Hip).expect("device b");
     let buffer = a.shared_buffer(256).expect("buffer");
-    let e = b.read_buffer(&buffer, None, None).err().expect("another device's buffer");
+    let e = b.read_buffer(&buffer, None, None).expect_err("another device's buffer");
     assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
     assert!(e.to_string().contains("the buffer was made on another VkDevice"), "{e}");
     assert_eq!(a.read_buffer(&buffer, None, None).expect("its own device").len(), 256);

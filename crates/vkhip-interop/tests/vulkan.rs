@@ -115,7 +115,7 @@ fn semaphore_export_is_refused_where_the_driver_cannot() {
         let t = device.shared_timeline(5).expect("timeline");
         assert_eq!(t.value().expect("value"), 5);
         t.signal(7).expect("host signal");
-        let e = t.signal(7).err().expect("a value that does not grow is refused");
+        let e = t.signal(7).expect_err("a value that does not grow is refused");
         assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
         t.wait(7, std::time::Duration::from_secs(1)).expect("host wait on a value Vulkan has");
         assert!(t.export().expect("export").raw() >= 0);
