@@ -231,6 +231,67 @@ pub struct Launch {
     pub shared_memory: u32,
 }
 
+impl Launch {
+    /// CUDA's launch limits, the same on every GPU since compute capability 3.0: threads per
+    /// block (1024), block (1024, 1024, 64), grid (2³¹ − 1, 65535, 65535), and dynamic shared
+    /// memory without the opt-in attribute, which `VK_NVX_binary_import` cannot set (48 KiB).
+    pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
+    pub const MAX_BLOCK: [u32; 3] = [1024, 1024, 64];
+    pub const MAX_GRID: [u32; 3] = [i32::MAX as u32, 65535, 65535];
+    pub const MAX_SHARED_MEMORY: u32 = 48 * 1024;
+
+    /// Refuse a launch no CUDA GPU runs ([`crate::ErrorKind::Invalid`]), before any command is
+    /// recorded: a 0 dimension, or beyond the limits above. `kernel` names it in the error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use vkhip_interop::cuda_in_vulkan::Launch;
+    ///
+    /// let launch = |grid, block, shared_memory| Launch { grid, block, shared_memory };
+    /// assert!(launch([4096, 1, 1], [256, 1, 1], 0).check("k").is_ok());
+    /// let e = launch([1, 1, 1], [64, 32, 1], 0).check("k").unwrap_err(); // 2048 threads
+    /// assert!(e.to_string().contains("2048 threads per block"), "{e}");
+    /// assert!(launch([1, 65536, 1], [32, 1, 1], 0).check("k").is_err());
+    /// assert!(launch([0, 1, 1], [32, 1, 1], 0).check("k").is_err());
+    /// assert!(launch([1, 1, 1], [32, 1, 1], 64 * 1024).check("k").is_err());
+    /// ```
+    pub fn check(&self, kernel: &str) -> Result<()> {
+        let refuse = |why: String| {
+            Err(Error::invalid(
+                Api::Vulkan,
+                format!("kernel {kernel}: grid {:?}, block {:?}: {why}", self.grid, self.block),
+            ))
+        };
+        if self.grid.contains(&0) || self.block.contains(&0) {
+            return refuse("a dimension is 0".into());
+        }
+        let threads = self.block.iter().map(|&b| u64::from(b)).product::<u64>();
+        if threads > u64::from(Self::MAX_THREADS_PER_BLOCK) {
+            return refuse(format!(
+                "{threads} threads per block, more than CUDA's {}",
+                Self::MAX_THREADS_PER_BLOCK
+            ));
+        }
+        let over = |dims: [u32; 3], max: [u32; 3]| dims.iter().zip(max).any(|(&d, m)| d > m);
+        if over(self.block, Self::MAX_BLOCK) || over(self.grid, Self::MAX_GRID) {
+            return refuse(format!(
+                "beyond CUDA's block {:?} and grid {:?}",
+                Self::MAX_BLOCK,
+                Self::MAX_GRID
+            ));
+        }
+        if self.shared_memory > Self::MAX_SHARED_MEMORY {
+            return refuse(format!(
+                "{} bytes of dynamic shared memory, more than the {} a launch without the opt-in attribute gets",
+                self.shared_memory,
+                Self::MAX_SHARED_MEMORY
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl CuFunction {
     /// The kernel's name.
     pub fn name(&self) -> &str {
@@ -238,7 +299,7 @@ impl CuFunction {
     }
 
     /// Record one launch of the kernel into `cmd` (`vkCmdCuLaunchKernelNVX`). Refused
-    /// ([`crate::ErrorKind::Invalid`]) when a grid or block dimension is 0.
+    /// ([`crate::ErrorKind::Invalid`]) when [`Launch::check`] refuses it.
     ///
     /// # Safety
     /// `cmd` is in the recording state, outside a render pass, on the device the module was
@@ -251,15 +312,7 @@ impl CuFunction {
         launch: Launch,
         params: &Params,
     ) -> Result<()> {
-        if launch.grid.contains(&0) || launch.block.contains(&0) {
-            return Err(Error::invalid(
-                Api::Vulkan,
-                format!(
-                    "kernel {}: grid {:?} and block {:?} must have no 0",
-                    self.name, launch.grid, launch.block
-                ),
-            ));
-        }
+        launch.check(&self.name)?;
         let pointers = params.pointers();
         let info = vk::CuLaunchInfoNVX {
             function: self.function,

@@ -81,3 +81,20 @@ fn wrong_sizes_and_drop_order_end_in_errors_not_crashes() {
     drop(buffer);
     drop(imported);
 }
+
+/// CUDA kernels in Vulkan's queue on a device without `VK_NVX_binary_import` (lavapipe): refused
+/// by name, not ash's stand-in entry point panicking. Already handled; kept so it stays so.
+#[test]
+fn a_cuda_module_on_a_device_without_the_extension_is_refused() {
+    use vkhip_interop::cuda_in_vulkan::CuModule;
+    let device = Device::open(&[], Importer::Hip).expect("device");
+    // SAFETY: the instance and device are live for the call; the missing extension is what is
+    // tested, and `load` resolves its entry point before calling it.
+    let e = unsafe { CuModule::load(device.instance(), device.ash(), b"not a cubin") }
+        .err()
+        .expect("no VK_NVX_binary_import here");
+    assert!(e.is_environment() && e.to_string().contains("vkCreateCuModuleNVX does not resolve"), "{e}");
+    // SAFETY: as above; an empty image is refused before anything else.
+    let e = unsafe { CuModule::load(device.instance(), device.ash(), b"") }.err().expect("empty");
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+}

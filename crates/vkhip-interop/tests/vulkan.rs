@@ -271,6 +271,22 @@ fn borrowed_device_without_the_extensions_is_refused_by_name() {
     assert!(e.to_string().contains("VK_KHR_external_memory_fd is not enabled on the device"), "{e}");
 }
 
+/// Issue 26, item 7: a queue family the device does not have is refused when the device is
+/// lent, not at the first submission (before: accepted, and `read_buffer` asked the driver for
+/// queue 0 of family 99).
+#[test]
+fn borrowed_device_with_a_queue_family_out_of_range_is_refused() {
+    let engine = Engine::new(true);
+    // SAFETY: the engine's handles are valid and outlive the call; the family is what is tested.
+    let lent = unsafe {
+        Device::from_raw(&engine.entry, &engine.instance, engine.physical, &engine.device, 99, Importer::Hip)
+    };
+    let e = lent.err().expect("family 99 refused");
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert!(e.to_string().contains("queue family 99: the device has"), "{e}");
+    assert_eq!(engine.errors.load(Ordering::SeqCst), 0, "validation errors (see stderr)");
+}
+
 #[test]
 fn borrowed_device_is_used_and_never_destroyed() {
     let engine = Engine::new(true);

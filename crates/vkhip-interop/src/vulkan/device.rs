@@ -287,6 +287,18 @@ impl Device {
             }
             e
         };
+        // An index the physical device does not have: every later submission would name it.
+        // SAFETY: `physical` belongs to `instance` (this function's contract).
+        let families = unsafe { instance.get_physical_device_queue_family_properties(physical) }.len();
+        if queue_family as usize >= families {
+            return Err(destroy_owned(Error::invalid(
+                Api::Vulkan,
+                format!(
+                    "queue family {queue_family}: the device has {families} (0 to {})",
+                    families.saturating_sub(1)
+                ),
+            )));
+        }
         // SAFETY: per this function's contract.
         let caps = unsafe { Capabilities::probe(&instance, physical) }.map_err(destroy_owned)?;
         if let Some(why) = caps.refusal(importer) {
