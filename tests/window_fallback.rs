@@ -19,6 +19,29 @@ fn lines(s: &str) -> Vec<&str> {
     s.lines().filter(|l| !l.trim().is_empty()).collect()
 }
 
+/// A 3-frame window run on `x` from `dir` with `env` set, which must fall back to headless: exit
+/// 0, a report of 3 offscreen frames and no window report, and exactly one stderr line holding
+/// every one of `parts`. Returns stderr.
+fn falls_back(x: &Xvfb, dir: &std::path::Path, env: &[(&str, &std::ffi::OsStr)], parts: &[&str]) -> String {
+    let mut cmd = vkhip();
+    cmd.current_dir(dir).env("DISPLAY", &x.display);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let o = run(cmd.args(["--frames", "3", "--size", "160x100", "--grid", "32x32", "--backend", "cpu"]));
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    let err_lines = lines(&err);
+    assert_eq!(err_lines.len(), 1, "one line on stderr:\n{err}");
+    for part in parts {
+        assert!(err_lines[0].contains(part), "'{part}' missing from: {}", err_lines[0]);
+    }
+    assert!(out.contains("frames       3 (offscreen 160x100)"), "{out}");
+    assert!(!out.contains("(window") && !out.contains("frames       0"), "{out}");
+    assert!(dir.join("vkhip-frame.png").is_file(), "the fallback's default capture");
+    err
+}
+
 #[test]
 fn a_missing_xkbcommon_falls_back_to_headless_without_a_backtrace() {
     let test = "a_missing_xkbcommon_falls_back_to_headless_without_a_backtrace";
@@ -33,23 +56,10 @@ fn a_missing_xkbcommon_falls_back_to_headless_without_a_backtrace() {
     for name in ["libxkbcommon-x11.so.0", "libxkbcommon-x11.so"] {
         std::fs::write(libs.join(name), b"").unwrap();
     }
-    let o = run(vkhip()
-        .current_dir(&dir)
-        .env("DISPLAY", &x.display)
-        .env("LD_LIBRARY_PATH", &libs)
-        .env("RUST_BACKTRACE", "1")
-        .args(["--frames", "3", "--size", "160x100", "--grid", "32x32", "--backend", "cpu"]));
-    let (out, err) = (stdout(&o), stderr(&o));
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
-    let err_lines = lines(&err);
-    assert_eq!(err_lines.len(), 1, "one line on stderr:\n{err}");
-    let line = err_lines[0];
-    for part in ["cannot open a window", "panicked", "libxkbcommon-x11", "running headless"] {
-        assert!(line.contains(part), "'{part}' missing from: {line}");
-    }
+    let env = [("LD_LIBRARY_PATH", libs.as_os_str()), ("RUST_BACKTRACE", "1".as_ref())];
+    let parts = ["cannot open a window", "panicked", "libxkbcommon-x11", "running headless"];
+    let err = falls_back(&x, &dir, &env, &parts);
     assert!(!err.contains("stack backtrace") && !err.contains("thread 'main'"), "{err}");
-    assert!(out.contains("frames       3 (offscreen 160x100)"), "{out}");
-    assert!(dir.join("vkhip-frame.png").is_file(), "the fallback's default capture");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -62,29 +72,16 @@ fn a_device_that_cannot_present_falls_back_to_headless_naming_device_and_display
     let x = Xvfb::start();
     let dir = temp_dir("cannot-present");
     // The 4th surface query is lavapipe's present modes (support, capabilities, formats, modes).
-    let o = run(vkhip()
-        .current_dir(&dir)
-        .env("DISPLAY", &x.display)
-        .env("VKHIP_FAULT", "surface-query@4")
-        .args(["--frames", "3", "--size", "160x100", "--grid", "32x32", "--backend", "cpu"]));
-    let (out, err) = (stdout(&o), stderr(&o));
-    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
-    let err_lines = lines(&err);
-    assert_eq!(err_lines.len(), 1, "one line on stderr:\n{err}");
-    let line = err_lines[0];
     let display = format!("DISPLAY={}", x.display);
-    for part in [
+    let parts = [
         "llvmpipe",
         &display,
         "vkGetPhysicalDeviceSurfacePresentModesKHR failed: VK_ERROR_UNKNOWN",
         "running headless",
         "--headless",
         "--device",
-    ] {
-        assert!(line.contains(part), "'{part}' missing from: {line}");
-    }
-    assert!(out.contains("frames       3 (offscreen 160x100)"), "{out}");
-    assert!(!out.contains("(window") && !out.contains("frames       0"), "{out}");
+    ];
+    falls_back(&x, &dir, &[("VKHIP_FAULT", "surface-query@4".as_ref())], &parts);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
