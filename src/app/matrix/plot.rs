@@ -272,7 +272,7 @@ fn draw_panel<DB: DrawingBackend>(
 /// let run = |handoff_in_us, handoff_out_us| Outcome::Ok(Measurement {
 ///     mean_ms: 0.2, p50_ms: 0.2, p99_ms: 0.3, fps: 5000.0, render_cpu_p50_us: 10.0,
 ///     render_cpu_mean_us: None, startup_s: None, resolved: "external".into(), device: "d".into(),
-///     handoff_in_us, handoff_out_us,
+///     handoff_in_us, handoff_out_us, gpu_limit: None,
 /// });
 /// let results = [CellResult { cell: Cell { config: default, at }, runs: vec![run(Some(41.5), Some(12.0))] }];
 /// assert_eq!(handoff_note(&at, &results).as_deref(), Some("default: hand-off in 41.5 µs, out 12.0 µs (p50)"));
@@ -412,6 +412,7 @@ mod tests {
             batch: None,
             memory: None,
             compute_wait: None,
+            limit: false,
         }
     }
 
@@ -428,6 +429,7 @@ mod tests {
             device: "d".into(),
             handoff_in_us: None,
             handoff_out_us: None,
+            gpu_limit: None,
         };
         CellResult { cell: Cell { config: config(label), at }, runs: vec![Outcome::Ok(m)] }
     }
