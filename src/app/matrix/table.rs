@@ -296,7 +296,7 @@ mod tests {
         assert_eq!((&rows[0][col("gpu_draw_p50_ms")], &rows[0][col("gpu_kernel_p50_ms")]), ("0.7", "0.1"));
         assert_eq!((&rows[3][col("limit_ms")], &rows[3][col("ratio_to_limit")]), ("0.8000", "1.2500"));
         assert_eq!((&rows[4][col("gpu_draw_p50_ms")], &rows[4][col("ratio_to_limit")]), ("", "1.5000"));
-        assert_eq!(&rows[9][col("ratio_to_limit")], "", "an unsupported run has no ratio");
+        assert_eq!(&rows[12][col("ratio_to_limit")], "", "an unsupported run has no ratio");
     }
 
     #[test]
