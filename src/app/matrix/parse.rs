@@ -152,7 +152,10 @@ pub fn parse_report(report: &str) -> Result<Measurement, ParseError> {
     let gpu_limit = match field(report, "GPU limit") {
         Some(l) if !l.starts_with("unknown") => {
             let (d, k) = (number_after(l, "draw"), number_after(l, "kernel"));
-            Some(GpuLimit { draw_ms: d.ok_or_else(|| bad("GPU limit", l))?, kernel_ms: k.ok_or_else(|| bad("GPU limit", l))? })
+            Some(GpuLimit {
+                draw_ms: d.ok_or_else(|| bad("GPU limit", l))?,
+                kernel_ms: k.ok_or_else(|| bad("GPU limit", l))?,
+            })
         }
         _ => None,
     };

@@ -65,7 +65,17 @@ const fn row(
     b: Option<u32>,
     memory: Option<&'static str>,
 ) -> Config {
-    Config { label, backend, sync, slots: k, run_ahead: r, batch: b, memory, compute_wait: None, limit: false }
+    Config {
+        label,
+        backend,
+        sync,
+        slots: k,
+        run_ahead: r,
+        batch: b,
+        memory,
+        compute_wait: None,
+        limit: false,
+    }
 }
 
 /// `c` with `--compute-wait gpu`: the compute side always waits on the GPU.

@@ -277,7 +277,10 @@ mod tests {
         assert!(t.contains("| vs vulkan (native) | vs GPU limit | vs reference: binary K=1 |"), "{t}");
         // The limit row shows draw + kernel (median 0.8 ms, spread 0.8–1.0), not its frame time.
         assert!(line("GPU limit").contains("| 0.800 | 0.800–1.000 | 0.80× | 1.00× | 0.40× |"), "{t}");
-        assert!(line("simpleVulkan as shipped").contains("| 4.000 | 3.000–5.000 | 4.00× | 5.00× | 2.00× |"), "{t}");
+        assert!(
+            line("simpleVulkan as shipped").contains("| 4.000 | 3.000–5.000 | 4.00× | 5.00× | 2.00× |"),
+            "{t}"
+        );
         assert!(
             line("vulkan (native)").contains("| 1.000 | 0.800–1.200 | 1.00× | 1.25× | 0.50× | 5.0 / 7.5 |"),
             "{t}"
