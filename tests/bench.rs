@@ -1,6 +1,7 @@
-//! `vkhip bench` on lavapipe: the quick preset runs every cell, writes a CSV with a row per
-//! repetition, markdown tables with ratio columns, and a chart whose pixels show axes and bars of
-//! the measured heights; failed and unsupported cells are recorded and the matrix carries on.
+//! `vkhip bench` on lavapipe: the quick preset runs every cell and the GPU limit, writes a CSV with
+//! a row per repetition, markdown tables with ratio columns, and a chart whose bars have their
+//! family's colour and the measured lengths; failed and unsupported cells are recorded and the
+//! matrix carries on; `--replot` draws a CSV's chart again.
 
 mod common;
 use common::*;
@@ -33,32 +34,6 @@ impl Png {
     fn px(&self, x: usize, y: usize) -> (u8, u8, u8) {
         let i = (y * self.width + x) * 3;
         (self.rgb[i], self.rgb[i + 1], self.rgb[i + 2])
-    }
-
-    fn dark(&self, x: usize, y: usize) -> bool {
-        let (r, g, b) = self.px(x, y);
-        r < 80 && g < 80 && b < 80
-    }
-
-    /// The longest horizontal and vertical runs of dark pixels.
-    fn longest_dark_runs(&self) -> (usize, usize) {
-        let longest = |outer: usize, inner: usize, dark: &dyn Fn(usize, usize) -> bool| {
-            (0..outer)
-                .map(|o| {
-                    let (mut best, mut run) = (0, 0);
-                    for i in 0..inner {
-                        run = if dark(o, i) { run + 1 } else { 0 };
-                        best = best.max(run);
-                    }
-                    best
-                })
-                .max()
-                .unwrap_or(0)
-        };
-        (
-            longest(self.height, self.width, &|y, x| self.dark(x, y)),
-            longest(self.width, self.height, &|x, y| self.dark(x, y)),
-        )
     }
 
     /// Rows (y) that contain at least one pixel of exactly `c`.

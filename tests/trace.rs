@@ -327,7 +327,7 @@ fn the_report_states_the_frame_against_the_gpu_limit_of_the_same_run() {
             .collect();
         assert_eq!(d.len() as u64, FRAMES, "{name} spans");
         d.sort_by(f64::total_cmp);
-        d[(d.len() + 1) / 2 - 1] // the lower median, as the report's histogram takes it
+        d[d.len().div_ceil(2) - 1] // the lower median, as the report's histogram takes it
     };
     let (trace_draw, trace_kernel) = (median_ms(3, "draw"), median_ms(4, "write slot"));
     // The histogram keeps 3 significant digits; the report prints 3 decimals.

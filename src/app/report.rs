@@ -86,7 +86,8 @@ fn compute_on_gpu(session: &Session, st: &Stats) -> bool {
 /// }
 /// let lines = handoff_lines(&st);
 /// assert_eq!(lines.len(), 1, "no hand-off out measured");
-/// assert!(lines[0].starts_with("  hand-off in  p50 240.0 µs   p99 240.0 µs   (GPU: 'rendered' → kernel start;"), "{}", lines[0]);
+/// // (p50 and p99 come from a histogram: 3 significant digits, 240.1 µs here)
+/// assert!(lines[0].starts_with("  hand-off in  p50 240.1 µs   p99 240.1 µs   (GPU: 'rendered' → kernel start;"), "{}", lines[0]);
 /// assert!(lines[0].ends_with("not hidden by frames in flight: p50 6.0 µs, 4.0% of the frame)"), "{}", lines[0]);
 /// ```
 pub fn handoff_lines(st: &Stats) -> Vec<String> {

@@ -36,7 +36,7 @@
 //! let row = table.lines().last().unwrap();
 //! assert_eq!(
 //!     row,
-//!     "| cpu bridged | bridged, 3 slot(s), run-ahead 0, batch 1 | 2.000 | 1.500–2.500 | n/a | n/a | 40.0 / 45.0 | – | ok |"
+//!     "| cpu bridged | bridged, 3 slot(s), run-ahead 0, batch 1 | 2.000 | 1.500–2.500 | n/a | n/a | n/a | 40.0 / 45.0 | – | ok |"
 //! );
 //! ```
 

@@ -340,7 +340,7 @@ pub fn layout(title: &str, panels: &[Panel], measure: &dyn Fn(&str, u32) -> u32)
         legend.push((f, swatch, name));
     }
     // Every value text fits to the right of the axis' end: reserve the widest.
-    let texts: Vec<Vec<(String, bool)>> = panels.iter().map(|p| row_texts(p)).collect();
+    let texts: Vec<Vec<(String, bool)>> = panels.iter().map(row_texts).collect();
     let reserve = texts.iter().flatten().map(|(t, _)| measure(t, LABEL_SIZE) as i32).max().unwrap_or(0);
     let plot_x0 = MARGIN + LABEL_WIDTH + 10;
     let plot_x1 = (w - MARGIN - reserve - 12).max(plot_x0 + 200);
