@@ -13,13 +13,11 @@
 # Needs bash, coreutils, awk, grep; no cargo. About 5 minutes on an H100.
 set -u
 
-if [ $# -ne 2 ]; then
-    echo "usage: $0 BIN OUTDIR" >&2
+if [ $# -ne 2 ] || [ ! -f "$1" ] || [ ! -x "$1" ]; then
+    echo "usage: $0 BIN OUTDIR (BIN: an executable vkhip)" >&2
     exit 2
 fi
-bin=$1
-out=$2
-[ -x "$bin" ] || { echo "gpu-limit-check: $bin is not an executable file" >&2; exit 2; }
+bin=$1 out=$2
 mkdir -p "$out" || exit 2
 rows=()
 failures=0
