@@ -190,6 +190,16 @@ fn vulkan_external_trace_has_the_dispatch_on_the_compute_track() {
     for line in ["  hand-off in  p50", "  hand-off out p50", "% of the frame)", "  overlap      "] {
         assert!(report.contains(line), "report lacks '{line}':\n{report}");
     }
+    // The share is of the part frames in flight did not hide: never above the frame, though the
+    // raw `rendered` → kernel span (in the trace) is usually longer than a frame here (K = 2, 4 in
+    // flight).
+    for line in report.lines().filter(|l| l.starts_with("  hand-off ")) {
+        let Some((_, tail)) = line.split_once("not hidden by frames in flight: ") else { continue };
+        let share: f64 = tail.split(", ").nth(1).and_then(|s| s.split('%').next()?.parse().ok()).unwrap();
+        assert!((0.0..=100.0).contains(&share), "{line}");
+        assert!(!line.contains("frames in flight included"), "{line}");
+    }
+    assert_eq!(report.matches("not hidden by frames in flight").count(), 2, "{report}");
     assert_eq!(doc["otherData"]["compute_on_gpu_clock"], false, "a dispatch's timestamps are not GPU stamps");
     let (code, out) = check(&dir.join("vk.json"));
     assert_eq!(code, 0, "{out}");
