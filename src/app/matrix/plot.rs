@@ -281,8 +281,9 @@ pub struct PanelLayout {
     pub plot: Rect,
     /// Major ticks: x pixel and label.
     pub ticks: Vec<(i32, String)>,
-    /// Where native's value lies, for the dashed line.
-    pub native_x: Option<i32>,
+    /// Native's value: the dashed line's x and the y ranges it is drawn over (every row's,
+    /// except where the line would cross a row's text).
+    pub native_line: Option<(i32, Vec<(i32, i32)>)>,
 }
 
 /// The whole chart's geometry.
@@ -399,12 +400,20 @@ pub fn layout(title: &str, panels: &[Panel], measure: &dyn Fn(&str, u32) -> u32)
             .take_while(|v| *v <= scale.top * (1.0 + 1e-9))
             .map(|v| (px(v), format!("{v:.3}")))
             .collect();
+        let native_line = panel.native_ms().map(px).map(|x| {
+            let clear = |r: &&RowLayout| !(r.value.at.x0 <= x && x < r.value.at.x1);
+            let ys = rows.iter().enumerate().filter(|(_, r)| clear(r)).map(|(i, _)| {
+                let y = rows_y0 + i as i32 * ROW_HEIGHT;
+                (y, y + ROW_HEIGHT)
+            });
+            (x, ys.collect())
+        });
         out.push(PanelLayout {
             caption,
             rows,
             plot: Rect { x0: plot_x0, y0: rows_y0, x1: plot_x1, y1: plot_y1 },
             ticks,
-            native_x: panel.native_ms().map(px),
+            native_line,
         });
         y = plot_y1 + TICKS_HEIGHT + PANEL_GAP;
     }
@@ -570,13 +579,16 @@ pub fn render(title: &str, panels: &[Panel]) -> Result<Image, PlotError> {
                 BLACK.stroke_width(1),
             ))
             .map_err(draw_err)?;
-            if let Some(x) = p.native_x {
+            if let Some((x, spans)) = &p.native_line {
                 let dark = RGBColor(0, 60, 100);
-                let mut y = p.plot.y0;
-                while y < p.plot.y1 {
-                    root.draw(&PathElement::new([(x, y), (x, (y + 4).min(p.plot.y1))], dark.stroke_width(1)))
+                for &(y0, y1) in spans {
+                    for y in (y0..y1).step_by(8) {
+                        root.draw(&PathElement::new(
+                            [(*x, y), (*x, (y + 4).min(y1 - 1))],
+                            dark.stroke_width(1),
+                        ))
                         .map_err(draw_err)?;
-                    y += 8;
+                    }
                 }
             }
         }
@@ -703,6 +715,16 @@ mod tests {
                         assert!(!b.overlaps(&r.label.at) && !b.overlaps(&r.value.at), "{:?}", r.label);
                     }
                 }
+            }
+            // Native's dashed line crosses no text (it skips the rows whose text lies across it).
+            for p in &l.panels {
+                let (x, spans) = p.native_line.as_ref().expect("native ran");
+                let line = |&(y0, y1): &(i32, i32)| Rect { x0: *x, y0, x1: x + 1, y1 };
+                for (t, r) in &boxes {
+                    assert!(spans.iter().all(|s| !line(s).overlaps(r)), "native's line crosses '{t}'");
+                }
+                let crossing = p.rows.iter().filter(|r| r.value.at.x0 <= *x && *x < r.value.at.x1).count();
+                assert_eq!(spans.len() + crossing, p.rows.len(), "the line runs through every other row");
             }
             for (i, (a, ra)) in boxes.iter().enumerate() {
                 assert!(
