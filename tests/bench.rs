@@ -7,7 +7,8 @@ mod common;
 use common::*;
 use std::collections::HashMap;
 use std::path::Path;
-use vkhip::app::matrix::plot::{Family, BACKGROUND, PANELS_TOP};
+use vkhip::app::matrix::layout::PANELS_TOP;
+use vkhip::app::matrix::plot::{Family, BACKGROUND};
 
 struct Png {
     width: usize,

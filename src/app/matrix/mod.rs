@@ -7,6 +7,7 @@
 //! - [`parse`]: reading the child's frame report;
 //! - [`stats`]: medians and spreads over the repetitions;
 //! - [`table`]: the CSV rows and the markdown tables;
+//! - [`layout`]: the chart's geometry, computed and tested without drawing;
 //! - [`plot`]: the PNG chart;
 //! - [`replot`]: the chart drawn again from a bench.csv (`vkhip bench --replot`).
 //!
@@ -40,6 +41,7 @@
 //! );
 //! ```
 
+pub mod layout;
 pub mod parse;
 pub mod plot;
 pub mod preset;
