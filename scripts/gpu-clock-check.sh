@@ -66,7 +66,7 @@ for sync in external binary bridged blocking default; do
         report="$out/$name.stdout"
         clock=$(line 'clock        compute:' "$report")
         acc=$(sed -n 's/.*±\([0-9.]*\) µs.*/\1/p' <<<"$clock")
-        handoff() { line "$1" "$report" | sed -n 's/.*p50 \([0-9.]*\) µs *p99 \([0-9.]*\) µs.*; \([0-9.]*%\) of the frame.*/\1\/\2 µs, \3/p'; }
+        handoff() { line "$1" "$report" | sed -n 's/.*p50 \([0-9.]*\) µs *p99 \([0-9.]*\) µs.*flight: p50 \([0-9.]*\) µs, \([0-9.]*%\) of the frame.*/\1\/\2 µs, not hidden \3 µs (\4)/p'; }
         hin=$(handoff 'hand-off in')
         hout=$(handoff 'hand-off out')
         overlap=$(line 'overlap' "$report" | awk '{print $2 "/" $4}')

@@ -336,6 +336,10 @@ pub struct MatrixArgs {
     /// Vulkan device index passed to every run (see `vkhip info`).
     #[arg(long, value_name = "N")]
     pub device: Option<usize>,
+    /// Run nothing: draw the chart of an existing bench.csv again, beside it (FILE.png; the title
+    /// names the device of FILE.md when there is one).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["preset", "reps", "frames", "warmup", "grids", "only", "out", "gpu_timing", "device"])]
+    pub replot: Option<PathBuf>,
 }
 
 /// `vkhip bench --preset`.

@@ -1,12 +1,14 @@
-//! `vkhip bench` on lavapipe: the quick preset runs every cell, writes a CSV with a row per
-//! repetition, markdown tables with ratio columns, and a chart whose pixels show axes and bars of
-//! the measured heights; failed and unsupported cells are recorded and the matrix carries on.
+//! `vkhip bench` on lavapipe: the quick preset runs every cell and the GPU limit, writes a CSV with
+//! a row per repetition, markdown tables with ratio columns, and a chart whose bars have their
+//! family's colour and the measured lengths; failed and unsupported cells are recorded and the
+//! matrix carries on; `--replot` draws a CSV's chart again.
 
 mod common;
 use common::*;
 use std::collections::HashMap;
 use std::path::Path;
-use vkhip::app::matrix::plot::{BACKGROUND, BAR_COLOURS};
+use vkhip::app::matrix::layout::PANELS_TOP;
+use vkhip::app::matrix::plot::{Family, BACKGROUND};
 
 struct Png {
     width: usize,
@@ -35,32 +37,6 @@ impl Png {
         (self.rgb[i], self.rgb[i + 1], self.rgb[i + 2])
     }
 
-    fn dark(&self, x: usize, y: usize) -> bool {
-        let (r, g, b) = self.px(x, y);
-        r < 80 && g < 80 && b < 80
-    }
-
-    /// The longest horizontal and vertical runs of dark pixels.
-    fn longest_dark_runs(&self) -> (usize, usize) {
-        let longest = |outer: usize, inner: usize, dark: &dyn Fn(usize, usize) -> bool| {
-            (0..outer)
-                .map(|o| {
-                    let (mut best, mut run) = (0, 0);
-                    for i in 0..inner {
-                        run = if dark(o, i) { run + 1 } else { 0 };
-                        best = best.max(run);
-                    }
-                    best
-                })
-                .max()
-                .unwrap_or(0)
-        };
-        (
-            longest(self.height, self.width, &|y, x| self.dark(x, y)),
-            longest(self.width, self.height, &|x, y| self.dark(x, y)),
-        )
-    }
-
     /// Rows (y) that contain at least one pixel of exactly `c`.
     fn rows_with(&self, c: (u8, u8, u8)) -> Vec<usize> {
         (0..self.height).filter(|&y| (0..self.width).any(|x| self.px(x, y) == c)).collect()
@@ -68,6 +44,22 @@ impl Png {
 
     fn count(&self, c: (u8, u8, u8)) -> usize {
         self.rgb.chunks_exact(3).filter(|p| (p[0], p[1], p[2]) == c).count()
+    }
+
+    /// The bars of colour `c`, top to bottom (under the legend's swatches): each band of rows
+    /// holding it, measured on its
+    /// first row (above the spread line drawn through the middle) from the first to the last
+    /// pixel of `c`.
+    fn bar_widths(&self, c: (u8, u8, u8)) -> Vec<usize> {
+        let rows: Vec<usize> = self.rows_with(c).into_iter().filter(|y| *y as i32 >= PANELS_TOP).collect();
+        let firsts =
+            rows.iter().enumerate().filter(|(i, y)| *i == 0 || rows[i - 1] + 1 != **y).map(|(_, y)| *y);
+        firsts
+            .map(|y| {
+                let xs: Vec<usize> = (0..self.width).filter(|&x| self.px(x, y) == c).collect();
+                xs.last().unwrap() - xs[0] + 1
+            })
+            .collect()
     }
 }
 
@@ -86,7 +78,7 @@ fn num(row: &HashMap<String, String>, col: &str) -> f64 {
     row[col].parse().unwrap_or_else(|_| panic!("{col} = '{}' is not a number in {row:?}", row[col]))
 }
 
-const QUICK_LABELS: [&str; 3] = ["vulkan (native)", "cpu bridged", "cpu bridged K=4 R=2 B=2"];
+const QUICK_LABELS: [&str; 4] = ["GPU limit", "vulkan (native)", "cpu bridged", "cpu bridged K=4 R=2 B=2"];
 
 #[test]
 fn quick_preset_writes_csv_markdown_and_chart() {
@@ -98,9 +90,10 @@ fn quick_preset_writes_csv_markdown_and_chart() {
     assert!(t.elapsed().as_secs() < 60, "the quick preset took {:?}", t.elapsed());
     let text = stdout(&o);
 
-    // CSV: 3 configurations × 1 grid × 2 repetitions, every run ok with real numbers.
+    // CSV: the GPU limit and 3 configurations × 1 grid × 2 repetitions, every run ok with real
+    // numbers.
     let rows = read_csv(&out.join("bench.csv"));
-    assert_eq!(rows.len(), 6, "{rows:#?}");
+    assert_eq!(rows.len(), 8, "{rows:#?}");
     let mut means: HashMap<&str, Vec<f64>> = HashMap::new();
     for row in &rows {
         assert_eq!(row["status"], "ok", "{row:?}");
@@ -131,28 +124,50 @@ fn quick_preset_writes_csv_markdown_and_chart() {
         assert_eq!(reps, ["1", "2"], "{l}");
     }
     let backends: Vec<&str> = rows.iter().map(|r| r["backend"].as_str()).collect();
-    assert_eq!(backends.iter().filter(|b| **b == "vulkan").count(), 2);
+    assert_eq!(backends.iter().filter(|b| **b == "vulkan").count(), 4);
+    // The GPU limit: its runs had GPU timing on (the others off); every row is set against the
+    // median of its draw + kernel.
+    let median = |v: &[f64]| (v[0] + v[1]) / 2.0;
+    let sums: Vec<f64> = rows
+        .iter()
+        .filter(|r| r["label"] == "GPU limit")
+        .map(|r| num(r, "gpu_draw_p50_ms") + num(r, "gpu_kernel_p50_ms"))
+        .collect();
+    assert!(sums.len() == 2 && sums.iter().all(|s| *s > 0.0), "{rows:#?}");
+    let limit = median(&sums);
+    for row in &rows {
+        assert!((num(row, "limit_ms") - limit).abs() < 1e-4, "{row:?}");
+        assert!((num(row, "ratio_to_limit") - num(row, "mean_ms") / limit).abs() < 1e-3, "{row:?}");
+        if row["label"] != "GPU limit" {
+            assert_eq!(
+                (row["gpu_draw_p50_ms"].as_str(), row["gpu_kernel_p50_ms"].as_str()),
+                ("", ""),
+                "{row:?}"
+            );
+        }
+    }
     assert_eq!(backends.iter().filter(|b| **b == "cpu").count(), 4);
 
     // Markdown: one table for the one grid, with both ratio columns; printed to stdout as well.
     let md = std::fs::read_to_string(out.join("bench.md")).unwrap();
     assert_eq!(md.matches("### grid ").count(), 1, "{md}");
     assert!(md.contains("### grid 64x64 @ image 160x90"), "{md}");
-    assert!(md.contains("| vs vulkan (native) | vs reference: binary K=1 |"), "{md}");
+    assert!(md.contains("| vs vulkan (native) | vs GPU limit | vs reference: binary K=1 |"), "{md}");
     assert!(md.contains("- device: llvmpipe"), "{md}");
     assert!(md.contains("- date: ") && md.contains(" UTC"), "{md}");
-    let median = |v: &[f64]| (v[0] + v[1]) / 2.0;
     let native = median(&means["vulkan (native)"]);
+    means.insert("GPU limit", sums.clone());
     for l in QUICK_LABELS {
         let line =
             md.lines().find(|x| x.starts_with(&format!("| {l} |"))).unwrap_or_else(|| panic!("{l}: {md}"));
-        let m = median(&means[l]);
-        // Median of two reps (as printed with 3 decimals), its ratio to native, the missing reference.
+        let m = median(&means[l]); // the limit row shows the limit
+                                   // Median of two reps (as printed with 3 decimals), its ratio to native, the missing reference.
         let cols: Vec<&str> = line.split(" | ").collect();
         let shown: f64 = cols[2].parse().unwrap_or_else(|_| panic!("{line}"));
         assert!((shown - m).abs() < 0.0011, "{l}: shows {shown}, the CSV's median is {m}: {line}");
         assert_eq!(cols[4], format!("{:.2}×", m / native), "{line}");
-        assert_eq!(cols[5], "n/a", "{line}");
+        assert_eq!(cols[5], format!("{:.2}×", m / limit), "{line}");
+        assert_eq!(cols[6], "n/a", "{line}");
         assert!(line.ends_with("| ok |"), "{line}");
     }
     assert!(text.contains("### grid 64x64 @ image 160x90"), "stdout:\n{text}");
@@ -160,42 +175,22 @@ fn quick_preset_writes_csv_markdown_and_chart() {
         assert!(text.contains(&format!("wrote {}", out.join(f).display())), "stdout:\n{text}");
     }
 
-    // The chart: not blank, axes drawn, one bar per configuration with the measured height.
+    // The chart: not blank; one horizontal bar per row in its family's colour (the limit grey,
+    // native blue, the cpu rows both in the interop colour), each as long as its value.
     let png = Png::read(&out.join("bench.png"));
-    assert!(png.width >= 800 && png.height >= 300, "{}x{}", png.width, png.height);
-    let mut colours = std::collections::HashSet::new();
-    for p in png.rgb.chunks_exact(3) {
-        colours.insert((p[0], p[1], p[2]));
-    }
-    assert!(colours.len() > 30, "only {} distinct colours: blank chart", colours.len());
+    assert!(png.width >= 800 && png.height >= 150, "{}x{}", png.width, png.height);
     let non_bg = png.rgb.chunks_exact(3).filter(|p| (p[0], p[1], p[2]) != BACKGROUND).count();
     assert!(non_bg * 20 > png.width * png.height, "only {non_bg} pixels differ from the background");
-    let (h, v) = png.longest_dark_runs();
-    assert!(h > png.width / 2, "no horizontal axis: longest dark run {h} px of {}", png.width);
-    assert!(v > 200, "no vertical axis: longest dark run {v} px");
-    let heights: Vec<f64> = (0..3)
-        .map(|i| {
-            let c = BAR_COLOURS[i];
-            assert!(
-                png.count(c) > 2000,
-                "{}: {} pixels of its bar colour {c:?}",
-                QUICK_LABELS[i],
-                png.count(c)
-            );
-            png.rows_with(c).len() as f64
-        })
-        .collect();
-    for i in 1..3 {
-        let want = median(&means[QUICK_LABELS[i]]) / native;
-        let got = heights[i] / heights[0];
-        assert!(
-            (got - want).abs() < 0.03 * want.max(1.0),
-            "{}: bar height ratio {got:.3}, data {want:.3}",
-            QUICK_LABELS[i]
-        );
+    let widths = |f: Family| png.bar_widths(f.colour());
+    let (lim, nat, interop) = (widths(Family::Limit), widths(Family::Native), widths(Family::Interop));
+    assert_eq!((lim.len(), nat.len(), interop.len()), (1, 1, 2), "bars by family");
+    for (w, l) in [(lim[0], "GPU limit"), (interop[0], QUICK_LABELS[2]), (interop[1], QUICK_LABELS[3])] {
+        let (got, want) = (w as f64 / nat[0] as f64, median(&means[l]) / native);
+        assert!((got - want).abs() < 0.03 * want.max(1.0), "{l}: bar length ratio {got:.3}, data {want:.3}");
     }
-    // No bar colour beyond the three configurations.
-    assert_eq!(png.count(BAR_COLOURS[3]), 0);
+    for f in [Family::Reference, Family::InQueue] {
+        assert_eq!(png.count(f.colour()), 0, "{f:?} is not in the quick matrix");
+    }
 }
 
 /// Two grids give two tables and two panels; `--only` keeps one configuration.
@@ -212,11 +207,14 @@ fn grids_and_only_shape_the_matrix() {
     let rows = read_csv(&out.join("bench.csv"));
     let cells: Vec<(String, String, String)> =
         rows.iter().map(|r| (r["label"].clone(), r["grid"].clone(), r["status"].clone())).collect();
+    let cell = |l: &str, g: &str| (l.to_string(), g.to_string(), "ok".to_string());
     assert_eq!(
         cells,
         [
-            ("vulkan (native)".to_string(), "32x32".to_string(), "ok".to_string()),
-            ("vulkan (native)".to_string(), "48x40".to_string(), "ok".to_string())
+            cell("GPU limit", "32x32"),
+            cell("vulkan (native)", "32x32"),
+            cell("GPU limit", "48x40"),
+            cell("vulkan (native)", "48x40")
         ]
     );
     let md = std::fs::read_to_string(out.join("bench.md")).unwrap();
@@ -224,7 +222,8 @@ fn grids_and_only_shape_the_matrix() {
     assert!(md.contains("### grid 48x40 @ image 96x54"), "{md}");
     let png = Png::read(&out.join("bench.png"));
     // Two panels: the bar colour appears in two separate vertical bands.
-    let rows = png.rows_with(BAR_COLOURS[0]);
+    let rows: Vec<usize> =
+        png.rows_with(Family::Native.colour()).into_iter().filter(|y| *y as i32 >= PANELS_TOP).collect();
     let bands = 1 + rows.windows(2).filter(|w| w[1] > w[0] + 1).count();
     assert_eq!(bands, 2, "bar rows {rows:?}");
 }
@@ -241,7 +240,7 @@ fn failed_and_unsupported_cells_are_recorded() {
         .arg(&out));
     assert_eq!(o.status.code(), Some(1), "stdout:\n{}\nstderr:\n{}", stdout(&o), stderr(&o));
     let rows = read_csv(&out.join("bench.csv"));
-    assert_eq!(rows.len(), 3);
+    assert_eq!(rows.len(), 4);
     for row in &rows {
         if row["backend"] == "vulkan" {
             assert_eq!(row["status"], "failed", "{row:?}");
@@ -254,7 +253,7 @@ fn failed_and_unsupported_cells_are_recorded() {
     }
     let md = std::fs::read_to_string(out.join("bench.md")).unwrap();
     let line = md.lines().find(|l| l.starts_with("| cpu bridged |")).unwrap();
-    assert!(line.contains("| n/a | n/a |"), "no baseline ran, so no ratio: {line}");
+    assert!(line.contains("| n/a | n/a | n/a |"), "no baseline ran, so no ratio: {line}");
 
     // The gpu preset's CUDA rows on a machine without CUDA: unsupported, exit 0.
     let out = temp_dir("bench-unsupported");
@@ -276,11 +275,11 @@ fn failed_and_unsupported_cells_are_recorded() {
         .arg(&out));
     assert_ok(&o, "bench with an unavailable backend");
     let rows = read_csv(&out.join("bench.csv"));
-    assert_eq!(rows.len(), 2);
-    assert_eq!(rows[0]["status"], "ok");
-    assert_eq!(rows[1]["label"], "reference: binary K=1");
-    assert_eq!(rows[1]["status"], "unsupported", "{:?}", rows[1]);
-    assert!(rows[1]["reason"].contains("backend cuda is not available"), "{:?}", rows[1]);
+    assert_eq!(rows.len(), 3);
+    assert_eq!((rows[0]["status"].as_str(), rows[1]["status"].as_str()), ("ok", "ok"));
+    assert_eq!(rows[2]["label"], "reference: binary K=1");
+    assert_eq!(rows[2]["status"], "unsupported", "{:?}", rows[2]);
+    assert!(rows[2]["reason"].contains("backend cuda is not available"), "{:?}", rows[2]);
 }
 
 #[test]
@@ -331,9 +330,60 @@ fn an_interrupt_writes_what_finished() {
     assert_eq!(o.status.code(), Some(130), "stderr:\n{}", stderr(&o));
     assert!(stderr(&o).contains("interrupted after "), "{}", stderr(&o));
     let rows = read_csv(&out.join("bench.csv"));
-    assert!(rows.len() < 600, "{} rows: the interrupt did not stop the matrix", rows.len());
+    assert!(rows.len() < 800, "{} rows: the interrupt did not stop the matrix", rows.len());
     assert!(rows.iter().all(|r| r["status"] == "ok"), "{rows:?}");
     let md = std::fs::read_to_string(out.join("bench.md")).unwrap();
-    assert!(md.contains(&format!("- **interrupted** after {} of 600 timed runs", rows.len())), "{md}");
+    assert!(md.contains(&format!("- **interrupted** after {} of 800 timed runs", rows.len())), "{md}");
     assert!(out.join("bench.png").exists());
+}
+
+/// `--replot` draws a bench.csv's chart again beside it, without running anything: every family
+/// in the CSV shows in its colour, the device comes from the markdown beside it, and what cannot
+/// be read is a usage error.
+#[test]
+fn replot_draws_a_csv_again_in_family_colours() {
+    let dir = temp_dir("bench-replot");
+    let csv = dir.join("old.csv");
+    let row = |label: &str, backend: &str, sync: &str, rep: u32, mean: f64, limit: &str| {
+        format!("{label},{backend},{sync},,,,,,256x256,320x180,{rep},1000,{mean},{mean},{mean},{},10,,,ok,,,,{limit}\n", 1e3 / mean)
+    };
+    let mut text = String::from("label,backend,sync_requested,slots,run_ahead,batch,memory,resolved,grid,size,rep,frames,mean_ms,p50_ms,p99_ms,fps,render_cpu_p50_us,render_cpu_mean_us,startup_s,status,reason,handoff_in_p50_us,handoff_out_p50_us,gpu_draw_p50_ms,gpu_kernel_p50_ms\n");
+    for rep in 1..=2 {
+        text += &row("GPU limit", "vulkan", "external", rep, 0.16, "0.126,0.005");
+        text += &row("vulkan (native)", "vulkan", "external", rep, 0.147, ",");
+        text += &row("reference: binary K=1", "cuda", "binary", rep, 0.434, ",");
+        text += &row("cuda-in-vulkan K=1", "cuda-in-vulkan", "external", rep, 0.149, ",");
+        text += &row("cuda-in-vulkan K=3", "cuda-in-vulkan", "external", rep, 0.150, ",");
+    }
+    std::fs::write(&csv, text).unwrap();
+    std::fs::write(dir.join("old.md"), "- device: Test GPU [discrete]\n").unwrap();
+    let o = run(vkhip().args(["bench", "--replot"]).arg(&csv));
+    assert_ok(&o, "vkhip bench --replot");
+    assert_eq!(stdout(&o).trim(), format!("wrote {}", dir.join("old.png").display()));
+    let png = Png::read(&dir.join("old.png"));
+    let widths = |f: Family| png.bar_widths(f.colour());
+    assert_eq!(widths(Family::Limit).len(), 1);
+    assert_eq!(widths(Family::Native).len(), 1);
+    assert_eq!(widths(Family::Reference).len(), 1);
+    assert_eq!(widths(Family::InQueue).len(), 2, "both cuda-in-vulkan rows, one colour");
+    assert_eq!(png.count(Family::Interop.colour()), 0);
+    // The limit bar is draw + kernel (0.131 ms), not its runs' frame time (0.16 ms).
+    let ratio = widths(Family::Limit)[0] as f64 / widths(Family::Native)[0] as f64;
+    assert!((ratio - 0.131 / 0.147).abs() < 0.02, "limit / native bar {ratio:.3}");
+    assert!(!dir.join("bench.csv").exists() && !dir.join("vkhip-bench").exists(), "nothing ran");
+
+    // Usage errors: a missing file, a CSV without the columns, --replot with run flags.
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["--replot".into(), dir.join("none.csv").display().to_string()], "--replot"),
+        (vec!["--replot".into(), dir.join("old.md").display().to_string()], "has no 'label' column"),
+        (
+            vec!["--replot".into(), csv.display().to_string(), "--reps".into(), "2".into()],
+            "cannot be used with",
+        ),
+    ];
+    for (args, want) in cases {
+        let o = run(vkhip().arg("bench").args(&args));
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+    }
 }

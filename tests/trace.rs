@@ -190,6 +190,16 @@ fn vulkan_external_trace_has_the_dispatch_on_the_compute_track() {
     for line in ["  hand-off in  p50", "  hand-off out p50", "% of the frame)", "  overlap      "] {
         assert!(report.contains(line), "report lacks '{line}':\n{report}");
     }
+    // The share is of the part frames in flight did not hide: never above the frame, though the
+    // raw `rendered` → kernel span (in the trace) is usually longer than a frame here (K = 2, 4 in
+    // flight).
+    for line in report.lines().filter(|l| l.starts_with("  hand-off ")) {
+        let Some((_, tail)) = line.split_once("not hidden by frames in flight: ") else { continue };
+        let share: f64 = tail.split(", ").nth(1).and_then(|s| s.split('%').next()?.parse().ok()).unwrap();
+        assert!((0.0..=100.0).contains(&share), "{line}");
+        assert!(!line.contains("frames in flight included"), "{line}");
+    }
+    assert_eq!(report.matches("not hidden by frames in flight").count(), 2, "{report}");
     assert_eq!(doc["otherData"]["compute_on_gpu_clock"], false, "a dispatch's timestamps are not GPU stamps");
     let (code, out) = check(&dir.join("vk.json"));
     assert_eq!(code, 0, "{out}");
@@ -293,4 +303,71 @@ fn batched_and_run_ahead_traces_record_their_shape_and_pass_the_check() {
         assert_eq!(code, 0, "{name}: {out}");
         assert!(out.contains(" 0 violation(s)"), "{name}: {out}");
     }
+}
+
+/// The report's `GPU limit` line states the frame time's p50 against the draw's and the
+/// dispatch's GPU p50s of the same run: the draw and kernel it names are the medians of the
+/// trace's `draw` and `write slot` spans, and the ratio is frame / (draw + kernel).
+#[test]
+fn the_report_states_the_frame_against_the_gpu_limit_of_the_same_run() {
+    let dir = temp_dir("trace-limit");
+    let (doc, report) =
+        traced_run(&dir, "limit", &["--backend", "vulkan", "--sync", "external", "--slots", "2"]);
+    let line = report.lines().find(|l| l.starts_with("  GPU limit    frame p50 at ")).unwrap_or_else(|| {
+        panic!("no GPU limit line with a ratio:\n{report}");
+    });
+    let after = |key: &str| -> f64 {
+        let rest = line.split_once(key).unwrap_or_else(|| panic!("'{key}' in '{line}'")).1;
+        rest.trim_start().split(|c: char| c != '.' && !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+    };
+    let (ratio, draw, kernel, limit) = (after(" at "), after("draw "), after("kernel "), after("= "));
+    assert!((draw + kernel - limit).abs() <= 0.0011, "{line}");
+    let frame = parse_report(&report).expect("the report parses").p50_ms;
+    // Printed to 2 decimals (the ratio) and 3 (the times): the rounding bounds the difference.
+    let tol = 0.005 + ratio * (0.0005 / frame + 0.0015 / (draw + kernel));
+    assert!((ratio - frame / (draw + kernel)).abs() <= tol, "{frame} / ({draw} + {kernel}) vs {line}");
+    // The draw and kernel are the medians of the trace's spans (the trace keeps every frame here).
+    let median_ms = |tid: u64, name: &str| {
+        let mut d: Vec<f64> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["tid"] == tid && e["name"] == name)
+            .map(|e| e["dur"].as_f64().unwrap() / 1e3)
+            .collect();
+        assert_eq!(d.len() as u64, FRAMES, "{name} spans");
+        d.sort_by(f64::total_cmp);
+        d[d.len().div_ceil(2) - 1] // the lower median, as the report's histogram takes it
+    };
+    let (trace_draw, trace_kernel) = (median_ms(3, "draw"), median_ms(4, "write slot"));
+    // The histogram keeps 3 significant digits; the report prints 3 decimals.
+    assert!((trace_draw - draw).abs() <= 0.002 * trace_draw + 0.0006, "trace {trace_draw} ms vs {line}");
+    assert!(
+        (trace_kernel - kernel).abs() <= 0.002 * trace_kernel + 0.0006,
+        "trace {trace_kernel} ms vs {line}"
+    );
+}
+
+/// With `--gpu-timing off` the limit is unknown, and the report says why in one line.
+#[test]
+fn without_gpu_timing_the_report_says_the_limit_is_unknown() {
+    let o = run(vkhip().args([
+        "--headless",
+        "--frames",
+        "5",
+        "--size",
+        "160x90",
+        "--grid",
+        "32x32",
+        "--gpu-timing",
+        "off",
+    ]));
+    assert_ok(&o, "gpu-timing off");
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("  GPU limit")).collect();
+    assert_eq!(
+        lines,
+        ["  GPU limit    unknown: --gpu-timing off (no GPU timestamps of the draw and the kernel)"],
+        "{out}"
+    );
 }

@@ -148,6 +148,13 @@ pub struct FrameFigures {
     /// long before the draw could read them the heights were written: large with run-ahead and
     /// batches).
     pub handoff_out_ns: Option<u64>,
+    /// The part of [`Self::handoff_in_ns`] not hidden by frames in flight: from the later of
+    /// `rendered` and the end of the previous frame's draw (when the graphics queue ran out of
+    /// other frames' draws) to the kernel's start. See [`exposed_ns`].
+    pub handoff_in_exposed_ns: Option<u64>,
+    /// The same for [`Self::handoff_out_ns`]: from the later of the kernel's end and the end of
+    /// the previous frame's draw to the draw's heights being readable.
+    pub handoff_out_exposed_ns: Option<u64>,
     /// The frame of a compute write (of another frame) that ran while this frame's draw read.
     pub kernel_inside: Option<u64>,
     /// Render thread CPU time for the frame.
@@ -171,6 +178,10 @@ pub struct Stats {
     pub overhead: Stat,
     pub handoff_in: Stat,
     pub handoff_out: Stat,
+    /// The parts of `handoff_in` and `handoff_out` not hidden by frames in flight (see
+    /// [`exposed_ns`]).
+    pub handoff_in_exposed: Stat,
+    pub handoff_out_exposed: Stat,
     pub cpu: Stat,
     pub cpu_work: Stat,
     /// `cpu` by phase (see [`CpuSplit`]).
@@ -378,6 +389,10 @@ impl Profiler {
         let handoff = handoff_spans(&open.spans, rendered);
         figures.handoff_in_ns = handoff.iter().find(|s| s.phase == Phase::HandoffIn).map(HostSpan::dur_ns);
         figures.handoff_out_ns = handoff.iter().find(|s| s.phase == Phase::HandoffOut).map(HostSpan::dur_ns);
+        let exposed =
+            |phase| handoff.iter().find(|s| s.phase == phase).and_then(|s| exposed_ns(s, prev_draw_end));
+        figures.handoff_in_exposed_ns = exposed(Phase::HandoffIn);
+        figures.handoff_out_exposed_ns = exposed(Phase::HandoffOut);
         open.spans.extend(handoff);
         figures.kernel_inside = self.kernel_inside(&open);
         if open.frame >= self.warmup_frames {
@@ -483,6 +498,8 @@ impl Profiler {
         opt(&mut s.overhead, f.overhead_ns);
         opt(&mut s.handoff_in, f.handoff_in_ns);
         opt(&mut s.handoff_out, f.handoff_out_ns);
+        opt(&mut s.handoff_in_exposed, f.handoff_in_exposed_ns);
+        opt(&mut s.handoff_out_exposed, f.handoff_out_exposed_ns);
         let host = |phases: &[Phase]| -> u64 {
             spans
                 .iter()
@@ -537,6 +554,32 @@ pub fn handoff_spans(spans: &[HostSpan], rendered: Option<u64>) -> Vec<HostSpan>
     into.into_iter().chain(out).collect()
 }
 
+/// The part of a hand-off span (in or out) that frames in flight did not hide: from the later of
+/// its start and `queue_free` (the end of the previous frame's draw, when the graphics queue had
+/// no other frame's draw left to run) to its end; None when that end is not known.
+///
+/// The raw span can be longer than a frame (with K slots, `rendered` of frame f − K comes K − 1
+/// draws before frame f needs its heights); this part cannot: the exposed in, the kernel and the
+/// exposed out lie one after the other between the previous draw's end and this frame's draw, so
+/// their sum is at most the graphics queue's idle gap before the draw, and over a run the gaps
+/// add up to no more than the run's time.
+///
+/// ```
+/// use vkhip::profile::collect::exposed_ns;
+/// use vkhip::profile::span::HostSpan;
+/// use vkhip::profile::{Phase, Track};
+///
+/// // `rendered` at 100, the kernel starts at 900: 800 raw.
+/// let span = HostSpan { track: Track::Handoff, phase: Phase::HandoffIn, start_ns: 100, end_ns: 900 };
+/// assert_eq!(exposed_ns(&span, Some(700)), Some(200)); // the previous draw ended at 700
+/// assert_eq!(exposed_ns(&span, Some(50)), Some(800)); // K = 1: nothing hides it
+/// assert_eq!(exposed_ns(&span, Some(950)), Some(0)); // the kernel started while a draw ran
+/// assert_eq!(exposed_ns(&span, None), None);
+/// ```
+pub fn exposed_ns(span: &HostSpan, queue_free: Option<u64>) -> Option<u64> {
+    queue_free.map(|q| span.end_ns.saturating_sub(span.start_ns.max(q)))
+}
+
 /// The figures of one frame from its spans (`prev_draw_end`: when the previous frame's draw
 /// ended, if known).
 fn figures(open: &Open, frame_ns: Option<u64>, prev_draw_end: Option<u64>) -> FrameFigures {
@@ -587,6 +630,8 @@ fn figures(open: &Open, frame_ns: Option<u64>, prev_draw_end: Option<u64>) -> Fr
             .then(|| frame_ns.saturating_sub(busiest.unwrap_or(0))),
         handoff_in_ns: None,
         handoff_out_ns: None,
+        handoff_in_exposed_ns: None,
+        handoff_out_exposed_ns: None,
         kernel_inside: None,
         cpu_ns: open.cpu_split.total_ns(),
         cpu_work_ns: open.cpu_split.total_ns() - open.cpu_split.wait_ns,

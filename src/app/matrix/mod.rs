@@ -7,7 +7,9 @@
 //! - [`parse`]: reading the child's frame report;
 //! - [`stats`]: medians and spreads over the repetitions;
 //! - [`table`]: the CSV rows and the markdown tables;
-//! - [`plot`]: the PNG chart.
+//! - [`layout`]: the chart's geometry, computed and tested without drawing;
+//! - [`plot`]: the PNG chart;
+//! - [`replot`]: the chart drawn again from a bench.csv (`vkhip bench --replot`).
 //!
 //! # Examples
 //!
@@ -35,13 +37,15 @@
 //! let row = table.lines().last().unwrap();
 //! assert_eq!(
 //!     row,
-//!     "| cpu bridged | bridged, 3 slot(s), run-ahead 0, batch 1 | 2.000 | 1.500–2.500 | n/a | n/a | 40.0 / 45.0 | – | ok |"
+//!     "| cpu bridged | bridged, 3 slot(s), run-ahead 0, batch 1 | 2.000 | 1.500–2.500 | n/a | n/a | n/a | 40.0 / 45.0 | – | ok |"
 //! );
 //! ```
 
+pub mod layout;
 pub mod parse;
 pub mod plot;
 pub mod preset;
+pub mod replot;
 pub mod run;
 pub mod stats;
 pub mod table;
@@ -165,8 +169,21 @@ fn run_matrix(plan: &Plan, exe: &Path) -> (Vec<CellResult>, u64) {
     (results, done)
 }
 
-/// `vkhip bench`.
+/// The chart's title: what each bar is, and on which device (its name, without the details in
+/// brackets).
+pub fn plot_title(frames: u64, reps: u32, device: Option<&str>) -> String {
+    let name = device.map_or("", |d| d.split(" [").next().unwrap_or(d));
+    format!(
+        "vkhip bench: median frame time, {frames} frames × {reps} reps{}{name}",
+        if name.is_empty() { "" } else { " on " }
+    )
+}
+
+/// `vkhip bench` (or, with `--replot`, only its chart, from a CSV).
 pub fn run(args: &MatrixArgs) -> anyhow::Result<ExitCode> {
+    if let Some(csv) = &args.replot {
+        return replot::replot(csv);
+    }
     let plan = Plan::new(args)?;
     let [csv_file, md_file, png_file] = open_outputs(&args.out)?;
     let exe = std::env::current_exe().context("finding the vkhip binary to run the cells with")?;
@@ -191,21 +208,8 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<ExitCode> {
         interrupted: stopped,
     };
     let markdown = table::markdown(&header, &plan.sizes, &results);
-    let mut labels: Vec<&str> = Vec::new();
-    for c in &plan.cells {
-        if !labels.contains(&c.config.label) {
-            labels.push(c.config.label);
-        }
-    }
-    let device_name = device.as_deref().map_or("", |d| d.split(" [").next().unwrap_or(d));
-    let title = format!(
-        "vkhip bench: median frame time, {} frames × {} reps{}{}",
-        plan.frames,
-        plan.reps,
-        if device_name.is_empty() { "" } else { " on " },
-        device_name
-    );
-    let image = plot::render(&title, &labels, &plan.sizes, &results)?;
+    let title = plot_title(plan.frames, plan.reps, device.as_deref());
+    let image = plot::render(&title, &plot::panels(&plan.sizes, &results))?;
 
     let paths: Vec<PathBuf> =
         [&csv_file, &md_file, &png_file].iter().map(|p| p.path().to_path_buf()).collect();

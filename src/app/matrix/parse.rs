@@ -3,12 +3,12 @@
 //! The lines relied on (two spaces, the label padded to 12 characters, a space, the value):
 //! `frame time` (mean, p50, p99, fps), `render cpu` (p50, and the mean when there), `sync` (the resolved configuration,
 //! kept verbatim), `device`, and the optional `start-up`, `hand-off in` and `hand-off out` (their
-//! p50, with GPU timing on).
+//! p50, with GPU timing on) and `GPU limit` (the draw's and the kernel's GPU p50s, when known).
 //!
 //! # Examples
 //!
 //! ```
-//! use vkhip::app::matrix::parse::{parse_report, ParseError};
+//! use vkhip::app::matrix::parse::{parse_report, GpuLimit, ParseError};
 //!
 //! let report = "vkhip frame report
 //!   frame time   mean 0.153 ms   p50 0.150 ms   p99 0.201 ms   (6535.9 fps)
@@ -17,6 +17,7 @@
 //!   sync         external, 8 slot(s), run-ahead 0, batch 7
 //!   hand-off in  p50 41.5 µs   p99 90.2 µs   (GPU: …; 2.1% of the frame)
 //!   hand-off out p50 12.0 µs   p99 30.0 µs   (GPU: …; 0.8% of the frame)
+//!   GPU limit    frame p50 at 1.15× the GPU's limit: draw 0.126 + kernel 0.005 = 0.131 ms (GPU p50s)
 //!   device       NVIDIA H100 80GB HBM3 [discrete GPU]
 //! ";
 //! let m = parse_report(report).unwrap();
@@ -26,6 +27,9 @@
 //! assert_eq!(m.resolved, "external, 8 slot(s), run-ahead 0, batch 7");
 //! assert_eq!(m.device, "NVIDIA H100 80GB HBM3 [discrete GPU]");
 //! assert_eq!((m.handoff_in_us, m.handoff_out_us), (Some(41.5), Some(12.0)));
+//! assert_eq!(m.gpu_limit, Some(GpuLimit { draw_ms: 0.126, kernel_ms: 0.005 }));
+//! let unknown = report.replace("frame p50 at 1.15× the GPU's limit: draw 0.126 + kernel 0.005 = 0.131 ms (GPU p50s)", "unknown: --gpu-timing off");
+//! assert_eq!(parse_report(&unknown).unwrap().gpu_limit, None);
 //!
 //! // A report cut short, and a line that is not what it should be.
 //! assert_eq!(parse_report("vkhip frame report\n"), Err(ParseError::Missing("frame time")));
@@ -54,6 +58,23 @@ pub struct Measurement {
     /// readable), µs, when the report has them (GPU timing on, a compute side with GPU spans).
     pub handoff_in_us: Option<f64>,
     pub handoff_out_us: Option<f64>,
+    /// The `GPU limit` line's draw and kernel GPU p50s, when the run measured them.
+    pub gpu_limit: Option<GpuLimit>,
+}
+
+/// The GPU's own work per frame in one run: the draw's and the kernel's (or dispatch's) GPU p50,
+/// ms. Their sum is the frame time the GPU could reach (the report's `GPU limit`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GpuLimit {
+    pub draw_ms: f64,
+    pub kernel_ms: f64,
+}
+
+impl GpuLimit {
+    /// Draw + kernel, ms.
+    pub fn total_ms(&self) -> f64 {
+        self.draw_ms + self.kernel_ms
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -127,7 +148,19 @@ pub fn parse_report(report: &str) -> Result<Measurement, ParseError> {
     let handoff = |label: &'static str| -> Result<Option<f64>, ParseError> {
         field(report, label).map(|l| number_after(l, "p50").ok_or_else(|| bad(label, l))).transpose()
     };
+    // `frame p50 at 1.15× the GPU's limit: draw 0.126 + kernel 0.005 = …`, or `unknown: why`.
+    let gpu_limit = match field(report, "GPU limit") {
+        Some(l) if !l.starts_with("unknown") => {
+            let (d, k) = (number_after(l, "draw"), number_after(l, "kernel"));
+            Some(GpuLimit {
+                draw_ms: d.ok_or_else(|| bad("GPU limit", l))?,
+                kernel_ms: k.ok_or_else(|| bad("GPU limit", l))?,
+            })
+        }
+        _ => None,
+    };
     Ok(Measurement {
+        gpu_limit,
         handoff_in_us: handoff("hand-off in")?,
         handoff_out_us: handoff("hand-off out")?,
         mean_ms,

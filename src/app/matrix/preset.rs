@@ -38,10 +38,21 @@ pub struct Config {
     pub memory: Option<&'static str>,
     /// `--compute-wait` (None: the default).
     pub compute_wait: Option<&'static str>,
+    /// The [`LIMIT`] row: run with `--gpu-timing on` whatever the matrix's `--gpu-timing`, and
+    /// read for its report's `GPU limit` (draw + kernel), not its frame time.
+    pub limit: bool,
 }
 
 /// The configuration the other rows are compared with first.
 pub const NATIVE: &str = "vulkan (native)";
+/// The row every grid gets first: the GPU's own work per frame (draw + kernel p50s from GPU
+/// timestamps) in a run of the native configuration with `--gpu-timing on`, interleaved with the
+/// others. Every configuration is shown against it as well as against [`NATIVE`].
+pub const LIMIT: &str = "GPU limit";
+
+/// The [`LIMIT`] row's configuration: [`NATIVE`]'s, timed on the GPU.
+pub const LIMIT_ROW: Config = Config { label: LIMIT, limit: true, ..GPU_ROWS[0] };
+
 /// The second baseline: CUDA with one slot and a binary semaphore pair.
 pub const REFERENCE: &str = "reference: binary K=1";
 
@@ -54,7 +65,17 @@ const fn row(
     b: Option<u32>,
     memory: Option<&'static str>,
 ) -> Config {
-    Config { label, backend, sync, slots: k, run_ahead: r, batch: b, memory, compute_wait: None }
+    Config {
+        label,
+        backend,
+        sync,
+        slots: k,
+        run_ahead: r,
+        batch: b,
+        memory,
+        compute_wait: None,
+        limit: false,
+    }
 }
 
 /// `c` with `--compute-wait gpu`: the compute side always waits on the GPU.
@@ -166,8 +187,13 @@ impl Plan {
             )));
         }
         let sizes = args.grids.as_ref().map_or_else(|| p.sizes.to_vec(), |g| g.0.clone());
-        let cells =
-            sizes.iter().flat_map(|&at| rows.iter().map(move |&config| Cell { config, at })).collect();
+        // Each grid starts with its GPU limit.
+        let cells = sizes
+            .iter()
+            .flat_map(|&at| {
+                std::iter::once(LIMIT_ROW).chain(rows.iter().copied()).map(move |config| Cell { config, at })
+            })
+            .collect();
         Ok(Plan {
             cells,
             sizes,
@@ -242,6 +268,7 @@ mod tests {
         assert_eq!(
             labels,
             [
+                LIMIT,
                 NATIVE,
                 "external K=8 R=7",
                 "external K=8 B=4 R=4",
@@ -249,12 +276,14 @@ mod tests {
                 "external K=8 B=4 R=3"
             ]
         );
-        assert_eq!(plan.cells.len(), 5 * GPU_SIZES.len());
+        assert_eq!(plan.cells.len(), 6 * GPU_SIZES.len());
+        assert!(plan.cells[0].config.limit && !plan.cells[1].config.limit);
+        assert_eq!(Config { label: NATIVE, limit: false, ..plan.cells[0].config }, plan.cells[1].config);
         assert_eq!((plan.reps, plan.frames, plan.warmup), (5, 1000, 100));
         let plan =
             Plan::new(&args(&["--preset", "quick", "--grids", "32x32@64x64", "--frames", "7"])).unwrap();
         assert_eq!(plan.sizes, [size(32, 32, 64, 64)]);
-        assert_eq!((plan.cells.len(), plan.frames, plan.warmup, plan.reps), (3, 7, 10, 2));
+        assert_eq!((plan.cells.len(), plan.frames, plan.warmup, plan.reps), (4, 7, 10, 2));
         let e = Plan::new(&args(&["--only", "banana"])).unwrap_err();
         assert!(e.0.contains("--only banana matches no configuration"), "{e}");
     }

@@ -18,6 +18,10 @@
 //!      --run-ahead 2 --batch 2 --gpu-timing off --grid 64x64 --size 160x90"
 //! );
 //!
+//! // The GPU limit row keeps GPU timing on.
+//! let limit = Cell { config: vkhip::app::matrix::preset::LIMIT_ROW, at: quick.sizes[0] };
+//! assert!(!child_args(&limit, 60, 10, None, OnOff::Off).contains(&"--gpu-timing".to_string()));
+//!
 //! // Exit code 2 is "cannot run here", anything else non-zero a failure; the reason is the last
 //! // line of stderr. (A raw wait status holds the exit code in its second byte.)
 //! let exited = |code: i32| Some(ExitStatus::from_raw(code << 8));
@@ -112,7 +116,8 @@ pub fn child_args(
     opt("--memory", c.memory.map(str::to_string));
     opt("--compute-wait", c.compute_wait.map(str::to_string));
     opt("--device", device.map(|v| v.to_string()));
-    if gpu_timing == crate::cli::OnOff::Off {
+    // The limit row needs the GPU's timestamps whatever the matrix's setting.
+    if gpu_timing == crate::cli::OnOff::Off && !c.limit {
         a.extend(["--gpu-timing".into(), "off".into()]);
     }
     a.extend(["--grid".into(), cell.at.grid.to_string(), "--size".into(), cell.at.size.to_string()]);

@@ -23,6 +23,7 @@
 //!         device: "llvmpipe".into(),
 //!         handoff_in_us: None,
 //!         handoff_out_us: None,
+//!         gpu_limit: None,
 //!     })
 //! };
 //! // Only the runs that measured something count; the first problem is kept for the status.
@@ -31,6 +32,16 @@
 //! assert_eq!(s.status(), "ok (3 of 4; failed: exit code 1)");
 //! let native = Summary::of(&[ok(1.5)]);
 //! assert_eq!(s.ratio_to(Some(&native)), Some(2.0));
+//!
+//! // The GPU limit row's value is its runs' draw + kernel, not their frame time.
+//! use vkhip::app::matrix::parse::GpuLimit;
+//! let timed = |draw_ms, kernel_ms| match ok(2.0) {
+//!     Outcome::Ok(m) => Outcome::Ok(Measurement { gpu_limit: Some(GpuLimit { draw_ms, kernel_ms }), ..m }),
+//!     o => o,
+//! };
+//! let limit = Summary::for_row(&[timed(1.0, 0.25), timed(1.2, 0.25), timed(0.9, 0.25)], true);
+//! assert_eq!((limit.frame_ms, limit.spread_ms), (Some(1.25), Some((1.15, 1.45))));
+//! assert_eq!(s.ratio_to(Some(&limit)), Some(3.0 / 1.25));
 //! ```
 
 use super::run::Outcome;
@@ -68,6 +79,9 @@ pub struct Summary {
     /// kernel end → draw readable), when the runs measured them.
     pub handoff_in_us: Option<f64>,
     pub handoff_out_us: Option<f64>,
+    /// Median over the repetitions of each one's GPU limit (draw + kernel GPU p50s), ms, when
+    /// the runs measured it (`--gpu-timing on`; always in the [`super::preset::LIMIT`] row).
+    pub limit_ms: Option<f64>,
     /// The resolved sync line of the first ok repetition.
     pub resolved: Option<String>,
     pub ok: usize,
@@ -91,11 +105,25 @@ impl Summary {
             startup_s: median(&pick(|m| m.startup_s)),
             handoff_in_us: median(&pick(|m| m.handoff_in_us)),
             handoff_out_us: median(&pick(|m| m.handoff_out_us)),
+            limit_ms: median(&pick(|m| m.gpu_limit.map(|g| g.total_ms()))),
             resolved: ms.first().map(|m| m.resolved.clone()),
             ok: ms.len(),
             runs: runs.len(),
             problem: runs.iter().find(|o| o.measurement().is_none()).cloned(),
         }
+    }
+
+    /// The summary a row shows: for the [`super::preset::LIMIT`] row (`limit`), its value is the
+    /// GPU limit (draw + kernel), not its frame time, so every ratio to it is a ratio to the limit.
+    pub fn for_row(runs: &[Outcome], limit: bool) -> Summary {
+        let mut s = Summary::of(runs);
+        if limit {
+            let totals: Vec<f64> =
+                runs.iter().filter_map(|o| o.measurement()?.gpu_limit.map(|g| g.total_ms())).collect();
+            s.frame_ms = median(&totals);
+            s.spread_ms = spread(&totals);
+        }
+        s
     }
 
     /// `ok`, `ok (2 of 3)`, or the first problem's status and reason.
@@ -145,6 +173,7 @@ mod tests {
             device: "d".into(),
             handoff_in_us: Some(mean * 10.0),
             handoff_out_us: None,
+            gpu_limit: None,
         })
     }
 

@@ -23,11 +23,11 @@
 //! assert!(lines[0].starts_with("label,backend,sync_requested,slots,run_ahead,batch,memory,resolved,grid"));
 //! assert_eq!(
 //!     lines[1],
-//!     r#"vulkan (native),vulkan,external,,,,,,64x64,160x90,1,60,,,,,,,,failed,"exit code 1: lost, the device",,"#
+//!     r#"vulkan (native),vulkan,external,,,,,,64x64,160x90,1,60,,,,,,,,failed,"exit code 1: lost, the device",,,,,,"#
 //! );
 //! ```
 
-use super::preset::{NATIVE, REFERENCE};
+use super::preset::{LIMIT, NATIVE, REFERENCE};
 use super::stats::Summary;
 use super::CellResult;
 use crate::cli::CellSize;
@@ -73,14 +73,30 @@ pub const CSV_COLUMNS: &[&str] = &[
     "reason",
     "handoff_in_p50_us",
     "handoff_out_p50_us",
+    "gpu_draw_p50_ms",
+    "gpu_kernel_p50_ms",
+    "limit_ms",
+    "ratio_to_limit",
 ];
+
+/// The GPU limit of each grid@size: the [`LIMIT`] row's value, when it ran.
+fn limits(results: &[CellResult]) -> Vec<(CellSize, f64)> {
+    results
+        .iter()
+        .filter(|r| r.cell.config.limit)
+        .filter_map(|r| Some((r.cell.at, Summary::for_row(&r.runs, true).frame_ms?)))
+        .collect()
+}
 
 /// Write one CSV row per repetition of every cell.
 pub fn write_csv<W: std::io::Write>(out: W, results: &[CellResult], frames: u64) -> csv::Result<()> {
     let mut w = csv::Writer::from_writer(out);
     w.write_record(CSV_COLUMNS)?;
     let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
+    let limits = limits(results);
+    let round = |v: f64| format!("{v:.4}");
     for r in results {
+        let limit = limits.iter().find(|(at, _)| *at == r.cell.at).map(|l| l.1);
         let c = &r.cell.config;
         for (rep, o) in r.runs.iter().enumerate() {
             let m = o.measurement();
@@ -110,6 +126,10 @@ pub fn write_csv<W: std::io::Write>(out: W, results: &[CellResult], frames: u64)
                 o.reason().to_string(),
                 m.and_then(|m| m.handoff_in_us).map(|v| v.to_string()).unwrap_or_default(),
                 m.and_then(|m| m.handoff_out_us).map(|v| v.to_string()).unwrap_or_default(),
+                m.and_then(|m| m.gpu_limit).map(|g| g.draw_ms.to_string()).unwrap_or_default(),
+                m.and_then(|m| m.gpu_limit).map(|g| g.kernel_ms.to_string()).unwrap_or_default(),
+                limit.map(round).unwrap_or_default(),
+                m.zip(limit).map(|(m, l)| round(m.mean_ms / l)).unwrap_or_default(),
             ])?;
         }
     }
@@ -132,27 +152,31 @@ fn or_dash(v: Option<f64>, digits: usize) -> String {
 
 /// The markdown table for one grid@size.
 pub fn markdown_table(at: &CellSize, results: &[CellResult]) -> String {
-    let rows: Vec<(&CellResult, Summary)> =
-        results.iter().filter(|r| r.cell.at == *at).map(|r| (r, Summary::of(&r.runs))).collect();
+    let rows: Vec<(&CellResult, Summary)> = results
+        .iter()
+        .filter(|r| r.cell.at == *at)
+        .map(|r| (r, Summary::for_row(&r.runs, r.cell.config.limit)))
+        .collect();
     let base = |label: &str| rows.iter().find(|(r, _)| r.cell.config.label == label).map(|(_, s)| s);
-    let (native, reference) = (base(NATIVE), base(REFERENCE));
+    let (native, limit, reference) = (base(NATIVE), base(LIMIT), base(REFERENCE));
     let mut out = String::new();
     let _ = writeln!(out, "### grid {} @ image {}\n", at.grid, at.size);
     let _ = writeln!(
         out,
-        "| configuration | resolved sync | frame time (ms) | spread (ms) | vs {NATIVE} | vs {REFERENCE} | render CPU p50 / mean (µs) | start-up (s) | status |"
+        "| configuration | resolved sync | frame time (ms) | spread (ms) | vs {NATIVE} | vs {LIMIT} | vs {REFERENCE} | render CPU p50 / mean (µs) | start-up (s) | status |"
     );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
     for (r, s) in &rows {
         let spread = s.spread_ms.map_or_else(|| "–".into(), |(lo, hi)| format!("{lo:.3}–{hi:.3}"));
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
             cell(r.cell.config.label),
             cell(s.resolved.as_deref().unwrap_or("–")),
             or_dash(s.frame_ms, 3),
             spread,
             ratio(s.ratio_to(native)),
+            ratio(s.ratio_to(limit)),
             ratio(s.ratio_to(reference)),
             or_dash(s.render_cpu_p50_us, 1),
             or_dash(s.render_cpu_mean_us, 1),
@@ -183,7 +207,11 @@ pub fn markdown(header: &Header, sizes: &[CellSize], results: &[CellResult]) -> 
     );
     let _ = writeln!(
         out,
-        "- frame time: median over the repetitions of each run's mean frame time; spread: min–max of those means; ratios: this row's frame time over the baseline's at the same grid (n/a: the baseline is not in the matrix or did not run)\n"
+        "- frame time: median over the repetitions of each run's mean frame time; spread: min–max of those means; ratios: this row's frame time over the baseline's at the same grid (n/a: the baseline is not in the matrix or did not run)"
+    );
+    let _ = writeln!(
+        out,
+        "- {LIMIT}: the GPU's own work per frame, draw + kernel (GPU p50s from timestamps), from runs of {NATIVE} with `--gpu-timing on` interleaved with the others (its row shows that sum); `vs {LIMIT}`: a row's frame time over it, 1.00× being a frame that costs only the GPU's own work\n"
     );
     for at in sizes {
         out.push_str(&markdown_table(at, results));
@@ -213,7 +241,18 @@ mod tests {
             device: "d".into(),
             handoff_in_us: Some(40.0),
             handoff_out_us: None,
+            gpu_limit: None,
         })
+    }
+
+    fn timed(mean: f64, draw: f64, kernel: f64) -> Outcome {
+        match ok(mean) {
+            Outcome::Ok(m) => Outcome::Ok(Measurement {
+                gpu_limit: Some(super::super::parse::GpuLimit { draw_ms: draw, kernel_ms: kernel }),
+                ..m
+            }),
+            o => o,
+        }
     }
 
     #[test]
@@ -221,7 +260,12 @@ mod tests {
         let p = preset(BenchPreset::Gpu);
         let at = p.sizes[0];
         let result = |i: usize, runs: Vec<Outcome>| CellResult { cell: Cell { config: p.rows[i], at }, runs };
+        let limit = CellResult {
+            cell: Cell { config: crate::app::matrix::preset::LIMIT_ROW, at },
+            runs: vec![timed(1.1, 0.7, 0.1), timed(1.1, 0.75, 0.05), timed(1.1, 0.9, 0.1)],
+        };
         let results = vec![
+            limit,
             result(0, vec![ok(1.0), ok(1.2), ok(0.8)]),
             result(1, vec![ok(2.0), ok(2.0), ok(2.0)]),
             result(2, vec![ok(4.0), ok(3.0), ok(5.0)]),
@@ -230,16 +274,32 @@ mod tests {
         let t = markdown_table(&at, &results);
         let line =
             |label: &str| t.lines().find(|l| l.starts_with(&format!("| {label} |"))).unwrap().to_string();
-        assert!(line("simpleVulkan as shipped").contains("| 4.000 | 3.000–5.000 | 4.00× | 2.00× |"), "{t}");
+        assert!(t.contains("| vs vulkan (native) | vs GPU limit | vs reference: binary K=1 |"), "{t}");
+        // The limit row shows draw + kernel (median 0.8 ms, spread 0.8–1.0), not its frame time.
+        assert!(line("GPU limit").contains("| 0.800 | 0.800–1.000 | 0.80× | 1.00× | 0.40× |"), "{t}");
         assert!(
-            line("vulkan (native)").contains("| 1.000 | 0.800–1.200 | 1.00× | 0.50× | 5.0 / 7.5 |"),
+            line("simpleVulkan as shipped").contains("| 4.000 | 3.000–5.000 | 4.00× | 5.00× | 2.00× |"),
             "{t}"
         );
-        assert!(line("blocking").contains("| – | – | n/a | n/a |"), "{t}");
+        assert!(
+            line("vulkan (native)").contains("| 1.000 | 0.800–1.200 | 1.00× | 1.25× | 0.50× | 5.0 / 7.5 |"),
+            "{t}"
+        );
+        assert!(line("blocking").contains("| – | – | n/a | n/a | n/a |"), "{t}");
         assert!(line("blocking").ends_with("| unsupported: no \\| cuda |"), "{t}");
-        // Without the reference row its column is n/a.
-        let t = markdown_table(&at, &results[..1]);
-        assert!(t.contains("| 1.00× | n/a |"), "{t}");
+        // Without the limit and reference rows their columns are n/a.
+        let t = markdown_table(&at, &results[1..2]);
+        assert!(t.contains("| 1.00× | n/a | n/a |"), "{t}");
+        // The CSV gives every row the grid's limit and its ratio to it.
+        let mut buf = Vec::new();
+        write_csv(&mut buf, &results, 60).unwrap();
+        let mut r = csv::Reader::from_reader(buf.as_slice());
+        let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+        let col = |name: &str| CSV_COLUMNS.iter().position(|c| *c == name).unwrap();
+        assert_eq!((&rows[0][col("gpu_draw_p50_ms")], &rows[0][col("gpu_kernel_p50_ms")]), ("0.7", "0.1"));
+        assert_eq!((&rows[3][col("limit_ms")], &rows[3][col("ratio_to_limit")]), ("0.8000", "1.2500"));
+        assert_eq!((&rows[4][col("gpu_draw_p50_ms")], &rows[4][col("ratio_to_limit")]), ("", "1.5000"));
+        assert_eq!(&rows[12][col("ratio_to_limit")], "", "an unsupported run has no ratio");
     }
 
     #[test]
