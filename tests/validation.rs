@@ -45,6 +45,37 @@ fn headless_runs_are_validation_clean_in_every_mode() {
     }
 }
 
+/// Issue 27: one submission per frame (the `vulkan` default) is validation-clean, with
+/// synchronization validation, for every K, with and without GPU timing; so is `--submit split`.
+#[test]
+fn one_submission_frames_are_validation_clean_for_every_k() {
+    if !require("one_submission_frames_are_validation_clean_for_every_k", Component::ValidationLayer) {
+        return;
+    }
+    for k in 1..=8 {
+        for (submit, timing) in [("joined", "on"), ("joined", "off"), ("split", "on")] {
+            let name = format!("vulkan K={k} --submit {submit} --gpu-timing {timing}");
+            let o = run(vkhip()
+                .args([
+                    "--headless",
+                    "--validation",
+                    "--frames",
+                    "12",
+                    "--size",
+                    "320x200",
+                    "--grid",
+                    "64x48",
+                ])
+                .args(["--backend", "vulkan", "--slots", &k.to_string(), "--submit", submit])
+                .args(["--gpu-timing", timing]));
+            assert_ok(&o, &name);
+            assert_eq!(stdout(&o).contains("one submission per frame"), submit == "joined", "{name}");
+            let v = validation_line(&o);
+            assert!(v.starts_with("validation: 0 errors, 0 warnings"), "{name}: {v}\n{}", stderr(&o));
+        }
+    }
+}
+
 #[test]
 fn verify_and_capture_paths_are_validation_clean() {
     if !require("verify_and_capture_paths_are_validation_clean", Component::ValidationLayer) {

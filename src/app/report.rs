@@ -104,7 +104,9 @@ pub fn frame_report(
             writeln!(out, "  draw         {}   (GPU, from heights readable to the end)", ms_line(&st.draw));
     }
     if !st.compute.is_empty() {
-        let gpu = !st.wait_signal.is_empty() || session.sync.compute_clock().is_some();
+        let gpu = !st.wait_signal.is_empty()
+            || session.sync.compute_clock().is_some()
+            || session.sync.plan().joined();
         let what = if gpu { "GPU: kernel or dispatch" } else { "host: write and wait" };
         let _ = writeln!(out, "  compute      {}   ({what})", ms_line(&st.compute));
     }

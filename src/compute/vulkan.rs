@@ -226,15 +226,9 @@ impl VulkanBackend {
                 )
             };
         }
-        let recorded = match &self.kernel {
-            Kernel::Shader(pipeline) => {
-                pipeline.record_dispatch(cmd, slot, &SinewavePush::from(params));
-                Ok(())
-            }
-            // SAFETY: `cmd` is recording, outside a render pass, on the device the kernel was
-            // loaded into; the slots outlive the backend (the session drops it first).
-            Kernel::Cuda(kernel) => unsafe { kernel.record(cmd, slot, params) },
-        };
+        // SAFETY: `cmd` is recording, outside a render pass, and submitted below, while the
+        // backend lives.
+        let recorded = unsafe { self.record_write(cmd, slot, params) };
         // On failure the buffer stays in the recording state; the next use of the slot resets it.
         recorded?;
         if let Some((q, first)) = stamps {
@@ -300,6 +294,24 @@ impl ComputeBackend for VulkanBackend {
         let waits: Vec<_> = plan.wait.map(|w| (handle(w.semaphore), w.value)).into_iter().collect();
         let signals: Vec<_> = plan.signal.map(|s| (handle(s.semaphore), s.value)).into_iter().collect();
         self.submit(frame, slot, params, &waits, &signals)
+    }
+
+    unsafe fn record_write(
+        &mut self,
+        cmd: vk::CommandBuffer,
+        slot: usize,
+        params: &WaveParams,
+    ) -> Result<(), ComputeError> {
+        match &self.kernel {
+            Kernel::Shader(pipeline) => {
+                pipeline.record_dispatch(cmd, slot, &SinewavePush::from(params));
+                Ok(())
+            }
+            // SAFETY: per this function's contract `cmd` is recording, outside a render pass, on
+            // the device the kernel was loaded into; the slots outlive the backend (the session
+            // drops it first).
+            Kernel::Cuda(kernel) => Ok(unsafe { kernel.record(cmd, slot, params) }?),
+        }
     }
 
     fn write_slot_and_wait(

@@ -291,6 +291,9 @@ pub struct DrawSync {
     pub waits: Vec<(vk::Semaphore, u64, vk::PipelineStageFlags)>,
     /// (semaphore, value — 0 for binary).
     pub signals: Vec<(vk::Semaphore, u64)>,
+    /// The frame's compute is recorded into the draw's own command buffer, before the draw
+    /// ([`FrameSync::record_joined`]), ordered by barriers instead of semaphores.
+    pub joined: bool,
 }
 
 /// The `rendered` value the render thread's throttle host-waits for at frame `frame` (None: no
@@ -346,6 +349,9 @@ pub struct FrameSync {
     bridge_spans: Option<mpsc::Receiver<Span>>,
     /// Spans the render thread timed itself (`blocking`, `host-wait`), until taken.
     local_spans: Vec<Span>,
+    /// One-submission frames: the frame handed over by [`Self::compute`], until its draw records
+    /// it ([`Self::record_joined`]).
+    joined: Option<(u64, usize, WaveParams)>,
 }
 
 impl FrameSync {
@@ -384,6 +390,7 @@ impl FrameSync {
             throttle_waits: std::cell::Cell::new(0),
             bridge_spans,
             local_spans: Vec::new(),
+            joined: None,
         })
     }
 
@@ -489,6 +496,19 @@ impl FrameSync {
                 params.len()
             )));
         }
+        if self.plan.joined() {
+            // One frame, due with its draw (R = 0, B = 1): its draw's command buffer records it.
+            if let (Some(p), 1) = (params.first(), params.len()) {
+                if let Some((f, _, _)) = self.joined.replace((due.start, self.plan.slot_of(due.start), *p)) {
+                    return Err(SyncError::Bridge(format!(
+                        "internal: frame {f} was handed over but never drawn"
+                    )));
+                }
+                self.handed = due.end;
+                self.requested_end = due.end;
+            }
+            return Ok(());
+        }
         for (i, batch) in params.chunks(self.plan.batch).enumerate() {
             let start = due.start + (i * self.plan.batch) as u64;
             self.hand_over(start, batch)?;
@@ -562,10 +582,41 @@ impl FrameSync {
         Ok(())
     }
 
+    /// One-submission frames, step 3: record frame `frame`'s write (handed over by
+    /// [`Self::compute`]) into `cmd`, its draw's command buffer, between the barriers the draw
+    /// records around it (see the module note). The only call the render thread makes into the
+    /// backend in this shape.
+    ///
+    /// # Safety
+    /// `cmd` is a command buffer of the render device in the recording state, outside a render
+    /// pass, submitted (if at all) while this `FrameSync` lives.
+    pub unsafe fn record_joined(&mut self, cmd: vk::CommandBuffer, frame: u64) -> Result<(), SyncError> {
+        let Some((f, slot, params)) = self.joined.take() else {
+            return Err(SyncError::Bridge(format!("internal: frame {frame}'s compute was not handed over")));
+        };
+        if f != frame {
+            return Err(SyncError::Bridge(format!("internal: frame {frame} drawn with frame {f}'s compute")));
+        }
+        match &mut self.driver {
+            // SAFETY: per this function's contract.
+            Driver::Inline(b) => Ok(unsafe { b.record_write(cmd, slot, &params) }?),
+            _ => Err(SyncError::Bridge("record_joined() without an inline backend".into())),
+        }
+    }
+
     /// Step 3: the waits and signals of frame `f`'s draw submission.
     pub fn draw_sync(&self, frame: u64) -> DrawSync {
         let slot = self.slot_of(frame);
         let mut s = DrawSync::default();
+        if self.plan.joined() {
+            // Dispatch and draw are one submission, ordered by barriers inside it: no wait. It
+            // signals `computed` too, so the value still means "slot f mod K holds frame f"
+            // (verify and teardown read it), if later than a split submission would.
+            s.joined = true;
+            s.signals.push((self.sems.computed.handle, frame + 1));
+            s.signals.push((self.sems.rendered.handle, frame + 1));
+            return s;
+        }
         match self.plan.mode {
             SyncMode::Binary => {
                 let (computed, rendered) = &self.sems.binary[slot];
@@ -617,7 +668,9 @@ impl FrameSync {
         if let Driver::Stopped(b) = &mut self.driver {
             keep(b.finish().map_err(SyncError::from));
         }
-        if self.plan.mode != SyncMode::Binary {
+        // One-submission frames: no draw waits on `computed` (the draw's own submission signals
+        // it, and a host signal could race that signal).
+        if self.plan.mode != SyncMode::Binary && !self.plan.joined() {
             keep(self.release_waiting_draws());
         }
         keep(self.ctx.queue_wait_idle().map_err(SyncError::from));
