@@ -194,6 +194,9 @@ fn vulkan_external_trace_has_the_dispatch_on_the_compute_track() {
         assert!(report.contains(line), "report lacks '{line}':\n{report}");
     }
     assert_eq!(doc["otherData"]["compute_on_gpu_clock"], false, "a dispatch's timestamps are not GPU stamps");
+    // Two submissions: three timestamps in the dispatch's command buffer, three in the draw's.
+    assert_eq!(doc["otherData"]["submit"], "split");
+    assert_eq!(doc["otherData"]["gpu_timestamps_per_frame"], 6);
     let (code, out) = check(&dir.join("vk.json"));
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("kernels on the GPU clock"), "{out}");
@@ -223,6 +226,9 @@ fn one_submission_frames_pass_the_checker_for_every_k() {
         assert_eq!(n.get(&(4, "write slot".into())), Some(&FRAMES), "K={k}: {n:?}");
         assert_eq!(n.get(&(3, "draw".into())), Some(&FRAMES), "K={k}: {n:?}");
         assert_eq!(n.get(&(4, "wait rendered".into())), None, "K={k}: {n:?}");
+        // The profiler's cost: four timestamps a frame (write start, write end, readable, end).
+        assert_eq!(doc["otherData"]["submit"], "joined");
+        assert_eq!(doc["otherData"]["gpu_timestamps_per_frame"], 4);
         assert_eq!(n.get(&(5, "kernel → draw".into())), Some(&FRAMES), "K={k}: {n:?}");
         let (code, out) = check(&dir.join(format!("{name}.json")));
         assert_eq!(code, 0, "K={k}: {out}");

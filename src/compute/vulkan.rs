@@ -70,8 +70,10 @@ use std::sync::Arc;
 /// The stage at which a dispatch waits for `rendered` (its first write of the slot).
 const WRITE_STAGE: vk::PipelineStageFlags = vk::PipelineStageFlags::COMPUTE_SHADER;
 
-/// Timestamps per dispatch: start, after the wait, end.
-const STAMPS: u32 = 3;
+/// Timestamps per dispatch submitted on its own (with GPU timing): start, after the wait, end.
+/// One-submission frames write none here: the draw's command buffer times the write
+/// ([`crate::vk::timestamps::Layout::Joined`]).
+pub const STAMPS: u32 = 3;
 
 /// What writes the slot: the compute shader, or the CUDA kernel recorded into the same command
 /// buffer (`--backend cuda-in-vulkan`).
@@ -144,7 +146,12 @@ impl VulkanBackend {
                 .query_type(vk::QueryType::TIMESTAMP)
                 .query_count(STAMPS * slots.len() as u32);
             // SAFETY: valid device; the pool is destroyed in Drop.
-            me.queries = Some(unsafe { d.create_query_pool(&info, None) }.call("vkCreateQueryPool")?);
+            let pool = unsafe { d.create_query_pool(&info, None) }.call("vkCreateQueryPool")?;
+            if ctx.physical.host_query_reset {
+                // SAFETY: a new pool, unused; hostQueryReset is enabled with the device.
+                unsafe { d.reset_query_pool(pool, 0, STAMPS * slots.len() as u32) };
+            }
+            me.queries = Some(pool);
         }
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(pool)
@@ -198,7 +205,12 @@ impl VulkanBackend {
             // were read above. The execution-only barrier orders the second timestamp after the
             // submission's wait (at WRITE_STAGE), as in `vk::timestamps`.
             unsafe {
-                d.cmd_reset_query_pool(cmd, q, first, STAMPS);
+                if ctx.physical.host_query_reset {
+                    // The slot's fence says its previous dispatch finished: the triple is free.
+                    d.reset_query_pool(q, first, STAMPS);
+                } else {
+                    d.cmd_reset_query_pool(cmd, q, first, STAMPS);
+                }
                 d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, q, first);
                 d.cmd_pipeline_barrier(
                     cmd,
