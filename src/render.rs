@@ -146,9 +146,9 @@ impl Renderer {
     /// Draw `slot` into `framebuffer` as frame `frame` and submit it with `sync` plus the
     /// target's own waits/signals (swapchain acquire / present), with the frame-time overlay of
     /// `overlay` on top when given. With `sync.joined`, `compute` records the frame's write of
-    /// the slot first, in the same command buffer (see [`Self::record`]). The caller has
-    /// throttled, so every command buffer of `frame`'s index is free: the last submission of
-    /// each was frame − F or earlier.
+    /// the slot first, in the same command buffer, between two barriers (see [`crate::sync`], "One
+    /// submission per frame"). The caller has throttled, so every command buffer of `frame`'s
+    /// index is free: the last submission of each was frame − F or earlier.
     #[allow(clippy::too_many_arguments)]
     pub fn draw(
         &mut self,

@@ -11,7 +11,13 @@
 //! ([`crate::vk::timestamps`]): its start, the moment its wait for `rendered` was satisfied (a
 //! barrier from the wait's stage chains with the semaphore wait), and its end (at the compute stage:
 //! the dispatch's own work, not the draws queued before it). They are read once
-//! the slot's fence says the dispatch finished, and leave as Vulkan ticks.
+//! the slot's fence says the dispatch finished, and leave as Vulkan ticks. Their queries are reset
+//! from the host (`hostQueryReset`) where the device can, else in the command buffer.
+//!
+//! One submission per frame ([`crate::sync`], "One submission per frame"): the renderer records
+//! the write into the draw's command buffer through [`ComputeBackend::record_write`]; this
+//! backend's own command buffers, fences and timestamps are then unused, and the draw's
+//! command buffer times the write.
 //!
 //! # Examples
 //!

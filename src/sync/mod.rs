@@ -32,6 +32,33 @@
 //!
 //! With K ≥ 2 the kernel for frame f+1 runs while frame f is drawn; with K = 1 the APIs alternate.
 //!
+//! ## One submission per frame (`--submit joined`, the default)
+//! When both sides are on Vulkan's queue (`vulkan`, `cuda-in-vulkan`) and frame f's compute is
+//! due with its draw (`external`, R = 0, B = 1, any K: [`SyncPlan::joined`]), steps 2 and 3 are one
+//! command buffer and one `vkQueueSubmit`, recorded by the renderer ([`crate::render`]):
+//! 1. a barrier from every earlier command of the queue to the compute stage's writes — in place
+//!    of the compute side's wait for `rendered ≥ f+1−K`: the slot's previous reader, draw f−K,
+//!    was submitted earlier on the same queue, so this barrier orders the write after it (and
+//!    after the slot's previous write);
+//! 2. the write ([`FrameSync::record_joined`]: the backend records its dispatch or kernel launch
+//!    into the draw's command buffer, [`crate::compute::ComputeBackend::record_write`]);
+//! 3. a buffer memory barrier on the slot, compute-shader write → vertex-shader read — in place of
+//!    the draw's wait for `computed ≥ f+1`;
+//! 4. the draw.
+//!
+//! [`FrameSync::compute`] then only remembers the frame; [`FrameSync::draw_sync`] returns no wait
+//! and signals `computed = f+1` and `rendered = f+1` at the end of the submission, so both values
+//! keep their meaning (`computed` later than two submissions would set it; nothing in this shape
+//! waits for it, and teardown never host-signals it). Why: each boundary between command buffers
+//! costs the GPU idle time (≈ 8 µs per boundary on the H100 without timestamps; docs/ARCHITECTURE.md,
+//! "Where the time between command buffers goes"), and two submissions per frame paid it twice.
+//! Where run-ahead or batches hand work over earlier than its draw, and in `binary`, `blocking`
+//! and `host-wait`, the semaphore protocol below stays as it is; `--submit split` keeps it for
+//! these frames too, for comparison. With GPU timing, timestamps after steps 1, 2 and 3 and at the
+//! end time the write and the draw, and `vkhip trace check` proves both orders from them for
+//! every frame (write end ≤ draw readable; previous draw end ≤ write start), as it does from the
+//! timestamps around two submissions.
+//!
 //! ## Run-ahead and batches (`--run-ahead R`, `--batch B`; R + B ≤ K)
 //! Each switch between the graphics and the compute API costs the GPU a context switch (≈ 0.16 ms
 //! on the H100, BENCHMARKS.md), paid twice per hand-off. Two ways to pay it less:

@@ -1,6 +1,7 @@
-//! GPU timestamps of each frame's draw: three per command buffer, read back without waiting
-//! when the command buffer is reused (the throttle has then seen that frame finish) or at the end.
+//! GPU timestamps of each frame's command buffer, read back without waiting when the command
+//! buffer's set is reused (the throttle has then seen that frame finish) or at the end.
 //!
+//! [`Layout::Split`] — the draw alone (its compute was a submission of its own), three timestamps:
 //! 1. **start** — top of pipe, first command: when the queue started the command buffer. This
 //!    can come before the submission's wait on `computed` is satisfied (the wait is at the vertex
 //!    stage, and the implementation may start earlier stages).
@@ -13,6 +14,24 @@
 //!    implementation write a timestamp at any later stage, so "readable" is an upper bound of the
 //!    moment the wait was satisfied; the checker treats it as the start of the draw's reads.
 //! 3. **end** — bottom of pipe, last command: the draw finished.
+//!
+//! [`Layout::Joined`] — one-submission frames (dispatch → barrier → draw; see `sync`'s module note), four
+//! timestamps and no barrier of their own: **write start** (compute stage, after the barrier that
+//! orders the write after the slot's previous draw), **write end** (compute stage, after the
+//! dispatch), **readable** (vertex stage, after the barrier from the write to the draw's reads),
+//! **end** (bottom of pipe). They leave as the compute track's write span and the queue's
+//! "wait computed" (write end → readable: the barrier) and draw spans, so the checker proves the
+//! same two orders as for two submissions.
+//!
+//! **The profiler's own cost.** Where the device has `hostQueryReset` (Vulkan 1.2; lavapipe and
+//! NVIDIA do), each set is reset from the host in [`DrawTimer::prepare`] instead of by a
+//! `vkCmdResetQueryPool` recorded at the start of the command buffer, which the H100 paid for in
+//! the idle time before the command buffer's first timestamp (docs/ARCHITECTURE.md, "The
+//! profiler's own cost"). Per frame a one-submission frame then writes 4 timestamps (2 at the
+//! compute stage, 1 at the vertex stage, 1 at bottom of pipe), records no reset and no barrier for
+//! timing, and reads 4 queries with one `vkGetQueryPoolResults`; a split frame writes 3 here and 3
+//! in the dispatch's command buffer ([`crate::compute::vulkan`]), plus one timing-only barrier in
+//! each. `--gpu-timing off` writes none (`app::profiling::gpu_timestamps_per_frame` counts them).
 //!
 //! Spans leave as raw ticks ([`Stamp::Vulkan`]); the profiler maps them to the host clock.
 //!
