@@ -27,14 +27,10 @@
 set -u
 set -o pipefail
 
-if [ $# -ne 2 ]; then
-    echo "usage: $0 BIN OUTDIR" >&2
-    exit 2
-fi
-BIN=$1
-OUT=$2
-if [ ! -x "$BIN" ]; then
-    echo "limit-check: $BIN is not an executable" >&2
+BIN=${1:-}
+OUT=${2:-}
+if [ $# -ne 2 ] || [ ! -x "$BIN" ]; then
+    echo "usage: $0 BIN OUTDIR (BIN: an executable vkhip)" >&2
     exit 2
 fi
 FRAMES=${LIMIT_FRAMES:-3000}
