@@ -23,7 +23,8 @@
 #      (with vs without --trace, interleaved, 3 repetitions) at most 3% of frame time
 #   6b. fault injection (VKHIP_FAULT) on the CUDA path: memory and semaphore import, NVRTC, launch
 #   6c. optional soak (GPU_CHECK_SOAK_FRAMES=N): cuda external and bridged, RSS and fds flat
-#   2c. cuda-in-vulkan (the kernel in Vulkan's queue, VK_NVX_binary_import): verify on every K and
+#   2c. cuda-in-vulkan (the kernel in Vulkan's queue, VK_NVX_binary_import): verify on every K,
+#      one submission per frame (the default) and --submit split, and
 #      on odd and extreme grids (2x1000: the narrowest grid --grid takes; 2x2, 4097x3, 16384x16384), its capture byte-identical to
 #      cuda's, validation, traces checked, and in the soak
 #   6d. the interop crate's CUDA examples, cuda_buffer, cuda_image, bring_your_own_device and
@@ -267,6 +268,13 @@ for grid in 256x256 1000x777 4096x4096 2x1000 2x2 4097x3; do
     echo "nvx-blocking-$grid|--backend cuda-in-vulkan --sync blocking --slots 1 --grid $grid --frames 6"
     echo "nvx-default-$grid|--backend cuda-in-vulkan --grid $grid --frames 20"
 done >"$out/sweep-cuda-in-vulkan.list"
+# The external rows above run one submission per frame (the default, issue 27); the two-submission
+# shape too, on every K.
+for grid in 256x256 1000x777; do
+    for k in 1 2 3 4 5 6 7 8; do
+        echo "nvx-split-$grid-k$k|--backend cuda-in-vulkan --sync external --slots $k --submit split --grid $grid --frames $((2 * k + 3))"
+    done
+done >>"$out/sweep-cuda-in-vulkan.list"
 for grid in 2x1000 2x2 4097x3; do
     for k in 1 3; do
         echo "cuda-external-$grid-k$k|--backend cuda --sync external --slots $k --run-ahead 0 --batch 1 --grid $grid --frames 9"
@@ -310,6 +318,20 @@ if [ -s "$out/cuda.png" ] && [ -s "$out/cpu.png" ]; then
     fi
 else
     record compare-png FAIL "not run: a capture is missing"
+fi
+# One submission per frame (issue 27) draws exactly what two submissions draw.
+png="$out/cuda-in-vulkan-split.png"
+rm -f "$png"
+run capture-cuda-in-vulkan-split "$bin" --headless --backend cuda-in-vulkan --submit split --time frame \
+    --frames 120 --capture "$png"
+if [ "$rc" -eq 0 ] && [ -s "$png" ] && [ -s "$out/cuda-in-vulkan.png" ]; then
+    if cmp -s "$png" "$out/cuda-in-vulkan.png"; then
+        record compare-png-cuda-in-vulkan-split PASS "joined and split byte-identical"
+    else
+        record compare-png-cuda-in-vulkan-split FAIL "joined and split PNGs differ"
+    fi
+else
+    record compare-png-cuda-in-vulkan-split "$(status_of)" "exit $rc: $tail_line"
 fi
 # The kernel in Vulkan's queue draws exactly the frame the CUDA stream draws.
 if [ -s "$out/cuda.png" ] && [ -s "$out/cuda-in-vulkan.png" ]; then

@@ -23,7 +23,7 @@
 
 use crate::compute::BackendKind;
 use crate::sim::Grid;
-use crate::sync::plan::{ComputeWait, MemoryPath, SyncRequest};
+use crate::sync::plan::{ComputeWait, MemoryPath, Submit, SyncRequest};
 use crate::sync::SyncMode;
 
 /// `--backend`'s values are the backends' names, with their help lines.
@@ -163,6 +163,13 @@ pub struct CommonArgs {
     /// GPU free of profiling work (frame time and the render thread's figures remain).
     #[arg(long, value_enum, default_value_t = OnOff::On)]
     pub gpu_timing: OnOff,
+    /// Diagnostic: how a frame reaches the queue when both sides are on it (`vulkan`,
+    /// `cuda-in-vulkan`; external sync with no run-ahead and no batch). `joined`: dispatch →
+    /// barrier → draw in one command buffer and one submission; `split`: the dispatch and the
+    /// draw submitted apart, joined by the timeline semaphores (the older shape, kept for
+    /// comparison). Every other configuration uses the semaphores whatever this says.
+    #[arg(long, value_enum, default_value_t = SubmitArg::Joined)]
+    pub submit: SubmitArg,
     /// How the compute API reaches the slots: zero-copy (imported Vulkan memory) or staged (the
     /// kernel writes the API's own buffer, copied through host memory into a host-visible slot
     /// each frame: the baseline without interop memory; cuda only).
@@ -411,6 +418,24 @@ pub enum OnOff {
     Off,
 }
 
+/// `--submit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
+pub enum SubmitArg {
+    /// One submission per frame where both sides are on Vulkan's queue.
+    Joined,
+    /// The dispatch and the draw in two submissions, joined by the semaphores.
+    Split,
+}
+
+impl From<SubmitArg> for Submit {
+    fn from(a: SubmitArg) -> Self {
+        match a {
+            SubmitArg::Joined => Submit::Joined,
+            SubmitArg::Split => Submit::Split,
+        }
+    }
+}
+
 /// `--compute-wait`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
 pub enum ComputeWaitArg {
@@ -459,6 +484,7 @@ impl From<&CommonArgs> for SyncRequest {
             memory: a.memory.into(),
             compute_wait: a.compute_wait.into(),
             frames_in_flight: a.frames_in_flight,
+            submit: a.submit.into(),
         }
     }
 }

@@ -9,15 +9,29 @@ use crate::overlay::OverlayHistory;
 use crate::profile::Span;
 use crate::shaders::SurfacePush;
 use crate::sim::Grid;
-use crate::sync::{DrawSync, HEIGHTS_READ_STAGE};
+use crate::sync::{DrawSync, SyncError, HEIGHTS_READ_STAGE};
 use crate::vk::device::Context;
 use crate::vk::external::Slot;
 use crate::vk::overlay::OverlayPipeline;
 use crate::vk::pipeline::{RenderPass, SurfacePipeline};
-use crate::vk::timestamps::DrawTimer;
-use crate::vk::{CallContext, VkError};
+use crate::vk::timestamps::{DrawTimer, Layout};
+use crate::vk::{cmd_memory_barrier, CallContext, VkError};
 use ash::vk;
 use std::sync::Arc;
+
+/// Records frame f's compute into its draw's command buffer (one-submission frames; see
+/// [`crate::sync::FrameSync::record_joined`]): called with the command buffer, outside a render
+/// pass, between the barriers the renderer records around it.
+pub type RecordCompute<'a> = &'a mut dyn FnMut(vk::CommandBuffer) -> Result<(), SyncError>;
+
+/// A draw that failed: a Vulkan call of the renderer, or the compute it recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum DrawError {
+    #[error(transparent)]
+    Vulkan(#[from] VkError),
+    #[error(transparent)]
+    Compute(#[from] SyncError),
+}
 
 /// Background colour (linear RGBA).
 pub const CLEAR_COLOR: [f32; 4] = [0.055, 0.063, 0.086, 1.0];
@@ -28,12 +42,16 @@ pub const CLEAR_COLOR: [f32; 4] = [0.055, 0.063, 0.086, 1.0];
 /// again while its target and push constants stay the same (a headless run records F × K command
 /// buffers in all; a window re-records when the camera moves or the swapchain changes). What
 /// changes every frame, the waits and signals, is given at submit time. With the overlay on, the
-/// draw is recorded afresh each frame (its vertex data does change).
+/// draw is recorded afresh each frame (its vertex data does change), and so is a one-submission
+/// frame (its compute's parameters change).
 pub struct Renderer {
     timer: Option<DrawTimer>,
     pool: vk::CommandPool,
-    /// Recorded afresh every frame (overlay on), one per frame-in-flight index.
+    /// Recorded afresh every frame (overlay on, or one-submission frames), one per
+    /// frame-in-flight index.
     cmds: Vec<vk::CommandBuffer>,
+    /// The slots' buffers, for the barrier between a recorded write and the draw.
+    slot_buffers: Vec<vk::Buffer>,
     /// F: frame f uses index f mod F.
     in_flight: usize,
     /// Recorded once and reused (overlay off), at `index * slots + slot`.
@@ -88,6 +106,7 @@ impl Renderer {
         final_layout: vk::ImageLayout,
         slots: &[Slot],
         frames_in_flight: u64,
+        joined: bool,
     ) -> Result<Self, VkError> {
         let in_flight = frames_in_flight.max(1) as usize;
         let render_pass = RenderPass::new(ctx, color_format, final_layout)?;
@@ -97,11 +116,13 @@ impl Renderer {
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
         // SAFETY: valid device.
         let pool = unsafe { ctx.device.create_command_pool(&info, None) }.call("vkCreateCommandPool")?;
-        let timer = DrawTimer::new(ctx, in_flight)?;
+        let layout = if joined { Layout::Joined } else { Layout::Split };
+        let timer = DrawTimer::new(ctx, in_flight, layout)?;
         let mut me = Renderer {
             timer,
             pool,
             cmds: Vec::new(),
+            slot_buffers: slots.iter().map(|s| s.buffer).collect(),
             in_flight,
             reused: Vec::new(),
             slots: slots.len().max(1),
@@ -124,8 +145,10 @@ impl Renderer {
 
     /// Draw `slot` into `framebuffer` as frame `frame` and submit it with `sync` plus the
     /// target's own waits/signals (swapchain acquire / present), with the frame-time overlay of
-    /// `overlay` on top when given. The caller has throttled, so every command buffer of
-    /// `frame`'s index is free: the last submission of each was frame − F or earlier.
+    /// `overlay` on top when given. With `sync.joined`, `compute` records the frame's write of
+    /// the slot first, in the same command buffer, between two barriers (see [`crate::sync`], "One
+    /// submission per frame"). The caller has throttled, so every command buffer of `frame`'s
+    /// index is free: the last submission of each was frame − F or earlier.
     #[allow(clippy::too_many_arguments)]
     pub fn draw(
         &mut self,
@@ -138,7 +161,8 @@ impl Renderer {
         extra_waits: &[(vk::Semaphore, vk::PipelineStageFlags)],
         extra_signals: &[vk::Semaphore],
         overlay: Option<&OverlayHistory>,
-    ) -> Result<(), VkError> {
+        compute: Option<RecordCompute<'_>>,
+    ) -> Result<(), DrawError> {
         if overlay.is_some() && self.overlay.is_none() {
             self.overlay = Some(OverlayPipeline::new(&self.ctx, &self.render_pass, self.in_flight)?);
         }
@@ -147,9 +171,19 @@ impl Renderer {
             // The timestamps' host side: what the index's triple held is read before it is reused.
             t.prepare(index, frame);
         }
-        let cmd = if overlay.is_some() {
+        let joined = match (sync.joined, compute) {
+            (true, Some(c)) => Some(c),
+            (true, None) => {
+                return Err(SyncError::Bridge(format!(
+                    "internal: frame {frame} is joined but has no compute"
+                ))
+                .into())
+            }
+            (false, _) => None,
+        };
+        let cmd = if overlay.is_some() || joined.is_some() {
             let cmd = self.cmds[index];
-            self.record(cmd, index, slot, framebuffer, extent, push, overlay)?;
+            self.record(cmd, index, slot, framebuffer, extent, push, overlay, joined)?;
             cmd
         } else {
             let key = Some(DrawKey { framebuffer, extent, push: *push });
@@ -157,7 +191,7 @@ impl Renderer {
             let cmd = self.reused[i].cmd;
             if self.reused[i].key != key {
                 self.reused[i].key = None;
-                self.record(cmd, index, slot, framebuffer, extent, push, None)?;
+                self.record(cmd, index, slot, framebuffer, extent, push, None, None)?;
                 self.reused[i].key = key;
             }
             cmd
@@ -180,8 +214,23 @@ impl Renderer {
         self.reused.iter_mut().for_each(|r| r.key = None);
     }
 
-    /// Record into `cmd` (not pending): clear, the timestamps of triple `index` when timing, the
-    /// surface from `slot`, the overlay when given.
+    /// Record into `cmd` (not pending): with `compute` (a one-submission frame), the write of
+    /// `slot` between its two barriers; then clear, the surface from `slot`, the overlay when
+    /// given; and the timestamps of set `index` when timing (see [`crate::vk::timestamps`]).
+    ///
+    /// A one-submission frame records, in one command buffer:
+    /// 1. a barrier from every earlier command of the queue (`ALL_COMMANDS`, `SHADER_WRITE`) to
+    ///    the compute stage's writes: the slot's previous draw (frame f − K, submitted earlier)
+    ///    has finished, as the split shape's wait for `rendered ≥ f+1−K` promised, and the
+    ///    previous write of the slot is available;
+    /// 2. the write (`compute`: the shader's dispatch or the CUDA kernel's launch);
+    /// 3. a buffer memory barrier on the slot, compute-shader write → vertex-shader read, in
+    ///    place of the split shape's wait for `computed ≥ f+1`;
+    /// 4. the draw.
+    ///
+    /// With timing, timestamps after 1 (write start) and after 2 (write end), after 3 at the
+    /// vertex stage (readable) and at the end: the checker proves write end ≤ readable and the
+    /// previous draw's end ≤ write start from them, as for two submissions.
     #[allow(clippy::too_many_arguments)]
     fn record(
         &mut self,
@@ -192,7 +241,8 @@ impl Renderer {
         extent: vk::Extent2D,
         push: &SurfacePush,
         overlay: Option<&OverlayHistory>,
-    ) -> Result<(), VkError> {
+        compute: Option<RecordCompute<'_>>,
+    ) -> Result<(), DrawError> {
         let d = &self.ctx.device;
         let clear = [
             vk::ClearValue { color: vk::ClearColorValue { float32: CLEAR_COLOR } },
@@ -212,9 +262,16 @@ impl Renderer {
             d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()).call("vkResetCommandBuffer")?;
             let begin = vk::CommandBufferBeginInfo::default();
             d.begin_command_buffer(cmd, &begin).call("vkBeginCommandBuffer")?;
-            if let Some(t) = self.timer.as_ref() {
-                t.record_begin(cmd, index, HEIGHTS_READ_STAGE);
-            }
+        }
+        if let Some(compute) = compute {
+            // On failure the buffer stays in the recording state; its next use resets it.
+            self.record_compute(cmd, index, slot, compute)?;
+        } else if let Some(t) = self.timer.as_ref() {
+            // SAFETY: `cmd` is recording, outside a render pass; see `draw` for the set.
+            unsafe { t.record_begin(cmd, index, HEIGHTS_READ_STAGE) };
+        }
+        // SAFETY: `cmd` is recording, outside a render pass.
+        unsafe {
             let rp = vk::RenderPassBeginInfo::default()
                 .render_pass(self.render_pass.handle)
                 .framebuffer(framebuffer)
@@ -236,8 +293,74 @@ impl Renderer {
             if let Some(t) = self.timer.as_ref() {
                 t.end(cmd, index);
             }
-            d.end_command_buffer(cmd).call("vkEndCommandBuffer")
+            d.end_command_buffer(cmd).call("vkEndCommandBuffer")?;
         }
+        Ok(())
+    }
+
+    /// Steps 1–3 of a one-submission frame (see [`Self::record`]), with their timestamps.
+    fn record_compute(
+        &self,
+        cmd: vk::CommandBuffer,
+        index: usize,
+        slot: usize,
+        compute: RecordCompute<'_>,
+    ) -> Result<(), DrawError> {
+        let d = &self.ctx.device;
+        let timer = self.timer.as_ref();
+        let write = vk::PipelineStageFlags::COMPUTE_SHADER;
+        // SAFETY: `cmd` is recording, outside a render pass; the caller throttled, so the
+        // timestamp set `index` is free (see `draw`).
+        unsafe {
+            if let Some(t) = timer {
+                t.reset(cmd, index);
+            }
+            cmd_memory_barrier(
+                d,
+                cmd,
+                (vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::SHADER_WRITE),
+                (write, vk::AccessFlags::SHADER_WRITE),
+            );
+            if let Some(t) = timer {
+                t.stamp(cmd, index, 0, write);
+            }
+        }
+        compute(cmd)?;
+        let buffer = *self.slot_buffers.get(slot).ok_or_else(|| {
+            SyncError::Bridge(format!("internal: slot {slot} of {}", self.slot_buffers.len()))
+        })?;
+        let barrier = vk::BufferMemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+            .dst_access_mask(vk::AccessFlags::SHADER_READ)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .buffer(buffer)
+            .offset(0)
+            .size(vk::WHOLE_SIZE);
+        // SAFETY: as above; the slot's buffer outlives the renderer's command buffers.
+        unsafe {
+            if let Some(t) = timer {
+                t.stamp(cmd, index, 1, write);
+            }
+            d.cmd_pipeline_barrier(
+                cmd,
+                write,
+                HEIGHTS_READ_STAGE,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[barrier],
+                &[],
+            );
+            if let Some(t) = timer {
+                t.stamp(cmd, index, 2, HEIGHTS_READ_STAGE);
+            }
+        }
+        Ok(())
+    }
+
+    /// Timestamps each frame's draw command buffer writes (0 without GPU timing).
+    pub fn stamps_per_frame(&self) -> u32 {
+        self.timer.as_ref().map_or(0, DrawTimer::stamps_per_frame)
     }
 }
 

@@ -94,11 +94,19 @@ fn injected_faults_exit_with_their_documented_code_and_one_line() {
             1,
             "vkhip: error: frame 3: draw: vkQueueSubmit failed: VK_ERROR_DEVICE_LOST",
         ),
+        // Two submissions per frame: the dispatch's is the first.
+        (
+            "vulkan --submit split",
+            "device-lost@1",
+            1,
+            "vkhip: error: frame 0: vulkan: vkQueueSubmit failed: VK_ERROR_DEVICE_LOST",
+        ),
+        // One submission per frame (the default): the draw's, which carries the dispatch.
         (
             "vulkan",
             "device-lost@1",
             1,
-            "vkhip: error: frame 0: vulkan: vkQueueSubmit failed: VK_ERROR_DEVICE_LOST",
+            "vkhip: error: frame 0: draw: vkQueueSubmit failed: VK_ERROR_DEVICE_LOST",
         ),
         (
             "vulkan",
@@ -111,7 +119,8 @@ fn injected_faults_exit_with_their_documented_code_and_one_line() {
     for &(backend, spec, code, line) in cases {
         let t = Instant::now();
         let o = run(vkhip()
-            .args(["--headless", "--frames", "10", "--size", "64x64", "--backend", backend])
+            .args(["--headless", "--frames", "10", "--size", "64x64", "--backend"])
+            .args(backend.split_whitespace())
             .env("VKHIP_FAULT", spec)
             .env("RUST_LOG", "error"));
         assert!(t.elapsed() < Duration::from_secs(30), "{spec}: took {:?}", t.elapsed());

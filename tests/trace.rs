@@ -173,8 +173,11 @@ fn deeper_queues_wait_less_often_and_stay_race_free() {
 #[test]
 fn vulkan_external_trace_has_the_dispatch_on_the_compute_track() {
     let dir = temp_dir("trace-vulkan");
-    let (doc, report) =
-        traced_run(&dir, "vk", &["--backend", "vulkan", "--sync", "external", "--slots", "2"]);
+    let (doc, report) = traced_run(
+        &dir,
+        "vk",
+        &["--backend", "vulkan", "--sync", "external", "--slots", "2", "--submit", "split"],
+    );
     assert_tracks(&doc, "compute (GPU: in the graphics queue)");
     assert_draws_in_queue_order(&doc);
     let n = spans_per_phase(&doc);
@@ -201,9 +204,50 @@ fn vulkan_external_trace_has_the_dispatch_on_the_compute_track() {
     }
     assert_eq!(report.matches("not hidden by frames in flight").count(), 2, "{report}");
     assert_eq!(doc["otherData"]["compute_on_gpu_clock"], false, "a dispatch's timestamps are not GPU stamps");
+    // Two submissions: three timestamps in the dispatch's command buffer, three in the draw's.
+    assert_eq!(doc["otherData"]["submit"], "split");
+    assert_eq!(doc["otherData"]["gpu_timestamps_per_frame"], 6);
     let (code, out) = check(&dir.join("vk.json"));
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("kernels on the GPU clock"), "{out}");
+}
+
+/// Issue 27: one submission per frame (`vulkan`, external, R = 0, B = 1, the default), for every
+/// K. The dispatch and the draw of a frame are ordered by barriers in one command buffer, and the
+/// timestamps around them still prove both orders for every frame: the write span (write start →
+/// write end, on the compute track) ends before the draw's read starts, and starts after the
+/// slot's previous draw ended. Four timestamps per frame: no `wait rendered` span is left.
+#[test]
+fn one_submission_frames_pass_the_checker_for_every_k() {
+    let dir = temp_dir("trace-joined");
+    for k in 1..=8u64 {
+        let name = format!("joined{k}");
+        let (doc, report) =
+            traced_run(&dir, &name, &["--backend", "vulkan", "--slots", &k.to_string(), "--time", "frame"]);
+        assert!(
+            report.contains(&format!(
+                "sync         external, {k} slot(s), run-ahead 0, batch 1, one submission per frame"
+            )),
+            "K={k}:\n{report}"
+        );
+        assert!(report.contains("(GPU: kernel or dispatch)"), "K={k}:\n{report}");
+        assert_draws_in_queue_order(&doc);
+        let n = spans_per_phase(&doc);
+        assert_eq!(n.get(&(4, "write slot".into())), Some(&FRAMES), "K={k}: {n:?}");
+        assert_eq!(n.get(&(3, "draw".into())), Some(&FRAMES), "K={k}: {n:?}");
+        assert_eq!(n.get(&(4, "wait rendered".into())), None, "K={k}: {n:?}");
+        // The profiler's cost: four timestamps a frame (write start, write end, readable, end).
+        assert_eq!(doc["otherData"]["submit"], "joined");
+        assert_eq!(doc["otherData"]["gpu_timestamps_per_frame"], 4);
+        assert_eq!(n.get(&(5, "kernel → draw".into())), Some(&FRAMES), "K={k}: {n:?}");
+        let (code, out) = check(&dir.join(format!("{name}.json")));
+        assert_eq!(code, 0, "K={k}: {out}");
+        let want = format!(
+            "{FRAMES} frames, K={k}, tolerance 0.0 µs: {FRAMES} read-after-write and {} write-after-read checks, 0 violation(s)",
+            FRAMES - k
+        );
+        assert!(out.contains(&want), "K={k}: wanted '{want}' in\n{out}");
+    }
 }
 
 #[test]

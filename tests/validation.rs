@@ -22,25 +22,38 @@ fn headless_runs_are_validation_clean_in_every_mode() {
     ];
     for (backend, mode) in runs {
         for k in ["1", "3"] {
-            let o = run(vkhip()
-                .args([
-                    "--headless",
-                    "--validation",
-                    "--frames",
-                    "12",
-                    "--size",
-                    "320x200",
-                    "--grid",
-                    "64x48",
-                ])
-                .args(["--backend", backend, "--sync", mode, "--slots", k]));
-            assert_ok(&o, &format!("{backend}/{mode}/K={k}"));
-            let v = validation_line(&o);
-            assert!(
-                v.starts_with("validation: 0 errors, 0 warnings"),
-                "{backend}/{mode}/K={k}: {v}\n{}",
-                stderr(&o)
-            );
+            let args = ["--backend", backend, "--sync", mode, "--slots", k];
+            clean_headless_run(&format!("{backend}/{mode}/K={k}"), &args);
+        }
+    }
+}
+
+/// A 12-frame headless run with `args` under validation: exit 0 and no error or warning. Returns
+/// the report.
+fn clean_headless_run(name: &str, args: &[&str]) -> String {
+    let o = run(vkhip()
+        .args(["--headless", "--validation", "--frames", "12", "--size", "320x200", "--grid", "64x48"])
+        .args(args));
+    assert_ok(&o, name);
+    let v = validation_line(&o);
+    assert!(v.starts_with("validation: 0 errors, 0 warnings"), "{name}: {v}\n{}", stderr(&o));
+    stdout(&o)
+}
+
+/// Issue 27: one submission per frame (the `vulkan` default) is validation-clean, with
+/// synchronization validation, for every K, with and without GPU timing; so is `--submit split`.
+#[test]
+fn one_submission_frames_are_validation_clean_for_every_k() {
+    if !require("one_submission_frames_are_validation_clean_for_every_k", Component::ValidationLayer) {
+        return;
+    }
+    for k in 1..=8 {
+        for (submit, timing) in [("joined", "on"), ("joined", "off"), ("split", "on")] {
+            let name = format!("vulkan K={k} --submit {submit} --gpu-timing {timing}");
+            let k = k.to_string();
+            let args = ["--backend", "vulkan", "--slots", &k, "--submit", submit, "--gpu-timing", timing];
+            let report = clean_headless_run(&name, &args);
+            assert_eq!(report.contains("one submission per frame"), submit == "joined", "{name}");
         }
     }
 }

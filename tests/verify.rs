@@ -80,6 +80,13 @@ fn verify_passes_for_every_run_ahead_and_batch_shape() {
                         shape_args(backend, mode, k, r, Some(b)),
                     ));
                 }
+                if r == 0 && b == 1 {
+                    // Issue 27: the default is one submission per frame here; verify the
+                    // two-submission shape too.
+                    let mut args = shape_args("vulkan", "external", k, r, Some(b));
+                    args.extend(["--submit".into(), "split".into()]);
+                    runs.push((format!("vulkan external K={k} R=0 B=1 split"), args));
+                }
                 if b == 1 {
                     runs.push((
                         format!("vulkan binary K={k} R={r}"),
@@ -90,7 +97,7 @@ fn verify_passes_for_every_run_ahead_and_batch_shape() {
         }
     }
     runs.push(("vulkan host-wait".into(), shape_args("vulkan", "host-wait", 1, 0, None)));
-    assert_eq!(runs.len(), 2 * 120 + 36 + 1);
+    assert_eq!(runs.len(), 2 * 120 + 36 + 8 + 1);
     // Two at a time (CI has two cores).
     let failures = std::sync::Mutex::new(Vec::new());
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -101,9 +108,15 @@ fn verify_passes_for_every_run_ahead_and_batch_shape() {
                 let Some((name, args)) = runs.get(i) else { break };
                 let o = run(vkhip().arg("verify").args(args));
                 let line = summary(&o);
+                // One submission per frame exactly for vulkan external with R = 0, B = 1 (issue 27).
+                let joined = name.starts_with("vulkan external")
+                    && name.contains(" R=0 B=1")
+                    && !name.ends_with("split");
+                let submit = if joined { " submit=joined" } else { " submit=split" };
                 if !(o.status.success()
                     && line.starts_with("verify: PASS")
-                    && line.contains("over_tolerance=0"))
+                    && line.contains("over_tolerance=0")
+                    && line.ends_with(submit))
                 {
                     failures.lock().unwrap().push(format!("{name}: {line} {}", stderr(&o)));
                 }

@@ -4,7 +4,7 @@ use super::session::Session;
 use crate::cli::TimeMode;
 use crate::overlay::OverlayHistory;
 use crate::profile::{Phase, RenderMarks};
-use crate::render::Renderer;
+use crate::render::{DrawError, Renderer};
 use crate::shaders::SurfacePush;
 use crate::sim::WaveParams;
 use crate::sync::SyncError;
@@ -138,17 +138,30 @@ pub fn compute_and_draw(
     session.sync.compute(frame, params)?;
     marks.lap(Phase::Handoff);
     let sync = session.sync.draw_sync(frame);
-    renderer.draw(
-        frame,
-        session.sync.slot_of(frame),
-        target.framebuffer,
-        target.extent,
-        &target.push,
-        &sync,
-        target.extra_waits,
-        target.extra_signals,
-        target.overlay,
-    )?;
+    let slot = session.sync.slot_of(frame);
+    let fs = &mut session.sync;
+    // One-submission frames: the draw's command buffer records the compute handed over above.
+    // SAFETY: the renderer calls this while recording its command buffer, outside a render
+    // pass, and submits it while the session (and so the backend) lives.
+    let mut record = |cmd| unsafe { fs.record_joined(cmd, frame) };
+    let compute: Option<crate::render::RecordCompute<'_>> = sync.joined.then_some(&mut record);
+    renderer
+        .draw(
+            frame,
+            slot,
+            target.framebuffer,
+            target.extent,
+            &target.push,
+            &sync,
+            target.extra_waits,
+            target.extra_signals,
+            target.overlay,
+            compute,
+        )
+        .map_err(|e| match e {
+            DrawError::Vulkan(e) => FrameError::Vulkan(e),
+            DrawError::Compute(e) => FrameError::Sync(e),
+        })?;
     marks.lap(Phase::Submit);
     Ok(())
 }

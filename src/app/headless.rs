@@ -66,6 +66,7 @@ impl Offscreen {
             vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
             &session.slots,
             session.sync.plan().frames_in_flight,
+            session.sync.plan().joined(),
         )?;
         let target = OffscreenTarget::new(&session.ctx, renderer.render_pass.handle, extent)?;
         crate::profile::clock::startup_mark("renderer and target ready");

@@ -50,6 +50,10 @@ pub fn create_trace_file(path: &Path) -> Result<PendingFile, TraceError> {
 /// One run's profiler and the buffer its spans pass through.
 pub struct FrameProfile {
     pub profiler: Profiler,
+    /// Vulkan timestamps each frame writes, draw and compute together (0 with `--gpu-timing
+    /// off`): what the profiler itself costs the GPU per frame (docs/ARCHITECTURE.md, "The
+    /// profiler's own cost"). Known after the first frame.
+    pub gpu_timestamps_per_frame: u32,
     scratch: Vec<Span>,
 }
 
@@ -58,10 +62,11 @@ impl FrameProfile {
     pub fn new(session: &Session, trace_frames: Option<usize>) -> Self {
         let mut profiler = Profiler::new(session.sync.slots(), trace_frames);
         profiler.timestamp_period = session.clock.as_ref().map(|_| session.ctx.physical.timestamp_period);
-        FrameProfile { profiler, scratch: Vec::new() }
+        FrameProfile { profiler, gpu_timestamps_per_frame: 0, scratch: Vec::new() }
     }
 
     fn gather(&mut self, session: &mut Session, renderer: &mut Renderer, finish: bool) {
+        self.gpu_timestamps_per_frame = gpu_timestamps_per_frame(session, renderer);
         renderer.take_spans(&mut self.scratch, finish);
         session.sync.take_spans(&mut self.scratch);
         let clock = session.clock.as_ref();
@@ -127,12 +132,26 @@ impl FrameProfile {
             compute_drift_ns: compute.drift_ns,
             compute_on_gpu_clock: compute.on_vulkan_clock,
             compute_in_graphics_queue: session.sync.backend_kind().on_vulkan_queue(),
+            submit: session.sync.plan().submit.name().to_string(),
+            gpu_timestamps_per_frame: self.gpu_timestamps_per_frame,
             late_spans: self.profiler.late_spans,
         };
         trace::write(file, ring, &meta)
             .map_err(|source| TraceError::Write { path: shown.clone(), source })?;
         Ok(Some(("trace", format!("{shown} (last {} frames; open in ui.perfetto.dev)", ring.len()))))
     }
+}
+
+/// Vulkan timestamps one frame writes: the draw's command buffer's (which also times the write
+/// in a one-submission frame), plus the `vulkan`/`cuda-in-vulkan` dispatch's own when it is
+/// submitted apart. CUDA's kernel stamps (`%globaltimer`) are not Vulkan timestamps.
+pub fn gpu_timestamps_per_frame(session: &Session, renderer: &Renderer) -> u32 {
+    let plan = session.sync.plan();
+    let dispatch = plan.backend.on_vulkan_queue()
+        && !plan.joined()
+        && crate::profile::gpu_timing()
+        && session.ctx.physical.timestamp_bits > 0;
+    renderer.stamps_per_frame() + if dispatch { crate::compute::vulkan::STAMPS } else { 0 }
 }
 
 /// `compute` as stated in the report: on the Vulkan device clock, the Vulkan mapping's accuracy.

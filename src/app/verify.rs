@@ -128,6 +128,7 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let mode = session.sync.mode();
     let slots = session.sync.slots();
     let (run_ahead, batch) = (session.sync.plan().run_ahead, session.sync.plan().batch);
+    let submit = session.sync.plan().submit.name();
     session.sync.shutdown()?;
     drop(o);
     if let Some(f) = &first_failure {
@@ -142,7 +143,7 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         "FAIL"
     };
     crate::outln!(
-        "verify: {verdict} backend={backend} sync={mode} slots={slots} run_ahead={run_ahead} batch={batch} grid={} frames={frames_done} values={values} max_abs_error={max_err:.3e} over_tolerance={over}",
+        "verify: {verdict} backend={backend} sync={mode} slots={slots} run_ahead={run_ahead} batch={batch} grid={} frames={frames_done} values={values} max_abs_error={max_err:.3e} over_tolerance={over} submit={submit}",
         args.common.grid,
     );
     Ok(if pass { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -148,6 +148,7 @@ impl App<'_> {
             vk::ImageLayout::PRESENT_SRC_KHR,
             &session.slots,
             session.sync.plan().frames_in_flight,
+            session.sync.plan().joined(),
         )?;
         let acquired = (0..session.sync.plan().frames_in_flight)
             .map(|_| Semaphore::binary(&session.ctx, false))

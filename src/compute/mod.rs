@@ -391,6 +391,26 @@ pub trait ComputeBackend: Send {
         params: &WaveParams,
     ) -> Result<(), ComputeError>;
 
+    /// One-submission frames (backends on Vulkan's queue; see [`crate::sync`], "One submission
+    /// per frame"): record the write of `slot` for `params` into `cmd`, the caller's command
+    /// buffer on the render device, and nothing else: no barrier, no timestamp, no submission.
+    /// The caller orders it with barriers before and after.
+    ///
+    /// # Safety
+    /// `cmd` is a command buffer of the render device in the recording state, outside a render
+    /// pass, and is not submitted after the backend is dropped.
+    unsafe fn record_write(
+        &mut self,
+        _cmd: ash::vk::CommandBuffer,
+        _slot: usize,
+        _params: &WaveParams,
+    ) -> Result<(), ComputeError> {
+        Err(ComputeError::Unsupported {
+            backend: self.kind().name(),
+            reason: "its writes cannot be recorded into a Vulkan command buffer".into(),
+        })
+    }
+
     /// Move the GPU spans of finished frames measured so far into `out` (the profiler's
     /// timeline; see [`crate::profile`]). Never blocks; backends without GPU timing add nothing.
     fn take_spans(&mut self, _out: &mut Vec<Span>) {}

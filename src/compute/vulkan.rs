@@ -11,7 +11,13 @@
 //! ([`crate::vk::timestamps`]): its start, the moment its wait for `rendered` was satisfied (a
 //! barrier from the wait's stage chains with the semaphore wait), and its end (at the compute stage:
 //! the dispatch's own work, not the draws queued before it). They are read once
-//! the slot's fence says the dispatch finished, and leave as Vulkan ticks.
+//! the slot's fence says the dispatch finished, and leave as Vulkan ticks. Their queries are reset
+//! from the host (`hostQueryReset`) where the device can, else in the command buffer.
+//!
+//! One submission per frame ([`crate::sync`], "One submission per frame"): the renderer records
+//! the write into the draw's command buffer through [`ComputeBackend::record_write`]; this
+//! backend's own command buffers, fences and timestamps are then unused, and the draw's
+//! command buffer times the write.
 //!
 //! # Examples
 //!
@@ -70,8 +76,10 @@ use std::sync::Arc;
 /// The stage at which a dispatch waits for `rendered` (its first write of the slot).
 const WRITE_STAGE: vk::PipelineStageFlags = vk::PipelineStageFlags::COMPUTE_SHADER;
 
-/// Timestamps per dispatch: start, after the wait, end.
-const STAMPS: u32 = 3;
+/// Timestamps per dispatch submitted on its own (with GPU timing): start, after the wait, end.
+/// One-submission frames write none here: the draw's command buffer times the write
+/// ([`crate::vk::timestamps::Layout::Joined`]).
+pub const STAMPS: u32 = 3;
 
 /// What writes the slot: the compute shader, or the CUDA kernel recorded into the same command
 /// buffer (`--backend cuda-in-vulkan`).
@@ -144,7 +152,12 @@ impl VulkanBackend {
                 .query_type(vk::QueryType::TIMESTAMP)
                 .query_count(STAMPS * slots.len() as u32);
             // SAFETY: valid device; the pool is destroyed in Drop.
-            me.queries = Some(unsafe { d.create_query_pool(&info, None) }.call("vkCreateQueryPool")?);
+            let pool = unsafe { d.create_query_pool(&info, None) }.call("vkCreateQueryPool")?;
+            if ctx.physical.host_query_reset {
+                // SAFETY: a new pool, unused; hostQueryReset is enabled with the device.
+                unsafe { d.reset_query_pool(pool, 0, STAMPS * slots.len() as u32) };
+            }
+            me.queries = Some(pool);
         }
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(pool)
@@ -198,7 +211,12 @@ impl VulkanBackend {
             // were read above. The execution-only barrier orders the second timestamp after the
             // submission's wait (at WRITE_STAGE), as in `vk::timestamps`.
             unsafe {
-                d.cmd_reset_query_pool(cmd, q, first, STAMPS);
+                if ctx.physical.host_query_reset {
+                    // The slot's fence says its previous dispatch finished: the triple is free.
+                    d.reset_query_pool(q, first, STAMPS);
+                } else {
+                    d.cmd_reset_query_pool(cmd, q, first, STAMPS);
+                }
                 d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, q, first);
                 d.cmd_pipeline_barrier(
                     cmd,
@@ -226,15 +244,9 @@ impl VulkanBackend {
                 )
             };
         }
-        let recorded = match &self.kernel {
-            Kernel::Shader(pipeline) => {
-                pipeline.record_dispatch(cmd, slot, &SinewavePush::from(params));
-                Ok(())
-            }
-            // SAFETY: `cmd` is recording, outside a render pass, on the device the kernel was
-            // loaded into; the slots outlive the backend (the session drops it first).
-            Kernel::Cuda(kernel) => unsafe { kernel.record(cmd, slot, params) },
-        };
+        // SAFETY: `cmd` is recording, outside a render pass, and submitted below, while the
+        // backend lives.
+        let recorded = unsafe { self.record_write(cmd, slot, params) };
         // On failure the buffer stays in the recording state; the next use of the slot resets it.
         recorded?;
         if let Some((q, first)) = stamps {
@@ -300,6 +312,24 @@ impl ComputeBackend for VulkanBackend {
         let waits: Vec<_> = plan.wait.map(|w| (handle(w.semaphore), w.value)).into_iter().collect();
         let signals: Vec<_> = plan.signal.map(|s| (handle(s.semaphore), s.value)).into_iter().collect();
         self.submit(frame, slot, params, &waits, &signals)
+    }
+
+    unsafe fn record_write(
+        &mut self,
+        cmd: vk::CommandBuffer,
+        slot: usize,
+        params: &WaveParams,
+    ) -> Result<(), ComputeError> {
+        match &self.kernel {
+            Kernel::Shader(pipeline) => {
+                pipeline.record_dispatch(cmd, slot, &SinewavePush::from(params));
+                Ok(())
+            }
+            // SAFETY: per this function's contract `cmd` is recording, outside a render pass, on
+            // the device the kernel was loaded into; the slots outlive the backend (the session
+            // drops it first).
+            Kernel::Cuda(kernel) => Ok(unsafe { kernel.record(cmd, slot, params) }?),
+        }
     }
 
     fn write_slot_and_wait(

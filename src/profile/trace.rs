@@ -120,6 +120,10 @@ pub struct TraceMeta {
     pub compute_on_gpu_clock: bool,
     /// The compute side is work submitted to the graphics queue (`vulkan`, `cuda-in-vulkan`).
     pub compute_in_graphics_queue: bool,
+    /// `joined` (one submission per frame: dispatch → barrier → draw) or `split`.
+    pub submit: String,
+    /// Vulkan timestamps one frame writes (the profiler's own cost on the GPU).
+    pub gpu_timestamps_per_frame: u32,
     pub late_spans: u64,
 }
 
@@ -227,6 +231,8 @@ pub fn document(ring: &TraceRing, meta: &TraceMeta) -> Value {
             "compute_accuracy_ns": meta.compute_accuracy_ns,
             "compute_drift_ns": meta.compute_drift_ns,
             "compute_on_gpu_clock": meta.compute_on_gpu_clock,
+            "submit": meta.submit,
+            "gpu_timestamps_per_frame": meta.gpu_timestamps_per_frame,
         }
     })
 }

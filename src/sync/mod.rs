@@ -32,6 +32,33 @@
 //!
 //! With K ≥ 2 the kernel for frame f+1 runs while frame f is drawn; with K = 1 the APIs alternate.
 //!
+//! ## One submission per frame (`--submit joined`, the default)
+//! When both sides are on Vulkan's queue (`vulkan`, `cuda-in-vulkan`) and frame f's compute is
+//! due with its draw (`external`, R = 0, B = 1, any K: [`SyncPlan::joined`]), steps 2 and 3 are one
+//! command buffer and one `vkQueueSubmit`, recorded by the renderer ([`crate::render`]):
+//! 1. a barrier from every earlier command of the queue to the compute stage's writes — in place
+//!    of the compute side's wait for `rendered ≥ f+1−K`: the slot's previous reader, draw f−K,
+//!    was submitted earlier on the same queue, so this barrier orders the write after it (and
+//!    after the slot's previous write);
+//! 2. the write ([`FrameSync::record_joined`]: the backend records its dispatch or kernel launch
+//!    into the draw's command buffer, [`crate::compute::ComputeBackend::record_write`]);
+//! 3. a buffer memory barrier on the slot, compute-shader write → vertex-shader read — in place of
+//!    the draw's wait for `computed ≥ f+1`;
+//! 4. the draw.
+//!
+//! [`FrameSync::compute`] then only remembers the frame; [`FrameSync::draw_sync`] returns no wait
+//! and signals `computed = f+1` and `rendered = f+1` at the end of the submission, so both values
+//! keep their meaning (`computed` later than two submissions would set it; nothing in this shape
+//! waits for it, and teardown never host-signals it). Why: each boundary between command buffers
+//! costs the GPU idle time (≈ 8 µs per boundary on the H100 without timestamps; docs/ARCHITECTURE.md,
+//! "Where the time between command buffers goes"), and two submissions per frame paid it twice.
+//! Where run-ahead or batches hand work over earlier than its draw, and in `binary`, `blocking`
+//! and `host-wait`, the semaphore protocol below stays as it is; `--submit split` keeps it for
+//! these frames too, for comparison. With GPU timing, timestamps after steps 1, 2 and 3 and at the
+//! end time the write and the draw, and `vkhip trace check` proves both orders from them for
+//! every frame (write end ≤ draw readable; previous draw end ≤ write start), as it does from the
+//! timestamps around two submissions.
+//!
 //! ## Run-ahead and batches (`--run-ahead R`, `--batch B`; R + B ≤ K)
 //! Each switch between the graphics and the compute API costs the GPU a context switch (≈ 0.16 ms
 //! on the H100, BENCHMARKS.md), paid twice per hand-off. Two ways to pay it less:
@@ -291,6 +318,9 @@ pub struct DrawSync {
     pub waits: Vec<(vk::Semaphore, u64, vk::PipelineStageFlags)>,
     /// (semaphore, value — 0 for binary).
     pub signals: Vec<(vk::Semaphore, u64)>,
+    /// The frame's compute is recorded into the draw's own command buffer, before the draw
+    /// ([`FrameSync::record_joined`]), ordered by barriers instead of semaphores.
+    pub joined: bool,
 }
 
 /// The `rendered` value the render thread's throttle host-waits for at frame `frame` (None: no
@@ -346,6 +376,9 @@ pub struct FrameSync {
     bridge_spans: Option<mpsc::Receiver<Span>>,
     /// Spans the render thread timed itself (`blocking`, `host-wait`), until taken.
     local_spans: Vec<Span>,
+    /// One-submission frames: the frame handed over by [`Self::compute`], until its draw records
+    /// it ([`Self::record_joined`]).
+    joined: Option<(u64, usize, WaveParams)>,
 }
 
 impl FrameSync {
@@ -384,6 +417,7 @@ impl FrameSync {
             throttle_waits: std::cell::Cell::new(0),
             bridge_spans,
             local_spans: Vec::new(),
+            joined: None,
         })
     }
 
@@ -489,6 +523,19 @@ impl FrameSync {
                 params.len()
             )));
         }
+        if self.plan.joined() {
+            // One frame, due with its draw (R = 0, B = 1): its draw's command buffer records it.
+            if let (Some(p), 1) = (params.first(), params.len()) {
+                if let Some((f, _, _)) = self.joined.replace((due.start, self.plan.slot_of(due.start), *p)) {
+                    return Err(SyncError::Bridge(format!(
+                        "internal: frame {f} was handed over but never drawn"
+                    )));
+                }
+                self.handed = due.end;
+                self.requested_end = due.end;
+            }
+            return Ok(());
+        }
         for (i, batch) in params.chunks(self.plan.batch).enumerate() {
             let start = due.start + (i * self.plan.batch) as u64;
             self.hand_over(start, batch)?;
@@ -562,10 +609,41 @@ impl FrameSync {
         Ok(())
     }
 
+    /// One-submission frames, step 3: record frame `frame`'s write (handed over by
+    /// [`Self::compute`]) into `cmd`, its draw's command buffer, between the barriers the draw
+    /// records around it (see the module note). The only call the render thread makes into the
+    /// backend in this shape.
+    ///
+    /// # Safety
+    /// `cmd` is a command buffer of the render device in the recording state, outside a render
+    /// pass, submitted (if at all) while this `FrameSync` lives.
+    pub unsafe fn record_joined(&mut self, cmd: vk::CommandBuffer, frame: u64) -> Result<(), SyncError> {
+        let Some((f, slot, params)) = self.joined.take() else {
+            return Err(SyncError::Bridge(format!("internal: frame {frame}'s compute was not handed over")));
+        };
+        if f != frame {
+            return Err(SyncError::Bridge(format!("internal: frame {frame} drawn with frame {f}'s compute")));
+        }
+        match &mut self.driver {
+            // SAFETY: per this function's contract.
+            Driver::Inline(b) => Ok(unsafe { b.record_write(cmd, slot, &params) }?),
+            _ => Err(SyncError::Bridge("record_joined() without an inline backend".into())),
+        }
+    }
+
     /// Step 3: the waits and signals of frame `f`'s draw submission.
     pub fn draw_sync(&self, frame: u64) -> DrawSync {
         let slot = self.slot_of(frame);
         let mut s = DrawSync::default();
+        if self.plan.joined() {
+            // Dispatch and draw are one submission, ordered by barriers inside it: no wait. It
+            // signals `computed` too, so the value still means "slot f mod K holds frame f"
+            // (verify and teardown read it), if later than a split submission would.
+            s.joined = true;
+            s.signals.push((self.sems.computed.handle, frame + 1));
+            s.signals.push((self.sems.rendered.handle, frame + 1));
+            return s;
+        }
         match self.plan.mode {
             SyncMode::Binary => {
                 let (computed, rendered) = &self.sems.binary[slot];
@@ -617,7 +695,9 @@ impl FrameSync {
         if let Driver::Stopped(b) = &mut self.driver {
             keep(b.finish().map_err(SyncError::from));
         }
-        if self.plan.mode != SyncMode::Binary {
+        // One-submission frames: no draw waits on `computed` (the draw's own submission signals
+        // it, and a host signal could race that signal).
+        if self.plan.mode != SyncMode::Binary && !self.plan.joined() {
             keep(self.release_waiting_draws());
         }
         keep(self.ctx.queue_wait_idle().map_err(SyncError::from));

@@ -105,6 +105,27 @@ impl MemoryPath {
     }
 }
 
+/// How a frame whose compute is due with its draw reaches an in-queue backend's queue
+/// (`--submit`; see "One submission per frame" in [`super`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Submit {
+    /// Dispatch → barrier → draw in one command buffer and one `vkQueueSubmit`, where the plan
+    /// allows it ([`SyncPlan::joined`]); the semaphore protocol everywhere else.
+    Joined,
+    /// Always the semaphore protocol: the dispatch and the draw in two submissions (the shape
+    /// before one-submission frames; kept to compare them).
+    Split,
+}
+
+impl Submit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Submit::Joined => "joined",
+            Submit::Split => "split",
+        }
+    }
+}
+
 /// What a run asks for; `None` fields take the plan's defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SyncRequest {
@@ -116,6 +137,8 @@ pub struct SyncRequest {
     pub compute_wait: ComputeWait,
     /// `--frames-in-flight`; None: [`default_frames_in_flight`].
     pub frames_in_flight: Option<u32>,
+    /// `--submit`.
+    pub submit: Submit,
 }
 
 impl SyncRequest {
@@ -129,6 +152,7 @@ impl SyncRequest {
             memory: MemoryPath::ZeroCopy,
             compute_wait: ComputeWait::Auto,
             frames_in_flight: None,
+            submit: Submit::Joined,
         }
     }
 }
@@ -192,6 +216,9 @@ pub struct SyncPlan {
     pub export: Export,
     /// The mode to use instead if the backend did not import what `mode` needs (HIP on Linux).
     pub fallback: Option<SyncMode>,
+    /// `Joined` only where a frame's dispatch and draw go in one submission ([`Self::joined`]);
+    /// `Split` everywhere else.
+    pub submit: Submit,
 }
 
 impl SyncPlan {
@@ -264,6 +291,12 @@ impl SyncPlan {
         // continues bridged (same slots, run-ahead and batch: bridged supports them all).
         let fallback =
             (backend == BackendKind::Hip && mode == SyncMode::External).then_some(SyncMode::Bridged);
+        // One submission per frame: both sides on Vulkan's queue, and frame f's compute handed
+        // over at frame f (no run-ahead, no batch), in the timeline mode. Binary keeps its
+        // semaphore pairs (it exists to show them), blocking its host waits.
+        let joinable =
+            backend.on_vulkan_queue() && mode == SyncMode::External && run_ahead == 0 && batch == 1;
+        let submit = if req.submit == Submit::Joined && joinable { Submit::Joined } else { Submit::Split };
         Ok(SyncPlan {
             backend,
             mode,
@@ -277,7 +310,14 @@ impl SyncPlan {
             compute_wait: req.compute_wait,
             export,
             fallback,
+            submit,
         })
+    }
+
+    /// Whether each frame's compute is recorded into its draw's command buffer (dispatch →
+    /// barrier → draw, one submission) instead of handed over through the semaphores.
+    pub fn joined(&self) -> bool {
+        self.submit == Submit::Joined
     }
 
     /// Apply the fallback once the backend said what it imported. Errors when the mode needs
@@ -354,6 +394,9 @@ impl SyncPlan {
         );
         if self.memory == MemoryPath::Staged {
             s.push_str(", staged copy");
+        }
+        if self.joined() {
+            s.push_str(", one submission per frame");
         }
         if self.waits_across_apis() && self.compute_wait == ComputeWait::Gpu {
             s.push_str(", compute always waits on the GPU");
@@ -597,6 +640,7 @@ mod tests {
                         compute_wait: ComputeWait::Auto,
                         export: Export::Timelines,
                         fallback: None,
+                        submit: Submit::Split,
                     };
                     let mut handed = 0u64;
                     let mut handed_at = vec![];
@@ -630,6 +674,48 @@ mod tests {
                         // g − K was drawn... at the latest, submitted before the hand-off.
                         assert!(g < k as u64 || g - (k as u64) < f);
                     }
+                }
+            }
+        }
+    }
+
+    /// One submission per frame exactly where both sides are on Vulkan's queue, the mode is the
+    /// timeline one and frame f's compute is handed over at frame f (R = 0, B = 1), for every K;
+    /// the semaphore protocol everywhere else, and wherever `--submit split` asks for it.
+    #[test]
+    fn one_submission_frames_only_where_compute_is_due_with_its_draw() {
+        let dev = device(true, true);
+        let joined = |r: SyncRequest, backend| plan(r, backend, &dev).map(|p| p.joined());
+        for backend in [BackendKind::Vulkan, BackendKind::CudaInVulkan] {
+            for k in 1..=MAX_SLOTS as u32 {
+                assert_eq!(joined(req(SyncMode::External, Some(k), Some(0), Some(1)), backend), Ok(true));
+                assert_eq!(joined(req(SyncMode::Auto, Some(k), None, None), backend), Ok(true), "K={k}");
+                let split =
+                    SyncRequest { submit: Submit::Split, ..req(SyncMode::External, Some(k), None, None) };
+                assert_eq!(joined(split, backend), Ok(false));
+                for b in 2..=k {
+                    assert_eq!(
+                        joined(req(SyncMode::External, Some(k), Some(0), Some(b)), backend),
+                        Ok(false)
+                    );
+                }
+                for r in 1..k {
+                    assert_eq!(
+                        joined(req(SyncMode::External, Some(k), Some(r), Some(1)), backend),
+                        Ok(false)
+                    );
+                }
+                for mode in [SyncMode::Binary, SyncMode::Blocking] {
+                    assert_eq!(joined(req(mode, Some(k), None, None), backend), Ok(false), "{mode}");
+                }
+            }
+            let p = plan(req(SyncMode::Auto, None, None, None), backend, &dev).unwrap();
+            assert_eq!(p.describe(), "external, 3 slot(s), run-ahead 0, batch 1, one submission per frame");
+        }
+        for backend in [BackendKind::Cpu, BackendKind::Cuda, BackendKind::Hip] {
+            for mode in MODES {
+                if let Ok(p) = plan(req(mode, Some(1), Some(0), Some(1)), backend, &dev) {
+                    assert!(!p.joined(), "{backend} {mode}");
                 }
             }
         }

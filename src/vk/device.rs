@@ -32,6 +32,9 @@ pub struct PhysicalDeviceInfo {
     /// A queue family with graphics + compute + transfer.
     pub graphics_family: Option<u32>,
     pub timeline_semaphores: bool,
+    /// `hostQueryReset` (Vulkan 1.2): query pools can be reset from the host (`vkResetQueryPool`),
+    /// so the profiler's command buffers need no `vkCmdResetQueryPool` (see [`super::timestamps`]).
+    pub host_query_reset: bool,
     /// VK_KHR_external_memory_fd present and a storage buffer can be exported as OPAQUE_FD.
     pub memory_export: bool,
     /// The driver wants exported buffers in dedicated allocations.
@@ -273,7 +276,9 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError
         unsafe { inst.get_physical_device_properties2(handle, &mut props2) };
         let props = props2.properties;
         let mut timeline = vk::PhysicalDeviceTimelineSemaphoreFeatures::default();
-        let mut feats2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut timeline);
+        let mut query_reset = vk::PhysicalDeviceHostQueryResetFeatures::default();
+        let mut feats2 =
+            vk::PhysicalDeviceFeatures2::default().push_next(&mut timeline).push_next(&mut query_reset);
         // SAFETY: as above.
         unsafe { inst.get_physical_device_features2(handle, &mut feats2) };
         // SAFETY: valid handle.
@@ -319,6 +324,7 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError
             uuid: id.device_uuid,
             graphics_family,
             timeline_semaphores: timeline.timeline_semaphore == vk::TRUE,
+            host_query_reset: query_reset.host_query_reset == vk::TRUE,
             memory_export: export.memory_export,
             memory_export_dedicated_only: export.memory_export_dedicated_only,
             timeline_export: export.timeline_export,
@@ -443,6 +449,7 @@ impl Context {
             [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
         let mut v12 = vk::PhysicalDeviceVulkan12Features::default()
             .timeline_semaphore(true)
+            .host_query_reset(physical.host_query_reset)
             .buffer_device_address(cuda_in_vulkan);
         let info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)

@@ -1,6 +1,7 @@
-//! GPU timestamps of each frame's draw: three per command buffer, read back without waiting
-//! when the command buffer is reused (the throttle has then seen that frame finish) or at the end.
+//! GPU timestamps of each frame's command buffer, read back without waiting when the command
+//! buffer's set is reused (the throttle has then seen that frame finish) or at the end.
 //!
+//! [`Layout::Split`] — the draw alone (its compute was a submission of its own), three timestamps:
 //! 1. **start** — top of pipe, first command: when the queue started the command buffer. This
 //!    can come before the submission's wait on `computed` is satisfied (the wait is at the vertex
 //!    stage, and the implementation may start earlier stages).
@@ -13,6 +14,24 @@
 //!    implementation write a timestamp at any later stage, so "readable" is an upper bound of the
 //!    moment the wait was satisfied; the checker treats it as the start of the draw's reads.
 //! 3. **end** — bottom of pipe, last command: the draw finished.
+//!
+//! [`Layout::Joined`] — one-submission frames (dispatch → barrier → draw; see `sync`'s module note), four
+//! timestamps and no barrier of their own: **write start** (compute stage, after the barrier that
+//! orders the write after the slot's previous draw), **write end** (compute stage, after the
+//! dispatch), **readable** (vertex stage, after the barrier from the write to the draw's reads),
+//! **end** (bottom of pipe). They leave as the compute track's write span and the queue's
+//! "wait computed" (write end → readable: the barrier) and draw spans, so the checker proves the
+//! same two orders as for two submissions.
+//!
+//! **The profiler's own cost.** Where the device has `hostQueryReset` (Vulkan 1.2; lavapipe and
+//! NVIDIA do), each set is reset from the host in [`DrawTimer::prepare`] instead of by a
+//! `vkCmdResetQueryPool` recorded at the start of the command buffer, which the H100 paid for in
+//! the idle time before the command buffer's first timestamp (docs/ARCHITECTURE.md, "The
+//! profiler's own cost"). Per frame a one-submission frame then writes 4 timestamps (2 at the
+//! compute stage, 1 at the vertex stage, 1 at bottom of pipe), records no reset and no barrier for
+//! timing, and reads 4 queries with one `vkGetQueryPoolResults`; a split frame writes 3 here and 3
+//! in the dispatch's command buffer ([`crate::compute::vulkan`]), plus one timing-only barrier in
+//! each. `--gpu-timing off` writes none (`app::profiling::gpu_timestamps_per_frame` counts them).
 //!
 //! Spans leave as raw ticks ([`Stamp::Vulkan`]); the profiler maps them to the host clock.
 //!
@@ -28,17 +47,17 @@
 //! use vkhip::profile::{Phase, Stamp, Track};
 //! use vkhip::vk::device::{enumerate, Context};
 //! use vkhip::vk::instance::Instance;
-//! use vkhip::vk::timestamps::DrawTimer;
+//! use vkhip::vk::timestamps::{DrawTimer, Layout};
 //!
 //! let instance = Arc::new(Instance::new(false, &[]).unwrap());
 //! let devices = enumerate(&instance).unwrap();
 //! let pd = devices.into_iter().find(|d| d.usable()).expect("a Vulkan 1.2 device (lavapipe will do)");
 //! let ctx = Context::new(instance, pd, false).unwrap();
 //! vkhip::profile::set_gpu_timing(false);
-//! assert!(DrawTimer::new(&ctx, 2).unwrap().is_none());
+//! assert!(DrawTimer::new(&ctx, 2, Layout::Split).unwrap().is_none());
 //! vkhip::profile::set_gpu_timing(true);
 //! let has_timestamps = ctx.physical.timestamp_bits > 0 && ctx.physical.timestamp_period > 0.0;
-//! let timer = DrawTimer::new(&ctx, 2).unwrap();
+//! let timer = DrawTimer::new(&ctx, 2, Layout::Split).unwrap();
 //! assert_eq!(timer.is_some(), has_timestamps);
 //! if let Some(mut timer) = timer {
 //!     timer.prepare(1, 42); // frame 42 uses triple 1
@@ -71,16 +90,39 @@ use crate::profile::{Phase, Span, Stamp, Track};
 use ash::vk;
 use std::sync::Arc;
 
-const PER_FRAME: u32 = 3;
+/// What one frame's command buffer holds, and so which timestamps it writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// The draw alone (its compute was submitted apart): start, readable, end — three
+    /// timestamps and one execution-only barrier that exists for the readable timestamp.
+    Split,
+    /// Dispatch → barrier → draw in one command buffer: write start, write end, readable, end —
+    /// four timestamps and no barrier of their own (the protocol's two barriers order them).
+    Joined,
+}
 
-/// Timestamp triples for command buffers used round-robin.
+impl Layout {
+    /// Timestamps written per frame.
+    pub const fn stamps(self) -> u32 {
+        match self {
+            Layout::Split => 3,
+            Layout::Joined => 4,
+        }
+    }
+}
+
+/// Timestamp sets (one per frame in flight) for command buffers used round-robin.
 pub struct DrawTimer {
     ctx: Arc<Context>,
     pool: vk::QueryPool,
-    /// Which frame each triple holds once its command buffer was submitted (None: nothing
+    layout: Layout,
+    /// Reset each set from the host before its command buffer is submitted (`hostQueryReset`)
+    /// instead of recording `vkCmdResetQueryPool` into it.
+    host_reset: bool,
+    /// Which frame each set holds once its command buffer was submitted (None: nothing
     /// pending).
     pending: Vec<Option<u64>>,
-    /// Which frame each triple was recorded for, until [`Self::submitted`].
+    /// Which frame each set was recorded for, until [`Self::submitted`].
     recorded: Vec<Option<u64>>,
     mask: u64,
     /// Spans read back and not yet taken.
@@ -90,19 +132,27 @@ pub struct DrawTimer {
 impl DrawTimer {
     /// `Ok(None)` when the queue has no timestamps, or GPU timing is off
     /// ([`crate::profile::gpu_timing`]).
-    pub fn new(ctx: &Arc<Context>, buffers: usize) -> Result<Option<Self>, VkError> {
+    pub fn new(ctx: &Arc<Context>, buffers: usize, layout: Layout) -> Result<Option<Self>, VkError> {
         let bits = ctx.physical.timestamp_bits;
         if bits == 0 || ctx.physical.timestamp_period <= 0.0 || !crate::profile::gpu_timing() {
             return Ok(None);
         }
         let info = vk::QueryPoolCreateInfo::default()
             .query_type(vk::QueryType::TIMESTAMP)
-            .query_count(PER_FRAME * buffers as u32);
+            .query_count(layout.stamps() * buffers as u32);
         // SAFETY: valid device.
         let pool = unsafe { ctx.device.create_query_pool(&info, None) }.call("vkCreateQueryPool")?;
+        let host_reset = ctx.physical.host_query_reset;
+        if host_reset {
+            // SAFETY: a new pool, not used by any command buffer; hostQueryReset is enabled on
+            // the device whenever the physical device has it (`Context::new_with`).
+            unsafe { ctx.device.reset_query_pool(pool, 0, layout.stamps() * buffers as u32) };
+        }
         Ok(Some(DrawTimer {
             ctx: ctx.clone(),
             pool,
+            layout,
+            host_reset,
             pending: vec![None; buffers],
             recorded: vec![None; buffers],
             mask: if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 },
@@ -110,28 +160,45 @@ impl DrawTimer {
         }))
     }
 
-    /// Read triple `index` if a finished frame left results there. With `wait`, block until they
+    /// Timestamps one frame writes.
+    pub fn stamps_per_frame(&self) -> u32 {
+        self.layout.stamps()
+    }
+
+    fn first(&self, index: usize) -> u32 {
+        self.layout.stamps() * index as u32
+    }
+
+    /// Read set `index` if a finished frame left results there. With `wait`, block until they
     /// are available (only after the queue is idle).
     fn collect(&mut self, index: usize, wait: bool) {
         let Some(frame) = self.pending[index] else { return };
-        let mut ticks = [0u64; PER_FRAME as usize];
+        let mut ticks = [0u64; 4];
+        let ticks = &mut ticks[..self.layout.stamps() as usize];
         let flags = vk::QueryResultFlags::TYPE_64
             | if wait { vk::QueryResultFlags::WAIT } else { vk::QueryResultFlags::empty() };
-        // SAFETY: the triple was written by a submitted command buffer; results are copied out.
-        match unsafe {
-            self.ctx.device.get_query_pool_results(self.pool, PER_FRAME * index as u32, &mut ticks, flags)
-        } {
+        // SAFETY: the set was written by a submitted command buffer; results are copied out.
+        match unsafe { self.ctx.device.get_query_pool_results(self.pool, self.first(index), ticks, flags) } {
             Ok(()) => {
-                let [start, readable, end] = ticks.map(|t| t & self.mask);
-                let span = |phase, a, b| Span {
+                let t: Vec<u64> = ticks.iter().map(|t| t & self.mask).collect();
+                let span = |track, phase, a, b| Span {
                     frame,
-                    track: Track::Queue,
+                    track,
                     phase,
                     start: Stamp::Vulkan(a),
                     end: Stamp::Vulkan(b),
                 };
-                self.ready.push(span(Phase::WaitComputed, start, readable));
-                self.ready.push(span(Phase::Draw, readable, end));
+                match self.layout {
+                    Layout::Split => {
+                        self.ready.push(span(Track::Queue, Phase::WaitComputed, t[0], t[1]));
+                        self.ready.push(span(Track::Queue, Phase::Draw, t[1], t[2]));
+                    }
+                    Layout::Joined => {
+                        self.ready.push(span(Track::Compute, Phase::Write, t[0], t[1]));
+                        self.ready.push(span(Track::Queue, Phase::WaitComputed, t[1], t[2]));
+                        self.ready.push(span(Track::Queue, Phase::Draw, t[2], t[3]));
+                    }
+                }
                 // Bounded even when nobody takes them (verify).
                 self.ready.truncate(crate::profile::span::SPAN_BUFFER);
             }
@@ -141,37 +208,65 @@ impl DrawTimer {
         self.pending[index] = None;
     }
 
-    /// Frame `frame` is about to use triple `index`: read what the triple held (its previous
-    /// frame's results) and remember `frame` for it. Every frame, whether its command buffer is
-    /// recorded afresh or reused.
+    /// Frame `frame` is about to use set `index`: read what the set held (its previous frame's
+    /// results), reset it from the host where the device can, and remember `frame` for it. Every
+    /// frame, whether its command buffer is recorded afresh or reused; the caller has throttled,
+    /// so the set's previous command buffer has finished.
     pub fn prepare(&mut self, index: usize, frame: u64) {
         self.collect(index, false);
+        if self.host_reset {
+            // SAFETY: the command buffer that last used the set finished (the caller's throttle
+            // saw its frame's `rendered`), and its results were read just above.
+            unsafe { self.ctx.device.reset_query_pool(self.pool, self.first(index), self.layout.stamps()) };
+        }
         self.recorded[index] = Some(frame);
     }
 
-    /// At the start of `cmd` (outside a render pass): reset triple `index`, write its start
-    /// timestamp, then the barrier and the readable timestamp (see the module note). `wait_stage`
-    /// is the stage the submission waits for the heights at. The commands depend on `index`
-    /// alone, so a command buffer holding them can be submitted again for later frames.
+    /// Record the reset of set `index` into `cmd`, where the device cannot reset queries from the
+    /// host (with `hostQueryReset`, [`Self::prepare`] did it and this records nothing).
+    ///
+    /// # Safety
+    /// `cmd` is recording, outside a render pass; every submission of it runs after the previous
+    /// command buffer that used set `index` has finished.
+    pub unsafe fn reset(&self, cmd: vk::CommandBuffer, index: usize) {
+        if !self.host_reset {
+            // SAFETY: per this function's contract.
+            unsafe {
+                self.ctx.device.cmd_reset_query_pool(cmd, self.pool, self.first(index), self.layout.stamps())
+            };
+        }
+    }
+
+    /// Timestamp `n` of set `index`, written at `stage`.
+    ///
+    /// # Safety
+    /// `cmd` is recording and [`Self::reset`] (or the host reset) came before for `index`.
+    pub unsafe fn stamp(&self, cmd: vk::CommandBuffer, index: usize, n: u32, stage: vk::PipelineStageFlags) {
+        // SAFETY: per this function's contract.
+        unsafe { self.ctx.device.cmd_write_timestamp(cmd, stage, self.pool, self.first(index) + n) };
+    }
+
+    /// [`Layout::Split`], at the start of `cmd` (outside a render pass): reset set `index`, write
+    /// its start timestamp, then the barrier and the readable timestamp (see the module note).
+    /// `wait_stage` is the stage the submission waits for the heights at. The commands depend on
+    /// `index` alone, so a command buffer holding them can be submitted again for later frames.
     ///
     /// # Safety
     /// `cmd` is recording; every submission of it runs after the previous command buffer that
-    /// used triple `index` has finished, and after [`Self::prepare`] for that frame.
+    /// used set `index` has finished, and after [`Self::prepare`] for that frame.
     pub unsafe fn record_begin(
         &self,
         cmd: vk::CommandBuffer,
         index: usize,
         wait_stage: vk::PipelineStageFlags,
     ) {
-        let d = &self.ctx.device;
-        let first = PER_FRAME * index as u32;
         // SAFETY: per this function's contract.
         unsafe {
-            d.cmd_reset_query_pool(cmd, self.pool, first, PER_FRAME);
-            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, self.pool, first);
+            self.reset(cmd, index);
+            self.stamp(cmd, index, 0, vk::PipelineStageFlags::TOP_OF_PIPE);
             // An execution-only barrier: no memory is made visible here (the draw's own
             // semaphore wait does that); it only orders the next timestamp after the wait.
-            d.cmd_pipeline_barrier(
+            self.ctx.device.cmd_pipeline_barrier(
                 cmd,
                 wait_stage,
                 vk::PipelineStageFlags::ALL_COMMANDS,
@@ -180,31 +275,24 @@ impl DrawTimer {
                 &[],
                 &[],
             );
-            d.cmd_write_timestamp(cmd, wait_stage, self.pool, first + 1);
+            self.stamp(cmd, index, 1, wait_stage);
         }
     }
 
-    /// The command buffer that recorded triple `index` was submitted: its results will come.
-    /// (Until then nothing reads the triple: a command buffer that failed to end or submit never
-    /// reset it.)
+    /// The command buffer that recorded set `index` was submitted: its results will come.
+    /// (Until then nothing reads the set: a command buffer that failed to end or submit never
+    /// wrote it.)
     pub fn submitted(&mut self, index: usize) {
         self.pending[index] = self.recorded[index].take();
     }
 
-    /// At the end of `cmd`: the end timestamp of triple `index`.
+    /// At the end of `cmd`: the end timestamp of set `index` (bottom of pipe).
     ///
     /// # Safety
-    /// `cmd` is recording and [`Self::record_begin`] was recorded into it for `index`.
+    /// `cmd` is recording and the set's reset was recorded before (see [`Self::reset`]).
     pub unsafe fn end(&self, cmd: vk::CommandBuffer, index: usize) {
         // SAFETY: per this function's contract.
-        unsafe {
-            self.ctx.device.cmd_write_timestamp(
-                cmd,
-                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
-                self.pool,
-                PER_FRAME * index as u32 + 2,
-            )
-        };
+        unsafe { self.stamp(cmd, index, self.layout.stamps() - 1, vk::PipelineStageFlags::BOTTOM_OF_PIPE) };
     }
 
     /// Move the spans read back so far into `out`.
@@ -212,7 +300,7 @@ impl DrawTimer {
         out.append(&mut self.ready);
     }
 
-    /// Read every pending triple (call after the queue is idle).
+    /// Read every pending set (call after the queue is idle).
     pub fn finish(&mut self) {
         for i in 0..self.pending.len() {
             self.collect(i, true);
