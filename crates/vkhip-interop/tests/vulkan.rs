@@ -3,10 +3,10 @@
 //! device, a borrowed one (with the Khronos validation layer when installed), exported buffers and
 //! images of every format, their barriers and read-backs checked texel by texel, and the refusals.
 
-#[path = "../../../tests/common/skip.rs"]
-mod skip;
 #[path = "common/engine.rs"]
 mod engine;
+#[path = "../../../tests/common/skip.rs"]
+mod skip;
 
 use ash::vk;
 use engine::{Engine, Shape};
@@ -20,24 +20,6 @@ fn engine(test: &str, crate_extensions: bool) -> Engine {
     Engine::new(Shape { crate_extensions, ..Shape::MATRIX[0] })
 }
 
-/// The clear colour per format, and the bytes one texel must then hold.
-fn clear_and_expected(format: ImageFormat) -> ([f32; 4], Vec<u8>) {
-    match format {
-        ImageFormat::R32Float => ([0.5, 0.0, 0.0, 0.0], 0.5f32.to_le_bytes().to_vec()),
-        ImageFormat::Rgba8Unorm => {
-            ([51.0 / 255.0, 102.0 / 255.0, 153.0 / 255.0, 1.0], vec![51, 102, 153, 255])
-        }
-        // 0.25, 0.5, 0.75, 1.0 as IEEE halves.
-        ImageFormat::Rgba16Float => (
-            [0.25, 0.5, 0.75, 1.0],
-            [0x3400u16, 0x3800, 0x3a00, 0x3c00].iter().flat_map(|h| h.to_le_bytes()).collect(),
-        ),
-        ImageFormat::Rgba32Float => {
-            ([0.25, 0.5, 0.75, 1.0], [0.25f32, 0.5, 0.75, 1.0].iter().flat_map(|f| f.to_le_bytes()).collect())
-        }
-    }
-}
-
 /// Prepare `image`, clear it on the Vulkan queue (acquire, clear, release), read it back, and
 /// check every texel.
 fn clear_and_check(device: &Device, format: ImageFormat, width: u32, height: u32) {
@@ -49,7 +31,7 @@ fn clear_and_check(device: &Device, format: ImageFormat, width: u32, height: u32
     let min = u64::from(width * height * format.texel_bytes());
     assert!(exported.memory.allocation_size >= min, "{format}: {} < {min}", exported.memory.allocation_size);
 
-    let (color, texel) = clear_and_expected(format);
+    let (color, texel) = engine::clear_colour(format);
     let d = device.ash();
     // SAFETY: one-shot command buffers of this device, recording.
     device.submit_one_shot(&[], &[], |cmd| unsafe { image.cmd_prepare(cmd) }).expect("prepare");

@@ -61,7 +61,8 @@ impl ImageAccess {
     pub const COLOR_ATTACHMENT_WRITE: ImageAccess = ImageAccess {
         stage: vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
         access: vk::AccessFlags::from_raw(
-            vk::AccessFlags::COLOR_ATTACHMENT_READ.as_raw() | vk::AccessFlags::COLOR_ATTACHMENT_WRITE.as_raw(),
+            vk::AccessFlags::COLOR_ATTACHMENT_READ.as_raw()
+                | vk::AccessFlags::COLOR_ATTACHMENT_WRITE.as_raw(),
         ),
         layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
     };
@@ -80,7 +81,11 @@ impl ImageAccess {
 
     /// Sampled by shaders of `stages` (`SHADER_READ_ONLY_OPTIMAL`).
     pub const fn sampled(stages: vk::PipelineStageFlags) -> ImageAccess {
-        ImageAccess { stage: stages, access: vk::AccessFlags::SHADER_READ, layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL }
+        ImageAccess {
+            stage: stages,
+            access: vk::AccessFlags::SHADER_READ,
+            layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+        }
     }
 
     /// Read and/or written as a storage image by shaders of `stages` (`GENERAL`); `access` is
@@ -127,7 +132,8 @@ pub(crate) const EXTERNAL_LAYOUT: vk::ImageLayout = vk::ImageLayout::GENERAL;
 
 /// Where a chain of two barriers meets: the first's destination and the second's source
 /// (every stage, no access: the first made the writes available, the second makes them visible).
-const JOIN: (vk::PipelineStageFlags, vk::AccessFlags) = (vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::empty());
+const JOIN: (vk::PipelineStageFlags, vk::AccessFlags) =
+    (vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::empty());
 
 /// Who owns the image before and after a barrier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,7 +191,12 @@ pub(crate) fn acquire(before: Side) -> Vec<Barrier> {
         }];
     }
     vec![
-        Barrier { owners: Owners::Acquire, src: start, dst: JOIN, layouts: (EXTERNAL_LAYOUT, EXTERNAL_LAYOUT) },
+        Barrier {
+            owners: Owners::Acquire,
+            src: start,
+            dst: JOIN,
+            layouts: (EXTERNAL_LAYOUT, EXTERNAL_LAYOUT),
+        },
         Barrier {
             owners: Owners::Vulkan,
             src: JOIN,
@@ -219,16 +230,27 @@ pub(crate) const NEW: Side = Side {
 /// # Safety
 /// `cmd` is a command buffer of `d` in the recording state, for a queue of `family`; `image` is
 /// a live single-level, single-layer colour image of `d`.
-pub(crate) unsafe fn record(d: &ash::Device, cmd: vk::CommandBuffer, family: u32, image: vk::Image, barriers: &[Barrier]) {
-    let range =
-        vk::ImageSubresourceRange::default().aspect_mask(vk::ImageAspectFlags::COLOR).level_count(1).layer_count(1);
+pub(crate) unsafe fn record(
+    d: &ash::Device,
+    cmd: vk::CommandBuffer,
+    family: u32,
+    image: vk::Image,
+    barriers: &[Barrier],
+) {
+    let range = vk::ImageSubresourceRange::default()
+        .aspect_mask(vk::ImageAspectFlags::COLOR)
+        .level_count(1)
+        .layer_count(1);
     for b in barriers {
         let (src_family, dst_family) = match b.owners {
             Owners::Vulkan => (vk::QUEUE_FAMILY_IGNORED, vk::QUEUE_FAMILY_IGNORED),
             Owners::Release => (family, vk::QUEUE_FAMILY_EXTERNAL),
             Owners::Acquire => (vk::QUEUE_FAMILY_EXTERNAL, family),
         };
-        debug_assert!(b.owners == Owners::Vulkan || b.layouts.0 == b.layouts.1, "a transfer keeps the layout");
+        debug_assert!(
+            b.owners == Owners::Vulkan || b.layouts.0 == b.layouts.1,
+            "a transfer keeps the layout"
+        );
         let barrier = vk::ImageMemoryBarrier::default()
             .src_access_mask(b.src.1)
             .dst_access_mask(b.dst.1)
@@ -239,7 +261,9 @@ pub(crate) unsafe fn record(d: &ash::Device, cmd: vk::CommandBuffer, family: u32
             .image(image)
             .subresource_range(range);
         // SAFETY: per this function's contract.
-        unsafe { d.cmd_pipeline_barrier(cmd, b.src.0, b.dst.0, vk::DependencyFlags::empty(), &[], &[], &[barrier]) };
+        unsafe {
+            d.cmd_pipeline_barrier(cmd, b.src.0, b.dst.0, vk::DependencyFlags::empty(), &[], &[], &[barrier])
+        };
     }
 }
 
@@ -257,7 +281,8 @@ mod tests {
         }
         for pair in barriers.windows(2) {
             assert!(
-                pair[1].src.0.contains(pair[0].dst.0) || pair[1].src.0 == vk::PipelineStageFlags::ALL_COMMANDS,
+                pair[1].src.0.contains(pair[0].dst.0)
+                    || pair[1].src.0 == vk::PipelineStageFlags::ALL_COMMANDS,
                 "{pair:?}"
             );
             assert_eq!(pair[0].layouts.1, pair[1].layouts.0, "{pair:?}");
@@ -273,7 +298,8 @@ mod tests {
         assert_eq!(r[0].layouts, (vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL, vk::ImageLayout::GENERAL));
         assert_eq!(r[0].src.1, ImageAccess::COLOR_ATTACHMENT_WRITE.access());
         assert_eq!(r[1].owners, Owners::Release);
-        let storage = ImageAccess::storage(vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE);
+        let storage =
+            ImageAccess::storage(vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE);
         let r = release(storage.into());
         assert_eq!(r.len(), 1, "already GENERAL: the transfer alone");
         assert_eq!(r[0].src, (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE));

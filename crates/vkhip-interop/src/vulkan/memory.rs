@@ -128,25 +128,32 @@ pub(crate) fn import(device: &Inner, memory: crate::ExportedMemory, owner: Owner
     .ok_or_else(|| Error::unsupported(Api::Vulkan, "no memory type can hold the imported object"))?;
     let (size, dedicated) = (memory.allocation_size, memory.dedicated);
     let imported = memory.fd.import(crate::FdOwnership::TakenOnSuccess, |raw| {
-        let mut import =
-            vk::ImportMemoryFdInfoKHR::default().handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD).fd(raw);
+        let mut import = vk::ImportMemoryFdInfoKHR::default()
+            .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
+            .fd(raw);
         let mut dedicated_info = match owner {
             Owner::Buffer(b) => vk::MemoryDedicatedAllocateInfo::default().buffer(b),
             Owner::Image(i) => vk::MemoryDedicatedAllocateInfo::default().image(i),
         };
-        let mut alloc =
-            vk::MemoryAllocateInfo::default().allocation_size(size).memory_type_index(ty).push_next(&mut import);
+        let mut alloc = vk::MemoryAllocateInfo::default()
+            .allocation_size(size)
+            .memory_type_index(ty)
+            .push_next(&mut import);
         if dedicated {
             alloc = alloc.push_next(&mut dedicated_info);
         }
         // SAFETY: valid device; the fd refers to an exported allocation of this GPU.
-        unsafe { d.allocate_memory(&alloc, None) }.map_err(|r| Error::vulkan("vkAllocateMemory (import OPAQUE_FD)", r))
+        unsafe { d.allocate_memory(&alloc, None) }
+            .map_err(|r| Error::vulkan("vkAllocateMemory (import OPAQUE_FD)", r))
     })?;
     let bound = match owner {
         // SAFETY: fresh imported memory, offset 0; the owner is unbound.
-        Owner::Buffer(b) => unsafe { d.bind_buffer_memory(b, imported, 0) }.map_err(|r| Error::vulkan("vkBindBufferMemory", r)),
+        Owner::Buffer(b) => unsafe { d.bind_buffer_memory(b, imported, 0) }
+            .map_err(|r| Error::vulkan("vkBindBufferMemory", r)),
         // SAFETY: as above.
-        Owner::Image(i) => unsafe { d.bind_image_memory(i, imported, 0) }.map_err(|r| Error::vulkan("vkBindImageMemory", r)),
+        Owner::Image(i) => {
+            unsafe { d.bind_image_memory(i, imported, 0) }.map_err(|r| Error::vulkan("vkBindImageMemory", r))
+        }
     };
     if let Err(e) = bound {
         // SAFETY: nothing uses the memory: binding it failed.

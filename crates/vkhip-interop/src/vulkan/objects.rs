@@ -27,7 +27,9 @@ pub(crate) const IMAGE_USAGE: vk::ImageUsageFlags = vk::ImageUsageFlags::from_ra
 /// The usage of a shared image of a format with `features` (optimal tiling): [`IMAGE_USAGE`],
 /// plus colour attachment (a render target) where the format can be one. `Err` names the
 /// required usages the format lacks. Pure; unit-tested.
-pub(crate) fn image_usage(features: vk::FormatFeatureFlags) -> std::result::Result<vk::ImageUsageFlags, vk::ImageUsageFlags> {
+pub(crate) fn image_usage(
+    features: vk::FormatFeatureFlags,
+) -> std::result::Result<vk::ImageUsageFlags, vk::ImageUsageFlags> {
     type F = vk::FormatFeatureFlags;
     type U = vk::ImageUsageFlags;
     let required = [
@@ -36,7 +38,8 @@ pub(crate) fn image_usage(features: vk::FormatFeatureFlags) -> std::result::Resu
         (F::TRANSFER_SRC, U::TRANSFER_SRC),
         (F::TRANSFER_DST, U::TRANSFER_DST),
     ];
-    let missing = required.iter().filter(|(f, _)| !features.contains(*f)).fold(U::empty(), |m, (_, u)| m | *u);
+    let missing =
+        required.iter().filter(|(f, _)| !features.contains(*f)).fold(U::empty(), |m, (_, u)| m | *u);
     if !missing.is_empty() {
         return Err(missing);
     }
@@ -102,7 +105,12 @@ impl Device {
     }
 
     /// An unbound exportable image (checked first: [`Self::check_image_export`]) and its usage.
-    fn create_image(&self, format: ImageFormat, width: u32, height: u32) -> Result<(vk::Image, vk::ImageUsageFlags)> {
+    fn create_image(
+        &self,
+        format: ImageFormat,
+        width: u32,
+        height: u32,
+    ) -> Result<(vk::Image, vk::ImageUsageFlags)> {
         if width == 0 || height == 0 {
             return Err(Error::invalid(Api::Vulkan, format!("a shared image of {width}x{height} texels")));
         }
@@ -132,17 +140,26 @@ impl Device {
     /// the device cannot make one: the format's features, the size, or export of such an image
     /// as OPAQUE_FD (`vkGetPhysicalDeviceImageFormatProperties2` with
     /// `VkPhysicalDeviceExternalImageFormatInfo`, for exactly that usage).
-    fn check_image_export(&self, format: ImageFormat, width: u32, height: u32) -> Result<vk::ImageUsageFlags> {
+    fn check_image_export(
+        &self,
+        format: ImageFormat,
+        width: u32,
+        height: u32,
+    ) -> Result<vk::ImageUsageFlags> {
         let inst = &self.inner.instance;
         let refuse = |usage: vk::ImageUsageFlags, why: String| {
             Error::unsupported(
                 Api::Vulkan,
-                format!("{}: a {format} image of {width}x{height} with usage {usage:?}: {why}", self.inner.caps.name),
+                format!(
+                    "{}: a {format} image of {width}x{height} with usage {usage:?}: {why}",
+                    self.inner.caps.name
+                ),
             )
         };
         // SAFETY: valid physical device of this instance.
-        let features = unsafe { inst.get_physical_device_format_properties(self.inner.physical, format.vk_format()) }
-            .optimal_tiling_features;
+        let features =
+            unsafe { inst.get_physical_device_format_properties(self.inner.physical, format.vk_format()) }
+                .optimal_tiling_features;
         let usage = image_usage(features).map_err(|missing| {
             refuse(IMAGE_USAGE, format!("the format does not support {missing:?} with optimal tiling"))
         })?;
@@ -163,7 +180,10 @@ impl Device {
         match r {
             Ok(()) => {}
             Err(vk::Result::ERROR_FORMAT_NOT_SUPPORTED) => {
-                return Err(refuse(usage, "the device cannot make such an image exportable as OPAQUE_FD".into()))
+                return Err(refuse(
+                    usage,
+                    "the device cannot make such an image exportable as OPAQUE_FD".into(),
+                ))
             }
             Err(r) => return Err(Error::vulkan("vkGetPhysicalDeviceImageFormatProperties2", r)),
         }
@@ -632,5 +652,27 @@ impl Drop for ImportedBuffer {
             self.device.device.destroy_buffer(self.buffer, None);
             self.device.device.free_memory(self.allocation.memory, None);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_usage_adds_the_render_target_where_the_format_allows_and_names_what_is_missing() {
+        type F = vk::FormatFeatureFlags;
+        let base = F::SAMPLED_IMAGE | F::STORAGE_IMAGE | F::TRANSFER_SRC | F::TRANSFER_DST;
+        assert_eq!(image_usage(base), Ok(IMAGE_USAGE));
+        assert_eq!(
+            image_usage(base | F::COLOR_ATTACHMENT),
+            Ok(IMAGE_USAGE | vk::ImageUsageFlags::COLOR_ATTACHMENT)
+        );
+        assert_eq!(image_usage(base & !F::STORAGE_IMAGE), Err(vk::ImageUsageFlags::STORAGE));
+        assert_eq!(
+            image_usage(F::COLOR_ATTACHMENT),
+            Err(IMAGE_USAGE),
+            "a format with no features is refused, whatever else it could be"
+        );
     }
 }

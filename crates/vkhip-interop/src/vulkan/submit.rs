@@ -3,8 +3,8 @@
 //! loop (each call waits on a fence).
 
 use super::device::{Device, Inner};
-use super::memory::find_memory_type;
 use super::handoff::ImageAccess;
+use super::memory::find_memory_type;
 use super::objects::{SharedBuffer, SharedImage, SharedSemaphore};
 use super::one_shot::OneShot;
 use crate::error::{Api, Error, Result};

@@ -9,6 +9,7 @@ use ash::vk;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::Mutex;
 use vkhip_interop::vulkan::{requirements, Device, Importer};
+use vkhip_interop::ImageFormat;
 
 pub const VALIDATION: &CStr = c"VK_LAYER_KHRONOS_validation";
 
@@ -171,7 +172,14 @@ impl Engine {
         // SAFETY: the engine's handles are valid and outlive the returned Device (dropped first
         // in every test).
         unsafe {
-            Device::from_raw(&self.entry, &self.instance, self.physical, &self.device, self.family, Importer::Hip)
+            Device::from_raw(
+                &self.entry,
+                &self.instance,
+                self.physical,
+                &self.device,
+                self.family,
+                Importer::Hip,
+            )
         }
     }
 
@@ -203,6 +211,24 @@ impl Drop for Engine {
                 utils.destroy_debug_utils_messenger(m, None);
             }
             self.instance.destroy_instance(None);
+        }
+    }
+}
+
+/// A clear colour per format, and the bytes one texel must then hold.
+pub fn clear_colour(format: ImageFormat) -> ([f32; 4], Vec<u8>) {
+    match format {
+        ImageFormat::R32Float => ([0.5, 0.0, 0.0, 0.0], 0.5f32.to_le_bytes().to_vec()),
+        ImageFormat::Rgba8Unorm => {
+            ([51.0 / 255.0, 102.0 / 255.0, 153.0 / 255.0, 1.0], vec![51, 102, 153, 255])
+        }
+        // 0.25, 0.5, 0.75, 1.0 as IEEE halves.
+        ImageFormat::Rgba16Float => (
+            [0.25, 0.5, 0.75, 1.0],
+            [0x3400u16, 0x3800, 0x3a00, 0x3c00].iter().flat_map(|h| h.to_le_bytes()).collect(),
+        ),
+        ImageFormat::Rgba32Float => {
+            ([0.25, 0.5, 0.75, 1.0], [0.25f32, 0.5, 0.75, 1.0].iter().flat_map(|f| f.to_le_bytes()).collect())
         }
     }
 }
