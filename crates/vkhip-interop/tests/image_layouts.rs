@@ -170,7 +170,9 @@ fn images_and_buffers_hand_off_both_ways_on_every_shape() {
                 );
                 let (color, texel) = engine::clear_colour(format);
                 render_clear(&a, &image, color);
-                let imported = b.import_image(image.export().expect("export")).expect("import");
+                let exported = image.export().expect("export");
+                assert!(exported.color_attachment, "{format}: the importer is told it is a render target");
+                let imported = b.import_image(exported).expect("import");
                 let bytes =
                     pattern((WIDTH * HEIGHT * format.texel_bytes()) as usize, format.texel_bytes() as u8);
                 external_reads_then_writes(&b, &imported, &texel, &bytes);

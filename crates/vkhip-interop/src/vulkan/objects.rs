@@ -349,6 +349,7 @@ impl SharedImage {
             format: self.format,
             width: self.width,
             height: self.height,
+            color_attachment: self.usage.contains(vk::ImageUsageFlags::COLOR_ATTACHMENT),
         })
     }
 
