@@ -21,7 +21,7 @@
 //! side only — and was clean without it. The shape here is clean on both, on Vulkan 1.2 and 1.3
 //! (tests/image_layouts.rs).
 //!
-//! **The sequence**, both directions (Vulkan renders, the compute API filters, Vulkan reads):
+//! **The sequence** ([`SharedImage`](super::SharedImage)'s methods), both directions (Vulkan renders, the compute API filters, Vulkan reads):
 //!
 //! ```text
 //!  new image (UNDEFINED, nobody's)
@@ -40,8 +40,8 @@
 //! rendered image; signal, the kernel reads it and writes the second image, signal;
 //! `cmd_acquire(TRANSFER_READ)`, blit, `cmd_release(TRANSFER_READ)` on the second image. The
 //! semaphores order the two APIs; the barriers move ownership, change layouts and make writes
-//! visible. Buffers have no layouts: their pair is `SharedBuffer::cmd_acquire` and
-//! `SharedBuffer::cmd_release`.
+//! visible. Buffers have no layouts: their pair is [`SharedBuffer::cmd_acquire`](super::SharedBuffer::cmd_acquire)
+//! and [`SharedBuffer::cmd_release`](super::SharedBuffer::cmd_release).
 
 use ash::vk;
 
