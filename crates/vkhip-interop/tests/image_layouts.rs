@@ -32,7 +32,7 @@ fn prepared_image_reads_back_without_validation_messages_on_every_shape() {
             device.read_image(&image, None, None).expect("read back");
             device.read_image(&image, None, None).expect("read back again");
         }
-        engine.assert_silent("prepare, then read_image twice");
+        engine.finish("prepare, then read_image twice");
     }
 }
 
@@ -239,7 +239,7 @@ fn images_and_buffers_hand_off_both_ways_on_every_shape() {
                 "Vulkan reads the external side's bytes"
             );
         }
-        engine.assert_silent("render → external read and write → sample and copy; a buffer both ways");
+        engine.finish("render → external read and write → sample and copy; a buffer both ways");
     }
 }
 
@@ -302,7 +302,7 @@ fn cleared_and_blitted_frame_hands_off_cleanly_on_every_shape() {
             }
             vk.read_image(&output, None, None).expect("read the output");
         }
-        engine.assert_silent("clear, blit, hand over both, read back");
+        engine.finish("clear, blit, hand over both, read back");
     }
 }
 
@@ -353,6 +353,15 @@ fn hostile_images_are_refused_and_drop_order_is_free() {
         assert_eq!(b.read_image(&imported, None, None).expect("read through the import").len(), 64);
         drop(b);
         drop(imported);
+        // A recording closure that panics leaves the crate's lock poisoned: the device still
+        // submits, and still destroys its command pool and fence when dropped (the engine's
+        // vkDestroyDevice below would report them otherwise).
+        let c = engine.hand_over().expect("hand over");
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            c.submit_one_shot(&[], &[], |_| panic!("a recording closure fails"))
+        }));
+        assert!(panicked.is_err());
+        c.submit_one_shot(&[], &[], |_| {}).expect("submits after a panic");
     }
-    engine.assert_silent("refusals and drop orders");
+    engine.finish("refusals, drop orders and a panicking recording");
 }
