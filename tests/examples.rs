@@ -23,6 +23,8 @@ const CRATE_EXAMPLES: &[&str] = &[
     "crates/vkhip-interop/examples/hip_buffer.rs",
     "crates/vkhip-interop/examples/hip_image.rs",
     "crates/vkhip-interop/examples/cuda_in_vulkan.rs",
+    "crates/vkhip-interop/examples/cuda_post_process.rs",
+    "crates/vkhip-interop/examples/hip_post_process.rs",
 ];
 const MAX_LINES: usize = 150;
 /// `cuda_in_vulkan` makes what `vulkan::Device` makes for the others (instance, device, buffer,
@@ -111,6 +113,7 @@ fn cuda_example_kernels_compile_with_nvrtc() {
         ("crates/vkhip-interop/examples/cuda_image.rs", &["r32f", "rgba8", "rgba16f", "rgba32f"][..]),
         ("crates/vkhip-interop/examples/bring_your_own_device.rs", &["count"][..]),
         ("crates/vkhip-interop/examples/cuda_in_vulkan.rs", &["ramp", "square_add"][..]),
+        ("crates/vkhip-interop/examples/cuda_post_process.rs", &["outline"][..]),
     ];
     for (path, entries) in cases {
         let kernel = example_kernel(path);
@@ -136,6 +139,7 @@ fn hip_example_kernels_compile_with_hiprtc() {
     let cases = [
         ("crates/vkhip-interop/examples/hip_buffer.rs", &["descend"][..]),
         ("crates/vkhip-interop/examples/hip_image.rs", &["r32f", "rgba8", "rgba16f", "rgba32f"][..]),
+        ("crates/vkhip-interop/examples/hip_post_process.rs", &["outline"][..]),
     ];
     for (path, entries) in cases {
         let kernel = example_kernel(path);

@@ -126,6 +126,9 @@ pub struct ImageShape {
     pub format: ImageFormat,
     pub width: u32,
     pub height: u32,
+    /// The Vulkan image can be a colour attachment (a render target): CUDA must then map it
+    /// with `CUDA_ARRAY3D_COLOR_ATTACHMENT` (`cuExternalMemoryGetMappedMipmappedArray`).
+    pub color_attachment: bool,
 }
 
 /// An exported 2D image (one mip level, one layer, optimal tiling) on its way into a compute
@@ -137,18 +140,20 @@ pub struct ExportedImage {
     pub format: ImageFormat,
     pub width: u32,
     pub height: u32,
+    /// Created with `VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT` (see [`ImageShape::color_attachment`]).
+    pub color_attachment: bool,
 }
 
 impl ExportedImage {
     /// Refuse what no importer can map (see [`ExportedMemory::check_sizes`], and an empty
     /// extent); otherwise the memory to import and the image's shape.
     pub fn check(self, api: Api) -> Result<(ExportedMemory, ImageShape)> {
-        let ExportedImage { memory, format, width, height } = self;
+        let ExportedImage { memory, format, width, height, color_attachment } = self;
         memory.check_sizes(api)?;
         if width == 0 || height == 0 {
             return Err(Error::invalid(api, format!("an image of {width}x{height} texels")));
         }
-        Ok((memory, ImageShape { format, width, height }))
+        Ok((memory, ImageShape { format, width, height, color_attachment }))
     }
 }
 

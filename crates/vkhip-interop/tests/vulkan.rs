@@ -3,33 +3,21 @@
 //! device, a borrowed one (with the Khronos validation layer when installed), exported buffers and
 //! images of every format, their barriers and read-backs checked texel by texel, and the refusals.
 
+#[path = "common/engine.rs"]
+mod engine;
 #[path = "../../../tests/common/skip.rs"]
 mod skip;
 
 use ash::vk;
-use std::ffi::{c_char, c_void, CStr};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use vkhip_interop::vulkan::{requirements, Device, Importer};
+use engine::{Engine, Shape};
+use vkhip_interop::vulkan::{requirements, Device, ImageAccess, Importer};
 use vkhip_interop::{Api, ErrorKind, ImageFormat};
 
-const VALIDATION: &CStr = c"VK_LAYER_KHRONOS_validation";
-
-/// The clear colour per format, and the bytes one texel must then hold.
-fn clear_and_expected(format: ImageFormat) -> ([f32; 4], Vec<u8>) {
-    match format {
-        ImageFormat::R32Float => ([0.5, 0.0, 0.0, 0.0], 0.5f32.to_le_bytes().to_vec()),
-        ImageFormat::Rgba8Unorm => {
-            ([51.0 / 255.0, 102.0 / 255.0, 153.0 / 255.0, 1.0], vec![51, 102, 153, 255])
-        }
-        // 0.25, 0.5, 0.75, 1.0 as IEEE halves.
-        ImageFormat::Rgba16Float => (
-            [0.25, 0.5, 0.75, 1.0],
-            [0x3400u16, 0x3800, 0x3a00, 0x3c00].iter().flat_map(|h| h.to_le_bytes()).collect(),
-        ),
-        ImageFormat::Rgba32Float => {
-            ([0.25, 0.5, 0.75, 1.0], [0.25f32, 0.5, 0.75, 1.0].iter().flat_map(|f| f.to_le_bytes()).collect())
-        }
-    }
+/// An engine of Vulkan 1.2 without synchronization2, with or without the crate's extensions,
+/// validated when the layer is installed (a skip line for that part otherwise; a failure in CI).
+fn engine(test: &str, crate_extensions: bool) -> Engine {
+    skip::require_part(test, "validation part", skip::Component::ValidationLayer);
+    Engine::new(Shape { crate_extensions, ..Shape::MATRIX[0] })
 }
 
 /// Prepare `image`, clear it on the Vulkan queue (acquire, clear, release), read it back, and
@@ -43,11 +31,10 @@ fn clear_and_check(device: &Device, format: ImageFormat, width: u32, height: u32
     let min = u64::from(width * height * format.texel_bytes());
     assert!(exported.memory.allocation_size >= min, "{format}: {} < {min}", exported.memory.allocation_size);
 
-    let (color, texel) = clear_and_expected(format);
+    let (color, texel) = engine::clear_colour(format);
     let d = device.ash();
     // SAFETY: one-shot command buffers of this device, recording.
     device.submit_one_shot(&[], &[], |cmd| unsafe { image.cmd_prepare(cmd) }).expect("prepare");
-    let transfer = vk::PipelineStageFlags::TRANSFER;
     device
         .submit_one_shot(&[], &[], |cmd| {
             let range = vk::ImageSubresourceRange::default()
@@ -56,15 +43,15 @@ fn clear_and_check(device: &Device, format: ImageFormat, width: u32, height: u32
                 .layer_count(1);
             // SAFETY: recording; the image is in GENERAL after the prepare above.
             unsafe {
-                image.cmd_acquire(cmd, (transfer, vk::AccessFlags::TRANSFER_WRITE));
+                image.cmd_acquire(cmd, ImageAccess::TRANSFER_WRITE);
                 d.cmd_clear_color_image(
                     cmd,
                     image.image(),
-                    vk::ImageLayout::GENERAL,
+                    ImageAccess::TRANSFER_WRITE.layout(),
                     &vk::ClearColorValue { float32: color },
                     &[range],
                 );
-                image.cmd_release(cmd, (transfer, vk::AccessFlags::TRANSFER_WRITE));
+                image.cmd_release(cmd, ImageAccess::TRANSFER_WRITE);
             }
         })
         .expect("clear");
@@ -130,143 +117,11 @@ fn semaphore_export_is_refused_where_the_driver_cannot() {
     assert!(e.to_string().contains("timeline semaphores"), "{e}");
 }
 
-/// The messenger's callback: counts errors into the engine's counter (`user`).
-unsafe extern "system" fn count_errors(
-    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
-    _types: vk::DebugUtilsMessageTypeFlagsEXT,
-    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
-    user: *mut c_void,
-) -> vk::Bool32 {
-    if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) {
-        // SAFETY: `user` is the engine's boxed counter, which outlives the messenger.
-        unsafe { &*user.cast::<AtomicUsize>() }.fetch_add(1, Ordering::SeqCst);
-        // SAFETY: the layer passes a valid callback data struct for the duration of the call.
-        let message = unsafe { (*data).message_as_c_str() }.map(|m| m.to_string_lossy().into_owned());
-        eprintln!("validation: {}", message.unwrap_or_default());
-    }
-    vk::FALSE
-}
-
-/// An engine's instance and device, as an engine makes them: with or without the crate's device
-/// extensions, with the validation layer (and synchronization validation) when it is installed.
-struct Engine {
-    entry: ash::Entry,
-    instance: ash::Instance,
-    messenger: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
-    physical: vk::PhysicalDevice,
-    device: ash::Device,
-    family: u32,
-    /// Validation errors reported so far (boxed: the messenger holds its address).
-    errors: Box<AtomicUsize>,
-}
-
-impl Engine {
-    fn new(with_crate_extensions: bool) -> Engine {
-        // SAFETY: loads the system loader.
-        let entry = unsafe { ash::Entry::load() }.expect("libvulkan1");
-        // SAFETY: valid entry.
-        let layers = unsafe { entry.enumerate_instance_layer_properties() }.expect("layers");
-        let validation = layers.iter().any(|l| l.layer_name_as_c_str() == Ok(VALIDATION));
-        if !validation {
-            // The rule every test follows (tests/common/skip.rs): a line here, a failure in CI.
-            let test = std::thread::current().name().unwrap_or("vulkan").to_string();
-            skip::require_part(&test, "validation part", skip::Component::ValidationLayer);
-        }
-        let need = requirements(Importer::Hip);
-        let app = vk::ApplicationInfo::default().api_version(need.api_version);
-        let layer_names: Vec<*const c_char> = if validation { vec![VALIDATION.as_ptr()] } else { vec![] };
-        let mut exts: Vec<*const c_char> = need.instance_extensions.iter().map(|e| e.as_ptr()).collect();
-        if validation {
-            exts.push(ash::ext::debug_utils::NAME.as_ptr());
-        }
-        let enables = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
-        let mut features = vk::ValidationFeaturesEXT::default().enabled_validation_features(&enables);
-        let mut info = vk::InstanceCreateInfo::default()
-            .application_info(&app)
-            .enabled_layer_names(&layer_names)
-            .enabled_extension_names(&exts);
-        if validation {
-            info = info.push_next(&mut features);
-        }
-        // SAFETY: valid entry; `info` points at live locals.
-        let instance = unsafe { entry.create_instance(&info, None) }.expect("instance");
-        let errors = Box::new(AtomicUsize::new(0));
-        let messenger = validation.then(|| {
-            let utils = ash::ext::debug_utils::Instance::new(&entry, &instance);
-            let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
-                .message_severity(
-                    vk::DebugUtilsMessageSeverityFlagsEXT::ERROR
-                        | vk::DebugUtilsMessageSeverityFlagsEXT::WARNING,
-                )
-                .message_type(
-                    vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
-                        | vk::DebugUtilsMessageTypeFlagsEXT::GENERAL,
-                )
-                .pfn_user_callback(Some(count_errors))
-                .user_data(std::ptr::from_ref::<AtomicUsize>(&errors).cast_mut().cast());
-            // SAFETY: valid instance; the callback is a plain function.
-            let m = unsafe { utils.create_debug_utils_messenger(&info, None) }.expect("messenger");
-            (utils, m)
-        });
-        // SAFETY: valid instance.
-        let physical = unsafe { instance.enumerate_physical_devices() }.expect("devices")[0];
-        // SAFETY: valid physical device.
-        let families = unsafe { instance.get_physical_device_queue_family_properties(physical) };
-        let family =
-            families.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::GRAPHICS)).expect("graphics")
-                as u32;
-        let priorities = [1.0f32];
-        let queues =
-            [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
-        let exts: Vec<*const c_char> = if with_crate_extensions {
-            need.device_extensions.iter().map(|e| e.as_ptr()).collect()
-        } else {
-            vec![]
-        };
-        let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
-        let info = vk::DeviceCreateInfo::default()
-            .queue_create_infos(&queues)
-            .enabled_extension_names(&exts)
-            .push_next(&mut v12);
-        // SAFETY: valid physical device; live locals.
-        let device = unsafe { instance.create_device(physical, &info, None) }.expect("device");
-        Engine { entry, instance, messenger, physical, device, family, errors }
-    }
-
-    fn hand_over(&self) -> vkhip_interop::Result<Device> {
-        // SAFETY: the engine's handles are valid and outlive the returned Device (dropped first
-        // in every test).
-        unsafe {
-            Device::from_raw(
-                &self.entry,
-                &self.instance,
-                self.physical,
-                &self.device,
-                self.family,
-                Importer::Hip,
-            )
-        }
-    }
-}
-
-impl Drop for Engine {
-    fn drop(&mut self) {
-        // SAFETY: the engine's own objects, destroyed by the engine after the crate let go.
-        unsafe {
-            self.device.destroy_device(None);
-            if let Some((utils, m)) = self.messenger.take() {
-                utils.destroy_debug_utils_messenger(m, None);
-            }
-            self.instance.destroy_instance(None);
-        }
-    }
-}
-
 #[test]
 fn borrowed_device_without_the_extensions_is_refused_by_name() {
-    let engine = Engine::new(false);
+    let engine = engine("borrowed_device_without_the_extensions_is_refused_by_name", false);
     let e = engine.hand_over().err().expect("the export entry points do not resolve");
-    assert_eq!(engine.errors.load(Ordering::SeqCst), 0, "validation errors (see stderr)");
+    engine.finish("a refused hand-over");
     assert!(e.is_environment(), "{e}");
     assert!(e.to_string().contains("VK_KHR_external_memory_fd is not enabled on the device"), "{e}");
 }
@@ -289,7 +144,7 @@ fn borrowed_device_with_a_queue_family_out_of_range_is_refused() {
 
 #[test]
 fn borrowed_device_is_used_and_never_destroyed() {
-    let engine = Engine::new(true);
+    let engine = engine("borrowed_device_is_used_and_never_destroyed", true);
     {
         let device = engine.hand_over().expect("hand over");
         let buffer = device.shared_buffer(1 << 16).expect("buffer");
@@ -308,5 +163,5 @@ fn borrowed_device_is_used_and_never_destroyed() {
     let b = unsafe { engine.device.create_buffer(&info, None) }.expect("the engine's device is alive");
     // SAFETY: unused buffer of the engine's device.
     unsafe { engine.device.destroy_buffer(b, None) };
-    assert_eq!(engine.errors.load(Ordering::SeqCst), 0, "validation errors (see stderr)");
+    engine.finish("the borrowed device's exports, clears and read-backs");
 }

@@ -265,7 +265,7 @@ impl Cuda {
         let s = self.current()?;
         let (memory, shape) = image.check(Api::Cuda)?;
         let imported = ExternalMemory::import(s.driver, memory.fd, memory.allocation_size, memory.dedicated)?;
-        let surface = Surface::create(MappedArray::map(imported, shape.format, shape.width, shape.height)?)?;
+        let surface = Surface::create(MappedArray::map(imported, shape)?)?;
         Ok(CudaImage { surface: Held::new(surface, &self.shared), shape })
     }
 

@@ -14,7 +14,7 @@
 
 use super::sys::{self as cu, Driver};
 use crate::error::{Api, Error, Result};
-use crate::{FdOwnership, ImageFormat, ImportFd};
+use crate::{FdOwnership, ImageShape, ImportFd};
 use cudarc::driver::sys;
 use std::ffi::c_void;
 
@@ -298,9 +298,9 @@ unsafe impl Send for MappedArray {}
 unsafe impl Sync for MappedArray {}
 
 impl MappedArray {
-    /// Map `memory` as `width` × `height` texels of `format`, for surface loads and stores.
-    pub fn map(memory: ExternalMemory, format: ImageFormat, width: u32, height: u32) -> Result<Self> {
-        let desc = cu::mipmapped_array_desc(format, width, height);
+    /// Map `memory` as an image of `shape`, for surface loads and stores.
+    pub fn map(memory: ExternalMemory, shape: ImageShape) -> Result<Self> {
+        let desc = cu::mipmapped_array_desc(shape);
         // SAFETY: `memory` is live (owned here).
         let raw = unsafe { memory.driver.external_memory_mapped_mipmapped_array(memory.raw, &desc) }?;
         let mut array = MappedArray { raw, level0: std::ptr::null_mut(), memory };

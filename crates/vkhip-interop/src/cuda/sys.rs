@@ -41,7 +41,7 @@ use cudarc::nvrtc::sys as nvrtc_sys;
 use libloading::Library;
 
 use crate::error::{Api, Error, Result};
-use crate::ImageFormat;
+use crate::ImageShape;
 
 /// A raw `CUresult` as the driver returns it (any value, known to these bindings or not).
 #[repr(transparent)]
@@ -1318,13 +1318,13 @@ pub fn semaphore_handle_desc(fd: i32, timeline: bool) -> sys::CUDA_EXTERNAL_SEMA
 }
 
 /// How an imported image is viewed: a mipmapped array of one level, `width` × `height` texels of
-/// `format` (`Depth` 0: a 2D array), usable by surface loads and stores. Built field by field (the
-/// format field is a Rust enum without a zero variant, as in [`memory_handle_desc`]).
-pub fn mipmapped_array_desc(
-    format: ImageFormat,
-    width: u32,
-    height: u32,
-) -> sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC {
+/// `format` (`Depth` 0: a 2D array), usable by surface loads and stores, and flagged as a colour
+/// attachment when Vulkan can render into it (the driver API's reference for
+/// `cuExternalMemoryGetMappedMipmappedArray` requires the flag for an array "bound as a color
+/// target in the graphics API"). Built field by field (the format field is a Rust enum without a
+/// zero variant, as in [`memory_handle_desc`]).
+pub fn mipmapped_array_desc(shape: ImageShape) -> sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC {
+    let ImageShape { format, width, height, color_attachment } = shape;
     use crate::ChannelType;
     use sys::CUarray_format as F;
     let channel_format = match format.channel_type() {
@@ -1344,7 +1344,8 @@ pub fn mipmapped_array_desc(
         desc.arrayDesc.Height = height as usize;
         desc.arrayDesc.Depth = 0;
         desc.arrayDesc.NumChannels = format.channels();
-        desc.arrayDesc.Flags = sys::CUDA_ARRAY3D_SURFACE_LDST;
+        desc.arrayDesc.Flags = sys::CUDA_ARRAY3D_SURFACE_LDST
+            | if color_attachment { sys::CUDA_ARRAY3D_COLOR_ATTACHMENT } else { 0 };
         desc.numLevels = 1;
         desc
     }
@@ -1368,6 +1369,7 @@ pub fn array_resource_desc(array: sys::CUarray) -> sys::CUDA_RESOURCE_DESC {
 #[cfg(test)]
 mod descriptor_tests {
     use super::*;
+    use crate::ImageFormat;
 
     // These structs were once built with `mem::zeroed`, which panics (abort in the import path)
     // because their handle-type enum has no zero value. Building them must work without a GPU.
@@ -1408,13 +1410,18 @@ mod descriptor_tests {
             (ImageFormat::Rgba32Float, F::CU_AD_FORMAT_FLOAT, 4),
         ];
         for (format, channel_format, channels) in expected {
-            let d = mipmapped_array_desc(format, 640, 480);
+            let d =
+                mipmapped_array_desc(ImageShape { format, width: 640, height: 480, color_attachment: false });
             let a = d.arrayDesc;
             assert_eq!((d.offset, d.numLevels), (0, 1), "{format}");
             assert_eq!((a.Width, a.Height, a.Depth), (640, 480, 0), "{format}");
             assert_eq!((a.Format, a.NumChannels), (channel_format, channels), "{format}");
             assert_eq!(a.Flags, sys::CUDA_ARRAY3D_SURFACE_LDST, "{format}");
             assert!(d.reserved.iter().all(|&r| r == 0), "{format}");
+            let target =
+                mipmapped_array_desc(ImageShape { format, width: 640, height: 480, color_attachment: true });
+            let flags = sys::CUDA_ARRAY3D_SURFACE_LDST | sys::CUDA_ARRAY3D_COLOR_ATTACHMENT;
+            assert_eq!(target.arrayDesc.Flags, flags, "{format}: a render target is flagged as one");
         }
         let array = 0x1234usize as sys::CUarray;
         let r = array_resource_desc(array);

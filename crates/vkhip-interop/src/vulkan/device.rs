@@ -159,7 +159,9 @@ impl Device {
 
     /// Open a device of the crate's own (samples, tests, tools without an engine): the first
     /// device whose `deviceUUID` is in `prefer` (the compute API's devices), else the first that
-    /// can export what `importer` imports, discrete GPUs first. Destroyed with the last clone.
+    /// can export what `importer` imports, discrete GPUs first; with a graphics and compute
+    /// queue where it has one, and, like an engine's, Vulkan 1.3 with `synchronization2` where
+    /// the device has them. Destroyed with the last clone.
     pub fn open(prefer: &[[u8; 16]], importer: Importer) -> Result<Self> {
         // SAFETY: loading the system's Vulkan loader runs its initialisers; nothing else here.
         let entry = unsafe { ash::Entry::load() }.map_err(|e| {
@@ -170,8 +172,11 @@ impl Device {
             )
         })?;
         let need = requirements(importer);
-        let app =
-            vk::ApplicationInfo::default().application_name(c"vkhip-interop").api_version(need.api_version);
+        // Vulkan 1.3 where the device has it (open_on): the crate's own device is made like an
+        // engine's, synchronization2 included, so the samples run on what engines run.
+        let app = vk::ApplicationInfo::default()
+            .application_name(c"vkhip-interop")
+            .api_version(need.api_version.max(vk::API_VERSION_1_3));
         let ext_ptrs: Vec<*const c_char> = need.instance_extensions.iter().map(|n| n.as_ptr()).collect();
         let info =
             vk::InstanceCreateInfo::default().application_info(&app).enabled_extension_names(&ext_ptrs);
@@ -212,11 +217,14 @@ impl Device {
             let caps = unsafe { Capabilities::probe(instance, p) }?;
             // SAFETY: as above.
             let families = unsafe { instance.get_physical_device_queue_family_properties(p) };
-            let want = vk::QueueFlags::COMPUTE | vk::QueueFlags::TRANSFER;
-            let family = families.iter().position(|f| {
-                f.queue_flags.contains(want)
-                    || f.queue_flags.contains(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
-            });
+            // A graphics and compute family first (shared images are render targets too), else a
+            // compute and transfer one.
+            let family = [
+                vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE,
+                vk::QueueFlags::COMPUTE | vk::QueueFlags::TRANSFER,
+            ]
+            .iter()
+            .find_map(|&want| families.iter().position(|f| f.queue_flags.contains(want)));
             // SAFETY: as above.
             let props = unsafe { instance.get_physical_device_properties(p) };
             match (caps.refusal(importer), family) {
@@ -256,10 +264,23 @@ impl Device {
             [vk::DeviceQueueCreateInfo::default().queue_family_index(*family).queue_priorities(&priorities)];
         let mut v12 =
             vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(need.timeline_semaphore);
-        let info = vk::DeviceCreateInfo::default()
+        let mut v13 = vk::PhysicalDeviceVulkan13Features::default();
+        if caps.api_version >= vk::API_VERSION_1_3 {
+            let mut features = vk::PhysicalDeviceFeatures2::default().push_next(&mut v13);
+            // SAFETY: `physical` belongs to the live instance (Vulkan 1.3); live locals.
+            unsafe { instance.get_physical_device_features2(*physical, &mut features) };
+        }
+        // Only synchronization2 of 1.3's features: what engines enable and what the crate's
+        // barriers must stay correct under (vulkan::handoff).
+        let mut v13 =
+            vk::PhysicalDeviceVulkan13Features::default().synchronization2(v13.synchronization2 == vk::TRUE);
+        let mut info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_extension_names(&exts)
             .push_next(&mut v12);
+        if caps.api_version >= vk::API_VERSION_1_3 {
+            info = info.push_next(&mut v13);
+        }
         // SAFETY: `physical` belongs to the live instance; `info` points at live locals.
         let device = unsafe { instance.create_device(*physical, &info, None) }
             .map_err(|r| Error::vulkan("vkCreateDevice", r).context(&caps.name))?;
@@ -423,7 +444,7 @@ impl Drop for Inner {
                     log::warn!("vulkan: waiting for the device before teardown failed: {e}");
                 }
             }
-            if let Some(one_shot) = self.one_shot.get_mut().ok().and_then(Option::take) {
+            if let Some(one_shot) = self.one_shot.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
                 one_shot.destroy(&self.device);
             }
             if self.owned.is_some() {

@@ -85,25 +85,74 @@ pub(crate) fn allocate_exportable(device: &Inner, owner: Owner) -> Result<Alloca
     // SAFETY: valid device; the type index is this device's; the pNext chain points at live locals.
     let memory =
         unsafe { d.allocate_memory(&alloc, None) }.map_err(|r| Error::vulkan("vkAllocateMemory", r))?;
+    bind_or_free(d, owner, memory)?;
+    log::debug!(
+        "vulkan: exportable allocation of {} bytes, memory type {ty}, dedicated {dedicated}",
+        req.size
+    );
+    Ok(Allocation { memory, size: req.size, dedicated })
+}
+
+/// Bind fresh `memory` to `owner` at offset 0; on failure free it (nothing else uses it).
+fn bind_or_free(d: &ash::Device, owner: Owner, memory: vk::DeviceMemory) -> Result<()> {
     let bound =
         match owner {
-            // SAFETY: fresh memory of a suitable type and size, offset 0; the owner is unbound.
+            // SAFETY: fresh memory of a type and size the owner allows, offset 0; the owner is unbound.
             Owner::Buffer(b) => unsafe { d.bind_buffer_memory(b, memory, 0) }
                 .map_err(|r| Error::vulkan("vkBindBufferMemory", r)),
             // SAFETY: as above.
             Owner::Image(i) => unsafe { d.bind_image_memory(i, memory, 0) }
                 .map_err(|r| Error::vulkan("vkBindImageMemory", r)),
         };
-    if let Err(e) = bound {
+    if bound.is_err() {
         // SAFETY: nothing uses the memory: binding it failed.
         unsafe { d.free_memory(memory, None) };
-        return Err(e);
     }
-    log::debug!(
-        "vulkan: exportable allocation of {} bytes, memory type {ty}, dedicated {dedicated}",
-        req.size
-    );
-    Ok(Allocation { memory, size: req.size, dedicated })
+    bound
+}
+
+/// Import `memory` (an OPAQUE_FD of the same GPU) for `owner`, in the memory type the exporter
+/// chose (device local first among the types the owner allows, which OPAQUE_FD requires to
+/// match), dedicated when the exporter's was, and bind it at offset 0. Vulkan takes the fd on
+/// success and leaves it to the caller on failure (`VkImportMemoryFdInfoKHR`), which
+/// [`crate::ImportFd`] encodes. On failure nothing is left allocated; `owner` stays the caller's.
+pub(crate) fn import(device: &Inner, memory: crate::ExportedMemory, owner: Owner) -> Result<Allocation> {
+    let d = &device.device;
+    let req = match owner {
+        // SAFETY: a live buffer of this device.
+        Owner::Buffer(b) => unsafe { d.get_buffer_memory_requirements(b) },
+        // SAFETY: a live image of this device.
+        Owner::Image(i) => unsafe { d.get_image_memory_requirements(i) },
+    };
+    let ty = find_memory_type(
+        &device.memory_properties,
+        req.memory_type_bits,
+        vk::MemoryPropertyFlags::empty(),
+        vk::MemoryPropertyFlags::DEVICE_LOCAL,
+    )
+    .ok_or_else(|| Error::unsupported(Api::Vulkan, "no memory type can hold the imported object"))?;
+    let (size, dedicated) = (memory.allocation_size, memory.dedicated);
+    let imported = memory.fd.import(crate::FdOwnership::TakenOnSuccess, |raw| {
+        let mut import = vk::ImportMemoryFdInfoKHR::default()
+            .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
+            .fd(raw);
+        let mut dedicated_info = match owner {
+            Owner::Buffer(b) => vk::MemoryDedicatedAllocateInfo::default().buffer(b),
+            Owner::Image(i) => vk::MemoryDedicatedAllocateInfo::default().image(i),
+        };
+        let mut alloc = vk::MemoryAllocateInfo::default()
+            .allocation_size(size)
+            .memory_type_index(ty)
+            .push_next(&mut import);
+        if dedicated {
+            alloc = alloc.push_next(&mut dedicated_info);
+        }
+        // SAFETY: valid device; the fd refers to an exported allocation of this GPU.
+        unsafe { d.allocate_memory(&alloc, None) }
+            .map_err(|r| Error::vulkan("vkAllocateMemory (import OPAQUE_FD)", r))
+    })?;
+    bind_or_free(d, owner, imported)?;
+    Ok(Allocation { memory: imported, size, dedicated })
 }
 
 #[cfg(test)]

@@ -8,25 +8,29 @@
 //! the object's. Sub-allocated exports gave CUDA wrong pointers (vulkano PR #1700), so nothing
 //! here shares an allocation.
 //!
-//! **Images** are 2D, one mip level, one layer, optimal tiling, in exclusive sharing mode. They
-//! live in `VK_IMAGE_LAYOUT_GENERAL` for their whole life: record [`SharedImage::cmd_prepare`]
-//! once (UNDEFINED → GENERAL, before the compute API first writes it). Between a foreign writer
-//! and Vulkan, ownership moves through the queue family `VK_QUEUE_FAMILY_EXTERNAL`: record
-//! [`SharedImage::cmd_acquire`] before Vulkan reads what the compute API wrote, and
-//! [`SharedImage::cmd_release`] after Vulkan's last access before the compute API writes again.
-//! Buffers have the same pair ([`SharedBuffer::cmd_acquire`], [`SharedBuffer::cmd_release`]).
-//! Semaphores order the two APIs; the barriers make the writes visible and hand ownership over.
+//! **Images** are 2D, one mip level, one layer, optimal tiling, in exclusive sharing mode, usable
+//! as a render target where the format allows ([`SharedImage::usage`]). Ownership moves between
+//! Vulkan's queue family and `VK_QUEUE_FAMILY_EXTERNAL` (the compute API) in named steps —
+//! [`SharedImage::cmd_prepare`] (the compute API first) or [`SharedImage::cmd_prepare_for_vulkan`]
+//! (Vulkan first) once, then [`SharedImage::cmd_release`] after Vulkan's last access and
+//! [`SharedImage::cmd_acquire`] before Vulkan's next, each naming Vulkan's access
+//! ([`ImageAccess`]). Layout transitions happen on Vulkan's own queue family; transfers keep
+//! `GENERAL`, the layout of the compute API's tenure (the sequence, and why: [`handoff`]). Buffers have the pair
+//! [`SharedBuffer::cmd_acquire`] and [`SharedBuffer::cmd_release`]. Semaphores order the two
+//! APIs; the barriers make the writes visible, change layouts and hand ownership over.
 //!
 //! **fds.** Each `export` returns a new fd that the caller owns until an import consumes it
 //! ([`crate::ImportFd`]).
 
 mod device;
+pub mod handoff;
 mod memory;
 mod objects;
 mod one_shot;
 mod submit;
 
 pub use device::{Capabilities, Device};
+pub use handoff::ImageAccess;
 pub use objects::{ImportedBuffer, SharedBuffer, SharedImage, SharedSemaphore};
 pub use submit::{Wait, ONE_SHOT_TIMEOUT};
 

@@ -3,7 +3,8 @@
 //! no GPU work (Vulkan's or the compute API's) uses them any more.
 
 use super::device::{Device, Inner};
-use super::memory::{allocate_exportable, Allocation, Owner};
+use super::handoff::{self, ImageAccess};
+use super::memory::{self, allocate_exportable, Allocation, Owner};
 use super::BUFFER_USAGE;
 use crate::error::{Api, Error, Result};
 use crate::export::{ExportedImage, ExportedMemory, ImageFormat};
@@ -13,7 +14,7 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Usage of every shared image: sampled, storage (a foreign writer's surface stores are what a
+/// Usage every shared image has: sampled, storage (a foreign writer's surface stores are what a
 /// storage image is; NVIDIA's samples set it on images CUDA writes, which keeps the layouts of
 /// both APIs' views alike), transfer source and destination.
 pub(crate) const IMAGE_USAGE: vk::ImageUsageFlags = vk::ImageUsageFlags::from_raw(
@@ -22,6 +23,29 @@ pub(crate) const IMAGE_USAGE: vk::ImageUsageFlags = vk::ImageUsageFlags::from_ra
         | vk::ImageUsageFlags::TRANSFER_SRC.as_raw()
         | vk::ImageUsageFlags::TRANSFER_DST.as_raw(),
 );
+
+/// The usage of a shared image of a format with `features` (optimal tiling): [`IMAGE_USAGE`],
+/// plus colour attachment (a render target) where the format can be one. `Err` names the
+/// required usages the format lacks. Pure; unit-tested.
+pub(crate) fn image_usage(
+    features: vk::FormatFeatureFlags,
+) -> std::result::Result<vk::ImageUsageFlags, vk::ImageUsageFlags> {
+    type F = vk::FormatFeatureFlags;
+    type U = vk::ImageUsageFlags;
+    let required = [
+        (F::SAMPLED_IMAGE, U::SAMPLED),
+        (F::STORAGE_IMAGE, U::STORAGE),
+        (F::TRANSFER_SRC, U::TRANSFER_SRC),
+        (F::TRANSFER_DST, U::TRANSFER_DST),
+    ];
+    let missing =
+        required.iter().filter(|(f, _)| !features.contains(*f)).fold(U::empty(), |m, (_, u)| m | *u);
+    if !missing.is_empty() {
+        return Err(missing);
+    }
+    let attachment = if features.contains(F::COLOR_ATTACHMENT) { U::COLOR_ATTACHMENT } else { U::empty() };
+    Ok(IMAGE_USAGE | attachment)
+}
 
 impl Device {
     /// A device-local buffer of `bytes` in its own exportable allocation.
@@ -53,14 +77,44 @@ impl Device {
     }
 
     /// A 2D image of `width` × `height` texels of `format` (one mip level, one layer, optimal
-    /// tiling, usage sampled + storage + transfer source and destination) in its own exportable
-    /// allocation, in layout UNDEFINED until [`SharedImage::cmd_prepare`] runs.
+    /// tiling; usage sampled + storage + transfer source and destination, and colour attachment
+    /// where the format can be one: [`SharedImage::usage`]) in its own exportable allocation, in
+    /// layout UNDEFINED and owned by nobody until [`SharedImage::cmd_prepare`] or
+    /// [`SharedImage::cmd_prepare_for_vulkan`] runs. Refused, before any object is made, when
+    /// the device cannot make or export such an image (the error names the format, the usage
+    /// and why).
     pub fn shared_image(&self, format: ImageFormat, width: u32, height: u32) -> Result<SharedImage> {
+        let (image, usage) = self.create_image(format, width, height)?;
+        match allocate_exportable(&self.inner, Owner::Image(image)) {
+            Ok(allocation) => Ok(SharedImage {
+                image,
+                format,
+                width,
+                height,
+                usage,
+                allocation,
+                exportable: true,
+                device: self.inner.clone(),
+            }),
+            Err(e) => {
+                // SAFETY: the image was never bound or used.
+                unsafe { self.inner.device.destroy_image(image, None) };
+                Err(e)
+            }
+        }
+    }
+
+    /// An unbound exportable image (checked first: [`Self::check_image_export`]) and its usage.
+    fn create_image(
+        &self,
+        format: ImageFormat,
+        width: u32,
+        height: u32,
+    ) -> Result<(vk::Image, vk::ImageUsageFlags)> {
         if width == 0 || height == 0 {
             return Err(Error::invalid(Api::Vulkan, format!("a shared image of {width}x{height} texels")));
         }
-        self.check_image_export(format, width, height)?;
-        let d = &self.inner.device;
+        let usage = self.check_image_export(format, width, height)?;
         let mut external = vk::ExternalMemoryImageCreateInfo::default()
             .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
         let info = vk::ImageCreateInfo::default()
@@ -71,64 +125,77 @@ impl Device {
             .array_layers(1)
             .samples(vk::SampleCountFlags::TYPE_1)
             .tiling(vk::ImageTiling::OPTIMAL)
-            .usage(IMAGE_USAGE)
+            .usage(usage)
             .sharing_mode(vk::SharingMode::EXCLUSIVE)
             .initial_layout(vk::ImageLayout::UNDEFINED)
             .push_next(&mut external);
-        // SAFETY: valid device; `info` points at live locals; the format and usage were checked.
-        let image = unsafe { d.create_image(&info, None) }.map_err(|r| Error::vulkan("vkCreateImage", r))?;
-        match allocate_exportable(&self.inner, Owner::Image(image)) {
-            Ok(allocation) => {
-                Ok(SharedImage { image, format, width, height, allocation, device: self.inner.clone() })
-            }
-            Err(e) => {
-                // SAFETY: the image was never bound or used.
-                unsafe { d.destroy_image(image, None) };
-                Err(e)
-            }
-        }
+        // SAFETY: valid device; `info` points at live locals; the format, usage and size were
+        // checked.
+        let image = unsafe { self.inner.device.create_image(&info, None) }
+            .map_err(|r| Error::vulkan("vkCreateImage", r))?;
+        Ok((image, usage))
     }
 
-    /// Refuse an image the device cannot create exportable: the format, the size, or export of
-    /// such an image as OPAQUE_FD.
-    fn check_image_export(&self, format: ImageFormat, width: u32, height: u32) -> Result<()> {
+    /// The usage of an exportable `format` image of `width` × `height` ([`image_usage`]), or why
+    /// the device cannot make one: the format's features, the size, or export of such an image
+    /// as OPAQUE_FD (`vkGetPhysicalDeviceImageFormatProperties2` with
+    /// `VkPhysicalDeviceExternalImageFormatInfo`, for exactly that usage).
+    fn check_image_export(
+        &self,
+        format: ImageFormat,
+        width: u32,
+        height: u32,
+    ) -> Result<vk::ImageUsageFlags> {
+        let inst = &self.inner.instance;
+        let refuse = |usage: vk::ImageUsageFlags, why: String| {
+            Error::unsupported(
+                Api::Vulkan,
+                format!(
+                    "{}: a {format} image of {width}x{height} with usage {usage:?}: {why}",
+                    self.inner.caps.name
+                ),
+            )
+        };
+        // SAFETY: valid physical device of this instance.
+        let features =
+            unsafe { inst.get_physical_device_format_properties(self.inner.physical, format.vk_format()) }
+                .optimal_tiling_features;
+        let usage = image_usage(features).map_err(|missing| {
+            refuse(IMAGE_USAGE, format!("the format does not support {missing:?} with optimal tiling"))
+        })?;
         let mut external_info = vk::PhysicalDeviceExternalImageFormatInfo::default()
             .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
         let info = vk::PhysicalDeviceImageFormatInfo2::default()
             .format(format.vk_format())
             .ty(vk::ImageType::TYPE_2D)
             .tiling(vk::ImageTiling::OPTIMAL)
-            .usage(IMAGE_USAGE)
+            .usage(usage)
             .push_next(&mut external_info);
         let mut external = vk::ExternalImageFormatProperties::default();
         let mut props = vk::ImageFormatProperties2::default().push_next(&mut external);
-        let inst = &self.inner.instance;
         // SAFETY: valid physical device of this instance; the chains point at live locals.
         let r = unsafe {
             inst.get_physical_device_image_format_properties2(self.inner.physical, &info, &mut props)
         };
-        let refuse = |why: String| {
-            Error::unsupported(
-                Api::Vulkan,
-                format!("{}: a {format} image of {width}x{height}: {why}", self.inner.caps.name),
-            )
-        };
         match r {
             Ok(()) => {}
             Err(vk::Result::ERROR_FORMAT_NOT_SUPPORTED) => {
-                return Err(refuse("the format cannot be an exportable sampled image".into()))
+                return Err(refuse(
+                    usage,
+                    "the device cannot make such an image exportable as OPAQUE_FD".into(),
+                ))
             }
             Err(r) => return Err(Error::vulkan("vkGetPhysicalDeviceImageFormatProperties2", r)),
         }
         let max = props.image_format_properties.max_extent;
         if width > max.width || height > max.height {
-            return Err(refuse(format!("larger than the device's {}x{}", max.width, max.height)));
+            return Err(refuse(usage, format!("larger than the device's {}x{}", max.width, max.height)));
         }
         let features = external.external_memory_properties.external_memory_features;
         if !features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE) {
-            return Err(refuse("such an image cannot be exported as OPAQUE_FD".into()));
+            return Err(refuse(usage, "such an image cannot be exported as OPAQUE_FD".into()));
         }
-        Ok(())
+        Ok(usage)
     }
 
     /// An exportable timeline semaphore starting at `initial`.
@@ -156,15 +223,14 @@ fn export_memory(device: &Inner, memory: vk::DeviceMemory) -> Result<ImportFd> {
 }
 
 /// The queue-family ownership transfers to and from `VK_QUEUE_FAMILY_EXTERNAL` (the compute
-/// API) for one buffer or image.
+/// API) for one buffer (images: [`super::handoff`]).
 fn ownership_barrier(
     device: &Inner,
     cmd: vk::CommandBuffer,
     acquire: bool,
     stages: (vk::PipelineStageFlags, vk::PipelineStageFlags),
     access: (vk::AccessFlags, vk::AccessFlags),
-    target: Owner,
-    layouts: (vk::ImageLayout, vk::ImageLayout),
+    buffer: vk::Buffer,
 ) {
     let (src_family, dst_family) = if acquire {
         (vk::QUEUE_FAMILY_EXTERNAL, device.queue_family)
@@ -172,41 +238,16 @@ fn ownership_barrier(
         (device.queue_family, vk::QUEUE_FAMILY_EXTERNAL)
     };
     let d = &device.device;
-    match target {
-        Owner::Buffer(buffer) => {
-            let b = vk::BufferMemoryBarrier::default()
-                .src_access_mask(access.0)
-                .dst_access_mask(access.1)
-                .src_queue_family_index(src_family)
-                .dst_queue_family_index(dst_family)
-                .buffer(buffer)
-                .offset(0)
-                .size(vk::WHOLE_SIZE);
-            // SAFETY: `cmd` is recording (the caller's contract); the buffer is live.
-            unsafe {
-                d.cmd_pipeline_barrier(cmd, stages.0, stages.1, vk::DependencyFlags::empty(), &[], &[b], &[])
-            };
-        }
-        Owner::Image(image) => {
-            let range = vk::ImageSubresourceRange::default()
-                .aspect_mask(vk::ImageAspectFlags::COLOR)
-                .level_count(1)
-                .layer_count(1);
-            let b = vk::ImageMemoryBarrier::default()
-                .src_access_mask(access.0)
-                .dst_access_mask(access.1)
-                .old_layout(layouts.0)
-                .new_layout(layouts.1)
-                .src_queue_family_index(src_family)
-                .dst_queue_family_index(dst_family)
-                .image(image)
-                .subresource_range(range);
-            // SAFETY: as above, for the image.
-            unsafe {
-                d.cmd_pipeline_barrier(cmd, stages.0, stages.1, vk::DependencyFlags::empty(), &[], &[], &[b])
-            };
-        }
-    }
+    let b = vk::BufferMemoryBarrier::default()
+        .src_access_mask(access.0)
+        .dst_access_mask(access.1)
+        .src_queue_family_index(src_family)
+        .dst_queue_family_index(dst_family)
+        .buffer(buffer)
+        .offset(0)
+        .size(vk::WHOLE_SIZE);
+    // SAFETY: `cmd` is recording (the caller's contract); the buffer is live.
+    unsafe { d.cmd_pipeline_barrier(cmd, stages.0, stages.1, vk::DependencyFlags::empty(), &[], &[b], &[]) };
 }
 
 /// A buffer the compute API writes and Vulkan reads (or the reverse), without a copy.
@@ -256,9 +297,8 @@ impl SharedBuffer {
     /// [`Device::queue_family`].
     pub unsafe fn cmd_acquire(&self, cmd: vk::CommandBuffer, dst: (vk::PipelineStageFlags, vk::AccessFlags)) {
         let stages = (vk::PipelineStageFlags::TOP_OF_PIPE, dst.0);
-        let layouts = (vk::ImageLayout::UNDEFINED, vk::ImageLayout::UNDEFINED);
         let access = (vk::AccessFlags::empty(), dst.1);
-        ownership_barrier(&self.device, cmd, true, stages, access, Owner::Buffer(self.buffer), layouts);
+        ownership_barrier(&self.device, cmd, true, stages, access, self.buffer);
     }
 
     /// Record the release to the compute API, after Vulkan's last access before the compute API
@@ -268,9 +308,8 @@ impl SharedBuffer {
     /// As [`Self::cmd_acquire`].
     pub unsafe fn cmd_release(&self, cmd: vk::CommandBuffer, src: (vk::PipelineStageFlags, vk::AccessFlags)) {
         let stages = (src.0, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
-        let layouts = (vk::ImageLayout::UNDEFINED, vk::ImageLayout::UNDEFINED);
         let access = (src.1, vk::AccessFlags::empty());
-        ownership_barrier(&self.device, cmd, false, stages, access, Owner::Buffer(self.buffer), layouts);
+        ownership_barrier(&self.device, cmd, false, stages, access, self.buffer);
     }
 }
 
@@ -291,7 +330,10 @@ pub struct SharedImage {
     format: ImageFormat,
     width: u32,
     height: u32,
+    usage: vk::ImageUsageFlags,
     allocation: Allocation,
+    /// Made here in exportable memory (not imported: [`Device::import_image`]).
+    exportable: bool,
     device: Arc<Inner>,
 }
 
@@ -299,6 +341,9 @@ impl SharedImage {
     /// Export the memory: a new fd each call, with the format and extent an importer needs to
     /// view it as an array.
     pub fn export(&self) -> Result<ExportedImage> {
+        if !self.exportable {
+            return Err(Error::invalid(Api::Vulkan, "an imported image cannot be exported again"));
+        }
         Ok(ExportedImage {
             memory: ExportedMemory {
                 fd: export_memory(&self.device, self.allocation.memory)?,
@@ -309,6 +354,7 @@ impl SharedImage {
             format: self.format,
             width: self.width,
             height: self.height,
+            color_attachment: self.usage.contains(vk::ImageUsageFlags::COLOR_ATTACHMENT),
         })
     }
 
@@ -324,41 +370,80 @@ impl SharedImage {
         (self.width, self.height)
     }
 
-    /// Record the image's one layout transition, UNDEFINED → GENERAL (its contents are
-    /// discarded), together with the release to the compute API: record it once, before the
-    /// compute API first writes the image.
+    /// The image's usage: sampled, storage, transfer source and destination, and
+    /// `COLOR_ATTACHMENT` where the format can be a render target.
+    pub fn usage(&self) -> vk::ImageUsageFlags {
+        self.usage
+    }
+
+    /// Record the barriers of `barriers` on this image.
     ///
     /// # Safety
     /// As [`SharedBuffer::cmd_acquire`].
+    unsafe fn record(&self, cmd: vk::CommandBuffer, barriers: &[handoff::Barrier]) {
+        // SAFETY: per the caller's contract; the image is live, one level, one layer, colour.
+        unsafe { handoff::record(&self.device.device, cmd, self.device.queue_family, self.image, barriers) }
+    }
+
+    /// For a new image the compute API writes first: UNDEFINED → GENERAL on Vulkan's queue family
+    /// (contents discarded), then the release to the compute API. Record it once, before the
+    /// compute API first touches the image (module note of [`super::handoff`]).
+    ///
+    /// # Safety
+    /// As [`SharedBuffer::cmd_acquire`]; the image is new (never prepared).
     pub unsafe fn cmd_prepare(&self, cmd: vk::CommandBuffer) {
-        let stages = (vk::PipelineStageFlags::TOP_OF_PIPE, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
-        let layouts = (vk::ImageLayout::UNDEFINED, vk::ImageLayout::GENERAL);
-        let access = (vk::AccessFlags::empty(), vk::AccessFlags::empty());
-        ownership_barrier(&self.device, cmd, false, stages, access, Owner::Image(self.image), layouts);
+        let general = ImageAccess::general(vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::empty());
+        let mut barriers = vec![handoff::transition(handoff::NEW, general.into())];
+        barriers.extend(handoff::release(general.into()));
+        // SAFETY: per this function's contract.
+        unsafe { self.record(cmd, &barriers) };
     }
 
-    /// Record the acquire from the compute API (layout stays GENERAL), before Vulkan's first
-    /// access after the compute API wrote: `dst` is that access, e.g. (TRANSFER, TRANSFER_READ).
+    /// For a new image Vulkan writes first (a render target): UNDEFINED → `first`'s layout on
+    /// Vulkan's queue family (contents discarded), before Vulkan's first access `first`. Vulkan
+    /// owns the image afterwards: [`Self::cmd_release`] hands it to the compute API.
     ///
     /// # Safety
-    /// As [`SharedBuffer::cmd_acquire`]; [`Self::cmd_prepare`] was executed before.
-    pub unsafe fn cmd_acquire(&self, cmd: vk::CommandBuffer, dst: (vk::PipelineStageFlags, vk::AccessFlags)) {
-        let stages = (vk::PipelineStageFlags::TOP_OF_PIPE, dst.0);
-        let layouts = (vk::ImageLayout::GENERAL, vk::ImageLayout::GENERAL);
-        let access = (vk::AccessFlags::empty(), dst.1);
-        ownership_barrier(&self.device, cmd, true, stages, access, Owner::Image(self.image), layouts);
+    /// As [`Self::cmd_prepare`].
+    pub unsafe fn cmd_prepare_for_vulkan(&self, cmd: vk::CommandBuffer, first: ImageAccess) {
+        // SAFETY: per this function's contract.
+        unsafe { self.record(cmd, &[handoff::transition(handoff::NEW, first.into())]) };
     }
 
-    /// Record the release to the compute API (layout stays GENERAL), after Vulkan's last access
-    /// before the compute API writes again: `src` is that access.
+    /// Record the acquire from the compute API before Vulkan's first access `before` after the
+    /// compute API's: the ownership transfer (GENERAL kept), then GENERAL → `before`'s layout
+    /// on Vulkan's own queue family. Vulkan owns the image afterwards.
     ///
     /// # Safety
-    /// As [`Self::cmd_acquire`].
-    pub unsafe fn cmd_release(&self, cmd: vk::CommandBuffer, src: (vk::PipelineStageFlags, vk::AccessFlags)) {
-        let stages = (src.0, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
-        let layouts = (vk::ImageLayout::GENERAL, vk::ImageLayout::GENERAL);
-        let access = (src.1, vk::AccessFlags::empty());
-        ownership_barrier(&self.device, cmd, false, stages, access, Owner::Image(self.image), layouts);
+    /// As [`SharedBuffer::cmd_acquire`]; the compute API owns the image ([`Self::cmd_prepare`] or
+    /// [`Self::cmd_release`] executed before, and the compute API's work on it is ordered
+    /// before this command buffer by a semaphore or a host wait).
+    pub unsafe fn cmd_acquire(&self, cmd: vk::CommandBuffer, before: ImageAccess) {
+        // SAFETY: per this function's contract.
+        unsafe { self.record(cmd, &handoff::acquire(before.into())) };
+    }
+
+    /// Record the release to the compute API after Vulkan's last access `after`: `after`'s
+    /// layout → GENERAL on Vulkan's own queue family, then the ownership transfer (GENERAL
+    /// kept). The compute API owns the image afterwards (once a semaphore or a host wait orders
+    /// its work after this command buffer).
+    ///
+    /// # Safety
+    /// As [`SharedBuffer::cmd_acquire`]; Vulkan owns the image and its last access was `after`
+    /// (in `after`'s layout).
+    pub unsafe fn cmd_release(&self, cmd: vk::CommandBuffer, after: ImageAccess) {
+        // SAFETY: per this function's contract.
+        unsafe { self.record(cmd, &handoff::release(after.into())) };
+    }
+
+    /// Record a layout transition between two of Vulkan's own accesses, `from` and then `to`,
+    /// while Vulkan owns the image (e.g. rendered, then blitted from).
+    ///
+    /// # Safety
+    /// As [`SharedBuffer::cmd_acquire`]; Vulkan owns the image and its last access was `from`.
+    pub unsafe fn cmd_transition(&self, cmd: vk::CommandBuffer, from: ImageAccess, to: ImageAccess) {
+        // SAFETY: per this function's contract.
+        unsafe { self.record(cmd, &[handoff::transition(from.into(), to.into())]) };
     }
 }
 
@@ -516,45 +601,45 @@ impl Device {
             .usage(BUFFER_USAGE)
             .sharing_mode(vk::SharingMode::EXCLUSIVE)
             .push_next(&mut external);
+        let size = memory.size;
         // SAFETY: valid device; `info` points at live locals.
         let buffer =
             unsafe { d.create_buffer(&info, None) }.map_err(|r| Error::vulkan("vkCreateBuffer", r))?;
-        let mut imported = ImportedBuffer {
-            buffer,
-            memory: vk::DeviceMemory::null(),
-            size: memory.size,
-            device: self.inner.clone(),
-        };
-        // SAFETY: a live buffer of this device.
-        let req = unsafe { d.get_buffer_memory_requirements(buffer) };
-        let ty = super::memory::find_memory_type(
-            &self.inner.memory_properties,
-            req.memory_type_bits,
-            vk::MemoryPropertyFlags::empty(),
-            vk::MemoryPropertyFlags::DEVICE_LOCAL,
-        )
-        .ok_or_else(|| Error::unsupported(Api::Vulkan, "no memory type can hold the imported buffer"))?;
-        let (allocation_size, dedicated) = (memory.allocation_size, memory.dedicated);
-        imported.memory = memory.fd.import(crate::FdOwnership::TakenOnSuccess, |raw| {
-            let mut import = vk::ImportMemoryFdInfoKHR::default()
-                .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
-                .fd(raw);
-            let mut dedicated_info = vk::MemoryDedicatedAllocateInfo::default().buffer(buffer);
-            let mut alloc = vk::MemoryAllocateInfo::default()
-                .allocation_size(allocation_size)
-                .memory_type_index(ty)
-                .push_next(&mut import);
-            if dedicated {
-                alloc = alloc.push_next(&mut dedicated_info);
+        match memory::import(&self.inner, memory, Owner::Buffer(buffer)) {
+            Ok(allocation) => Ok(ImportedBuffer { buffer, allocation, size, device: self.inner.clone() }),
+            Err(e) => {
+                // SAFETY: the buffer was never bound or used.
+                unsafe { d.destroy_buffer(buffer, None) };
+                Err(e)
             }
-            // SAFETY: valid device; the fd refers to an exported allocation of this GPU.
-            unsafe { d.allocate_memory(&alloc, None) }
-                .map_err(|r| Error::vulkan("vkAllocateMemory (import OPAQUE_FD)", r))
-        })?;
-        // SAFETY: fresh buffer and imported memory, offset 0.
-        unsafe { d.bind_buffer_memory(buffer, imported.memory, 0) }
-            .map_err(|r| Error::vulkan("vkBindBufferMemory", r))?;
-        Ok(imported)
+        }
+    }
+
+    /// Import an image another Vulkan device of the same GPU exported (or this one, or another
+    /// process) as [`Device::import_buffer`] imports a buffer: an image of the same format,
+    /// extent and usage as the exporter's, bound to the imported memory. It starts owned by
+    /// nobody; its steps are a shared image's ([`SharedImage::cmd_acquire`] …). It cannot be
+    /// exported again.
+    pub fn import_image(&self, exported: ExportedImage) -> Result<SharedImage> {
+        let (memory, shape) = exported.check(Api::Vulkan)?;
+        let (image, usage) = self.create_image(shape.format, shape.width, shape.height)?;
+        match memory::import(&self.inner, memory, Owner::Image(image)) {
+            Ok(allocation) => Ok(SharedImage {
+                image,
+                format: shape.format,
+                width: shape.width,
+                height: shape.height,
+                usage,
+                allocation,
+                exportable: false,
+                device: self.inner.clone(),
+            }),
+            Err(e) => {
+                // SAFETY: the image was never bound or used.
+                unsafe { self.inner.device.destroy_image(image, None) };
+                Err(e)
+            }
+        }
     }
 }
 
@@ -563,7 +648,7 @@ impl Device {
 /// export without a second API.
 pub struct ImportedBuffer {
     buffer: vk::Buffer,
-    memory: vk::DeviceMemory,
+    allocation: Allocation,
     size: u64,
     device: Arc<Inner>,
 }
@@ -584,9 +669,29 @@ impl Drop for ImportedBuffer {
         // releases this device's reference to the allocation.
         unsafe {
             self.device.device.destroy_buffer(self.buffer, None);
-            if self.memory != vk::DeviceMemory::null() {
-                self.device.device.free_memory(self.memory, None);
-            }
+            self.device.device.free_memory(self.allocation.memory, None);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_usage_adds_the_render_target_where_the_format_allows_and_names_what_is_missing() {
+        type F = vk::FormatFeatureFlags;
+        let base = F::SAMPLED_IMAGE | F::STORAGE_IMAGE | F::TRANSFER_SRC | F::TRANSFER_DST;
+        assert_eq!(image_usage(base), Ok(IMAGE_USAGE));
+        assert_eq!(
+            image_usage(base | F::COLOR_ATTACHMENT),
+            Ok(IMAGE_USAGE | vk::ImageUsageFlags::COLOR_ATTACHMENT)
+        );
+        assert_eq!(image_usage(base & !F::STORAGE_IMAGE), Err(vk::ImageUsageFlags::STORAGE));
+        assert_eq!(
+            image_usage(F::COLOR_ATTACHMENT),
+            Err(IMAGE_USAGE),
+            "a format with no features is refused, whatever else it could be"
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! loop (each call waits on a fence).
 
 use super::device::{Device, Inner};
+use super::handoff::ImageAccess;
 use super::memory::find_memory_type;
 use super::objects::{SharedBuffer, SharedImage, SharedSemaphore};
 use super::one_shot::OneShot;
@@ -80,8 +81,10 @@ impl Device {
         host.read()
     }
 
-    /// Copy `image` (prepared: layout GENERAL) to the host once `wait` (if any) is reached, as
-    /// [`Device::read_buffer`] does. Returns the texels row by row, tightly packed.
+    /// Copy `image`, which the compute API owns ([`SharedImage::cmd_prepare`] or
+    /// [`SharedImage::cmd_release`] ran), to the host once `wait` (if any) is reached, as
+    /// [`Device::read_buffer`] does: acquire (into `TRANSFER_SRC_OPTIMAL`), copy, release back
+    /// to the compute API. Returns the texels row by row, tightly packed.
     pub fn read_image(
         &self,
         image: &SharedImage,
@@ -103,18 +106,14 @@ impl Device {
                         .layer_count(1),
                 )
                 .image_extent(vk::Extent3D { width, height, depth: 1 });
-            // SAFETY: as in read_buffer; the image is in GENERAL (the caller prepared it).
+            let read = ImageAccess::TRANSFER_READ;
+            // SAFETY: as in read_buffer; the compute API owns the image (the caller's word), and
+            // the acquire puts it in the copy's layout.
             unsafe {
-                image.cmd_acquire(cmd, (transfer, vk::AccessFlags::TRANSFER_READ));
-                d.cmd_copy_image_to_buffer(
-                    cmd,
-                    image.image(),
-                    vk::ImageLayout::GENERAL,
-                    host.buffer,
-                    &[region],
-                );
+                image.cmd_acquire(cmd, read);
+                d.cmd_copy_image_to_buffer(cmd, image.image(), read.layout(), host.buffer, &[region]);
                 host.cmd_host_visible(d, cmd);
-                image.cmd_release(cmd, (transfer, vk::AccessFlags::empty()));
+                image.cmd_release(cmd, read);
             }
         })?;
         host.read()
