@@ -28,7 +28,10 @@
 #      cuda's, validation, traces checked, and in the soak
 #   6d. the interop crate's CUDA examples, cuda_buffer, cuda_image, bring_your_own_device and
 #      cuda_in_vulkan (their own kernels, every
-#      value and texel checked on the host): each must print "<name>: OK" and exit 0. Found in
+#      value and texel checked on the host): each must print "<name>: OK" and exit 0, and again
+#      under the Khronos validation layer, which must load and report nothing (a row each,
+#      example-<name>-validation; the layer's log is OUTDIR/example-<name>-validation.validation.log,
+#      scripts/validation-layer.sh). Found in
 #      GPU_CHECK_EXAMPLES_DIR, default BIN's directory/examples (where
 #      `cargo build --release -p vkhip-interop --examples` puts them)
 #
@@ -52,6 +55,10 @@ fi
 mkdir -p "$out" || exit 2
 limit=${GPU_CHECK_TIMEOUT:-180}
 export RUST_LOG=${RUST_LOG:-info}
+
+# vl_env and vl_check: examples under the validation layer (6d).
+# shellcheck source=scripts/validation-layer.sh
+. "$(dirname "$0")/validation-layer.sh"
 
 rows=()      # "name|result|figure", in run order
 failures=0
@@ -523,6 +530,17 @@ for name in cuda_buffer cuda_image bring_your_own_device cuda_in_vulkan; do
             record "example-$name" PASS "${last#"$name": }"
         else
             record "example-$name" "$(status_of)" "exit $rc: $tail_line"
+        fi
+        # The same run under the Khronos validation layer: it must load, report nothing, and the
+        # example must still pass.
+        vl_env "$out/example-$name-validation"
+        run "example-$name-validation" env "${VL_ENV[@]}" "$example"
+        if vl_check "$out/example-$name-validation" && [ "$rc" -eq 0 ] && [ "${last#"$name": OK}" != "$last" ]; then
+            record "example-$name-validation" PASS "$VL_SUMMARY"
+        elif [ "$rc" -ne 0 ]; then
+            record "example-$name-validation" "$(status_of)" "exit $rc: $tail_line; $VL_SUMMARY"
+        else
+            record "example-$name-validation" FAIL "$VL_SUMMARY"
         fi
     else
         record "example-$name" FAIL "no executable at $example (build it: cargo build --release -p vkhip-interop --examples)"
