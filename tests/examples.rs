@@ -10,12 +10,13 @@
 //!   code objects for gfx90a and gfx1030 that define every entry point the examples look up;
 //! - every file of `examples/` is checked here, has a row in the crate README's table and the
 //!   root README's, and runs in CI (`.ci/run`), so that a new example cannot be forgotten;
+//! - the interop crate includes no file from outside its directory (its package would lack it);
 //! - no comment in the workspace's Rust sources hangs off the line above (what rustfmt makes of
 //!   a trailing comment followed by a comment line): comments stand on their own lines.
 
 use syn::visit::{self, Visit};
 
-#[path = "common/skip.rs"]
+#[path = "../crates/vkhip-interop/tests/common/skip.rs"]
 mod skip;
 use skip::Component;
 
@@ -200,6 +201,46 @@ fn every_example_is_checked_listed_in_both_readmes_and_run_in_ci() {
     assert!(missing.is_empty(), "examples that can drift out of sight:\n{}", missing.join("\n"));
 }
 
+/// The Rust files under `dir`, recursively.
+fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.expect("directory entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|x| x == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// What `cargo package` ships of the interop crate is its directory: a file that its sources,
+/// tests or examples include by path (`#[path]`, `include_str!`, `include_bytes!`) from outside
+/// it would be missing from the package, and the crate's tests would not build from crates.io.
+#[test]
+fn the_interop_crate_includes_no_file_from_outside_its_directory() {
+    let krate = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/vkhip-interop");
+    let krate = krate.canonicalize().expect("the crate's directory");
+    let mut files = Vec::new();
+    rust_files(&krate, &mut files);
+    let mut outside = Vec::new();
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for opener in ["#[path = \"", "include_str!(\"", "include_bytes!(\""] {
+            for (at, _) in text.match_indices(opener) {
+                let rest = &text[at + opener.len()..];
+                let included = &rest[..rest.find('"').expect("a closing quote")];
+                let target = path.parent().expect("a directory").join(included);
+                match target.canonicalize() {
+                    Ok(t) if t.starts_with(&krate) => {}
+                    _ => outside.push(format!("{}: {opener}{included}", path.display())),
+                }
+            }
+        }
+    }
+    assert!(files.len() > 20, "{} files: the walk missed the crate", files.len());
+    assert!(outside.is_empty(), "files the crate's package would lack:\n{}", outside.join("\n"));
+}
+
 /// Whole-line comments that hang off the line above: indented deeper than the code lines on
 /// both sides of them. rustfmt puts the comment line after a trailing comment at that comment's
 /// column (`x(); // a` then `// b` becomes `// b` at column 12), where it reads as part of the line
@@ -233,16 +274,8 @@ fn comments_stand_on_their_own_lines() {
 
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = vec![root.join("build.rs")];
-    let mut dirs: Vec<_> = ["src", "tests", "crates/vkhip-interop"].iter().map(|d| root.join(d)).collect();
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-            let path = entry.expect("directory entry").path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|x| x == "rs") {
-                files.push(path);
-            }
-        }
+    for dir in ["src", "tests", "crates/vkhip-interop"] {
+        rust_files(&root.join(dir), &mut files);
     }
     let mut found = Vec::new();
     for path in &files {

@@ -1,6 +1,9 @@
 //! Helpers shared by the integration tests: run the vkhip binary, temp paths, image checks.
 #![allow(dead_code)]
 
+/// The skip rule lives with the interop crate's tests (the lower layer), so that the crate's
+/// package holds every file its tests include.
+#[path = "../../crates/vkhip-interop/tests/common/skip.rs"]
 pub mod skip;
 #[allow(unused_imports)]
 pub use skip::{require, require_part, Component};

@@ -3,7 +3,7 @@
 //! device, a borrowed one (with the Khronos validation layer when installed), exported buffers and
 //! images of every format, their barriers and read-backs checked texel by texel, and the refusals.
 
-#[path = "../../../tests/common/skip.rs"]
+#[path = "common/skip.rs"]
 mod skip;
 
 use ash::vk;
@@ -166,7 +166,7 @@ impl Engine {
         let layers = unsafe { entry.enumerate_instance_layer_properties() }.expect("layers");
         let validation = layers.iter().any(|l| l.layer_name_as_c_str() == Ok(VALIDATION));
         if !validation {
-            // The rule every test follows (tests/common/skip.rs): a line here, a failure in CI.
+            // The rule every test follows (this crate's tests/common/skip.rs): a line here, a failure in CI.
             let test = std::thread::current().name().unwrap_or("vulkan").to_string();
             skip::require_part(&test, "validation part", skip::Component::ValidationLayer);
         }
