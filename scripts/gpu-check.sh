@@ -29,7 +29,10 @@
 #      cuda's, validation, traces checked, and in the soak
 #   6d. the interop crate's CUDA examples, cuda_buffer, cuda_image, bring_your_own_device,
 #      cuda_in_vulkan and cuda_post_process (their own kernels, every
-#      value and texel checked on the host): each must print "<name>: OK" and exit 0. Found in
+#      value and texel checked on the host): each must print "<name>: OK" and exit 0, and again
+#      under the Khronos validation layer, which must load and report nothing (a row each,
+#      example-<name>-validation; the layer's log is OUTDIR/example-<name>-validation.validation.log,
+#      scripts/validation-layer.sh). Found in
 #      GPU_CHECK_EXAMPLES_DIR, default BIN's directory/examples (where
 #      `cargo build --release -p vkhip-interop --examples` puts them)
 #
@@ -53,6 +56,10 @@ fi
 mkdir -p "$out" || exit 2
 limit=${GPU_CHECK_TIMEOUT:-180}
 export RUST_LOG=${RUST_LOG:-info}
+
+# vl_env and vl_check: examples under the validation layer (6d).
+# shellcheck source=scripts/validation-layer.sh
+. "$(dirname "$0")/validation-layer.sh"
 
 rows=()      # "name|result|figure", in run order
 failures=0
@@ -546,25 +553,21 @@ for name in cuda_buffer cuda_image bring_your_own_device cuda_in_vulkan cuda_pos
         else
             record "example-$name" "$(status_of)" "exit $rc: $tail_line"
         fi
+        # The same run under the Khronos validation layer: it must load, report nothing, and the
+        # example must still pass.
+        vl_env "$out/example-$name-validation"
+        run "example-$name-validation" env "${VL_ENV[@]}" "$example"
+        if vl_check "$out/example-$name-validation" && [ "$rc" -eq 0 ] && [ "${last#"$name": OK}" != "$last" ]; then
+            record "example-$name-validation" PASS "$VL_SUMMARY"
+        elif [ "$rc" -ne 0 ]; then
+            record "example-$name-validation" "$(status_of)" "exit $rc: $tail_line; $VL_SUMMARY"
+        else
+            record "example-$name-validation" FAIL "$VL_SUMMARY"
+        fi
     else
         record "example-$name" FAIL "no executable at $example (build it: cargo build --release -p vkhip-interop --examples)"
     fi
 done
-# cuda_post_process again under the Khronos validation layer (VK_INSTANCE_LAYERS; the layer logs
-# to stdout without a messenger): its device is Vulkan 1.3 with synchronization2 where the driver
-# has them (vulkan::Device::open), the shape that once reported InvalidImageLayout on every
-# acquire. Passes with the OK line and no "Validation …" line.
-example=$examples_dir/cuda_post_process
-if [ -x "$example" ]; then
-    VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation run "example-cuda_post_process-validation" "$example"
-    messages=$(grep -c 'Validation' "$out/example-cuda_post_process-validation.log")
-    if [ "$rc" -eq 0 ] && [ "$messages" -eq 0 ] && grep -q '^cuda_post_process: OK' "$out/example-cuda_post_process-validation.stdout"; then
-        record "example-cuda_post_process-validation" PASS "0 validation messages"
-    else
-        record "example-cuda_post_process-validation" "$(status_of)" "exit $rc, $messages validation line(s): $tail_line"
-    fi
-fi
-
 # --- 7. summary --------------------------------------------------------------------------------------
 {
     echo

@@ -7,11 +7,16 @@
 //!   define every entry point the examples look up, where libnvrtc loads (the
 //!   `nvidia-cuda-nvrtc` wheel's lib directory on LD_LIBRARY_PATH; skipped otherwise);
 //! - the HIP examples' kernels compile with hiprtc (`--features hip`, no GPU needed) into AMDGPU
-//!   code objects for gfx90a and gfx1030 that define every entry point the examples look up.
+//!   code objects for gfx90a and gfx1030 that define every entry point the examples look up;
+//! - every file of `examples/` is checked here, has a row in the crate README's table and the
+//!   root README's, and runs in CI (`.ci/run`), so that a new example cannot be forgotten;
+//! - the interop crate includes no file from outside its directory (its package would lack it);
+//! - no comment in the workspace's Rust sources hangs off the line above (what rustfmt makes of
+//!   a trailing comment followed by a comment line): comments stand on their own lines.
 
 use syn::visit::{self, Visit};
 
-#[path = "common/skip.rs"]
+#[path = "../crates/vkhip-interop/tests/common/skip.rs"]
 mod skip;
 use skip::Component;
 
@@ -156,4 +161,137 @@ fn hip_example_kernels_compile_with_hiprtc() {
             eprintln!("{path}, {arch}: {} bytes, defines {entries:?}", code.len());
         }
     }
+}
+
+/// The file names (without `.rs`) in `crates/vkhip-interop/examples/`.
+fn example_files() -> Vec<String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/vkhip-interop/examples");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| p.file_stem().expect("a file name").to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn every_example_is_checked_listed_in_both_readmes_and_run_in_ci() {
+    let names = example_files();
+    assert!(names.len() >= 6, "{names:?}");
+    let crate_readme = source("crates/vkhip-interop/README.md");
+    let root_readme = source("README.md");
+    let ci = source(".ci/run");
+    let mut missing = Vec::new();
+    for name in &names {
+        let path = format!("crates/vkhip-interop/examples/{name}.rs");
+        if !CRATE_EXAMPLES.contains(&path.as_str()) {
+            missing.push(format!("{name}: not in tests/examples.rs' CRATE_EXAMPLES"));
+        }
+        let row = format!("| `{name}` | ");
+        let runs = format!("--example {name}`");
+        if !crate_readme.lines().any(|l| l.starts_with(&row) && l.contains(&runs)) {
+            missing.push(format!("{name}: no row `{row}… {runs} |` in crates/vkhip-interop/README.md"));
+        }
+        let row = format!("| [`{path}`]({path}) | ");
+        if !root_readme.lines().any(|l| l.starts_with(&row) && l.contains(&runs)) {
+            missing.push(format!("{name}: no row `{row}… {runs} …` in README.md"));
+        }
+        if !ci.lines().any(|l| l.starts_with(&format!("expect_no_device {name} "))) {
+            missing.push(format!("{name}: .ci/run does not run it (`expect_no_device {name} …`)"));
+        }
+    }
+    assert!(missing.is_empty(), "examples that can drift out of sight:\n{}", missing.join("\n"));
+}
+
+/// The Rust files under `dir`, recursively.
+fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.expect("directory entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|x| x == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// What `cargo package` ships of the interop crate is its directory: a file that its sources,
+/// tests or examples include by path (`#[path]`, `include_str!`, `include_bytes!`) from outside
+/// it would be missing from the package, and the crate's tests would not build from crates.io.
+#[test]
+fn the_interop_crate_includes_no_file_from_outside_its_directory() {
+    let krate = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/vkhip-interop");
+    let krate = krate.canonicalize().expect("the crate's directory");
+    let mut files = Vec::new();
+    rust_files(&krate, &mut files);
+    let mut outside = Vec::new();
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for opener in ["#[path = \"", "include_str!(\"", "include_bytes!(\""] {
+            for (at, _) in text.match_indices(opener) {
+                let rest = &text[at + opener.len()..];
+                let included = &rest[..rest.find('"').expect("a closing quote")];
+                let target = path.parent().expect("a directory").join(included);
+                match target.canonicalize() {
+                    Ok(t) if t.starts_with(&krate) => {}
+                    _ => outside.push(format!("{}: {opener}{included}", path.display())),
+                }
+            }
+        }
+    }
+    assert!(files.len() > 20, "{} files: the walk missed the crate", files.len());
+    assert!(outside.is_empty(), "files the crate's package would lack:\n{}", outside.join("\n"));
+}
+
+/// Whole-line comments that hang off the line above: indented deeper than the code lines on
+/// both sides of them. rustfmt puts the comment line after a trailing comment at that comment's
+/// column (`x(); // a` then `// b` becomes `// b` at column 12), where it reads as part of the line
+/// above; a `// SAFETY:` there no longer sits above its `unsafe`.
+fn hanging_comments(text: &str) -> Vec<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let mut out = Vec::new();
+    for i in 1..lines.len() {
+        let (prev, line) = (lines[i - 1], lines[i]);
+        if !line.trim_start().starts_with("//")
+            || prev.trim().is_empty()
+            || prev.trim_start().starts_with("//")
+        {
+            continue;
+        }
+        let next = lines.get(i + 1).map_or(0, |l| indent(l));
+        if indent(line) > indent(prev).max(next) + 4 {
+            out.push(i + 1);
+        }
+    }
+    out
+}
+
+#[test]
+fn comments_stand_on_their_own_lines() {
+    let hung = "fn f() {\n    let a = 1; // one\n               // SAFETY: two.\n    unsafe { g() };\n}\n";
+    assert_eq!(hanging_comments(hung), [3], "the check finds rustfmt's hung comment");
+    let fine = "fn f() {\n    let a = 1; // one\n    // SAFETY: two.\n    unsafe {\n        // inside\n        g()\n    };\n}\n";
+    assert!(hanging_comments(fine).is_empty());
+
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("build.rs")];
+    for dir in ["src", "tests", "crates/vkhip-interop"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut found = Vec::new();
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for line in hanging_comments(&text) {
+            found.push(format!("{}:{line}", path.strip_prefix(root).unwrap_or(path).display()));
+        }
+    }
+    assert!(files.len() > 50, "{} Rust files: the walk missed the sources", files.len());
+    assert!(
+        found.is_empty(),
+        "comments hanging off the line above (put them on their own lines):\n{}",
+        found.join("\n")
+    );
 }

@@ -64,16 +64,12 @@ fn a_failed_capture_write_keeps_the_previous_file_and_the_report() {
     let before = std::fs::read(&png).unwrap();
     // A 2 KiB file-size limit (SIGXFSZ ignored, so the write fails with EFBIG): the pre-check
     // passes, the real write fails part-way.
-    let o = run(std::process::Command::new("bash")
+    let o = run(test_env(&mut std::process::Command::new("bash"))
         .args(["-c", "trap '' XFSZ; ulimit -f 2; exec \"$@\"", "vkhip"])
         .arg(env!("CARGO_BIN_EXE_vkhip"))
         .args(["--headless", "--frames", "3", "--size", "320x180", "--capture"])
         .arg(&png)
-        .env_remove("DISPLAY")
-        .env_remove("WAYLAND_DISPLAY")
-        .env("RUST_LOG", "warn")
-        .env("MESA_SHADER_CACHE_DISABLE", "true")
-        .env("VKHIP_KERNEL_CACHE", "off"));
+        .env("MESA_SHADER_CACHE_DISABLE", "true"));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let line = one_error_line(&o);
     assert_eq!(

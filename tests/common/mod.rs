@@ -1,6 +1,9 @@
 //! Helpers shared by the integration tests: run the vkhip binary, temp paths, image checks.
 #![allow(dead_code)]
 
+/// The skip rule lives with the interop crate's tests (the lower layer), so that the crate's
+/// package holds every file its tests include.
+#[path = "../../crates/vkhip-interop/tests/common/skip.rs"]
 pub mod skip;
 #[allow(unused_imports)]
 pub use skip::{require, require_part, Component};
@@ -10,16 +13,36 @@ use std::process::{Command, Output};
 use vkhip::image::Rgba;
 
 /// The binary under test: cargo's build of it, or `VKHIP_TEST_BIN` (CI runs the window soak on
-/// a copy while it builds other configurations into target/).
+/// a copy while it builds other configurations into target/), in [`test_env`].
 pub fn vkhip() -> Command {
     let bin = std::env::var_os("VKHIP_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_vkhip").into());
     let mut c = Command::new(bin);
-    // Headless unless a test opts into a display; quiet logs; no kernel cache writes in $HOME.
-    c.env_remove("DISPLAY")
-        .env_remove("WAYLAND_DISPLAY")
-        .env("RUST_LOG", "warn")
-        .env("VKHIP_KERNEL_CACHE", "off");
+    test_env(&mut c);
     c
+}
+
+/// What the tested process sees of the environment: nothing of the tester's session that changes
+/// what vkhip does or prints. Headless unless a test opts into a display; quiet logs; no kernel
+/// cache writes in $HOME; no fault or Vulkan library of the tester's; no layer or loader
+/// diagnostics that the tester's shell asked for (they print lines of their own). A test that
+/// wants one of these sets it after this. The driver choice (VK_ICD_FILENAMES, VK_DRIVER_FILES)
+/// stays the tester's: it says which Vulkan device the whole suite runs on.
+pub fn test_env(c: &mut Command) -> &mut Command {
+    for var in [
+        "DISPLAY",
+        "WAYLAND_DISPLAY",
+        "VKHIP_FAULT",
+        "VKHIP_VULKAN_LIBRARY",
+        "VK_INSTANCE_LAYERS",
+        "VK_LOADER_LAYERS_ENABLE",
+        "VK_LOADER_LAYERS_DISABLE",
+        "VK_LOADER_DEBUG",
+        "VK_LAYER_SETTINGS_PATH",
+        "CUDA_DEVICE_MAX_CONNECTIONS",
+    ] {
+        c.env_remove(var);
+    }
+    c.env("RUST_LOG", "warn").env("VKHIP_KERNEL_CACHE", "off")
 }
 
 /// Run and capture; panics with the full output if the process could not start.

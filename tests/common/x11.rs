@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use vkhip::image::Rgba;
 
 /// Whether the X tools are here; under CI their absence is a failure, elsewhere a skip (the
-/// rule of tests/common/skip.rs).
+/// rule of crates/vkhip-interop/tests/common/skip.rs).
 #[track_caller]
 pub fn tools_present(test: &str) -> bool {
     crate::common::require(test, crate::common::Component::XTools)

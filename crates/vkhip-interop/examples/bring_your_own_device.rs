@@ -47,8 +47,9 @@ impl Engine {
         let instance = unsafe { entry.create_instance(&info, None) }
             .map_err(|r| Error::vulkan("vkCreateInstance", r))?;
         let physical = vk::PhysicalDevice::null();
-        let mut engine = Engine { entry, instance, physical, family: 0, device: None }; // Drop cleans up
-                                                                                        // SAFETY: live instance.
+        // From here on, Engine's Drop cleans up whatever was made.
+        let mut engine = Engine { entry, instance, physical, family: 0, device: None };
+        // SAFETY: live instance.
         for p in unsafe { engine.instance.enumerate_physical_devices() }.unwrap_or_default() {
             // SAFETY: a physical device of the live instance.
             let uuid = unsafe { Capabilities::probe(&engine.instance, p) }?.uuid;

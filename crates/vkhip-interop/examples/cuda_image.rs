@@ -101,8 +101,9 @@ fn run() -> Result<(), Box<dyn Error>> {
         cuda.load_module(&vkhip_interop::cuda::compile_to_image(KERNEL, "image.cu", cuda.target()?, &[])?)?;
 
     for (i, format) in ImageFormat::ALL.into_iter().enumerate() {
-        let entry = ["r32f", "rgba8", "rgba16f", "rgba32f"][i]; // in ImageFormat::ALL's order
-                                                                // Export, then the image's one layout transition (UNDEFINED → GENERAL, handed to CUDA).
+        // The kernel for this format (the names in ImageFormat::ALL's order).
+        let entry = ["r32f", "rgba8", "rgba16f", "rgba32f"][i];
+        // Export, then the image's one layout transition (UNDEFINED → GENERAL, handed to CUDA).
         let image = vk.shared_image(format, WIDTH, HEIGHT)?;
         // SAFETY: a one-shot command buffer of `vk`, recording; the image is new.
         vk.submit_one_shot(&[], &[], |cmd| unsafe { image.cmd_prepare(cmd) })?;

@@ -119,9 +119,10 @@ fn run() -> Result<(), Error> {
             device.allocate_memory(&alloc.push_next(&mut flags), None).map_err(vkerr("vkAllocateMemory"))?;
         device.bind_buffer_memory(gpu.objects.0, gpu.objects.1, 0).map_err(vkerr("vkBindBufferMemory"))?;
         let mapped = device.map_memory(gpu.objects.1, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty());
-        gpu.objects.2 = device
-            .create_command_pool(&vk::CommandPoolCreateInfo::default(), None)
-            .map_err(vkerr("vkCreateCommandPool"))?;
+        // Each frame begins `cmd` again, which resets it: its pool must allow that.
+        let pool =
+            vk::CommandPoolCreateInfo::default().flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+        gpu.objects.2 = device.create_command_pool(&pool, None).map_err(vkerr("vkCreateCommandPool"))?;
         let alloc =
             vk::CommandBufferAllocateInfo::default().command_pool(gpu.objects.2).command_buffer_count(1);
         let cmd = device.allocate_command_buffers(&alloc).map_err(vkerr("vkAllocateCommandBuffers"))?[0];

@@ -117,49 +117,56 @@ fn same_file(fd: RawFd, witness: RawFd) -> bool {
 }
 
 #[cfg(test)]
+pub(crate) mod witness;
+
+#[cfg(test)]
 mod tests {
+    use super::witness::Witness;
     use super::*;
     use std::os::fd::FromRawFd;
 
-    fn fresh_fd() -> OwnedFd {
-        let f = std::fs::File::open("/dev/null").expect("open /dev/null");
-        OwnedFd::from(f)
-    }
-
-    fn is_open(fd: RawFd) -> bool {
-        // SAFETY: F_GETFD only queries the descriptor table; any integer is a valid argument.
-        unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
-    }
-
     #[test]
     fn taken_on_success_leaves_fd_to_the_api() {
-        let fd = ImportFd::new(fresh_fd());
+        let (witness, end) = Witness::new();
+        let fd = ImportFd::new(end);
         let raw = fd.raw();
         let r: Result<RawFd, ()> = fd.import(FdOwnership::TakenOnSuccess, Ok);
         assert_eq!(r, Ok(raw));
-        assert!(is_open(raw), "a successful import must not close the fd the API now owns");
+        assert!(witness.held_at(raw), "a successful import must not close the fd the API now owns");
         // Play the API's part: it closes the fd when its object is destroyed.
         // SAFETY: `raw` is open and owned by nobody else now.
         drop(unsafe { OwnedFd::from_raw_fd(raw) });
-        assert!(!is_open(raw));
+        assert!(witness.closed());
     }
 
     #[test]
     fn taken_on_success_but_failed_closes_fd() {
-        let fd = ImportFd::new(fresh_fd());
-        let raw = fd.raw();
-        let r: Result<(), &str> = fd.import(FdOwnership::TakenOnSuccess, |_| Err("refused"));
+        let (witness, end) = Witness::new();
+        let r: Result<(), &str> = ImportFd::new(end).import(FdOwnership::TakenOnSuccess, |_| Err("refused"));
         assert_eq!(r, Err("refused"));
-        assert!(!is_open(raw), "after a failed import the caller still owns the fd and must close it");
+        assert!(witness.closed(), "after a failed import the caller still owns the fd and must close it");
     }
 
     #[test]
     fn borrowed_is_closed_either_way() {
         for ok in [true, false] {
-            let fd = ImportFd::new(fresh_fd());
-            let raw = fd.raw();
-            let _ = fd.import(FdOwnership::Borrowed, |_| if ok { Ok(()) } else { Err(()) });
-            assert!(!is_open(raw), "borrowed fd must be closed after import (ok = {ok})");
+            let (witness, end) = Witness::new();
+            let _ = ImportFd::new(end).import(FdOwnership::Borrowed, |_| if ok { Ok(()) } else { Err(()) });
+            assert!(witness.closed(), "borrowed fd must be closed after import (ok = {ok})");
         }
+    }
+
+    /// The witness itself: open is open, and closed stays closed when another file takes the
+    /// number at once (Linux hands out the lowest free number: what fooled the old "is fd N
+    /// open?" check when another test's thread opened a file in between).
+    #[test]
+    fn the_witness_judges_the_file_not_the_number() {
+        let (witness, end) = Witness::new();
+        let raw = end.as_raw_fd();
+        assert!(witness.held_at(raw) && !witness.closed_within(std::time::Duration::from_millis(50)));
+        drop(end);
+        let other = std::fs::File::open("/dev/null").expect("open /dev/null");
+        let reused = other.as_raw_fd() == raw;
+        assert!(!witness.held_at(raw) && witness.closed(), "number {raw} reused: {reused}");
     }
 }

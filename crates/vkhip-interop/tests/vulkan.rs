@@ -5,7 +5,7 @@
 
 #[path = "common/engine.rs"]
 mod engine;
-#[path = "../../../tests/common/skip.rs"]
+#[path = "common/skip.rs"]
 mod skip;
 
 use ash::vk;

@@ -128,8 +128,9 @@ mod tests {
     #[test]
     fn prewarm_is_harmless_and_take_never_hangs() {
         prewarm();
-        prewarm(); // once per process
-                   // No device has the all-zero UUID; without a driver the thread just ends.
+        // Once per process.
+        prewarm();
+        // No device has the all-zero UUID; without a driver the thread just ends.
         assert!(take([0; 16]).is_none());
         assert!(lock(&THREAD).is_none(), "take joins the thread");
         assert!(take([0; 16]).is_none());

@@ -273,15 +273,23 @@ impl HipBackend {
 mod tests {
     use super::*;
     use crate::compute::GpuSyncSupport;
-    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::io::Read as _;
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
 
-    fn is_open(fd: i32) -> bool {
-        // SAFETY: F_GETFD only queries the descriptor table; any integer is a valid argument.
-        unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
+    /// A descriptor to hand to the backend, and the other end of its socket pair, which reads
+    /// end-of-file once every descriptor of the first is closed. That judges the socket, not a
+    /// descriptor number that another test's thread may be handed the moment it is closed.
+    fn witnessed_fd() -> (UnixStream, OwnedFd) {
+        let (peer, end) = UnixStream::pair().expect("socket pair");
+        (peer, end.into())
     }
 
-    fn dev_null() -> OwnedFd {
-        OwnedFd::from(std::fs::File::open("/dev/null").unwrap())
+    /// Whether `peer`'s other end is closed, waiting up to 5 s (a child being spawned by another
+    /// thread holds a copy until it execs).
+    fn closed(peer: &UnixStream) -> bool {
+        peer.set_read_timeout(Some(std::time::Duration::from_secs(5))).expect("read timeout");
+        matches!((&*peer).read(&mut [0u8; 1]), Ok(0))
     }
 
     #[test]
@@ -323,8 +331,7 @@ mod tests {
         if std::path::Path::new("/dev/kfd").exists() {
             return; // needs the GPU-less case
         }
-        let f = dev_null();
-        let raw = f.as_raw_fd();
+        let (peer, f) = witnessed_fd();
         let memory = vec![InteropMemory {
             fd: ImportFd::new(f),
             allocation_size: 4096,
@@ -333,16 +340,15 @@ mod tests {
         }];
         let r = HipBackend::new([0; 16], memory, InteropSemaphores::default(), true);
         assert!(matches!(r, Err(ComputeError::Unavailable { backend: "hip", .. })));
-        assert!(!is_open(raw), "fds handed to a backend that could not start are closed");
+        assert!(closed(&peer), "fds handed to a backend that could not start are closed");
     }
 
     /// A runtime that cannot import (ROCm on Linux, or no timeline type): a warning, not an
     /// error, every fd closed, and `FrameSync` then falls back to bridged.
     #[test]
     fn failed_semaphore_import_leaves_gpu_sync_off_and_closes_the_fds() {
-        let files = [(); 4].map(|()| dev_null());
-        let raws: Vec<i32> = files.iter().map(AsRawFd::as_raw_fd).collect();
-        let [a, b, c, d] = files.map(ImportFd::new);
+        let [(pa, a), (pb, b), (pc, c), (pd, d)] = [(); 4].map(|()| witnessed_fd());
+        let [a, b, c, d] = [a, b, c, d].map(ImportFd::new);
         let semaphores = InteropSemaphores {
             timeline: Some(InteropSemaphorePair { computed: a, rendered: b }),
             binary: vec![InteropSemaphorePair { computed: c, rendered: d }],
@@ -361,8 +367,8 @@ mod tests {
         });
         assert_eq!(imported.support(), GpuSyncSupport { timeline: false, binary: false });
         assert_eq!(tried.get(), 2, "one attempt per scheme: the pair's second fd is dropped unused");
-        for raw in raws {
-            assert!(!is_open(raw), "fd {raw} closed after the attempt");
+        for (i, peer) in [pa, pb, pc, pd].iter().enumerate() {
+            assert!(closed(peer), "fd {i} of 4 closed after the attempt");
         }
     }
 }

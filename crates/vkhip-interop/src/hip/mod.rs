@@ -480,12 +480,7 @@ impl Drop for HipEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::{AsRawFd, OwnedFd};
-
-    fn is_open(fd: i32) -> bool {
-        // SAFETY: F_GETFD only queries the descriptor table; any integer is a valid argument.
-        unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
-    }
+    use crate::fd::witness::Witness;
 
     #[test]
     fn hip_imports_borrow_the_fd_either_way() {
@@ -494,11 +489,12 @@ mod tests {
         assert_eq!(HipSemaphore::FD_OWNERSHIP, FdOwnership::Borrowed);
         for ownership in [MEMORY_FD_OWNERSHIP, SEMAPHORE_FD_OWNERSHIP] {
             for ok in [true, false] {
-                let f = OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
-                let raw = f.as_raw_fd();
-                let seen = ImportFd::new(f).import(ownership, |r| if ok { Ok(r) } else { Err(r) });
+                let (witness, end) = Witness::new();
+                let fd = ImportFd::new(end);
+                let raw = fd.raw();
+                let seen = fd.import(ownership, |r| if ok { Ok(r) } else { Err(r) });
                 assert_eq!(seen.unwrap_or_else(|r| r), raw);
-                assert!(!is_open(raw), "HIP borrows the fd: closed after the import (ok = {ok})");
+                assert!(witness.closed(), "HIP borrows the fd: closed after the import (ok = {ok})");
             }
         }
     }

@@ -152,8 +152,9 @@ impl Device {
         queue_family: u32,
         importer: Importer,
     ) -> Result<Self> {
-        let _ = entry; // taken for symmetry with `open` and future instance-level checks
-                       // SAFETY: per this function's contract.
+        // Taken for symmetry with `open` and future instance-level checks.
+        let _ = entry;
+        // SAFETY: per this function's contract.
         unsafe { Device::wrap(instance.clone(), physical, device.clone(), queue_family, importer, None) }
     }
 

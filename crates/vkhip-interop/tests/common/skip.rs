@@ -1,5 +1,5 @@
 //! The one rule for tests that need an optional component (used by every test of both crates;
-//! crates/vkhip-interop's tests include this file by path).
+//! the app's tests include this file by path, so that the interop crate's package holds it).
 //!
 //! `cargo test` passes on a machine with only the README's quick start (`libvulkan1
 //! mesa-vulkan-drivers` and Rust). A test that needs more asks [`require`] first:

@@ -1,0 +1,61 @@
+# shellcheck shell=bash
+# scripts/validation-layer.sh — source it: run any Vulkan program under the Khronos validation
+# layer and count what the layer reported, without touching the program's own stdout and stderr.
+# Used by scripts/gpu-check.sh (the crate's examples on the GPU) and .ci/run (the same examples on
+# lavapipe). Needs bash, grep.
+#
+#   vl_env BASE          sets the array VL_ENV: the environment that loads the layer for one run,
+#                        with a settings file BASE.vk_layer_settings.txt that sends every message
+#                        (errors, warnings, performance warnings and information) to BASE.validation.log
+#   env "${VL_ENV[@]}" PROGRAM ARGS...
+#   vl_check BASE        after the run: sets VL_SUMMARY to one line and returns 0 only if the layer
+#                        loaded (its "Khronos Validation Layer Active" message, sent at
+#                        vkCreateInstance, is in the log) and reported nothing else
+#   vl_check BASE maybe  the same, but a program that ended before creating a Vulkan instance (no
+#                        log at all) passes with "no Vulkan instance"
+#
+# A layer that is not installed, or not found, leaves no status message: vl_check fails then, it
+# does not pass for want of messages.
+
+# VL_ENV and VL_SUMMARY are read by the scripts that source this one.
+# shellcheck disable=SC2034
+
+vl_env() {
+    local base=$1
+    rm -f "$base.validation.log"
+    {
+        echo "khronos_validation.report_flags = error,warn,perf,info"
+        echo "khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG"
+        echo "khronos_validation.log_filename = $base.validation.log"
+    } >"$base.vk_layer_settings.txt"
+    VL_ENV=(VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation "VK_LAYER_SETTINGS_PATH=$base.vk_layer_settings.txt")
+}
+
+vl_check() {
+    local log=$1.validation.log
+    if [ ! -e "$log" ]; then
+        if [ "${2:-}" = maybe ]; then
+            VL_SUMMARY="no Vulkan instance (ended before it), nothing to validate"
+            return 0
+        fi
+        VL_SUMMARY="the validation layer did not load (no $log)"
+        return 1
+    fi
+    if ! grep -q "UNASSIGNED-khronos-validation-createinstance-status-message" "$log"; then
+        VL_SUMMARY="the validation layer did not load (no status message in $log)"
+        return 1
+    fi
+    # One "<id>(<SEVERITY> / <TYPE>): msgNum: …" per message (not always at a line start); every
+    # message but the status one counts, information included.
+    local found n ids
+    found=$(grep -oE '[A-Za-z0-9_.-]+\([A-Z]+ / [A-Z]+\): msgNum:' "$log" | sed 's/(.*//' |
+        grep -v '^UNASSIGNED-khronos-validation-createinstance-status-message$')
+    n=$(printf '%s' "$found" | grep -c .)
+    ids=$(printf '%s\n' "$found" | grep . | sort | uniq -c | awk '{printf " %s x%s", $2, $1}')
+    if [ "$n" -ne 0 ]; then
+        VL_SUMMARY="layer loaded, $n validation messages:$ids (see $log)"
+        return 1
+    fi
+    VL_SUMMARY="layer loaded, 0 validation messages"
+    return 0
+}
