@@ -65,9 +65,7 @@ fn mib(bytes: u64) -> f64 {
 
 /// Whether the compute side's write is timed on the GPU (a kernel or dispatch), not on the host.
 fn compute_on_gpu(session: &Session, st: &Stats) -> bool {
-    !st.wait_signal.is_empty()
-        || session.sync.compute_clock().is_some()
-        || session.sync.plan().joined()
+    !st.wait_signal.is_empty() || session.sync.compute_clock().is_some() || session.sync.plan().joined()
 }
 
 /// The `hand-off in` and `hand-off out` lines: the raw span's p50 and p99 (the trace holds each
