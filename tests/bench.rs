@@ -160,8 +160,9 @@ fn quick_preset_writes_csv_markdown_and_chart() {
     for l in QUICK_LABELS {
         let line =
             md.lines().find(|x| x.starts_with(&format!("| {l} |"))).unwrap_or_else(|| panic!("{l}: {md}"));
-        let m = median(&means[l]); // the limit row shows the limit
-                                   // Median of two reps (as printed with 3 decimals), its ratio to native, the missing reference.
+        // The limit row shows the limit.
+        let m = median(&means[l]);
+        // Median of two reps (as printed with 3 decimals), its ratio to native, the missing reference.
         let cols: Vec<&str> = line.split(" | ").collect();
         let shown: f64 = cols[2].parse().unwrap_or_else(|_| panic!("{line}"));
         assert!((shown - m).abs() < 0.0011, "{l}: shows {shown}, the CSV's median is {m}: {line}");
