@@ -106,6 +106,8 @@ mod held;
 #[cfg(feature = "hip")]
 pub mod hip;
 pub mod vulkan;
+#[cfg(feature = "wgpu")]
+pub mod wgpu_interop;
 
 pub use error::{Api, Error, ErrorKind, Result};
 pub use export::{ChannelType, ExportedImage, ExportedMemory, ImageFormat, ImageShape};
