@@ -78,6 +78,38 @@ pub fn texture_format(format: ImageFormat) -> wgpu::TextureFormat {
     }
 }
 
+/// The future's value, for wgpu's native futures (ready when returned; `Pending` is refused).
+fn ready<F: std::future::Future>(f: F) -> Result<F::Output> {
+    let mut f = std::pin::pin!(f);
+    match f.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+        std::task::Poll::Ready(v) => Ok(v),
+        std::task::Poll::Pending => {
+            Err(Error::unsupported(Api::Vulkan, "a wgpu future was not ready (not a native backend)"))
+        }
+    }
+}
+
+/// The Vulkan adapter of `instance` whose `deviceUUID` is in `prefer` (the compute API's
+/// devices: `cuda::devices()`), else the first Vulkan adapter. Refused when wgpu has none
+/// (other backends are not looked at).
+pub fn vulkan_adapter(instance: &wgpu::Instance, prefer: &[[u8; 16]]) -> Result<wgpu::Adapter> {
+    let adapters = ready(instance.enumerate_adapters(wgpu::Backends::VULKAN))?;
+    let uuid = |a: &wgpu::Adapter| {
+        // SAFETY: read only, while the adapter lives.
+        let hal = unsafe { a.as_hal::<Vulkan>() }?;
+        // SAFETY: the adapter's physical device belongs to its live instance.
+        unsafe {
+            vulkan::Capabilities::probe(hal.shared_instance().raw_instance(), hal.raw_physical_device())
+        }
+        .ok()
+        .map(|c| c.uuid)
+    };
+    let chosen = adapters.iter().position(|a| uuid(a).is_some_and(|u| prefer.contains(&u))).unwrap_or(0);
+    adapters.into_iter().nth(chosen).ok_or_else(|| {
+        Error::unavailable(Api::Vulkan, "vkEnumeratePhysicalDevices", "wgpu found no Vulkan adapter")
+    })
+}
+
 /// A wgpu device and queue on Vulkan, and the crate's [`vulkan::Device`] borrowed from them.
 pub struct WgpuDevice {
     vulkan: vulkan::Device,
