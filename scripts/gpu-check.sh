@@ -26,8 +26,8 @@
 #   2c. cuda-in-vulkan (the kernel in Vulkan's queue, VK_NVX_binary_import): verify on every K and
 #      on odd and extreme grids (2x1000: the narrowest grid --grid takes; 2x2, 4097x3, 16384x16384), its capture byte-identical to
 #      cuda's, validation, traces checked, and in the soak
-#   6d. the interop crate's CUDA examples, cuda_buffer, cuda_image, bring_your_own_device and
-#      cuda_in_vulkan (their own kernels, every
+#   6d. the interop crate's CUDA examples, cuda_buffer, cuda_image, bring_your_own_device,
+#      cuda_in_vulkan and cuda_post_process (their own kernels, every
 #      value and texel checked on the host): each must print "<name>: OK" and exit 0. Found in
 #      GPU_CHECK_EXAMPLES_DIR, default BIN's directory/examples (where
 #      `cargo build --release -p vkhip-interop --examples` puts them)
@@ -515,7 +515,7 @@ fi
 
 # --- 6d. the interop crate's CUDA examples --------------------------------------------------------
 examples_dir=${GPU_CHECK_EXAMPLES_DIR:-$(dirname "$bin")/examples}
-for name in cuda_buffer cuda_image bring_your_own_device cuda_in_vulkan; do
+for name in cuda_buffer cuda_image bring_your_own_device cuda_in_vulkan cuda_post_process; do
     example=$examples_dir/$name
     if [ -x "$example" ]; then
         run "example-$name" "$example"
@@ -528,6 +528,20 @@ for name in cuda_buffer cuda_image bring_your_own_device cuda_in_vulkan; do
         record "example-$name" FAIL "no executable at $example (build it: cargo build --release -p vkhip-interop --examples)"
     fi
 done
+# cuda_post_process again under the Khronos validation layer (VK_INSTANCE_LAYERS; the layer logs
+# to stdout without a messenger): its device is Vulkan 1.3 with synchronization2 where the driver
+# has them (vulkan::Device::open), the shape that once reported InvalidImageLayout on every
+# acquire. Passes with the OK line and no "Validation …" line.
+example=$examples_dir/cuda_post_process
+if [ -x "$example" ]; then
+    VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation run "example-cuda_post_process-validation" "$example"
+    messages=$(grep -c 'Validation' "$out/example-cuda_post_process-validation.log")
+    if [ "$rc" -eq 0 ] && [ "$messages" -eq 0 ] && grep -q '^cuda_post_process: OK' "$out/example-cuda_post_process-validation.stdout"; then
+        record "example-cuda_post_process-validation" PASS "0 validation messages"
+    else
+        record "example-cuda_post_process-validation" "$(status_of)" "exit $rc, $messages validation line(s): $tail_line"
+    fi
+fi
 
 # --- 7. summary --------------------------------------------------------------------------------------
 {

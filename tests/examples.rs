@@ -27,6 +27,8 @@ const CRATE_EXAMPLES: &[&str] = &[
     "crates/vkhip-interop/examples/wgpu_cuda_buffer.rs",
     "crates/vkhip-interop/examples/wgpu_hip_texture.rs",
     "crates/vkhip-interop/examples/wgpu_hip_buffer.rs",
+    "crates/vkhip-interop/examples/cuda_post_process.rs",
+    "crates/vkhip-interop/examples/hip_post_process.rs",
 ];
 const MAX_LINES: usize = 150;
 /// `cuda_in_vulkan` makes what `vulkan::Device` makes for the others (instance, device, buffer,
@@ -132,6 +134,7 @@ fn cuda_example_kernels_compile_with_nvrtc() {
         ("crates/vkhip-interop/examples/cuda_in_vulkan.rs", &["ramp", "square_add"][..]),
         ("crates/vkhip-interop/examples/wgpu_cuda_texture.rs", &["paint"][..]),
         ("crates/vkhip-interop/examples/wgpu_cuda_buffer.rs", &["twice"][..]),
+        ("crates/vkhip-interop/examples/cuda_post_process.rs", &["outline"][..]),
     ];
     for (path, entries) in cases {
         let kernel = example_kernel(path);
@@ -159,6 +162,7 @@ fn hip_example_kernels_compile_with_hiprtc() {
         ("crates/vkhip-interop/examples/hip_image.rs", &["r32f", "rgba8", "rgba16f", "rgba32f"][..]),
         ("crates/vkhip-interop/examples/wgpu_hip_texture.rs", &["paint"][..]),
         ("crates/vkhip-interop/examples/wgpu_hip_buffer.rs", &["twice"][..]),
+        ("crates/vkhip-interop/examples/hip_post_process.rs", &["outline"][..]),
     ];
     for (path, entries) in cases {
         let kernel = example_kernel(path);

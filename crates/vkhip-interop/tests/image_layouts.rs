@@ -32,7 +32,7 @@ fn prepared_image_reads_back_without_validation_messages_on_every_shape() {
             device.read_image(&image, None, None).expect("read back");
             device.read_image(&image, None, None).expect("read back again");
         }
-        engine.assert_silent("prepare, then read_image twice");
+        engine.finish("prepare, then read_image twice");
     }
 }
 
@@ -239,7 +239,70 @@ fn images_and_buffers_hand_off_both_ways_on_every_shape() {
                 "Vulkan reads the external side's bytes"
             );
         }
-        engine.assert_silent("render → external read and write → sample and copy; a buffer both ways");
+        engine.finish("render → external read and write → sample and copy; a buffer both ways");
+    }
+}
+
+/// The Vulkan half of examples/cuda_post_process.rs on every shape: two new images, one cleared
+/// and blitted into (the frame), both handed to the compute API in one command buffer, then read
+/// back: 0 messages, and the frame holds the background with the blitted rectangle.
+#[test]
+fn cleared_and_blitted_frame_hands_off_cleanly_on_every_shape() {
+    for shape in Shape::MATRIX {
+        let test = "cleared_and_blitted_frame_hands_off_cleanly_on_every_shape";
+        let Some(engine) = Engine::validated(test, shape) else { return };
+        {
+            let vk = engine.hand_over().expect("hand over");
+            let frame = vk.shared_image(ImageFormat::Rgba8Unorm, WIDTH, HEIGHT).expect("frame");
+            let output = vk.shared_image(ImageFormat::Rgba8Unorm, WIDTH, HEIGHT).expect("output");
+            let (d, write, read) = (vk.ash(), ImageAccess::TRANSFER_WRITE, ImageAccess::TRANSFER_READ);
+            let range = vk::ImageSubresourceRange::default()
+                .aspect_mask(vk::ImageAspectFlags::COLOR)
+                .level_count(1)
+                .layer_count(1);
+            let layers =
+                vk::ImageSubresourceLayers::default().aspect_mask(vk::ImageAspectFlags::COLOR).layer_count(1);
+            let at = |x, y, z| vk::Offset3D { x, y, z };
+            let blit = vk::ImageBlit {
+                src_subresource: layers,
+                src_offsets: [at(0, 0, 0), at(1, 1, 1)],
+                dst_subresource: layers,
+                dst_offsets: [at(2, 1, 0), at(9, 5, 1)],
+            };
+            let colour = |v: f32| vk::ClearColorValue { float32: [v, v, v, 1.0] };
+            vk.submit_one_shot(&[], &[], |cmd| {
+                // SAFETY: recording on vk; both images are new, then Vulkan's until released.
+                unsafe {
+                    for (image, v) in [(&frame, 0.2), (&output, 0.8)] {
+                        image.cmd_prepare_for_vulkan(cmd, write);
+                        d.cmd_clear_color_image(cmd, image.image(), write.layout(), &colour(v), &[range]);
+                    }
+                    frame.cmd_transition(cmd, write, write);
+                    output.cmd_transition(cmd, write, read);
+                    let (src, dst) = (output.image(), frame.image());
+                    d.cmd_blit_image(
+                        cmd,
+                        src,
+                        read.layout(),
+                        dst,
+                        write.layout(),
+                        &[blit],
+                        vk::Filter::NEAREST,
+                    );
+                    frame.cmd_release(cmd, write);
+                    output.cmd_release(cmd, read);
+                }
+            })
+            .expect("draw and hand over");
+            let got = vk.read_image(&frame, None, None).expect("read the frame");
+            for (t, texel) in got.chunks(4).enumerate() {
+                let (x, y) = (t as i32 % WIDTH as i32, t as i32 / WIDTH as i32);
+                let v = if (2..9).contains(&x) && (1..5).contains(&y) { 204 } else { 51 };
+                assert_eq!(texel, [v, v, v, 255], "texel ({x}, {y}) on {}", shape.name());
+            }
+            vk.read_image(&output, None, None).expect("read the output");
+        }
+        engine.finish("clear, blit, hand over both, read back");
     }
 }
 
@@ -281,7 +344,7 @@ fn hostile_images_are_refused_and_drop_order_is_free() {
         bad.width = 0;
         assert_eq!(b.import_image(bad).err().expect("empty import refused").kind(), ErrorKind::Invalid);
         let imported = b.import_image(exported).expect("import");
-        let e = imported.export().err().expect("an import is not exported again");
+        let e = imported.export().expect_err("an import is not exported again");
         assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
         // SAFETY: a one-shot command buffer of `a`, recording; the image is new.
         a.submit_one_shot(&[], &[], |cmd| unsafe { image.cmd_prepare(cmd) }).expect("prepare");
@@ -290,6 +353,15 @@ fn hostile_images_are_refused_and_drop_order_is_free() {
         assert_eq!(b.read_image(&imported, None, None).expect("read through the import").len(), 64);
         drop(b);
         drop(imported);
+        // A recording closure that panics leaves the crate's lock poisoned: the device still
+        // submits, and still destroys its command pool and fence when dropped (the engine's
+        // vkDestroyDevice below would report them otherwise).
+        let c = engine.hand_over().expect("hand over");
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            c.submit_one_shot(&[], &[], |_| panic!("a recording closure fails"))
+        }));
+        assert!(panicked.is_err());
+        c.submit_one_shot(&[], &[], |_| {}).expect("submits after a panic");
     }
-    engine.assert_silent("refusals and drop orders");
+    engine.finish("refusals, drop orders and a panicking recording");
 }

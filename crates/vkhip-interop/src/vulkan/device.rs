@@ -460,7 +460,7 @@ impl Drop for Inner {
                     log::warn!("vulkan: waiting for the device before teardown failed: {e}");
                 }
             }
-            if let Some(one_shot) = self.one_shot.get_mut().ok().and_then(Option::take) {
+            if let Some(one_shot) = self.one_shot.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
                 one_shot.destroy(&self.device);
             }
             if self.owned.is_some() {

@@ -11,17 +11,18 @@
 //! ownership transfer keeps the layout (`oldLayout` = `newLayout` = `GENERAL`).** The Vulkan
 //! specification, section "Queue Family Ownership Transfer" (chapter "Synchronization and Cache
 //! Control"), requires a transfer's release and acquire barriers to carry the same `oldLayout`
-//! and `newLayout` when the transfer changes the layout; with an external queue family there is
-//! no Vulkan-side twin barrier to match, and section "External Resource Sharing" (chapter
-//! "Resource Creation") leaves the layout during a foreign owner's tenure to the hand-off.
-//! Carrying the transition inside the release, as this crate once did (UNDEFINED → GENERAL in
+//! and `newLayout` when the transfer changes the layout; with `VK_QUEUE_FAMILY_EXTERNAL` one of
+//! the two barriers is the compute API's, which has no layouts, so no transfer here changes one.
+//! Section "External Resource Sharing" (chapter "Resource Creation") requires the release and
+//! acquire themselves: without them the other API may see undefined contents. Carrying the transition inside the release, as this crate once did (UNDEFINED → GENERAL in
 //! the release to the compute API), is reported by the Khronos validation layer (1.3.239) as
 //! `UNASSIGNED-CoreValidation-DrawState-InvalidImageLayout` on every later submit on a device
 //! with `synchronization2` enabled — the layer applies a transfer's transition on the acquire
 //! side only — and was clean without it. The shape here is clean on both, on Vulkan 1.2 and 1.3
 //! (tests/image_layouts.rs).
 //!
-//! **The sequence**, both directions (Vulkan renders, the compute API filters, Vulkan reads):
+//! **The sequence** ([`SharedImage`](super::SharedImage)'s methods), both directions (Vulkan
+//! renders, the compute API filters, Vulkan reads):
 //!
 //! ```text
 //!  new image (UNDEFINED, nobody's)
@@ -40,8 +41,8 @@
 //! rendered image; signal, the kernel reads it and writes the second image, signal;
 //! `cmd_acquire(TRANSFER_READ)`, blit, `cmd_release(TRANSFER_READ)` on the second image. The
 //! semaphores order the two APIs; the barriers move ownership, change layouts and make writes
-//! visible. Buffers have no layouts: their pair is `SharedBuffer::cmd_acquire` and
-//! `SharedBuffer::cmd_release`.
+//! visible. Buffers have no layouts: their pair is [`SharedBuffer::cmd_acquire`](super::SharedBuffer::cmd_acquire)
+//! and [`SharedBuffer::cmd_release`](super::SharedBuffer::cmd_release).
 
 use ash::vk;
 

@@ -85,25 +85,30 @@ pub(crate) fn allocate_exportable(device: &Inner, owner: Owner) -> Result<Alloca
     // SAFETY: valid device; the type index is this device's; the pNext chain points at live locals.
     let memory =
         unsafe { d.allocate_memory(&alloc, None) }.map_err(|r| Error::vulkan("vkAllocateMemory", r))?;
+    bind_or_free(d, owner, memory)?;
+    log::debug!(
+        "vulkan: exportable allocation of {} bytes, memory type {ty}, dedicated {dedicated}",
+        req.size
+    );
+    Ok(Allocation { memory, size: req.size, dedicated })
+}
+
+/// Bind fresh `memory` to `owner` at offset 0; on failure free it (nothing else uses it).
+fn bind_or_free(d: &ash::Device, owner: Owner, memory: vk::DeviceMemory) -> Result<()> {
     let bound =
         match owner {
-            // SAFETY: fresh memory of a suitable type and size, offset 0; the owner is unbound.
+            // SAFETY: fresh memory of a type and size the owner allows, offset 0; the owner is unbound.
             Owner::Buffer(b) => unsafe { d.bind_buffer_memory(b, memory, 0) }
                 .map_err(|r| Error::vulkan("vkBindBufferMemory", r)),
             // SAFETY: as above.
             Owner::Image(i) => unsafe { d.bind_image_memory(i, memory, 0) }
                 .map_err(|r| Error::vulkan("vkBindImageMemory", r)),
         };
-    if let Err(e) = bound {
+    if bound.is_err() {
         // SAFETY: nothing uses the memory: binding it failed.
         unsafe { d.free_memory(memory, None) };
-        return Err(e);
     }
-    log::debug!(
-        "vulkan: exportable allocation of {} bytes, memory type {ty}, dedicated {dedicated}",
-        req.size
-    );
-    Ok(Allocation { memory, size: req.size, dedicated })
+    bound
 }
 
 /// Import `memory` (an OPAQUE_FD of the same GPU) for `owner`, in the memory type the exporter
@@ -146,20 +151,7 @@ pub(crate) fn import(device: &Inner, memory: crate::ExportedMemory, owner: Owner
         unsafe { d.allocate_memory(&alloc, None) }
             .map_err(|r| Error::vulkan("vkAllocateMemory (import OPAQUE_FD)", r))
     })?;
-    let bound = match owner {
-        // SAFETY: fresh imported memory, offset 0; the owner is unbound.
-        Owner::Buffer(b) => unsafe { d.bind_buffer_memory(b, imported, 0) }
-            .map_err(|r| Error::vulkan("vkBindBufferMemory", r)),
-        // SAFETY: as above.
-        Owner::Image(i) => {
-            unsafe { d.bind_image_memory(i, imported, 0) }.map_err(|r| Error::vulkan("vkBindImageMemory", r))
-        }
-    };
-    if let Err(e) = bound {
-        // SAFETY: nothing uses the memory: binding it failed.
-        unsafe { d.free_memory(imported, None) };
-        return Err(e);
-    }
+    bind_or_free(d, owner, imported)?;
     Ok(Allocation { memory: imported, size, dedicated })
 }
 

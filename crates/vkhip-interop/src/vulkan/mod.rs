@@ -15,8 +15,7 @@
 //! (Vulkan first) once, then [`SharedImage::cmd_release`] after Vulkan's last access and
 //! [`SharedImage::cmd_acquire`] before Vulkan's next, each naming Vulkan's access
 //! ([`ImageAccess`]). Layout transitions happen on Vulkan's own queue family; transfers keep
-//! `GENERAL`, the layout of the compute API's tenure (the sequence, and why: the note of
-//! `handoff.rs`, whose items are re-exported here). Buffers have the pair
+//! `GENERAL`, the layout of the compute API's tenure (the sequence, and why: [`handoff`]). Buffers have the pair
 //! [`SharedBuffer::cmd_acquire`] and [`SharedBuffer::cmd_release`]. Semaphores order the two
 //! APIs; the barriers make the writes visible, change layouts and hand ownership over.
 //!
@@ -24,7 +23,7 @@
 //! ([`crate::ImportFd`]).
 
 mod device;
-mod handoff;
+pub mod handoff;
 mod memory;
 mod objects;
 mod one_shot;

@@ -72,6 +72,8 @@ pub struct Engine {
     pub validated: bool,
     /// Validation warnings and errors so far (boxed: the messenger holds its address).
     messages: Box<Mutex<Vec<String>>>,
+    /// [`Engine::finish`] destroyed the device already.
+    device_destroyed: bool,
 }
 
 impl Engine {
@@ -164,7 +166,18 @@ impl Engine {
         }
         // SAFETY: valid physical device; live locals.
         let device = unsafe { instance.create_device(physical, &info, None) }.expect("device");
-        Engine { entry, instance, messenger, physical, device, family, shape, validated, messages }
+        Engine {
+            entry,
+            instance,
+            messenger,
+            physical,
+            device,
+            family,
+            shape,
+            validated,
+            messages,
+            device_destroyed: false,
+        }
     }
 
     /// Hand the device to the crate (`Device::from_raw`).
@@ -202,11 +215,26 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// Destroy the device (every Device handle of the crate is gone), then fail with every
+    /// message the layer said, teardown included (a crate object left alive is reported by
+    /// vkDestroyDevice).
+    #[track_caller]
+    pub fn finish(mut self, what: &str) {
+        // SAFETY: the engine's device; the crate let go of it (the caller's word).
+        unsafe { self.device.destroy_device(None) };
+        self.device_destroyed = true;
+        self.assert_silent(what);
+    }
+}
+
 impl Drop for Engine {
     fn drop(&mut self) {
         // SAFETY: the engine's own objects, destroyed by the engine after the crate let go.
         unsafe {
-            self.device.destroy_device(None);
+            if !self.device_destroyed {
+                self.device.destroy_device(None);
+            }
             if let Some((utils, m)) = self.messenger.take() {
                 utils.destroy_debug_utils_messenger(m, None);
             }
