@@ -36,6 +36,59 @@
 //! (HIP on Linux, lavapipe) order them on the host: the compute stream synchronised before the
 //! submit, `Device::poll` before the compute API touches the memory again.
 //!
+//! # The smallest program
+//!
+//! CUDA paints a wgpu texture every frame; wgpu waits for it on the GPU and uses it (also in the
+//! crate's README):
+//!
+//! ```no_run
+//! use std::ffi::c_void;
+//! use vkhip_interop::cuda::{devices, Cuda};
+//! use vkhip_interop::vulkan::Importer;
+//! use vkhip_interop::wgpu_interop::{vulkan_adapter, WgpuDevice};
+//! use vkhip_interop::{FrameStream, ImageFormat};
+//!
+//! const KERNEL: &str = r#"extern "C" __global__ void paint(cudaSurfaceObject_t s, unsigned int f) {
+//!     surf2Dwrite(make_uchar4(threadIdx.x, blockIdx.x, f, 255), s, threadIdx.x * 4, blockIdx.x);
+//! }"#;
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // wgpu on the GPU CUDA runs on, with what sharing needs enabled.
+//!     let uuids: Vec<[u8; 16]> = devices()?.iter().map(|d| d.uuid).collect();
+//!     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+//!     let gpu = WgpuDevice::open(&vulkan_adapter(&instance, &uuids)?, &Default::default(), Importer::Cuda)?;
+//!     let cuda = Cuda::open(gpu.vulkan().uuid())?;
+//!     // A wgpu texture CUDA writes, handed to CUDA once; two timelines order the two APIs.
+//!     let texture = gpu.shared_texture(ImageFormat::Rgba8Unorm, 256, 256)?;
+//!     gpu.queue().submit(gpu.release(&[&texture], &[]));
+//!     let surface = cuda.import_image(texture.image().export()?)?;
+//!     let (written, read) = (gpu.vulkan().shared_timeline(0)?, gpu.vulkan().shared_timeline(0)?);
+//!     let (cuda_written, cuda_read) = (cuda.import_timeline(written.export()?)?, cuda.import_timeline(read.export()?)?);
+//!     let kernel = cuda.compile(KERNEL, "paint")?;
+//!     for f in 0..60u64 {
+//!         // CUDA: once wgpu has read frame f − 1, paint frame f and signal f + 1.
+//!         let wait = (f > 0).then_some((&cuda_read, f));
+//!         cuda.frame(wait, Some((&cuda_written, f + 1)), |cuda| {
+//!             let (mut s, mut frame) = (surface.surface(), f as u32);
+//!             let mut args = [&mut s as *mut u64 as *mut c_void, &mut frame as *mut u32 as *mut c_void];
+//!             // SAFETY: `paint(cudaSurfaceObject_t, unsigned)`: a pointer to a value of each
+//!             // parameter's type; 256 × 256 texels of the surface `surface` keeps.
+//!             unsafe { cuda.launch(&kernel, [256, 1, 1], [256, 1, 1], &mut args) }
+//!         })?;
+//!         // wgpu: the next submit waits for CUDA's frame and signals its own read.
+//!         gpu.wait_next_submit(&written, f + 1)?;
+//!         gpu.signal_next_submit(&read, f + 1)?;
+//!         let encoder = gpu.device().create_command_encoder(&Default::default());
+//!         // … your passes sample, copy or render into texture.texture() …
+//!         let [general, release] = gpu.release(&[&texture], &[]);
+//!         gpu.queue().submit([gpu.acquire(&[&texture], &[]), encoder.finish(), general, release]);
+//!     }
+//!     gpu.device().poll(wgpu::PollType::wait_indefinitely())?;
+//!     cuda.synchronize()?;
+//!     Ok(())
+//! }
+//! ```
+//!
 //! **Other wgpu backends** (Metal, DX12, GL, WebGPU) are refused with one line
 //! ([`crate::ErrorKind::Unsupported`]): the export, import and semaphore paths here are Vulkan's
 //! (`VK_KHR_external_memory_fd`, `VK_KHR_external_semaphore_fd`).
