@@ -130,7 +130,7 @@ pub(crate) struct Inner {
     owned: Option<ash::Entry>,
     /// What must outlive this device's handles when they are borrowed from another owner (the
     /// wgpu device of `crate::wgpu_interop`); dropped after everything above.
-    keep_alive: Option<Box<dyn std::any::Any + Send + Sync>>,
+    _keep_alive: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl Device {
@@ -179,7 +179,7 @@ impl Device {
         let mut made =
             unsafe { Device::from_raw(entry, instance, physical, device, queue_family, importer) }?;
         if let Some(inner) = Arc::get_mut(&mut made.inner) {
-            inner.keep_alive = Some(keep_alive);
+            inner._keep_alive = Some(keep_alive);
         }
         Ok(made)
     }
@@ -388,7 +388,7 @@ impl Device {
                 external_semaphore_fd,
                 one_shot: Mutex::new(None),
                 owned,
-                keep_alive: None,
+                _keep_alive: None,
             }),
         })
     }
