@@ -121,6 +121,15 @@ fn refuse_backend(what: &str, backend: wgpu::Backend) -> Error {
     )
 }
 
+/// "`what` cannot share memory with `importer`: it lacks a, b`hint`", in one line.
+fn lacks(what: &str, importer: Importer, missing: &[String], hint: &str) -> Error {
+    let missing = missing.join(", ");
+    Error::unsupported(
+        Api::Vulkan,
+        format!("{what} cannot share memory with {}: it lacks {missing}{hint}", importer.name()),
+    )
+}
+
 /// The wgpu format of the crate's image format.
 pub fn texture_format(format: ImageFormat) -> wgpu::TextureFormat {
     match format {
@@ -196,14 +205,7 @@ impl WgpuDevice {
             .map(|n| n.to_string_lossy().into_owned())
             .collect();
         if !missing.is_empty() {
-            return Err(Error::unsupported(
-                Api::Vulkan,
-                format!(
-                    "{what} cannot share memory with {}: it lacks {}",
-                    importer.name(),
-                    missing.join(", ")
-                ),
-            ));
+            return Err(lacks(&what, importer, &missing, ""));
         }
         let mut add: Vec<&'static CStr> = need.device_extensions.clone();
         add.extend(need.optional_device_extensions.iter().filter(|n| has(n)));
@@ -271,14 +273,8 @@ impl WgpuDevice {
                 }
             }
             if !missing.is_empty() {
-                return Err(Error::unsupported(
-                    Api::Vulkan,
-                    format!(
-                        "the wgpu device cannot share memory with {}: it lacks {}; open it with vkhip_interop::wgpu_interop::WgpuDevice::open",
-                        importer.name(),
-                        missing.join(", ")
-                    ),
-                ));
+                let hint = "; open it with vkhip_interop::wgpu_interop::WgpuDevice::open";
+                return Err(lacks("the wgpu device", importer, &missing, hint));
             }
             // SAFETY: the handles are wgpu-hal's live instance, physical device and device, made
             // with `requirements(importer)` (checked above) and a queue in the family below; the
