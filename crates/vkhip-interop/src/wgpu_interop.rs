@@ -533,3 +533,21 @@ impl WgpuBuffer {
         &self.shared
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn other_backends_are_refused_in_one_typed_line_that_names_them() {
+        for backend in
+            [wgpu::Backend::Metal, wgpu::Backend::Dx12, wgpu::Backend::Gl, wgpu::Backend::BrowserWebGpu]
+        {
+            let e = refuse_backend("wgpu adapter X", backend);
+            let text = e.to_string();
+            assert_eq!(e.kind(), crate::ErrorKind::Unsupported, "{text}");
+            assert_eq!(text.lines().count(), 1, "{text}");
+            assert!(text.contains(&backend.to_string()) && text.contains("Vulkan backend"), "{text}");
+        }
+    }
+}

@@ -3,8 +3,9 @@
 //! writes, the second device reads (every byte checked) and writes, wgpu reads back (every byte
 //! checked) — with wgpu's own validation and the Khronos layer (synchronization validation on)
 //! reporting nothing. lavapipe exports memory but no semaphores: the host orders the two devices
-//! (`Device::poll`, the second device's fences). And a device opened without the crate's
-//! extensions is refused in one line naming what it lacks.
+//! (`Device::poll`, the second device's fences). A control shows the messenger hears a release
+//! that skips wgpu's transition to GENERAL. And a device opened without the crate's extensions
+//! is refused in one line naming what it lacks.
 
 #[path = "../../../tests/common/skip.rs"]
 mod skip;
@@ -280,6 +281,27 @@ fn wgpu_textures_and_a_buffer_round_trip_through_a_second_device_with_no_validat
     let errors = errors.lock().unwrap_or_else(|p| p.into_inner()).clone();
     assert!(messages.is_empty(), "{} wgpu / validation-layer messages: {messages:#?}", messages.len());
     assert!(errors.is_empty(), "{} wgpu validation errors: {errors:#?}", errors.len());
+
+    // The control: the crate's release without wgpu's transition to GENERAL before it (wgpu's
+    // tracker then holds COPY_DST, the barrier says GENERAL) is reported, so the 0 above is the
+    // two agreeing, not a deaf messenger.
+    {
+        let shared = WgpuDevice::open(&adapter(true), &wgpu::DeviceDescriptor::default(), Importer::Hip)
+            .expect("open");
+        let texture = shared.shared_texture(ImageFormat::Rgba8Unorm, WIDTH, HEIGHT).expect("texture");
+        let texels = vec![7u8; (WIDTH * HEIGHT * 4) as usize];
+        let layout = wgpu::TexelCopyBufferLayout { bytes_per_row: Some(WIDTH * 4), ..Default::default() };
+        let size = wgpu::Extent3d { width: WIDTH, height: HEIGHT, depth_or_array_layers: 1 };
+        shared.queue().write_texture(texture.texture().as_image_copy(), &texels, layout, size);
+        let [_to_general, release] = shared.release(&[&texture], &[]);
+        shared.queue().submit([release]);
+        shared.device().poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+    }
+    let control = MESSAGES.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    assert!(
+        control.iter().any(|m| m.contains("InvalidImageLayout")),
+        "a release without wgpu's transition was not reported: {control:#?}"
+    );
 }
 
 /// A device wgpu opened without the crate's extensions is refused in one line that names each.
