@@ -132,6 +132,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         });
         slots.push((surface, texture, bind, target, host));
     }
+    device.poll(wgpu::PollType::wait_indefinitely())?; // the textures are CUDA's before it writes
     let values = FrameValues { slots: K };
     let mut pending = VecDeque::new();
     let check = |(f, s, index): (u64, usize, wgpu::SubmissionIndex)| -> Result<(), Box<dyn Error>> {

@@ -131,6 +131,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         });
         slots.push((surface, texture, bind, target, host));
     }
+    device.poll(wgpu::PollType::wait_indefinitely())?; // the textures are HIP's before it writes
     let mut pending = VecDeque::new();
     let check = |(f, s, index): (u64, usize, wgpu::SubmissionIndex)| -> Result<(), Box<dyn Error>> {
         device.poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None })?;

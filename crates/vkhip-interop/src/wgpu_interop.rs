@@ -30,7 +30,8 @@
 //! Between a release and the next acquire, wgpu's tracker says `STORAGE_READ_WRITE` and the image
 //! is in `GENERAL`: the two agree at every submit boundary. A new texture is prepared for a
 //! compute API that writes first by a [`WgpuDevice::release`] alone (its UNDEFINED → GENERAL
-//! transition is wgpu's). Semaphores order the APIs: [`WgpuDevice::wait_next_submit`] and
+//! transition is wgpu's), finished before the compute API writes (`Device::poll`, or a signal it
+//! waits on). Semaphores order the APIs: [`WgpuDevice::wait_next_submit`] and
 //! [`WgpuDevice::signal_next_submit`] attach a timeline wait and signal to wgpu's next submit
 //! (wgpu-hal's `Queue::add_wait_semaphore` / `add_signal_semaphore`). Without semaphore export
 //! (HIP on Linux, lavapipe) order them on the host: the compute stream synchronised before the
@@ -61,6 +62,7 @@
 //!     // A wgpu texture CUDA writes, handed to CUDA once; two timelines order the two APIs.
 //!     let texture = gpu.shared_texture(ImageFormat::Rgba8Unorm, 256, 256)?;
 //!     gpu.queue().submit(gpu.release(&[&texture], &[]));
+//!     gpu.device().poll(wgpu::PollType::wait_indefinitely())?; // done before CUDA writes
 //!     let surface = cuda.import_image(texture.image().export()?)?;
 //!     let (written, read) = (gpu.vulkan().shared_timeline(0)?, gpu.vulkan().shared_timeline(0)?);
 //!     let (cuda_written, cuda_read) = (cuda.import_timeline(written.export()?)?, cuda.import_timeline(read.export()?)?);
@@ -440,7 +442,8 @@ impl WgpuDevice {
     /// The command buffers that hand `textures` and `buffers` to the compute API after wgpu's
     /// last use: wgpu's own transition to `GENERAL` (`STORAGE_READ_WRITE`), then the ownership
     /// transfers to `VK_QUEUE_FAMILY_EXTERNAL`. Submit them last, in the same `queue.submit` as
-    /// that use; on a new texture they prepare it for a compute API that writes first.
+    /// that use; on a new texture they prepare it for a compute API that writes first (which must
+    /// then wait for that submit: `Device::poll`, or [`Self::signal_next_submit`]).
     pub fn release(&self, textures: &[&WgpuTexture], buffers: &[&WgpuBuffer]) -> [wgpu::CommandBuffer; 2] {
         let mut general = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("vkhip-interop: to GENERAL"),
