@@ -35,6 +35,9 @@
 #      scripts/validation-layer.sh). Found in
 #      GPU_CHECK_EXAMPLES_DIR, default BIN's directory/examples (where
 #      `cargo build --release -p vkhip-interop --examples` puts them)
+#   6e. the interop crate's wgpu examples (wgpu_cuda_texture, wgpu_cuda_buffer) under the Khronos
+#      layer with 0 messages, and wgpu_cuda_texture for 10,000 frames with K = 3 (every frame
+#      checked, fds and RSS flat); built with --features wgpu,wgpu/wgsl
 #
 # If the loader cannot find libnvrtc (.13 or .12), the script looks in the CUDA toolkit's and
 # NVIDIA's pip wheels' usual directories and adds the first hit to LD_LIBRARY_PATH (the summary
@@ -568,6 +571,44 @@ for name in cuda_buffer cuda_image bring_your_own_device cuda_in_vulkan cuda_pos
         record "example-$name" FAIL "no executable at $example (build it: cargo build --release -p vkhip-interop --examples)"
     fi
 done
+# --- 6e. the interop crate's wgpu examples (feature wgpu), under the Khronos validation layer -----
+# Built with `cargo build --release -p vkhip-interop --features wgpu,wgpu/wgsl --examples`.
+# WGPU_VALIDATION=1 makes them turn on wgpu's validation (the layer and its messenger); RUST_LOG=warn
+# logs every message; a row passes with "<name>: OK", exit 0 and no warning or error from wgpu in
+# the log (a missing layer is such a warning). The texture example also runs 10,000 frames with
+# K = 3: every pixel of every frame checked, fds not growing and RSS growing < 4 MiB between
+# frame 100 and the last.
+wgpu_messages() { grep -cE '(WARN|ERROR) +wgpu' "$out/$1.log"; }
+for name in wgpu_cuda_texture wgpu_cuda_buffer wgpu_cuda_texture:10000; do
+    frames=${name#*:}
+    [ "$frames" = "$name" ] && frames=""
+    name=${name%%:*}
+    row="example-$name${frames:+-$frames}"
+    example=$examples_dir/$name
+    if [ ! -x "$example" ]; then
+        record "$row" FAIL "no executable at $example (cargo build --release -p vkhip-interop --features wgpu,wgpu/wgsl --examples)"
+        continue
+    fi
+    WGPU_VALIDATION=1 RUST_LOG=warn run "$row" "$example" ${frames:+"$frames"}
+    messages=$(wgpu_messages "$row")
+    if [ "$rc" -ne 0 ] || [ "${last#"$name": OK}" = "$last" ] || [ "$messages" -ne 0 ]; then
+        record "$row" "$(status_of)" "exit $rc, $messages validation messages: $tail_line"
+        continue
+    fi
+    if [ -z "$frames" ]; then
+        record "$row" PASS "${last#"$name": }; 0 validation messages"
+        continue
+    fi
+    # "frame F: fds N, rss X kB" at frame 100 and at the last frame.
+    read -r fds0 rss0 fds1 rss1 < <(grep -E '^frame [0-9]+: fds' "$out/$row.stdout" |
+        awk '{ gsub(",", ""); f[NR] = $4; r[NR] = $6 } END { print f[1], r[1], f[NR], r[NR] }')
+    if [ -n "${rss1:-}" ] && [ "$fds1" -le "$fds0" ] && [ $((rss1 - rss0)) -lt 4096 ]; then
+        record "$row" PASS "${last#"$name": }; fds $fds0 -> $fds1; rss $rss0 -> $rss1 kB; 0 validation messages"
+    else
+        record "$row" FAIL "fds ${fds0:-?} -> ${fds1:-?}; rss ${rss0:-?} -> ${rss1:-?} kB"
+    fi
+done
+
 # --- 7. summary --------------------------------------------------------------------------------------
 {
     echo

@@ -17,6 +17,14 @@
     not(feature = "hip"),
     doc = "| `hip` (feature `hip`) | the same names for AMD GPUs through HIP (linked) and hiprtc (loaded at run time); no semaphore import on Linux, so the hand-off is on the host |"
 )]
+#![cfg_attr(
+    feature = "wgpu",
+    doc = "| [`wgpu_interop`] (feature `wgpu`) | wgpu 30 textures and buffers shared with the compute API: a wgpu device with what sharing needs, and hand-offs on wgpu's queue that agree with wgpu's own barriers (Vulkan backend only) |"
+)]
+#![cfg_attr(
+    not(feature = "wgpu"),
+    doc = "| `wgpu_interop` (feature `wgpu`) | wgpu 30 textures and buffers shared with the compute API: a wgpu device with what sharing needs, and hand-offs on wgpu's queue that agree with wgpu's own barriers (Vulkan backend only) |"
+)]
 //! | [`cuda_in_vulkan`] | no sharing at all: CUDA kernels recorded into a Vulkan command buffer and run on Vulkan's queue (NVIDIA's `VK_NVX_binary_import`) |
 //! | [`Error`] | one error type: the API, the call that failed and its numeric status |
 //!
@@ -106,6 +114,8 @@ mod held;
 #[cfg(feature = "hip")]
 pub mod hip;
 pub mod vulkan;
+#[cfg(feature = "wgpu")]
+pub mod wgpu_interop;
 
 pub use error::{Api, Error, ErrorKind, Result};
 pub use export::{ChannelType, ExportedImage, ExportedMemory, ImageFormat, ImageShape};

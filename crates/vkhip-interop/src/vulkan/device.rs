@@ -128,6 +128,9 @@ pub(crate) struct Inner {
     pub(crate) one_shot: Mutex<Option<OneShot>>,
     /// `Some` when the crate created the instance and device, and so destroys them.
     owned: Option<ash::Entry>,
+    /// What must outlive this device's handles when they are borrowed from another owner (the
+    /// wgpu device of `crate::wgpu_interop`); dropped after everything above.
+    _keep_alive: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl Device {
@@ -156,6 +159,30 @@ impl Device {
         let _ = entry;
         // SAFETY: per this function's contract.
         unsafe { Device::wrap(instance.clone(), physical, device.clone(), queue_family, importer, None) }
+    }
+
+    /// [`Device::from_raw`], and `keep_alive` kept until the last clone of the returned device
+    /// is dropped: the owner of the borrowed handles, which then outlives them.
+    ///
+    /// # Safety
+    /// As [`Device::from_raw`], with "outlive" guaranteed by `keep_alive` holding the owner.
+    #[cfg(feature = "wgpu")]
+    pub(crate) unsafe fn from_raw_keeping(
+        entry: &ash::Entry,
+        instance: &ash::Instance,
+        physical: vk::PhysicalDevice,
+        device: &ash::Device,
+        queue_family: u32,
+        importer: Importer,
+        keep_alive: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Result<Self> {
+        // SAFETY: per this function's contract.
+        let mut made =
+            unsafe { Device::from_raw(entry, instance, physical, device, queue_family, importer) }?;
+        if let Some(inner) = Arc::get_mut(&mut made.inner) {
+            inner._keep_alive = Some(keep_alive);
+        }
+        Ok(made)
     }
 
     /// Open a device of the crate's own (samples, tests, tools without an engine): the first
@@ -374,6 +401,7 @@ impl Device {
                 external_semaphore_fd,
                 one_shot: Mutex::new(None),
                 owned,
+                _keep_alive: None,
             }),
         })
     }

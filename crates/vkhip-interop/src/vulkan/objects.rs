@@ -50,6 +50,15 @@ pub(crate) fn image_usage(
 impl Device {
     /// A device-local buffer of `bytes` in its own exportable allocation.
     pub fn shared_buffer(&self, bytes: u64) -> Result<SharedBuffer> {
+        self.shared_buffer_with_usage(bytes, BUFFER_USAGE)
+    }
+
+    /// [`Self::shared_buffer`] with `usage` instead of the crate's (vertex buffers for wgpu).
+    pub(crate) fn shared_buffer_with_usage(
+        &self,
+        bytes: u64,
+        usage: vk::BufferUsageFlags,
+    ) -> Result<SharedBuffer> {
         if bytes == 0 {
             return Err(Error::invalid(Api::Vulkan, "a shared buffer of 0 bytes"));
         }
@@ -58,7 +67,7 @@ impl Device {
             .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
         let info = vk::BufferCreateInfo::default()
             .size(bytes)
-            .usage(BUFFER_USAGE)
+            .usage(usage)
             .sharing_mode(vk::SharingMode::EXCLUSIVE)
             .push_next(&mut external);
         // SAFETY: valid device; `info` points at live locals.
