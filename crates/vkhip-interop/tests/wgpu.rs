@@ -7,7 +7,7 @@
 //! that skips wgpu's transition to GENERAL. And a device opened without the crate's extensions
 //! is refused in one line naming what it lacks.
 
-#[path = "../../../tests/common/skip.rs"]
+#[path = "common/skip.rs"]
 mod skip;
 
 use ash::vk;
