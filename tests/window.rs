@@ -80,9 +80,24 @@ fn window_runs_resizes_and_shows_the_surface() {
     std::thread::sleep(Duration::from_millis(1200)); // ~36 frames at 30 fps
     let o = xdo(&["windowsize", &id, "800", "500"]);
     assert!(o.status.success(), "xdotool windowsize failed: {}", String::from_utf8_lossy(&o.stderr));
-    std::thread::sleep(Duration::from_millis(800));
-    let shot = Command::new("xwd").args(["-root", "-silent", "-display", &x.display]).output().expect("xwd");
-    assert!(shot.status.success() && !shot.stdout.is_empty(), "xwd failed");
+    // Screenshots until a frame at the new size is on screen (its clear colour at (795, 495)),
+    // while vkhip still runs: a loaded machine draws lavapipe's frames late, so one screenshot
+    // at a fixed delay can catch the window resized but not yet redrawn.
+    let bg = clear_rgba8();
+    let redrawn =
+        |screen: &vkhip::image::Rgba| (0..3).all(|c| screen.pixel(795, 495)[c].abs_diff(bg[c]) <= 2);
+    let t1 = Instant::now();
+    let screen = loop {
+        std::thread::sleep(Duration::from_millis(200));
+        let shot =
+            Command::new("xwd").args(["-root", "-silent", "-display", &x.display]).output().expect("xwd");
+        assert!(shot.status.success() && !shot.stdout.is_empty(), "xwd failed");
+        let screen = parse_xwd(&shot.stdout);
+        let running = app.try_wait().unwrap().is_none();
+        if redrawn(&screen) || !running || t1.elapsed() > Duration::from_secs(20) {
+            break screen;
+        }
+    };
 
     let out = app.wait_with_output().expect("vkhip finishes");
     assert_ok(&out, "window run");
@@ -96,14 +111,12 @@ fn window_runs_resizes_and_shows_the_surface() {
     let v = report.lines().rfind(|l| l.starts_with("validation: ")).unwrap_or_default();
     assert!(v.starts_with("validation: 0 errors, 0 warnings"), "{v}\n{}", stderr(&out));
 
-    let screen = parse_xwd(&shot.stdout);
     let png = temp_dir("window").join("screenshot.png");
     screen.write_png(&png).unwrap();
     // The window sits at the top-left corner (no window manager): the surface is inside 800x500.
     assert_shows_surface(&crop(&screen, 800, 500), &format!("screenshot {}", png.display()));
     // The clear colour reaches the new corner (790, 490), beyond the old 640x400; the root window
     // (black) starts right after it.
-    let bg = clear_rgba8();
     let inside = screen.pixel(795, 495);
     assert!(
         (0..3).all(|c| inside[c].abs_diff(bg[c]) <= 2),
