@@ -463,17 +463,29 @@ fn cycles_with_validation_do_not_stall_on_the_layers_timeline_bug() {
     // Before: every host wait tripped UNASSIGNED-VkSemaphore-state-timeout, a 10 s stall each
     // (about 5 stalls for 6 cycles; 71 s for 10 cycles against 0.4 s without validation). With
     // polling, a counter query can still land between another thread's host signal and the
-    // layer's record of it: rare (about one run in 30 here), so one stall is tolerated.
-    let t = Instant::now();
-    let o = run(vkhip().args(["cycles", "--backend", "cpu", "--count", "6", "--validation"]));
-    assert_ok(&o, "cycles --validation");
-    let v = stdout(&o).lines().rfind(|l| l.starts_with("validation: ")).unwrap_or_default().to_string();
-    assert!(v.starts_with("validation: 0 errors, 0 warnings"), "{v}");
-    let stalls = v
-        .split(", ")
-        .find_map(|p| p.strip_suffix(" known layer bugs (UNASSIGNED-VkSemaphore-state-timeout)"));
-    assert!(stalls.is_none_or(|n| n == "1"), "{v}");
-    assert!(t.elapsed() < Duration::from_secs(30), "took {:?}: {v}", t.elapsed());
+    // layer's record of it: rare (about one run in 30 here), so one stall is tolerated. On a
+    // loaded machine (CI runs this binary's tests side by side on 2 cores) a run once met two;
+    // the bug this test guards against stalls at nearly every wait, so a second run that stalls
+    // more than once as well is still a failure.
+    let attempt = || {
+        let t = Instant::now();
+        let o = run(vkhip().args(["cycles", "--backend", "cpu", "--count", "6", "--validation"]));
+        assert_ok(&o, "cycles --validation");
+        let v = stdout(&o).lines().rfind(|l| l.starts_with("validation: ")).unwrap_or_default().to_string();
+        assert!(v.starts_with("validation: 0 errors, 0 warnings"), "{v}");
+        let stalls = v
+            .split(", ")
+            .find_map(|p| p.strip_suffix(" known layer bugs (UNASSIGNED-VkSemaphore-state-timeout)"))
+            .map_or(0, |n| n.parse::<u32>().unwrap_or(u32::MAX));
+        (stalls, t.elapsed(), v)
+    };
+    let (mut stalls, mut took, mut v) = attempt();
+    if stalls > 1 {
+        eprintln!("cycles --validation stalled {stalls} times ({v}); once more");
+        (stalls, took, v) = attempt();
+    }
+    assert!(stalls <= 1, "{v}");
+    assert!(took < Duration::from_secs(30), "took {took:?}: {v}");
 }
 
 // ---- item 9 in a window: an injected fault tears everything down ----
