@@ -20,6 +20,7 @@ pub mod fd;
 pub mod hip;
 pub mod imported;
 pub mod kernel;
+pub mod post;
 pub mod timing;
 pub mod vulkan;
 
@@ -408,6 +409,51 @@ pub trait ComputeBackend: Send {
         Err(ComputeError::Unsupported {
             backend: self.kind().name(),
             reason: "its writes cannot be recorded into a Vulkan command buffer".into(),
+        })
+    }
+
+    /// Post stage (`--post`, [`post`]): take over the K scene/output pairs and the post
+    /// timelines, import what the backend needs, build its filter. Called once, after the
+    /// backend is created and before the first frame. Backends without a post filter say so.
+    fn attach_post(&mut self, _post: post::PostResources) -> Result<(), ComputeError> {
+        Err(ComputeError::Unsupported {
+            backend: self.kind().name(),
+            reason: "no post-process filter for this backend".into(),
+        })
+    }
+
+    /// Post stage, GPU-side path: enqueue wait → filter pair `pair` (scene → output) → signal
+    /// for `frame`, as `sync` says, and return at once.
+    fn enqueue_post_gpu_synced(
+        &mut self,
+        _frame: u64,
+        _pair: usize,
+        _sync: post::PostSync,
+    ) -> Result<(), ComputeError> {
+        Err(ComputeError::Unsupported {
+            backend: self.kind().name(),
+            reason: "its post filter cannot wait and signal on the GPU".into(),
+        })
+    }
+
+    /// Post stage, host-synchronous path (`bridged`, `none`): filter pair `pair` for `frame` and
+    /// return when the output is complete and visible to Vulkan.
+    fn post_and_wait(&mut self, _frame: u64, _pair: usize) -> Result<(), ComputeError> {
+        Err(ComputeError::Unsupported {
+            backend: self.kind().name(),
+            reason: "its post filter cannot run host-synchronously".into(),
+        })
+    }
+
+    /// Post stage on Vulkan's queue (`vulkan`, `cuda-in-vulkan`): record the filter of pair
+    /// `pair` into `cmd` and nothing else (no barrier, no timestamp); the caller orders it.
+    ///
+    /// # Safety
+    /// As [`ComputeBackend::record_write`]; both images of the pair are in layout `GENERAL`.
+    unsafe fn record_post(&mut self, _cmd: ash::vk::CommandBuffer, _pair: usize) -> Result<(), ComputeError> {
+        Err(ComputeError::Unsupported {
+            backend: self.kind().name(),
+            reason: "its post filter cannot be recorded into a Vulkan command buffer".into(),
         })
     }
 

@@ -88,6 +88,19 @@ pub enum Phase {
     HandoffIn,
     /// Hand-off track: the kernel ended → the draw of its frame could read the heights.
     HandoffOut,
+    /// Post stage (`--post`), compute side: waiting for `rendered` (the scene is drawn) and
+    /// `presented` (the output's previous copy is done), on the GPU or the host.
+    PostWait,
+    /// Post stage, compute side: the filter reading the scene image and writing the output.
+    PostFilter,
+    /// Post stage, compute side: signalling `posted` (on the GPU, or from the host).
+    PostSignal,
+    /// Post stage, graphics queue: the copy of the output to the swapchain image or target.
+    PostCopy,
+    /// Hand-off track: the draw into the scene ended → the filter started.
+    SceneToFilter,
+    /// Hand-off track: the filter ended → the copy to the target started.
+    FilterToCopy,
 }
 
 impl Phase {
@@ -106,6 +119,12 @@ impl Phase {
             Phase::Draw => "draw",
             Phase::HandoffIn => "rendered → kernel",
             Phase::HandoffOut => "kernel → draw",
+            Phase::PostWait => "post wait",
+            Phase::PostFilter => "post filter",
+            Phase::PostSignal => "signal posted",
+            Phase::PostCopy => "post copy",
+            Phase::SceneToFilter => "draw → filter",
+            Phase::FilterToCopy => "filter → copy",
         }
     }
 
