@@ -32,6 +32,7 @@ const CRATE_EXAMPLES: &[&str] = &[
     "crates/vkhip-interop/examples/wgpu_cuda_buffer.rs",
     "crates/vkhip-interop/examples/wgpu_hip_texture.rs",
     "crates/vkhip-interop/examples/wgpu_hip_buffer.rs",
+    "crates/vkhip-interop/examples/wgpu_handoff_cost.rs",
     "crates/vkhip-interop/examples/cuda_post_process.rs",
     "crates/vkhip-interop/examples/hip_post_process.rs",
 ];
@@ -48,6 +49,10 @@ const MAX_LINES_WGPU_RENDER: (&[&str], usize) = (
     ],
     220,
 );
+
+/// `wgpu_handoff_cost` is a benchmark, not a template to lift: the same loop five ways (wgpu and
+/// ash, with and without the hand-off, CUDA alone), its statistics and a check of each.
+const MAX_LINES_BENCH: (&str, usize) = ("crates/vkhip-interop/examples/wgpu_handoff_cost.rs", 520);
 
 fn source(path: &str) -> String {
     std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
@@ -106,6 +111,8 @@ fn examples_stay_one_short_file() {
         let lines = source(path).lines().count();
         let max = if *path == MAX_LINES_OWN_DEVICE.0 {
             MAX_LINES_OWN_DEVICE.1
+        } else if *path == MAX_LINES_BENCH.0 {
+            MAX_LINES_BENCH.1
         } else if MAX_LINES_WGPU_RENDER.0.contains(path) {
             MAX_LINES_WGPU_RENDER.1
         } else {
@@ -139,6 +146,7 @@ fn cuda_example_kernels_compile_with_nvrtc() {
         ("crates/vkhip-interop/examples/cuda_in_vulkan.rs", &["ramp", "square_add"][..]),
         ("crates/vkhip-interop/examples/wgpu_cuda_texture.rs", &["paint"][..]),
         ("crates/vkhip-interop/examples/wgpu_cuda_buffer.rs", &["twice"][..]),
+        ("crates/vkhip-interop/examples/wgpu_handoff_cost.rs", &["paint"][..]),
         ("crates/vkhip-interop/examples/cuda_post_process.rs", &["outline"][..]),
     ];
     for (path, entries) in cases {
@@ -226,6 +234,58 @@ fn every_example_is_checked_listed_in_both_readmes_and_run_in_ci() {
         }
     }
     assert!(missing.is_empty(), "examples that can drift out of sight:\n{}", missing.join("\n"));
+}
+
+/// `wgpu_handoff_cost` refuses a bad argument with one line and exit 1 before it looks for a
+/// device, and without a GPU driver ends with the no-device line and exit 2 with good ones. Runs
+/// the binary next to this test's (`target/debug/examples`), which `.ci/run`'s examples stage
+/// builds with `--features wgpu` before the tests; skipped where it was not built.
+#[test]
+fn the_handoff_benchmark_refuses_bad_arguments_with_one_line() {
+    let test = "the_handoff_benchmark_refuses_bad_arguments_with_one_line";
+    let exe = std::env::current_exe().expect("the test's executable");
+    let debug = exe.parent().and_then(|deps| deps.parent()).expect("target/debug");
+    let bin = debug.join("examples/wgpu_handoff_cost");
+    if !bin.is_file() {
+        let build = "cargo build -p vkhip-interop --features wgpu --example wgpu_handoff_cost";
+        skip::skip(test, &format!("{} ({build})", bin.display()), true);
+        return;
+    }
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(&bin).args(args).output().expect("the benchmark runs");
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let refusals: [(&[&str], &str); 9] = [
+        (&["--frames", "0"], "--frames \"0\": expected a whole number in 10..="),
+        (&["--frames", "9"], "--frames \"9\": expected a whole number in 10..="),
+        (&["--frames", "-5"], "--frames \"-5\": expected a whole number"),
+        (&["--rounds", "0"], "--rounds \"0\": expected a whole number in 1..=100"),
+        (&["--k", "9"], "--k \"9\": expected a whole number in 1..=8"),
+        (&["--grid", "0x5"], "--grid \"0x5\": expected WxH"),
+        (&["--grid", "640"], "--grid \"640\": expected WxH"),
+        (&["--k", "2", "--frames"], "--frames needs a value"),
+        (&["--bogus", "1"], "unknown argument \"--bogus\""),
+    ];
+    for (args, says) in refusals {
+        let (code, stdout, stderr) = run(args);
+        assert_eq!(code, Some(1), "{args:?}: exit {code:?}, stderr {stderr:?}");
+        assert!(stdout.is_empty(), "{args:?}: stdout {stdout:?}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: one line, got {stderr:?}");
+        let want = format!("wgpu_handoff_cost: error: {says}");
+        assert!(stderr.starts_with(&want), "{args:?}: {stderr:?} does not start with {want:?}");
+    }
+    if !skip::require_part(test, "the no-device exit", Component::NoGpuDriver) {
+        return;
+    }
+    let good: [&[&str]; 2] =
+        [&[], &["--grid", "67x45", "--k", "1", "--frames", "10", "--warmup", "0", "--rounds", "1"]];
+    for args in good {
+        let (code, _, stderr) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: exit {code:?}, stderr {stderr:?}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: one line, got {stderr:?}");
+        assert!(stderr.starts_with("wgpu_handoff_cost: no usable CUDA device: "), "{args:?}: {stderr:?}");
+    }
 }
 
 /// The Rust files under `dir`, recursively.
