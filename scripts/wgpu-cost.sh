@@ -8,10 +8,11 @@
 #      wgpu's validation on (WGPU_VALIDATION=1, RUST_LOG=warn): exit 0, "wgpu_handoff_cost: OK",
 #      the layer loaded and reported nothing (scripts/validation-layer.sh), no warning or error
 #      from wgpu;
-#   2. per GRID (default 256x256 1000x777 1920x1080 4096x4096: the app's grids and 1080p), without the layer: K = WGPU_COST_K (3),
-#      WGPU_COST_ROUNDS (5) interleaved rounds of WGPU_COST_FRAMES (2000) frames after 200 warm-up
-#      frames, of each of ash, wgpu, cuda-only, ash-only and wgpu-only; its table: µs per frame,
-#      median, p5, p95, the spread of the round medians, and the wgpu/ash ratio.
+#   2. per GRID (default 256x256 1000x777 1920x1080 4096x4096: the app's grids and 1080p),
+#      without the layer: K = WGPU_COST_K (3), WGPU_COST_ROUNDS (5) interleaved rounds of
+#      WGPU_COST_FRAMES (2000) frames after 200 warm-up frames, of each of ash, wgpu, cuda-only,
+#      ash-only and wgpu-only; its table: µs per frame, median, p5, p95, the spread of the round
+#      medians, the wgpu/ash ratio, and each hand-off loop over its copy alone.
 #
 # Logs: OUTDIR/validation.log (and .validation.log, the layer's), OUTDIR/grid-WxH.log. Prints the
 # summary last (also OUTDIR/summary.txt); exits 1 if a run failed, 2 for bad usage. Each run
@@ -64,7 +65,7 @@ for grid in "${grids[@]}"; do
     RUST_LOG=warn timeout "$limit" "$bench" --grid "$grid" --k "$k" --frames "$frames" --warmup 200 \
         --rounds "$rounds" >"$log" 2>&1 || rc=$?
     if [ "$rc" -eq 0 ] && grep -q '^wgpu_handoff_cost: OK' "$log"; then
-        lines+=("" "$(sed -n '/^grid /,/^wgpu\/ash /p' "$log")")
+        lines+=("" "$(sed -n '/^grid /,/^over the copy alone/p' "$log")")
     else
         lines+=("" "grid $grid: FAIL: exit $rc: $(tail -n 1 "$log")")
         failures=$((failures + 1))
