@@ -76,12 +76,7 @@ done
     echo
     printf '%s\n' "${lines[@]}"
     echo
-    if command -v nvidia-smi >/dev/null 2>&1; then
-        gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
-        echo "GPU: ${gpu%%,*}; driver:${gpu#*,}"
-    else
-        echo "GPU: nvidia-smi not found"
-    fi
+    echo "GPU, driver: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
     echo "runs failed: $failures; logs in $out"
 } | tee "$out/summary.txt"
 
