@@ -239,8 +239,8 @@ fn every_example_is_checked_listed_in_both_readmes_and_run_in_ci() {
 /// `wgpu_handoff_cost` refuses a bad argument with one line and exit 1 before it looks for a
 /// device, and without a GPU driver ends with the no-device line and exit 2 with good ones. Runs
 /// the binary next to this test's (`target/debug/examples`), which `.ci/run`'s examples stage
-/// builds with `--features wgpu` before the tests; skipped where it was not built, under CI too:
-/// `.ci/hip-sid.sh` runs this file in a target directory of its own, without the wgpu examples.
+/// builds with `--features wgpu` before the tests; skipped where it was not built, a failure under
+/// CI (`.ci/hip-sid.sh`, whose target directory has no wgpu examples, leaves this test out).
 #[test]
 fn the_handoff_benchmark_refuses_bad_arguments_with_one_line() {
     let test = "the_handoff_benchmark_refuses_bad_arguments_with_one_line";
@@ -249,7 +249,7 @@ fn the_handoff_benchmark_refuses_bad_arguments_with_one_line() {
     let bin = debug.join("examples/wgpu_handoff_cost");
     if !bin.is_file() {
         let build = "cargo build -p vkhip-interop --features wgpu --example wgpu_handoff_cost";
-        skip::skip(test, &format!("{} ({build})", bin.display()), false);
+        skip::skip(test, &format!("{} ({build})", bin.display()), true);
         return;
     }
     let run = |args: &[&str]| {
