@@ -20,7 +20,9 @@ pub mod fd;
 pub mod hip;
 pub mod imported;
 pub mod kernel;
+pub mod outline;
 pub mod post;
+pub mod post_stage;
 pub mod timing;
 pub mod vulkan;
 

@@ -58,7 +58,9 @@
 //! backend.finish().unwrap();
 //! ```
 
-use super::cuda::in_vulkan::SinewaveInVulkan;
+use super::cuda::in_vulkan::{OutlineInVulkan, SinewaveInVulkan};
+use super::outline::{image_views, OutlineShader};
+use super::post::{PostKind, PostResources};
 use super::{
     semaphore_ops, BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport, SemaphoreHandles,
     SemaphoreRef,
@@ -88,6 +90,13 @@ enum Kernel {
     Cuda(SinewaveInVulkan),
 }
 
+/// What filters a post pair (`--post outline`): the compute shader, or the CUDA kernel in the
+/// queue (`cuda-in-vulkan`).
+enum PostFilter {
+    Shader(OutlineShader),
+    Cuda(OutlineInVulkan),
+}
+
 /// One command buffer + fence per slot: a slot's buffer is re-recorded only after its fence says
 /// the previous dispatch for that slot finished (a Vulkan fence: never a compute-API value).
 pub struct VulkanBackend {
@@ -98,6 +107,8 @@ pub struct VulkanBackend {
     mask: u64,
     spans: Vec<Span>,
     kernel: Kernel,
+    /// The post filter, once [`ComputeBackend::attach_post`] built it.
+    post: Option<PostFilter>,
     pool: vk::CommandPool,
     cmds: Vec<vk::CommandBuffer>,
     fences: Vec<vk::Fence>,
@@ -141,6 +152,7 @@ impl VulkanBackend {
             mask: if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 },
             spans: Vec::new(),
             kernel,
+            post: None,
             pool,
             cmds: Vec::new(),
             fences: Vec::new(),
@@ -329,6 +341,37 @@ impl ComputeBackend for VulkanBackend {
             // the device the kernel was loaded into; the slots outlive the backend (the session
             // drops it first).
             Kernel::Cuda(kernel) => Ok(unsafe { kernel.record(cmd, slot, params) }?),
+        }
+    }
+
+    /// The pairs must be [`super::post::PostSurface::Image`]s of this device (storage images);
+    /// the shader's descriptor sets (or the kernel's NVX handles) are made once, here.
+    fn attach_post(&mut self, post: PostResources) -> Result<(), ComputeError> {
+        if post.kind != PostKind::Outline {
+            self.post = None;
+            return Ok(());
+        }
+        self.post = Some(match self.kernel {
+            Kernel::Shader(_) => {
+                let views = image_views("vulkan", &post.pairs)?;
+                PostFilter::Shader(OutlineShader::new(&self.ctx, &views, post.width, post.height)?)
+            }
+            Kernel::Cuda(_) => PostFilter::Cuda(OutlineInVulkan::new(&self.ctx, &post)?),
+        });
+        Ok(())
+    }
+
+    unsafe fn record_post(&mut self, cmd: vk::CommandBuffer, pair: usize) -> Result<(), ComputeError> {
+        match &self.post {
+            // SAFETY: per this function's contract (the trait's): `cmd` is recording outside a
+            // render pass on this device, the pair's images are GENERAL and outlive it.
+            Some(PostFilter::Shader(shader)) => unsafe { shader.record(cmd, pair) },
+            // SAFETY: as above; the kernel was loaded into this device.
+            Some(PostFilter::Cuda(kernel)) => Ok(unsafe { kernel.record(cmd, pair) }?),
+            None => Err(ComputeError::Unsupported {
+                backend: self.kind().name(),
+                reason: "record_post before attach_post".into(),
+            }),
         }
     }
 
