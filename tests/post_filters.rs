@@ -296,15 +296,18 @@ fn filter_on_queue(
     pairs.iter().map(|(_, output)| output.staged()).collect()
 }
 
+/// A backend on Vulkan's queue with its post stage attached, and what it borrows (dropped in
+/// this order: the backend first).
+struct OnQueue {
+    backend: Box<dyn ComputeBackend>,
+    pairs: Vec<(TestImage, TestImage)>,
+    _sems: FrameSemaphores,
+    _slots: Vec<Slot>,
+}
+
 /// A backend on `ctx` (`vulkan` or `cuda-in-vulkan`) with its post stage attached to `k` pairs of
 /// `width × height`.
-fn on_queue_backend(
-    ctx: &Arc<Context>,
-    kind: BackendKind,
-    width: u32,
-    height: u32,
-    k: usize,
-) -> (Box<dyn ComputeBackend>, Vec<(TestImage, TestImage)>, FrameSemaphores, Vec<Slot>) {
+fn on_queue_backend(ctx: &Arc<Context>, kind: BackendKind, width: u32, height: u32, k: usize) -> OnQueue {
     let plan = SyncPlan::resolve(&SyncRequest::mode(SyncMode::Auto), kind, &ctx.physical).unwrap();
     let sems = FrameSemaphores::new(ctx, &plan).unwrap();
     let grid = Grid { width: 8, height: 8 };
@@ -328,13 +331,13 @@ fn on_queue_backend(
         semaphores: None,
     };
     backend.attach_post(resources).unwrap_or_else(|e| panic!("{kind}: attach_post: {e}"));
-    (backend, pairs, sems, slots)
+    OnQueue { backend, pairs, _sems: sems, _slots: slots }
 }
 
 /// Every size, two pairs with different scenes: each output is the reference of its own scene.
 fn check_on_queue(ctx: &Arc<Context>, kind: BackendKind) {
     for (width, height) in SIZES {
-        let (mut backend, pairs, _sems, _slots) = on_queue_backend(ctx, kind, width, height, 2);
+        let OnQueue { mut backend, pairs, _sems, _slots } = on_queue_backend(ctx, kind, width, height, 2);
         let scenes: Vec<Vec<u8>> = (0..2).map(|i| random_rgba(width, height, 7 + i)).collect();
         let outputs = filter_on_queue(ctx, backend.as_mut(), &pairs, &scenes);
         for (i, (scene, got)) in scenes.iter().zip(&outputs).enumerate() {
@@ -436,6 +439,7 @@ fn gpu_outline_cuda_in_vulkan_matches_the_reference() {
         return;
     }
     let validation = Component::ValidationLayer.present();
+    let _ = env_logger::builder().is_test(true).try_init();
     let instance = Arc::new(Instance::new(validation, &[]).unwrap());
     let uuids: Vec<[u8; 16]> = vkhip::compute::cuda::probe().unwrap().iter().map(|d| d.uuid).collect();
     let pd = enumerate(&instance)
@@ -454,6 +458,7 @@ fn gpu_outline_cuda_in_vulkan_matches_the_reference() {
             after.errors - before.errors,
             after.warnings - before.warnings
         );
+        assert_eq!(after.errors - before.errors, 0, "cuda-in-vulkan: the validation layer reported errors");
     }
 }
 

@@ -19,6 +19,13 @@
 //! backend's own command buffers, fences and timestamps are then unused, and the draw's
 //! command buffer times the write.
 //!
+//! Post stage (`--post outline`): [`ComputeBackend::attach_post`] builds the filter over the
+//! pairs' images ([`super::post::PostSurface::Image`]): `shaders/outline.comp` with a descriptor
+//! set per pair ([`super::outline::OutlineShader`]), or for `cuda-in-vulkan` `kernels/outline.hip`
+//! on the views' NVX handles ([`super::cuda::in_vulkan::OutlineInVulkan`]);
+//! [`ComputeBackend::record_post`] records it into the caller's command buffer (one submission
+//! per frame: the caller's barriers and timestamps around it).
+//!
 //! # Examples
 //!
 //! On any Vulkan device (lavapipe included): one dispatch writes the slot, which matches the CPU

@@ -17,7 +17,7 @@
 //! handle is what NVIDIA's driver hands out as a CUDA surface object for an image view (it is how
 //! D3D12-on-Vulkan layers implement NVAPI's `GetCudaSurfaceObject` for CUDA kernels launched through
 //! `VK_NVX_binary_import`). No spec text promises this layout: the GPU check
-//! (`tests/post_filters.rs`, `gpu_outline_matches_the_reference`) is what says it holds.
+//! (`tests/post_filters.rs`, `gpu_outline_cuda_in_vulkan_matches_the_reference`) is what says it holds.
 
 use super::plan::{check_grid_fits, launch_config, DeviceLimits};
 use super::{compile_fault, load_kernel, load_sinewave, Result};
