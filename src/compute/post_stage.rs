@@ -226,3 +226,198 @@ impl<P: PostApi> PostStage<P> {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compute::post::{PostPair, PostSemaphores};
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use vkhip_interop::{ExportedMemory, ImageFormat};
+
+    type Log = Rc<RefCell<Vec<String>>>;
+
+    struct FakeEvent;
+
+    impl TimedEvent for FakeEvent {
+        type Stream = Log;
+        fn record_on(&self, log: &Log) -> Result<()> {
+            log.borrow_mut().push("event".into());
+            Ok(())
+        }
+        fn is_done(&self) -> Result<bool> {
+            Ok(true)
+        }
+        fn ms_since(&self, _: &Self) -> Result<f32> {
+            Ok(0.0)
+        }
+        fn wait(&self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Images are their surface numbers (scene 10·i+1, output 10·i+2, by import order); a
+    /// semaphore is its name; every call is logged in order.
+    struct Fake {
+        imported: RefCell<u64>,
+        timelines: bool,
+    }
+
+    impl PostApi for Fake {
+        const NAME: &'static str = "fake";
+        type Stream = Log;
+        type Image = u64;
+        type Kernel = ();
+        type Semaphore = &'static str;
+        type Event = FakeEvent;
+
+        fn import_image(&self, _image: ExportedImage) -> Result<u64> {
+            let mut n = self.imported.borrow_mut();
+            *n += 1;
+            Ok((*n - 1) / 2 * 10 + (*n - 1) % 2 + 1)
+        }
+        fn import_timeline(&self, _fd: ImportFd) -> Result<&'static str> {
+            if self.timelines {
+                return Ok("imported");
+            }
+            Err(ComputeError::Unsupported { backend: "fake", reason: "refused".into() })
+        }
+        fn surface(image: &u64) -> u64 {
+            *image
+        }
+        fn event(&self) -> Result<FakeEvent> {
+            Ok(FakeEvent)
+        }
+        unsafe fn launch(
+            &self,
+            log: &Log,
+            _kernel: &(),
+            grid: [u32; 3],
+            block: [u32; 3],
+            args: &mut [*mut c_void],
+        ) -> Result<()> {
+            // SAFETY: `args` are `OutlineArgs::param_pointers`: two u64 then two u32.
+            let (src, dst, w, h) = unsafe {
+                (
+                    *(args[0] as *const u64),
+                    *(args[1] as *const u64),
+                    *(args[2] as *const u32),
+                    *(args[3] as *const u32),
+                )
+            };
+            log.borrow_mut().push(format!("outline {src}->{dst} {w}x{h} grid {grid:?} block {block:?}"));
+            Ok(())
+        }
+        fn wait(&self, log: &Log, semaphore: &&'static str, value: u64) -> Result<()> {
+            log.borrow_mut().push(format!("wait {semaphore} {value}"));
+            Ok(())
+        }
+        fn signal(&self, log: &Log, semaphore: &&'static str, value: u64) -> Result<()> {
+            log.borrow_mut().push(format!("signal {semaphore} {value}"));
+            Ok(())
+        }
+    }
+
+    fn fd() -> ImportFd {
+        ImportFd::new(std::fs::File::open("/dev/null").unwrap().into())
+    }
+
+    fn exported(width: u32, height: u32) -> PostSurface {
+        let memory = ExportedMemory { fd: fd(), allocation_size: 4096, size: 4096, dedicated: true };
+        PostSurface::Exported(ExportedImage {
+            memory,
+            format: ImageFormat::Rgba8Unorm,
+            width,
+            height,
+            color_attachment: true,
+        })
+    }
+
+    fn resources(pairs: usize, semaphores: bool) -> PostResources {
+        PostResources {
+            kind: PostKind::Outline,
+            width: 333,
+            height: 77,
+            pairs: (0..pairs)
+                .map(|_| PostPair { scene: exported(333, 77), output: exported(333, 77) })
+                .collect(),
+            semaphores: semaphores.then(|| PostSemaphores { posted: fd(), presented: fd() }),
+        }
+    }
+
+    fn stage(pairs: usize, semaphores: bool) -> PostStage<Fake> {
+        let api = Fake { imported: RefCell::new(0), timelines: true };
+        PostStage::new(api, (), resources(pairs, semaphores), None).unwrap()
+    }
+
+    #[test]
+    fn gpu_side_frame_waits_both_timelines_then_filters_its_pair_then_signals() {
+        let log = Log::default();
+        let mut s = stage(3, true);
+        assert!(s.has_timelines());
+        let sync = PostSync { wait_rendered: Some(5), wait_presented: Some(2), signal_posted: Some(5) };
+        s.enqueue(&log, Some(&"rendered"), 4, 1, sync).unwrap();
+        assert_eq!(
+            *log.borrow(),
+            [
+                "wait rendered 5",
+                "wait imported 2",
+                "outline 11->12 333x77 grid [21, 5, 1] block [16, 16, 1]",
+                "signal imported 5",
+            ]
+        );
+        // The first K frames wait for no copy; `--sync none` waits and signals nothing.
+        log.borrow_mut().clear();
+        let first = PostSync { wait_rendered: Some(1), wait_presented: None, signal_posted: Some(1) };
+        s.enqueue(&log, Some(&"rendered"), 0, 0, first).unwrap();
+        let none = PostSync { wait_rendered: None, wait_presented: None, signal_posted: None };
+        s.enqueue(&log, None, 1, 2, none).unwrap();
+        assert_eq!(
+            *log.borrow(),
+            [
+                "wait rendered 1",
+                "outline 1->2 333x77 grid [21, 5, 1] block [16, 16, 1]",
+                "signal imported 1",
+                "outline 21->22 333x77 grid [21, 5, 1] block [16, 16, 1]",
+            ]
+        );
+    }
+
+    #[test]
+    fn host_synchronous_frame_filters_then_waits_for_its_event() {
+        let log = Log::default();
+        let mut s = stage(2, false);
+        s.run_and_wait(&log, 1).unwrap();
+        assert_eq!(*log.borrow(), ["outline 11->12 333x77 grid [21, 5, 1] block [16, 16, 1]", "event"]);
+    }
+
+    #[test]
+    fn what_was_not_imported_is_refused_not_skipped() {
+        let log = Log::default();
+        let mut s = stage(2, false);
+        let sync = PostSync { wait_rendered: Some(1), wait_presented: None, signal_posted: Some(1) };
+        let e = s.enqueue(&log, Some(&"rendered"), 0, 0, sync).unwrap_err();
+        assert!(e.to_string().contains("the post timelines was not imported"), "{e}");
+        let mut s = stage(2, true);
+        let e = s.enqueue(&log, None, 0, 0, sync).unwrap_err();
+        assert!(e.to_string().contains("the rendered timeline was not imported"), "{e}");
+        let e = s.run_and_wait(&log, 2).unwrap_err();
+        assert!(e.to_string().contains("post pair 2 out of range (2 attached)"), "{e}");
+        assert!(log.borrow().is_empty(), "nothing enqueued: {:?}", log.borrow());
+    }
+
+    #[test]
+    fn pairs_of_another_shape_or_kind_are_refused() {
+        let api = || Fake { imported: RefCell::new(0), timelines: true };
+        let mut wrong_size = resources(1, false);
+        wrong_size.pairs[0].output = exported(333, 78);
+        let e = PostStage::new(api(), (), wrong_size, None).err().unwrap();
+        assert!(e.to_string().contains("post pair 0: an image of 333x78 for a 333x77 post stage"), "{e}");
+        let mut mapped = resources(1, false);
+        mapped.pairs[0].scene = PostSurface::Mapped { ptr: std::ptr::null_mut(), len: 0 };
+        let e = PostStage::new(api(), (), mapped, None).err().unwrap();
+        assert!(e.to_string().contains("expected Exported surfaces"), "{e}");
+        let refused = Fake { imported: RefCell::new(0), timelines: false };
+        assert!(PostStage::new(refused, (), resources(1, true), None).is_err());
+    }
+}

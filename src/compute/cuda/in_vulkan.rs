@@ -137,7 +137,7 @@ impl OutlineInVulkan {
             u64::from(unsafe { (nvx.fp().get_image_view_handle_nvx)(ctx.device.handle(), &info) })
         };
         let pairs = views.iter().map(|&(s, o)| (handle(s), handle(o))).collect();
-        compile_fault()?;
+
         let driver_version = interop::driver_version()?;
         let kernel = load_kernel(
             (OUTLINE_SOURCE, "outline.hip"),

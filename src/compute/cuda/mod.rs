@@ -385,6 +385,9 @@ impl InteropDevice for CudaContext {
 
     fn attach_post(&mut self, resources: crate::compute::post::PostResources) -> Result<()> {
         self.post = None;
+        if resources.kind == crate::compute::post::PostKind::None {
+            return Ok(());
+        }
         self.post = Some(post::attach(self, resources)?);
         Ok(())
     }

@@ -6,7 +6,7 @@
 //! `PostFilter` spans on the Vulkan device clock, as `sinewave`'s `Write` spans.
 
 use super::stamps::GpuStamps;
-use super::{backend_error, compile_fault, load_kernel, CudaContext, Result};
+use super::{backend_error, load_kernel, CudaContext, Result};
 use crate::compute::kernel::StampTarget;
 use crate::compute::outline::{OUTLINE_ENTRY, OUTLINE_SOURCE};
 use crate::compute::post::PostResources;
@@ -60,7 +60,6 @@ impl PostApi for CudaPost {
         block: [u32; 3],
         args: &mut [*mut c_void],
     ) -> Result<()> {
-        crate::compute::inject_fault(crate::fault::Fault::CudaLaunch, "cuda", "cuLaunchKernel")?;
         // SAFETY: per this function's contract; `kernel` was loaded through `stream`'s device.
         Ok(unsafe { stream.launch(kernel, grid, block, args) }?)
     }
@@ -85,7 +84,6 @@ impl PostApi for CudaPost {
 /// Compile (or take from the cache) and load `outline`, import `post`'s images and timelines.
 pub(super) fn attach(device: &CudaContext, post: PostResources) -> Result<PostStage<CudaPost>> {
     let cuda = device.cuda.clone();
-    compile_fault()?;
     let driver_version = interop::driver_version().map_err(|e| backend_error(e.into()))?;
     let kernel =
         load_kernel((OUTLINE_SOURCE, "outline.hip"), cuda.info(), driver_version, "cuda", |image| {

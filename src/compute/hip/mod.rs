@@ -236,6 +236,9 @@ impl InteropDevice for HipContext {
 
     fn attach_post(&mut self, resources: super::post::PostResources) -> Result<()> {
         self.post = None;
+        if resources.kind == super::post::PostKind::None {
+            return Ok(());
+        }
         self.post = Some(post::attach(self, resources)?);
         Ok(())
     }
