@@ -57,6 +57,22 @@
 //!   `sin`/`cos` ([`trig`]): GLSL's built-ins are only guaranteed to 2^-11 absolute error on
 //!   Vulkan, far from the 1e-5 every backend must meet on every driver.
 //!
+//! # Post filter: [`OUTLINE_COMP`] (`--post outline`, the `vulkan` backend)
+//!
+//! - `local_size = (16, 16, 1)` ([`OUTLINE_LOCAL_SIZE`]); dispatch [`outline_dispatch`] =
+//!   `(ceil(W/16), ceil(H/16), 1)`. One invocation per texel; out-of-image invocations do nothing.
+//! - Descriptor set 0, binding 0 ([`OUTLINE_SCENE_BINDING`]): `STORAGE_IMAGE`, stage `COMPUTE`,
+//!   `layout(set=0, binding=0, rgba8) uniform readonly image2D scene`: the rendered frame.
+//!   Binding 1 ([`OUTLINE_OUTPUT_BINDING`]): `STORAGE_IMAGE`, stage `COMPUTE`,
+//!   `layout(set=0, binding=1, rgba8) uniform writeonly image2D outlined`: the filter's result.
+//!   Both `R8G8B8A8_UNORM` views of one level and layer, in layout `GENERAL` (naga accepts
+//!   `readonly`/`writeonly` on storage images, unlike on storage buffers).
+//! - Push constants: one range, stage `COMPUTE`, offset 0, size 8 ([`OutlinePush`]):
+//!   `uint width` @0, `uint height` @4 (the images' extent).
+//! - Computes exactly [`crate::compute::post::outline_reference`] in integers (the texels are
+//!   turned back into bytes with `round(v * 255)`, and each result `k` is stored as `k / 255`,
+//!   which every conformant UNORM8 conversion turns back into `k`).
+//!
 //! # Frame-time overlay: [`OVERLAY_VERT`] + [`OVERLAY_FRAG`]
 //!
 //! - No vertex or index buffers; topology `TRIANGLE_STRIP`, `cmd_draw(cmd, 4, 1, 0, 0)`: one
@@ -97,6 +113,8 @@ pub const SURFACE_VERT: &[u32] = generated::SURFACE_VERT;
 pub const SURFACE_FRAG: &[u32] = generated::SURFACE_FRAG;
 /// Compute shader that writes the height field (`shaders/sinewave.comp`).
 pub const SINEWAVE_COMP: &[u32] = generated::SINEWAVE_COMP;
+/// Compute shader of the post filter (`shaders/outline.comp`).
+pub const OUTLINE_COMP: &[u32] = generated::OUTLINE_COMP;
 /// Vertex shader of the frame-time overlay (`shaders/overlay.vert`).
 pub const OVERLAY_VERT: &[u32] = generated::OVERLAY_VERT;
 /// Fragment shader of the frame-time overlay (`shaders/overlay.frag`).
@@ -110,6 +128,18 @@ pub const HEIGHTS_BINDING: u32 = 0;
 
 /// Workgroup size of [`SINEWAVE_COMP`] in x and in y.
 pub const SINEWAVE_LOCAL_SIZE: u32 = 16;
+
+/// Workgroup size of [`OUTLINE_COMP`] in x and in y.
+pub const OUTLINE_LOCAL_SIZE: u32 = 16;
+
+/// Descriptor set 0 binding of [`OUTLINE_COMP`]'s input (the scene, read only).
+pub const OUTLINE_SCENE_BINDING: u32 = 0;
+
+/// Descriptor set 0 binding of [`OUTLINE_COMP`]'s output (written only).
+pub const OUTLINE_OUTPUT_BINDING: u32 = 1;
+
+/// Size in bytes of the outline push-constant range (stage COMPUTE, offset 0).
+pub const OUTLINE_PUSH_SIZE: u32 = std::mem::size_of::<OutlinePush>() as u32;
 
 /// Size in bytes of the surface push-constant range (stages VERTEX | FRAGMENT, offset 0).
 pub const SURFACE_PUSH_SIZE: u32 = std::mem::size_of::<SurfacePush>() as u32;
@@ -138,6 +168,32 @@ pub fn surface_draw(grid: Grid) -> (u32, u32) {
 /// ```
 pub fn sinewave_dispatch(grid: Grid) -> (u32, u32, u32) {
     (grid.width.div_ceil(SINEWAVE_LOCAL_SIZE), grid.height.div_ceil(SINEWAVE_LOCAL_SIZE), 1)
+}
+
+/// Workgroup counts for `cmd_dispatch` of [`OUTLINE_COMP`]: `(⌈W/16⌉, ⌈H/16⌉, 1)`.
+///
+/// ```
+/// assert_eq!(vkhip::shaders::outline_dispatch(4097, 3), (257, 1, 1));
+/// assert_eq!(vkhip::shaders::outline_dispatch(1, 1), (1, 1, 1));
+/// ```
+pub fn outline_dispatch(width: u32, height: u32) -> (u32, u32, u32) {
+    (width.div_ceil(OUTLINE_LOCAL_SIZE), height.div_ceil(OUTLINE_LOCAL_SIZE), 1)
+}
+
+/// Push constants of [`OUTLINE_COMP`]: `OutlinePush` in `outline.comp`. Byte offsets 0, 4; 8 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OutlinePush {
+    pub width: u32,
+    pub height: u32,
+}
+
+impl OutlinePush {
+    /// The bytes for `cmd_push_constants` (offset 0, stage COMPUTE).
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: repr(C), two 4-byte fields, no padding; the slice borrows `self`.
+        unsafe { std::slice::from_raw_parts((self as *const Self).cast::<u8>(), std::mem::size_of::<Self>()) }
+    }
 }
 
 /// Push constants of the surface pipeline: `SurfacePush` in `surface.vert` / `surface.frag`.
@@ -471,11 +527,12 @@ mod tests {
         }
     }
 
-    fn all() -> [(&'static str, &'static [u32], u32); 3] {
+    fn all() -> [(&'static str, &'static [u32], u32); 4] {
         [
             ("surface.vert", SURFACE_VERT, MODEL_VERTEX),
             ("surface.frag", SURFACE_FRAG, MODEL_FRAGMENT),
             ("sinewave.comp", SINEWAVE_COMP, MODEL_GLCOMPUTE),
+            ("outline.comp", OUTLINE_COMP, MODEL_GLCOMPUTE),
         ]
     }
 
@@ -569,6 +626,18 @@ mod tests {
         assert_eq!(b.len(), 32);
         assert_eq!(&b[16..20], 33.0f32.to_le_bytes());
         assert_eq!(&b[28..32], 9u32.to_le_bytes());
+    }
+
+    #[test]
+    fn outline_local_size_push_and_bindings_match_glsl() {
+        let m = Module::new(OUTLINE_COMP);
+        let mode = m.ops(OP_EXECUTION_MODE).find(|a| a[1] == MODE_LOCAL_SIZE).expect("no LocalSize");
+        assert_eq!(&mode[2..], &[OUTLINE_LOCAL_SIZE, OUTLINE_LOCAL_SIZE, 1]);
+        assert_eq!((size_of::<OutlinePush>(), OUTLINE_PUSH_SIZE), (8, 8));
+        let spv = m.member_offsets(m.push_constant_struct());
+        assert_eq!(spv, [("width".to_string(), 0), ("height".to_string(), 4)]);
+        let push = OutlinePush { width: 333, height: 77 };
+        assert_eq!(push.as_bytes(), [333u32.to_le_bytes(), 77u32.to_le_bytes()].concat());
     }
 
     #[test]

@@ -20,6 +20,8 @@
 
 use crate::compute::fd::ImportFd;
 use crate::compute::kernel::{SinewaveLaunch, MAX_BATCH};
+use crate::compute::post::{PostResources, PostSync};
+use crate::compute::post_stage::{PostApi, PostStage};
 use crate::compute::timing::{Mark, StreamTimer, TimedEvent};
 use crate::compute::{
     enqueue_frame_by_frame, semaphore_ops, BackendKind, ComputeBackend, ComputeError, GpuSync,
@@ -200,6 +202,16 @@ impl<A: InteropApi> Imported<A> {
         self.semaphores.support()
     }
 
+    /// The stream (or the device whose one stream) everything runs on.
+    pub fn stream(&self) -> &A::Stream {
+        &self.stream
+    }
+
+    /// The imported `rendered` timeline, if timelines were imported (the post stage waits on it).
+    pub fn rendered_timeline(&self) -> Option<&A::Semaphore> {
+        self.semaphores.timeline.as_ref().map(|p| &p.rendered)
+    }
+
     /// Slot `slot`'s buffer.
     pub fn slot(&self, slot: usize) -> Result<&A::Buffer> {
         self.slots.get(slot).ok_or_else(|| ComputeError::Unsupported {
@@ -351,6 +363,18 @@ pub trait InteropDevice: Send {
     fn memory(&self) -> Option<Result<(u64, u64)>> {
         None
     }
+
+    /// The post stage's API ([`PostStage`]): the same stream and semaphores as [`Self::Api`].
+    type Post: PostApi<
+        Stream = <Self::Api as InteropApi>::Stream,
+        Semaphore = <Self::Api as InteropApi>::Semaphore,
+    >;
+
+    /// Build the post stage from `post` on this device (`attach_post`).
+    fn attach_post(&mut self, post: PostResources) -> Result<()>;
+
+    /// The post stage, once attached.
+    fn post_stage(&mut self) -> Option<&mut PostStage<Self::Post>>;
 }
 
 /// A [`ComputeBackend`] made of the skeleton and a device: `CudaBackend` and `HipBackend`.
@@ -411,9 +435,31 @@ where
         self.core.write_and_wait(frame, slot, params)
     }
 
+    fn attach_post(&mut self, post: PostResources) -> Result<()> {
+        self.device.make_current()?;
+        self.device.attach_post(post)
+    }
+
+    fn enqueue_post_gpu_synced(&mut self, frame: u64, pair: usize, sync: PostSync) -> Result<()> {
+        self.device.make_current()?;
+        let stage = self.device.post_stage().ok_or_else(|| not_attached(D::Api::NAME))?;
+        stage.enqueue(self.core.stream(), self.core.rendered_timeline(), frame, pair, sync)
+    }
+
+    fn post_and_wait(&mut self, _frame: u64, pair: usize) -> Result<()> {
+        self.device.make_current()?;
+        let stage = self.device.post_stage().ok_or_else(|| not_attached(D::Api::NAME))?;
+        stage.run_and_wait(self.core.stream(), pair)
+    }
+
     fn take_spans(&mut self, out: &mut Vec<Span>) {
         match self.device.make_current() {
-            Ok(()) => self.core.take_spans(out),
+            Ok(()) => {
+                self.core.take_spans(out);
+                if let Some(stage) = self.device.post_stage() {
+                    stage.take_spans(out);
+                }
+            }
             Err(e) => log::debug!("{}: timing skipped: {e}", D::Api::NAME),
         }
     }
@@ -435,6 +481,11 @@ where
     fn device_memory(&self) -> Option<Result<(u64, u64)>> {
         self.device.memory()
     }
+}
+
+/// A post entry point called before [`ComputeBackend::attach_post`].
+fn not_attached(backend: &'static str) -> ComputeError {
+    ComputeError::Unsupported { backend, reason: "the post stage was not attached (attach_post)".into() }
 }
 
 impl<D: InteropDevice> Drop for InteropBackend<D> {

@@ -8,6 +8,13 @@
 //! | `hip`    | `kernels/sinewave.hip` via hiprtc       | imported OPAQUE_FD          | not on Linux  |
 //! | `cuda-in-vulkan` | `kernels/sinewave.hip` via NVRTC, launched in Vulkan's queue | the slot buffers (device addresses) | yes (native) |
 //!
+//! The post stage (`--post outline`, [`post`]) has one filter, [`post::outline_reference`], and
+//! every GPU backend computes its bytes: `vulkan` with `shaders/outline.comp`
+//! ([`outline::OutlineShader`], recorded into the frame's command buffer), `cuda-in-vulkan` with
+//! `kernels/outline.hip` in Vulkan's queue on `VK_NVX_image_view_handle` handles
+//! ([`cuda::in_vulkan::OutlineInVulkan`]), `cuda` and `hip` with the same kernel on their stream
+//! over imported images ([`post_stage::PostStage`]; `hip` host-synchronous only).
+//!
 //! A backend is created after the Vulkan side exists: it receives what it needs to reach the slots
 //! ([`InteropMemory`] fds for the interop APIs, mappings for `cpu`, the buffers for `vulkan`) and,
 //! where it waits and signals on the GPU, the semaphores ([`InteropSemaphores`]). Which of its two
@@ -20,7 +27,9 @@ pub mod fd;
 pub mod hip;
 pub mod imported;
 pub mod kernel;
+pub mod outline;
 pub mod post;
+pub mod post_stage;
 pub mod timing;
 pub mod vulkan;
 

@@ -19,6 +19,13 @@
 //! backend's own command buffers, fences and timestamps are then unused, and the draw's
 //! command buffer times the write.
 //!
+//! Post stage (`--post outline`): [`ComputeBackend::attach_post`] builds the filter over the
+//! pairs' images ([`super::post::PostSurface::Image`]): `shaders/outline.comp` with a descriptor
+//! set per pair ([`super::outline::OutlineShader`]), or for `cuda-in-vulkan` `kernels/outline.hip`
+//! on the views' NVX handles ([`super::cuda::in_vulkan::OutlineInVulkan`]);
+//! [`ComputeBackend::record_post`] records it into the caller's command buffer (one submission
+//! per frame: the caller's barriers and timestamps around it).
+//!
 //! # Examples
 //!
 //! On any Vulkan device (lavapipe included): one dispatch writes the slot, which matches the CPU
@@ -58,7 +65,9 @@
 //! backend.finish().unwrap();
 //! ```
 
-use super::cuda::in_vulkan::SinewaveInVulkan;
+use super::cuda::in_vulkan::{OutlineInVulkan, SinewaveInVulkan};
+use super::outline::{image_views, OutlineShader};
+use super::post::{PostKind, PostResources};
 use super::{
     semaphore_ops, BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport, SemaphoreHandles,
     SemaphoreRef,
@@ -88,6 +97,13 @@ enum Kernel {
     Cuda(SinewaveInVulkan),
 }
 
+/// What filters a post pair (`--post outline`): the compute shader, or the CUDA kernel in the
+/// queue (`cuda-in-vulkan`).
+enum PostFilter {
+    Shader(OutlineShader),
+    Cuda(OutlineInVulkan),
+}
+
 /// One command buffer + fence per slot: a slot's buffer is re-recorded only after its fence says
 /// the previous dispatch for that slot finished (a Vulkan fence: never a compute-API value).
 pub struct VulkanBackend {
@@ -98,6 +114,8 @@ pub struct VulkanBackend {
     mask: u64,
     spans: Vec<Span>,
     kernel: Kernel,
+    /// The post filter, once [`ComputeBackend::attach_post`] built it.
+    post: Option<PostFilter>,
     pool: vk::CommandPool,
     cmds: Vec<vk::CommandBuffer>,
     fences: Vec<vk::Fence>,
@@ -141,6 +159,7 @@ impl VulkanBackend {
             mask: if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 },
             spans: Vec::new(),
             kernel,
+            post: None,
             pool,
             cmds: Vec::new(),
             fences: Vec::new(),
@@ -329,6 +348,37 @@ impl ComputeBackend for VulkanBackend {
             // the device the kernel was loaded into; the slots outlive the backend (the session
             // drops it first).
             Kernel::Cuda(kernel) => Ok(unsafe { kernel.record(cmd, slot, params) }?),
+        }
+    }
+
+    /// The pairs must be [`super::post::PostSurface::Image`]s of this device (storage images);
+    /// the shader's descriptor sets (or the kernel's NVX handles) are made once, here.
+    fn attach_post(&mut self, post: PostResources) -> Result<(), ComputeError> {
+        if post.kind != PostKind::Outline {
+            self.post = None;
+            return Ok(());
+        }
+        self.post = Some(match self.kernel {
+            Kernel::Shader(_) => {
+                let views = image_views("vulkan", &post.pairs)?;
+                PostFilter::Shader(OutlineShader::new(&self.ctx, &views, post.width, post.height)?)
+            }
+            Kernel::Cuda(_) => PostFilter::Cuda(OutlineInVulkan::new(&self.ctx, &post)?),
+        });
+        Ok(())
+    }
+
+    unsafe fn record_post(&mut self, cmd: vk::CommandBuffer, pair: usize) -> Result<(), ComputeError> {
+        match &self.post {
+            // SAFETY: per this function's contract (the trait's): `cmd` is recording outside a
+            // render pass on this device, the pair's images are GENERAL and outlive it.
+            Some(PostFilter::Shader(shader)) => unsafe { shader.record(cmd, pair) },
+            // SAFETY: as above; the kernel was loaded into this device.
+            Some(PostFilter::Cuda(kernel)) => Ok(unsafe { kernel.record(cmd, pair) }?),
+            None => Err(ComputeError::Unsupported {
+                backend: self.kind().name(),
+                reason: "record_post before attach_post".into(),
+            }),
         }
     }
 

@@ -388,6 +388,8 @@ pub struct Context {
     interop: Option<InteropDevice>,
     /// Created with VK_NVX_binary_import and bufferDeviceAddress enabled ([`Context::new_with`]).
     pub cuda_in_vulkan: bool,
+    /// Created with VK_NVX_image_view_handle too (with `cuda_in_vulkan`, where offered).
+    pub image_view_handle: bool,
     pub swapchain_fn: Option<khr::swapchain::Device>,
     /// Dropped after the device (the `Drop` impl destroys the device first).
     pub instance: Arc<Instance>,
@@ -443,6 +445,17 @@ impl Context {
             exts.extend(
                 vkhip_interop::cuda_in_vulkan::requirements().device_extensions.iter().map(|e| e.as_ptr()),
             );
+        }
+        // The post filter of `cuda-in-vulkan` reaches images through VK_NVX_image_view_handle
+        // (`compute::cuda::in_vulkan`): enabled with VK_NVX_binary_import where offered.
+        let image_view_handle = cuda_in_vulkan
+            // SAFETY: `physical.handle` was enumerated from this live instance.
+            && unsafe { instance.instance.enumerate_device_extension_properties(physical.handle) }
+                .unwrap_or_default()
+                .iter()
+                .any(|e| e.extension_name_as_c_str() == Ok(ash::nvx::image_view_handle::NAME));
+        if image_view_handle {
+            exts.push(ash::nvx::image_view_handle::NAME.as_ptr());
         }
         let priorities = [1.0f32];
         let queues =
@@ -501,6 +514,7 @@ impl Context {
         let memory_properties = unsafe { inst.get_physical_device_memory_properties(physical.handle) };
         Ok(Arc::new(Context {
             cuda_in_vulkan,
+            image_view_handle,
             interop,
             swapchain_fn: swapchain.then(|| khr::swapchain::Device::new(inst, &device)),
             device,

@@ -45,6 +45,7 @@
 
 pub mod in_vulkan;
 pub(crate) mod plan;
+mod post;
 mod prewarm;
 mod staged;
 pub mod stamps;
@@ -356,6 +357,8 @@ pub type CudaBackend = InteropBackend<CudaContext>;
 
 /// The device a [`CudaBackend`] runs on.
 pub struct CudaContext {
+    /// The post stage (`--post outline`), once attached.
+    post: Option<crate::compute::post_stage::PostStage<post::CudaPost>>,
     cuda: Arc<Cuda>,
 }
 
@@ -376,6 +379,21 @@ impl InteropDevice for CudaContext {
 
     fn memory(&self) -> Option<Result<(u64, u64)>> {
         Some(self.cuda.memory().map_err(ComputeError::from))
+    }
+
+    type Post = post::CudaPost;
+
+    fn attach_post(&mut self, resources: crate::compute::post::PostResources) -> Result<()> {
+        self.post = None;
+        if resources.kind == crate::compute::post::PostKind::None {
+            return Ok(());
+        }
+        self.post = Some(post::attach(self, resources)?);
+        Ok(())
+    }
+
+    fn post_stage(&mut self) -> Option<&mut crate::compute::post_stage::PostStage<post::CudaPost>> {
+        self.post.as_mut()
     }
 }
 
@@ -424,7 +442,7 @@ impl CudaBackend {
         );
         let api = CudaApi { kernel, stamps, cuda: cuda.clone() };
         let core = Imported::new(api, cuda.clone(), done, timer, slots, Semaphores { timeline, binary });
-        Ok(InteropBackend::from_parts(core, CudaContext { cuda }))
+        Ok(InteropBackend::from_parts(core, CudaContext { post: None, cuda }))
     }
 
     /// (free, total) device memory in bytes (`cuMemGetInfo`), for the leak check. Through
@@ -474,12 +492,13 @@ struct KernelImage {
     compiler: String,
 }
 
-/// The `sinewave` image for `device` under a driver reporting `driver_version`. `fresh`
-/// bypasses the cache (used when a cached image fails to load; the damaged entry stays, and is
-/// bypassed again next time). The cache key covers the source, the compiler, its options, the
-/// device and the driver.
-fn sinewave_image(
+/// The image of `source` (`file` names it for NVRTC's messages) for `device` under a driver
+/// reporting `driver_version`. `fresh` bypasses the cache (used when a cached image fails to
+/// load; the damaged entry stays, and is bypassed again next time). The cache key covers the
+/// source, the compiler, its options, the device and the driver.
+fn kernel_image(
     cache: &KernelCache,
+    (source, file): (&str, &str),
     device: &DeviceInfo,
     driver_version: DriverVersion,
     fresh: bool,
@@ -493,8 +512,8 @@ fn sinewave_image(
         .join(" ");
     let device_key = format!("{} sm_{}", device.name, device.arch());
     let driver_key = format!("driver {}", driver_version.0);
-    let parts = [SINEWAVE_SOURCE, compiler.as_str(), options.as_str(), &device_key, &driver_key];
-    let compile = || interop::compile_to_image(SINEWAVE_SOURCE, "sinewave.hip", target, NVRTC_OPTIONS);
+    let parts = [source, compiler.as_str(), options.as_str(), &device_key, &driver_key];
+    let compile = || interop::compile_to_image(source, file, target, NVRTC_OPTIONS);
     let (image, outcome) =
         if fresh { (compile()?, CacheOutcome::Uncached) } else { cache.get_or_compile(&parts, compile)? };
     Ok(KernelImage { image, target, outcome, compiler })
@@ -508,14 +527,25 @@ fn load_sinewave<T>(
     what: &str,
     load: impl Fn(&[u8]) -> Result<T>,
 ) -> Result<T> {
+    load_kernel((SINEWAVE_SOURCE, "sinewave.hip"), device, driver_version, what, load)
+}
+
+/// Kernel `(source, file)` for `device`, as [`load_sinewave`] loads `sinewave`.
+pub(crate) fn load_kernel<T>(
+    source: (&str, &str),
+    device: &DeviceInfo,
+    driver_version: DriverVersion,
+    what: &str,
+    load: impl Fn(&[u8]) -> Result<T>,
+) -> Result<T> {
     let cache = KernelCache::from_env();
-    let built = sinewave_image(&cache, device, driver_version, false)?;
-    log::info!("{what}: kernel {:?} by {} ({:?})", built.target, built.compiler, built.outcome);
+    let built = kernel_image(&cache, source, device, driver_version, false)?;
+    log::info!("{what}: {} {:?} by {} ({:?})", source.1, built.target, built.compiler, built.outcome);
     match load(&built.image) {
         Ok(kernel) => Ok(kernel),
         Err(e) if built.outcome == CacheOutcome::Hit => {
-            log::warn!("{what}: the cached kernel did not load ({e}); compiling it afresh");
-            load(&sinewave_image(&cache, device, driver_version, true)?.image)
+            log::warn!("{what}: the cached {} did not load ({e}); compiling it afresh", source.1);
+            load(&kernel_image(&cache, source, device, driver_version, true)?.image)
         }
         Err(e) => Err(e),
     }

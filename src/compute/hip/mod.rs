@@ -37,8 +37,9 @@
 
 mod compile;
 mod elf;
+mod post;
 
-pub use compile::compile_sinewave;
+pub use compile::{compile_outline, compile_sinewave};
 pub use elf::code_object_has_symbol;
 
 use super::fd::ImportFd;
@@ -211,6 +212,8 @@ pub type HipBackend = InteropBackend<HipContext>;
 
 /// The device a [`HipBackend`] runs on.
 pub struct HipContext {
+    /// The post stage (`--post outline`), once attached.
+    post: Option<super::post_stage::PostStage<post::HipPost>>,
     hip: Arc<Hip>,
 }
 
@@ -227,6 +230,21 @@ impl InteropDevice for HipContext {
 
     fn name(&self) -> String {
         self.hip.describe()
+    }
+
+    type Post = post::HipPost;
+
+    fn attach_post(&mut self, resources: super::post::PostResources) -> Result<()> {
+        self.post = None;
+        if resources.kind == super::post::PostKind::None {
+            return Ok(());
+        }
+        self.post = Some(post::attach(self, resources)?);
+        Ok(())
+    }
+
+    fn post_stage(&mut self) -> Option<&mut super::post_stage::PostStage<post::HipPost>> {
+        self.post.as_mut()
     }
 }
 
@@ -265,7 +283,7 @@ impl HipBackend {
         let max_blocks = hip.info().compute_units.max(1).saturating_mul(8);
         let api = HipApi { kernel, hip: hip.clone(), max_blocks };
         let core = Imported::new(api, hip.clone(), done, timer, slots, semaphores);
-        Ok(InteropBackend::from_parts(core, HipContext { hip }))
+        Ok(InteropBackend::from_parts(core, HipContext { post: None, hip }))
     }
 }
 
