@@ -458,7 +458,7 @@ fn the_checker_enforces_the_post_stage_orders() {
     assert!(out.contains("8 read-after-write and 6 write-after-read checks, 0 violation(s)"), "{out}");
     assert!(
         out.contains(
-            "post stage (outline): 8 filters started after their draw ended, 8 copies after their filter, 6 draws after frame f−K's filter (rendered image reused), 6 filters after frame f−K's copy (output image reused)"
+            "post stage (outline): 0 violation(s); checked: 8 filters against their draw's end, 8 copies against their filter's end, 6 draws against frame f−K's filter (rendered image reused), 6 filters against frame f−K's copy (output image reused)"
         ),
         "{out}"
     );
@@ -499,6 +499,7 @@ fn the_checker_enforces_the_post_stage_orders() {
         let (code, out) = check_doc(&dir, name, &post_trace(&edit));
         assert_eq!(code, 1, "{name}: {out}");
         assert!(out.contains(", 1 violation(s)"), "{name}: exactly one violation: {out}");
+        assert!(out.contains("post stage (outline): 1 violation(s);"), "{name}: {out}");
         assert!(out.contains(&format!("  violation: {want}\n")), "{name}: {out}");
     }
     // Post spans in a trace that says there was no post stage, or whose `post` is not a name.

@@ -115,6 +115,8 @@ pub struct CheckReport {
     pub post_output_reuse_checks: usize,
     /// Frames of a post run lacking a draw, filter or copy span.
     pub post_incomplete: usize,
+    /// How many of [`Self::violations`] are the post stage's (listed after the others).
+    pub post_violations: usize,
     pub violations: Vec<Violation>,
     /// Draws whose read span a GPU write of another frame (a kernel or dispatch on the compute
     /// track) overlapped, and those it did not: (count, median read duration in µs) each.
@@ -179,8 +181,9 @@ impl CheckReport {
         }
         if self.has_post() {
             out.push_str(&format!(
-                "  post stage ({}): {} filters started after their draw ended, {} copies after their filter, {} draws after frame f−K's filter (rendered image reused), {} filters after frame f−K's copy (output image reused){}\n",
+                "  post stage ({}): {} violation(s); checked: {} filters against their draw's end, {} copies against their filter's end, {} draws against frame f−K's filter (rendered image reused), {} filters against frame f−K's copy (output image reused){}\n",
                 self.post,
+                self.post_violations,
                 self.post_scene_checks,
                 self.post_copy_checks,
                 self.post_scene_reuse_checks,
@@ -476,6 +479,7 @@ fn check_post(frames: &BTreeMap<u64, Access>, slots: u64, first: u64, report: &m
             );
         }
     }
+    report.post_violations = found.len();
     report.violations.extend(found);
 }
 
@@ -767,6 +771,12 @@ mod tests {
         assert_eq!(r.violations.len(), 1, "{}", r.render("t", 10));
         assert_eq!((r.violations[0].frame, r.violations[0].slot), (3, 1));
         assert!((r.violations[0].by_us - 5.0).abs() < 1e-9);
+        assert_eq!(r.post_violations, 1);
+        assert!(
+            r.render("t", 10).contains("post stage (outline): 1 violation(s); checked: 6 filters"),
+            "{}",
+            r.render("t", 10)
+        );
         assert!(check(&post_doc("outline", early), Some(6.0)).unwrap().clean());
         // A trace that says `none` may not hold post spans.
         let e = check(&post_doc("none", |_| 75.0), None).unwrap_err();
