@@ -452,11 +452,13 @@ fn post_ratios_and_latencies_from_fake_runs() {
             handoff_in_us: None,
             handoff_out_us: None,
             gpu_limit: None,
-            post: latency.map(|(a, b)| PostFigures {
-                filter_p50_ms: Some(0.05),
-                latency_p50_ms: Some(a),
-                latency_p99_ms: Some(b),
-                ..Default::default()
+            post: latency.map(|(a, b)| {
+                Box::new(PostFigures {
+                    filter_p50_ms: Some(0.05),
+                    latency_p50_ms: Some(a),
+                    latency_p99_ms: Some(b),
+                    ..Default::default()
+                })
             }),
         })
     };

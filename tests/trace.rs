@@ -416,11 +416,14 @@ fn without_gpu_timing_the_report_says_the_limit_is_unknown() {
     );
 }
 
+/// A span's new (ts, dur), µs.
+type Moved = (f64, f64);
+
 /// A synthetic trace of a `--post outline` run with K = 2 (issue 24, item 4): frame f writes its
 /// slot at 100f µs (10 µs), its draw reads from 100f + 20 to + 50 µs, the filter reads the rendered
 /// image from + 55 to + 70 µs, the copy reads the output from + 75 to + 85 µs. `edit` moves spans
 /// by (frame, role) → (ts, dur).
-fn post_trace(edit: &dyn Fn(u64, &str) -> Option<(f64, f64)>) -> Value {
+fn post_trace(edit: &dyn Fn(u64, &str) -> Option<Moved>) -> Value {
     let span = |f: u64, tid: u64, name: &str, role: &str, ts: f64, dur: f64| {
         let (ts, dur) = edit(f, role).unwrap_or((ts, dur));
         serde_json::json!({"ph": "X", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur,
@@ -463,7 +466,7 @@ fn the_checker_enforces_the_post_stage_orders() {
         "{out}"
     );
     // Each broken order: (name, the edit, the violation's text).
-    type Edit = fn(u64, &str) -> Option<(f64, f64)>;
+    type Edit = fn(u64, &str) -> Option<Moved>;
     let cases: [(&str, Edit, &str); 4] = [
         // Frame 5's filter starts at 540 µs; its draw ends at 550.
         (

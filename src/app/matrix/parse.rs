@@ -62,8 +62,9 @@ pub struct Measurement {
     pub handoff_out_us: Option<f64>,
     /// The `GPU limit` line's draw and kernel GPU p50s, when the run measured them.
     pub gpu_limit: Option<GpuLimit>,
-    /// The post stage's figures, when the report has a `post …` line (`--post`).
-    pub post: Option<PostFigures>,
+    /// The post stage's figures, when the report has a `post …` line (`--post`); boxed, so a
+    /// run without them stays small.
+    pub post: Option<Box<PostFigures>>,
 }
 
 /// One run's post stage (`--post`), from the report's `post …` lines; each `None` when its line
@@ -195,7 +196,7 @@ pub fn parse_report(report: &str) -> Result<Measurement, ParseError> {
     };
     Ok(Measurement {
         gpu_limit,
-        post: (post != PostFigures::default()).then_some(post),
+        post: (post != PostFigures::default()).then(|| Box::new(post)),
         handoff_in_us: handoff("hand-off in")?,
         handoff_out_us: handoff("hand-off out")?,
         mean_ms,
@@ -288,11 +289,11 @@ vkhip frame report
             latency_p50_ms: Some(0.12),
             latency_p99_ms: Some(0.31),
         };
-        assert_eq!(m.post, Some(want));
+        assert_eq!(m.post.as_deref(), Some(&want));
         // GPU timing off: the filter line alone (bridged, host clock); no post line, no figures.
         let host = format!("{EXTENDED}  post filter  p50 0.070 ms   p99 0.090 ms   (host: …)\n");
         let m = parse_report(&host).unwrap();
-        assert_eq!(m.post, Some(PostFigures { filter_p50_ms: Some(0.07), ..Default::default() }));
+        assert_eq!(m.post.as_deref(), Some(&PostFigures { filter_p50_ms: Some(0.07), ..Default::default() }));
         assert_eq!(parse_report(EXTENDED).unwrap().post, None);
         let bad = post.replace("p99 0.310 ms", "p99 soon");
         assert!(matches!(parse_report(&bad), Err(ParseError::Malformed { label: "post latency", .. })));

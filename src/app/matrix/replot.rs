@@ -107,7 +107,7 @@ pub fn read_csv<R: std::io::Read>(input: R) -> Result<(Vec<Panel>, CsvInfo), Rep
                         latency_p50_ms: num("post_latency_p50_ms")?,
                         latency_p99_ms: num("post_latency_p99_ms")?,
                     };
-                    (p != PostFigures::default()).then_some(p)
+                    (p != PostFigures::default()).then(|| Box::new(p))
                 },
             }),
             "unsupported" => Outcome::Unsupported(get(reason).to_string()),

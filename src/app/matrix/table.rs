@@ -135,7 +135,7 @@ pub fn write_csv<W: std::io::Write>(out: W, results: &[CellResult], frames: u64)
     let limits = limits(results);
     let round = |v: f64| format!("{v:.4}");
     let post = |m: Option<&super::parse::Measurement>, f: fn(&super::parse::PostFigures) -> Option<f64>| {
-        m.and_then(|m| m.post.as_ref().and_then(f)).map(|v| v.to_string()).unwrap_or_default()
+        m.and_then(|m| m.post.as_deref().and_then(f)).map(|v| v.to_string()).unwrap_or_default()
     };
     for r in results {
         let limit = limits.iter().find(|(at, _)| *at == r.cell.at).map(|l| l.1);
