@@ -432,35 +432,24 @@ fn the_post_preset_has_its_cells() {
 /// grid (timed rows over the timed one), and the latency medians, in bench.md and bench.csv.
 #[test]
 fn post_ratios_and_latencies_from_fake_runs() {
-    use vkhip::app::matrix::parse::{Measurement, PostFigures};
+    use vkhip::app::matrix::parse::parse_report;
     use vkhip::app::matrix::preset::{preset, Cell};
     use vkhip::app::matrix::run::Outcome;
     use vkhip::app::matrix::table::{markdown_table, write_csv, CSV_COLUMNS};
     use vkhip::app::matrix::CellResult;
     let p = preset(vkhip::cli::BenchPreset::Post);
+    // A child's report, with the post lines a timed run prints.
     let run = |mean_ms: f64, latency: Option<(f64, f64)>| {
-        Outcome::Ok(Measurement {
-            mean_ms,
-            p50_ms: mean_ms,
-            p99_ms: mean_ms,
-            fps: 1e3 / mean_ms,
-            render_cpu_p50_us: 10.0,
-            render_cpu_mean_us: None,
-            startup_s: None,
-            resolved: "external, 3 slot(s)".into(),
-            device: "d".into(),
-            handoff_in_us: None,
-            handoff_out_us: None,
-            gpu_limit: None,
-            post: latency.map(|(a, b)| {
-                Box::new(PostFigures {
-                    filter_p50_ms: Some(0.05),
-                    latency_p50_ms: Some(a),
-                    latency_p99_ms: Some(b),
-                    ..Default::default()
-                })
-            }),
-        })
+        let mut report = format!(
+            "vkhip frame report\n  frame time   mean {mean_ms} ms   p50 {mean_ms} ms   p99 {mean_ms} ms   ({} fps)\n  \
+             render cpu   p50 10.0 µs   p99 20.0 µs\n  sync         external, 3 slot(s)\n  device       d\n",
+            1e3 / mean_ms
+        );
+        if let Some((p50, p99)) = latency {
+            report += "  post filter  p50 0.050 ms   p99 0.060 ms   (GPU: …)\n";
+            report += &format!("  post latency p50 {p50} ms   p99 {p99} ms   (GPU: …)\n");
+        }
+        Outcome::Ok(parse_report(&report).unwrap())
     };
     let label = |l: &str| *p.rows.iter().find(|c| c.label == l).unwrap();
     let at = p.sizes[1];

@@ -415,68 +415,52 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
 fn check_post(frames: &BTreeMap<u64, Access>, slots: u64, first: u64, report: &mut CheckReport) {
     let tolerance = report.tolerance_us;
     let mut found = Vec::new();
-    let mut late = |f: u64, by: f64, text: String| {
-        if by > tolerance {
-            found.push(Violation::new(f, f % slots, by, text));
-        }
-    };
     for (&f, a) in frames {
         let (Some(draw), Some(filter), Some(copy)) = (a.read, a.filter, a.copy) else {
             report.post_incomplete += 1;
             continue;
         };
-        report.post_scene_checks += 1;
-        late(
-            f,
-            draw.end_us - filter.start_us,
+        let pair = f % slots;
+        // One order: what ends at `end` must come before what starts at `start`.
+        let mut order = |checks: &mut usize, end: f64, start: f64, what: &dyn Fn(f64) -> String| {
+            *checks += 1;
+            if end - start > tolerance {
+                found.push(Violation::new(f, pair, end - start, what(end - start)));
+            }
+        };
+        order(&mut report.post_scene_checks, draw.end_us, filter.start_us, &|by| {
             format!(
-                "the filter read the rendered image {:.1} µs before its draw ended (draw until {:.1} µs, filter from {:.1} µs)",
-                draw.end_us - filter.start_us,
-                draw.end_us,
-                filter.start_us
-            ),
-        );
-        report.post_copy_checks += 1;
-        late(
-            f,
-            filter.end_us - copy.start_us,
+                "the filter read the rendered image {by:.1} µs before its draw ended (draw until {:.1} µs, filter from {:.1} µs)",
+                draw.end_us, filter.start_us
+            )
+        });
+        order(&mut report.post_copy_checks, filter.end_us, copy.start_us, &|by| {
             format!(
-                "the copy read the output image {:.1} µs before the filter ended (filter until {:.1} µs, copy from {:.1} µs)",
-                filter.end_us - copy.start_us,
-                filter.end_us,
-                copy.start_us
-            ),
-        );
+                "the copy read the output image {by:.1} µs before the filter ended (filter until {:.1} µs, copy from {:.1} µs)",
+                filter.end_us, copy.start_us
+            )
+        });
         // The images' previous readers: frame f − K (absent for the first K frames traced).
-        let Some(prev) = f.checked_sub(slots).filter(|&p| p >= first) else { continue };
-        let Some(p) = frames.get(&prev) else { continue };
+        let Some((prev, p)) =
+            f.checked_sub(slots).filter(|&q| q >= first).and_then(|q| Some((q, frames.get(&q)?)))
+        else {
+            continue;
+        };
         if let Some(prev_filter) = p.filter {
-            report.post_scene_reuse_checks += 1;
-            late(
-                f,
-                prev_filter.end_us - draw.start_us,
+            order(&mut report.post_scene_reuse_checks, prev_filter.end_us, draw.start_us, &|by| {
                 format!(
-                    "the draw into rendered image {} began {:.1} µs before frame {prev}'s filter finished reading it (draw from {:.1} µs, filter until {:.1} µs)",
-                    f % slots,
-                    prev_filter.end_us - draw.start_us,
-                    draw.start_us,
-                    prev_filter.end_us
-                ),
-            );
+                    "the draw into rendered image {pair} began {by:.1} µs before frame {prev}'s filter finished reading it (draw from {:.1} µs, filter until {:.1} µs)",
+                    draw.start_us, prev_filter.end_us
+                )
+            });
         }
         if let Some(prev_copy) = p.copy {
-            report.post_output_reuse_checks += 1;
-            late(
-                f,
-                prev_copy.end_us - filter.start_us,
+            order(&mut report.post_output_reuse_checks, prev_copy.end_us, filter.start_us, &|by| {
                 format!(
-                    "the filter wrote output image {} {:.1} µs before frame {prev}'s copy finished reading it (filter from {:.1} µs, copy until {:.1} µs)",
-                    f % slots,
-                    prev_copy.end_us - filter.start_us,
-                    filter.start_us,
-                    prev_copy.end_us
-                ),
-            );
+                    "the filter wrote output image {pair} {by:.1} µs before frame {prev}'s copy finished reading it (filter from {:.1} µs, copy until {:.1} µs)",
+                    filter.start_us, prev_copy.end_us
+                )
+            });
         }
     }
     report.post_violations = found.len();
