@@ -20,9 +20,10 @@
 //!
 //! 3. **The filter reads a finished image**: the filter of frame f starts after draw f ends.
 //! 4. **The copy reads a finished output**: the copy of frame f starts after filter f ends.
-//! 5. **Scene reuse**: draw f (from the moment it could read its heights, which with `--post`
-//!    also waits for `posted`) starts after the filter of frame f−K, the image's previous reader,
-//!    ended.
+//! 5. **Scene reuse**: draw f starts after the filter of frame f−K, the image's previous reader,
+//!    ended. The draw's start is its `read` span's, the "readable" timestamp: for this to be
+//!    sound, the barrier before that timestamp must chain with the draw's wait on `posted` too
+//!    (its source stage includes the stage `posted` is waited at), as it does with `computed`.
 //! 6. **Output reuse**: the filter of frame f starts after the copy of frame f−K, the output
 //!    image's previous reader, ended.
 //!
