@@ -623,7 +623,7 @@ run trace-post-none "$bin" --headless --backend cuda --sync none --post outline 
     --grid 1024x1024 --size 1280x720 --frames 300 --trace "$out/trace-post-none.json"
 run trace-post-none-check "$bin" trace check "$out/trace-post-none.json"
 violations=$(head -n 1 "$out/trace-post-none-check.stdout" | grep -o '[0-9]* violation(s)')
-post_violations=$(grep -m 1 -o 'post stage (outline): [0-9]* violation(s)' "$out/trace-post-none-check.stdout" |
+post_violations=$(grep -m 1 -o 'post stage ([^)]*): [0-9]* violation(s)' "$out/trace-post-none-check.stdout" |
     grep -o '[0-9]* violation(s)')
 if [ "$rc" -eq 1 ] && [ -n "$post_violations" ] && [ "${post_violations%% *}" -gt 0 ]; then
     record trace-post-none PASS "checker exit 1: $violations, of which the post stage's: $post_violations"

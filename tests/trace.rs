@@ -527,4 +527,13 @@ fn the_checker_enforces_the_post_stage_orders() {
     let (code, out) = check_doc(&dir, "no-post-key", &bare);
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("post stage"), "{out}");
+    // A trace with post spans that does not name its post stage is checked as one.
+    let mut unnamed = post_trace(&|f, r| (f == 5 && r == "copy").then_some((565.0, 20.0)));
+    unnamed["otherData"].as_object_mut().unwrap().remove("post");
+    let (code, out) = check_doc(&dir, "post-unnamed", &unnamed);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("post stage (named by no otherData.post: from its spans): 1 violation(s);"),
+        "{out}"
+    );
 }

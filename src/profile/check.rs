@@ -27,8 +27,9 @@
 //! 6. **Output reuse**: the filter of frame f starts after the copy of frame f−K, the output
 //!    image's previous reader, ended.
 //!
-//! A trace without `post` (or `"post": "none"`) checks only the first two, as before; one that
-//! says `none` but holds filter or copy spans is refused.
+//! A trace with `"post": "none"` checks only the first two, as before, and is refused if it holds
+//! filter or copy spans; a trace without `post` (written before the post stage, or by a run that
+//! did not name it) is a post trace exactly when it has filter or copy spans.
 //!
 //! Spans come from different clocks (host, Vulkan timestamps, CUDA/HIP events) mapped onto one;
 //! a comparison fails only by more than the alignment's stated accuracy (`otherData`), or by more
@@ -36,6 +37,9 @@
 
 use serde_json::Value;
 use std::collections::BTreeMap;
+
+/// [`CheckReport::post`] of a trace that does not name its post stage but holds its spans.
+pub const POST_FROM_SPANS: &str = "named by no otherData.post: from its spans";
 
 /// Errors reading a trace (exit 2: the file, not the protocol, is at fault).
 #[derive(Debug, thiserror::Error)]
@@ -286,16 +290,18 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
             format!("otherData.{name} is {v}: an accuracy is a whole number of ns from 0 to 1 s")
         }),
     };
+    // Absent: read from the spans below.
     let post = match &other["post"] {
-        Value::Null => "none".to_string(),
+        Value::Null => None,
         v => v
             .as_str()
             .filter(|p| !p.is_empty())
             .ok_or_else(|| {
                 format!("otherData.post is {v}: the --post value, a name such as \"outline\" or \"none\"")
-            })?
-            .to_string(),
+            })
+            .map(|p| Some(p.to_string()))?,
     };
+    let mut post_spans = false;
     let (vulkan_ns, compute_ns) = (nanoseconds("vulkan_accuracy_ns")?, nanoseconds("compute_accuracy_ns")?);
     // On the GPU clock the compute side's accuracy is the Vulkan mapping's: counted once.
     let compute_ns = if gpu_clock { 0 } else { compute_ns };
@@ -337,17 +343,24 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
         let slot = match role {
             "write" => &mut a.write,
             "read" => &mut a.read,
-            "filter" | "copy" if post == "none" => {
+            "filter" | "copy" if post.as_deref() == Some("none") => {
                 return Err(format!(
                     "a '{role}' span of frame {frame}, but otherData.post is \"none\": the trace does not say which post stage ran"
                 ))
             }
-            "filter" => &mut a.filter,
-            "copy" => &mut a.copy,
+            "filter" => {
+                post_spans = true;
+                &mut a.filter
+            }
+            "copy" => {
+                post_spans = true;
+                &mut a.copy
+            }
             other => return Err(format!("unknown role '{other}'")),
         };
         *slot = Some(slot.map_or(iv, |old| old.join(iv)));
     }
+    let post = post.unwrap_or_else(|| if post_spans { POST_FROM_SPANS.into() } else { "none".into() });
     let mut report =
         CheckReport { frames: frames.len(), slots, tolerance_us, gpu_clock, post, ..Default::default() };
     let (mut with, mut without) = (Vec::new(), Vec::new());

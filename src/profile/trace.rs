@@ -20,8 +20,8 @@
 //!   signal → the copy of frame f);
 //! - a counter (`"ph": "C"`) "frames in flight": submitted draws not yet finished;
 //! - `otherData`: the run's configuration and how each clock was aligned, with its accuracy;
-//!   `slots` is K and `post` the `--post` value (`"none"` or `"outline"`; a trace from before the
-//!   post stage has no `post` and reads as `"none"`): the checker takes both from there.
+//!   `slots` is K and `post` the `--post` value (`"none"` or `"outline"`): the checker takes both
+//!   from there (a trace without `post` is read from its spans).
 
 use super::span::{HostSpan, Phase, Track};
 use crate::pending::PendingFile;
@@ -108,7 +108,7 @@ pub struct TraceMeta {
     pub launch: String,
     pub sync: String,
     pub slots: usize,
-    /// The `--post` value (`outline`, or `none`; empty is written as `none`).
+    /// The `--post` value (`outline` or `none`; empty: not written).
     pub post: String,
     /// Run-ahead R and batch B of the sync plan.
     pub run_ahead: usize,
@@ -224,7 +224,7 @@ pub fn document(ring: &TraceRing, meta: &TraceMeta) -> Value {
             }
         }
     }
-    json!({
+    let mut doc = json!({
         "traceEvents": events,
         "displayTimeUnit": "ms",
         "otherData": {
@@ -235,7 +235,6 @@ pub fn document(ring: &TraceRing, meta: &TraceMeta) -> Value {
             "launch": meta.launch,
             "sync": meta.sync,
             "slots": meta.slots,
-            "post": if meta.post.is_empty() { "none" } else { meta.post.as_str() },
             "run_ahead": meta.run_ahead,
             "batch": meta.batch,
             "frames_in_flight": meta.frames_in_flight,
@@ -254,7 +253,12 @@ pub fn document(ring: &TraceRing, meta: &TraceMeta) -> Value {
             "submit": meta.submit,
             "gpu_timestamps_per_frame": meta.gpu_timestamps_per_frame,
         }
-    })
+    });
+    // Beside `slots`, when the run named it (the checker reads a trace without it from its spans).
+    if !meta.post.is_empty() {
+        doc["otherData"]["post"] = json!(meta.post);
+    }
+    doc
 }
 
 /// Write the trace into `file` (created before the run; see [`PendingFile`]): the target is
@@ -325,7 +329,9 @@ mod tests {
         assert_eq!((starts, ends), (8, 8));
         assert_eq!(events.iter().filter(|e| e["ph"] == "C").count(), 4);
         assert_eq!(doc["otherData"]["slots"], 2);
-        assert_eq!(doc["otherData"]["post"], "none", "no --post value is written as none");
+        assert_eq!(doc["otherData"].get("post"), None, "no --post value named, none written");
+        let named = TraceMeta { post: "none".into(), ..meta };
+        assert_eq!(document(&ring(), &named)["otherData"]["post"], "none");
     }
 
     #[test]
