@@ -35,6 +35,13 @@
 #      scripts/validation-layer.sh). Found in
 #      GPU_CHECK_EXAMPLES_DIR, default BIN's directory/examples (where
 #      `cargo build --release -p vkhip-interop --examples` puts them)
+#   6f. the post stage (--post outline, issue 24) on every NVIDIA backend (vulkan, cuda,
+#      cuda-in-vulkan): verify at 1280x720 and 333x77 with K = 1 and 3 (one row, in parallel),
+#      a headless capture per backend compared with vulkan's (compare-png), a run under
+#      --validation with 0 errors, a trace that `BIN trace check` passes (its post line in the
+#      row), a 20 s soak of all three at once (fds and RSS sampled at 5 s and at the end: flat),
+#      and cuda --sync none, whose trace the checker must fail with post-stage violations.
+#      About 60 s on an H100 with GPU_CHECK_JOBS=16
 #   6e. the interop crate's wgpu examples (wgpu_cuda_texture, wgpu_cuda_buffer) under the Khronos
 #      layer with 0 messages, and wgpu_cuda_texture for 10,000 frames with K = 3 (every frame
 #      checked, fds and RSS flat); built with --features wgpu,wgpu/wgsl
@@ -544,6 +551,124 @@ if [ "$soak_frames" -gt 0 ]; then
         fi
     done
 fi
+
+# --- 6f. the post stage: --post outline on every NVIDIA backend ------------------------------------
+# verify: the filtered image of a frame against the CPU filter of the same rendered image, read back.
+for backend in vulkan cuda cuda-in-vulkan; do
+    for size in 1280x720 333x77; do
+        for k in 1 3; do
+            echo "post-$backend-$size-k$k|--backend $backend --post outline --size $size --slots $k --frames $((2 * k + 3))"
+        done
+    done
+done >"$out/sweep-post.list"
+sweep_group post
+# Captures of the same frame: cuda and cuda-in-vulkan against the Vulkan-shader post.
+for backend in vulkan cuda cuda-in-vulkan; do
+    png="$out/post-$backend.png"
+    rm -f "$png"
+    run "capture-post-$backend" "$bin" --headless --backend "$backend" --post outline --time frame \
+        --frames 120 --size 640x360 --capture "$png"
+    if [ "$rc" -eq 0 ] && [ -s "$png" ]; then
+        record "capture-post-$backend" PASS "$(wc -c <"$png" | tr -d ' ') bytes"
+    else
+        record "capture-post-$backend" "$(status_of)" "exit $rc: $tail_line"
+    fi
+done
+for backend in cuda cuda-in-vulkan; do
+    name="compare-png-post-$backend"
+    if [ -s "$out/post-$backend.png" ] && [ -s "$out/post-vulkan.png" ]; then
+        run "$name" "$bin" compare-png "$out/post-$backend.png" "$out/post-vulkan.png"
+        figure="max_channel_diff=$(field max_channel_diff "$last") over=$(field pixels_over_tolerance "$last") tol=$(field tolerance "$last")"
+        if [ "$rc" -eq 0 ] && [ "$(field result "$last")" = SAME ]; then
+            record "$name" PASS "$figure"
+        else
+            record "$name" FAIL "exit $rc: $figure"
+        fi
+    else
+        record "$name" FAIL "not run: a capture is missing"
+    fi
+done
+# Under the Khronos layer, every backend's default sync: 0 errors.
+for backend in vulkan cuda cuda-in-vulkan; do
+    name="validation-post-$backend"
+    run "$name" "$bin" --headless --validation --backend "$backend" --post outline --grid 1000x777 \
+        --size 1280x720 --frames 60
+    if [ "$rc" -eq 0 ] && [ "${last#validation: 0 errors, 0 warnings}" != "$last" ]; then
+        record "$name" PASS "${last#validation: }"
+    else
+        record "$name" "$(status_of)" "exit $rc: ${last:-$tail_line}"
+    fi
+done
+# Traces: the checker proves the heights' two orders and the post stage's four; the row shows the
+# post line of the check and the report's post latency (draw end → copy end).
+for backend in vulkan cuda cuda-in-vulkan; do
+    name="trace-post-$backend"
+    run "$name" "$bin" --headless --backend "$backend" --post outline --grid 1024x1024 --size 1280x720 \
+        --frames 600 --trace "$out/$name.json"
+    if [ "$rc" -ne 0 ]; then
+        record "$name" "$(status_of)" "exit $rc: $tail_line"
+        continue
+    fi
+    latency=$(grep -m 1 '^  post latency' "$out/$name.stdout" | tr -s ' ' | cut -d ' ' -f 4-9)
+    run "$name-check" "$bin" trace check "$out/$name.json"
+    post=$(grep -m 1 'post stage (' "$out/$name-check.stdout" | sed 's/^ *post stage //' | cut -c 1-80)
+    if [ "$rc" -eq 0 ] && [ -n "$post" ]; then
+        record "$name" PASS "latency ${latency:-n/a}; $post"
+    else
+        record "$name" FAIL "trace check exit $rc: ${post:-no post line}: $last"
+    fi
+done
+# `--sync none`: the filter and the copy wait for nothing; the checker must find post violations.
+run trace-post-none "$bin" --headless --backend cuda --sync none --post outline --slots 1 \
+    --grid 1024x1024 --size 1280x720 --frames 300 --trace "$out/trace-post-none.json"
+run trace-post-none-check "$bin" trace check "$out/trace-post-none.json"
+violations=$(head -n 1 "$out/trace-post-none-check.stdout" | grep -o '[0-9]* violation(s)')
+post_violations=$(grep -m 1 -o 'post stage ([^)]*): [0-9]* violation(s)' "$out/trace-post-none-check.stdout" |
+    grep -o '[0-9]* violation(s)')
+if [ "$rc" -eq 1 ] && [ -n "$post_violations" ] && [ "${post_violations%% *}" -gt 0 ]; then
+    record trace-post-none PASS "checker exit 1: $violations, of which the post stage's: $post_violations"
+else
+    record trace-post-none FAIL "checker exit $rc: ${violations:-?}, post: ${post_violations:-none}: ${last:-$tail_line}"
+fi
+# Soak: the three backends at once for 20 s (SIGTERM ends a run with its report, exit 143; a
+# background job of a script ignores SIGINT until vkhip installs its handler); fds and VmRSS
+# sampled at 5 s and at the end must not grow (RSS by < 1 MiB; the report's own memory line too).
+post_soak_pids=()
+for backend in vulkan cuda cuda-in-vulkan; do
+    name="soak-post-$backend"
+    "$bin" --headless --backend "$backend" --post outline --grid 256x256 --size 320x180 \
+        --frames 100000000 >"$out/$name.stdout" 2>"$out/$name.log" &
+    post_soak_pids+=("$!")
+done
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+fds_of() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
+sleep 5
+early=()
+for pid in "${post_soak_pids[@]}"; do early+=("$(fds_of "$pid") $(rss_kb "$pid")"); done
+sleep 15
+i=0
+for backend in vulkan cuda cuda-in-vulkan; do
+    pid=${post_soak_pids[$i]}
+    read -r fds0 rss0 <<<"${early[$i]}"
+    fds1=$(fds_of "$pid")
+    rss1=$(rss_kb "$pid")
+    kill -TERM "$pid" 2>/dev/null
+    wait "$pid"
+    rc=$?
+    i=$((i + 1))
+    name="soak-post-$backend"
+    frames=$(grep -m 1 '^  frames' "$out/$name.stdout" | tr -s ' ' | cut -d ' ' -f 3)
+    mem=$(grep -m 1 '^  memory' "$out/$name.stdout" | tr -s ' ')
+    growth=$(printf '%s
+' "$mem" | sed -n 's/.*(\([-+0-9.]*\) MiB)$/\1/p')
+    figure="$frames frames; fds $fds0 -> $fds1; VmRSS $rss0 -> $rss1 kB; report ${growth:-?} MiB"
+    if [ "$rc" -eq 143 ] && [ -n "$rss0" ] && [ -n "$rss1" ] && [ $((rss1 - rss0)) -lt 1024 ] &&
+        [ "$fds1" -le "$fds0" ] && [ -n "$growth" ] && awk -v g="$growth" 'BEGIN { exit !(g < 1.0) }'; then
+        record "$name" PASS "$figure"
+    else
+        record "$name" FAIL "exit $rc (143: stopped by SIGTERM); $figure; $(tail -n 1 "$out/$name.log" | cut -c 1-60)"
+    fi
+done
 
 # --- 6d. the interop crate's CUDA examples --------------------------------------------------------
 examples_dir=${GPU_CHECK_EXAMPLES_DIR:-$(dirname "$bin")/examples}

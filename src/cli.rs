@@ -293,6 +293,10 @@ Presets:
          1000 frames + 100 warm-up, 3 repetitions.
   quick  a CI-sized matrix for lavapipe: vulkan/external, cpu/bridged, cpu/bridged K=4 R=2 B=2 at
          64x64@160x90; 60 frames + 10 warm-up, 2 repetitions.
+  post   the post stage: --post outline with vulkan (the Vulkan-shader baseline), cuda-in-vulkan
+         and cuda (default sync), each also as a run with --gpu-timing on for its latency (draw
+         end → copy end), and vulkan without post; 256x256@320x180 and 1024x1024@1280x720;
+         1000 frames + 100 warm-up, 3 repetitions.
 
 Outputs (in --out, each written atomically):
   bench.csv   one row per run: configuration, resolved sync line, grid, size, rep, frame times,
@@ -356,6 +360,8 @@ pub enum BenchPreset {
     Quick,
     /// The full matrix for a GPU machine.
     Gpu,
+    /// The post stage (`--post outline`) on a GPU machine: vulkan, cuda-in-vulkan and cuda.
+    Post,
 }
 
 /// One `--grids` entry: the grid and the offscreen image size.

@@ -388,3 +388,118 @@ fn replot_draws_a_csv_again_in_family_colours() {
         assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// `vkhip bench --preset post` (issue 24, item 5): each grid (256²@320x180, 1024²@1280x720) gets
+/// the GPU limit, vulkan without post, and `--post outline` on vulkan, cuda-in-vulkan and cuda
+/// (their default sync), each again with GPU timing on for the latency.
+#[test]
+fn the_post_preset_has_its_cells() {
+    use clap::Parser as _;
+    use vkhip::app::matrix::preset::Plan;
+    use vkhip::app::matrix::run::child_args;
+    let cli = vkhip::cli::Cli::try_parse_from(["vkhip", "bench", "--preset", "post"]).unwrap();
+    let Some(vkhip::cli::Command::Bench(args)) = cli.command else { panic!("not bench") };
+    let plan = Plan::new(&args).unwrap();
+    let cells: Vec<String> = plan
+        .cells
+        .iter()
+        .map(|c| {
+            let a = child_args(c, plan.frames, plan.warmup, None, plan.gpu_timing).join(" ");
+            format!("{} @ {}: {}", c.config.label, c.at, a.split_once("--backend ").unwrap().1)
+        })
+        .collect();
+    let want: Vec<String> = [("256x256", "320x180"), ("1024x1024", "1280x720")]
+        .iter()
+        .flat_map(|(g, s)| {
+            let at = format!("--grid {g} --size {s}");
+            [
+                format!("GPU limit @ {g}@{s}: vulkan --sync external {at}"),
+                format!("vulkan (native) @ {g}@{s}: vulkan --sync external --gpu-timing off {at}"),
+                format!("vulkan post @ {g}@{s}: vulkan --post outline --gpu-timing off {at}"),
+                format!("cuda-in-vulkan post @ {g}@{s}: cuda-in-vulkan --post outline --gpu-timing off {at}"),
+                format!("cuda post (default sync) @ {g}@{s}: cuda --post outline --gpu-timing off {at}"),
+                format!("vulkan post, timed @ {g}@{s}: vulkan --post outline {at}"),
+                format!("cuda-in-vulkan post, timed @ {g}@{s}: cuda-in-vulkan --post outline {at}"),
+                format!("cuda post (default sync), timed @ {g}@{s}: cuda --post outline {at}"),
+            ]
+        })
+        .collect();
+    assert_eq!(cells, want);
+    assert_eq!((plan.frames, plan.warmup, plan.reps), (1000, 100, 3));
+}
+
+/// The post columns from fake runs: every row's frame time over the Vulkan-shader post of the same
+/// grid (timed rows over the timed one), and the latency medians, in bench.md and bench.csv.
+#[test]
+fn post_ratios_and_latencies_from_fake_runs() {
+    use vkhip::app::matrix::parse::parse_report;
+    use vkhip::app::matrix::preset::{preset, Cell};
+    use vkhip::app::matrix::run::Outcome;
+    use vkhip::app::matrix::table::{markdown_table, write_csv, CSV_COLUMNS};
+    use vkhip::app::matrix::CellResult;
+    let p = preset(vkhip::cli::BenchPreset::Post);
+    // A child's report, with the post lines a timed run prints.
+    let run = |mean_ms: f64, latency: Option<(f64, f64)>| {
+        let mut report = format!(
+            "vkhip frame report\n  frame time   mean {mean_ms} ms   p50 {mean_ms} ms   p99 {mean_ms} ms   ({} fps)\n  \
+             render cpu   p50 10.0 µs   p99 20.0 µs\n  sync         external, 3 slot(s)\n  device       d\n",
+            1e3 / mean_ms
+        );
+        if let Some((p50, p99)) = latency {
+            report += "  post filter  p50 0.050 ms   p99 0.060 ms   (GPU: …)\n";
+            report += &format!("  post latency p50 {p50} ms   p99 {p99} ms   (GPU: …)\n");
+        }
+        Outcome::Ok(parse_report(&report).unwrap())
+    };
+    let label = |l: &str| *p.rows.iter().find(|c| c.label == l).unwrap();
+    let at = p.sizes[1];
+    let cell = |l: &str, runs: Vec<Outcome>| CellResult { cell: Cell { config: label(l), at }, runs };
+    let results = vec![
+        cell("vulkan (native)", vec![run(1.8, None); 3]),
+        cell("vulkan post", vec![run(2.0, None), run(2.2, None), run(1.9, None)]),
+        cell("cuda-in-vulkan post", vec![run(2.0, None), run(2.04, None), run(2.1, None)]),
+        cell(
+            "cuda post (default sync)",
+            vec![run(2.4, None), run(2.32, None), Outcome::Unsupported("x".into())],
+        ),
+        cell("vulkan post, timed", vec![run(2.5, Some((0.2, 0.3))); 3]),
+        cell("cuda post (default sync), timed", vec![run(3.0, Some((1.1, 1.5))), run(3.0, Some((0.9, 2.5)))]),
+    ];
+    let t = markdown_table(&at, &results);
+    assert!(
+        t.contains("| vs reference: binary K=1 | vs vulkan post | post latency p50 / p99 (ms) | render CPU"),
+        "{t}"
+    );
+    let line = |l: &str| t.lines().find(|x| x.starts_with(&format!("| {l} |"))).unwrap().to_string();
+    // Medians 2.0 (vulkan post), 2.04, 2.36, 1.8; timed 2.5 and 3.0.
+    assert!(line("vulkan post").contains("| 1.00× | – |"), "{t}");
+    assert!(line("cuda-in-vulkan post").contains("| 1.02× | – |"), "{t}");
+    assert!(line("cuda post (default sync)").contains("| 1.18× | – |"), "{t}");
+    assert!(line("vulkan (native)").contains("| 0.90× | – |"), "{t}");
+    assert!(line("vulkan post, timed").contains("| 1.00× | 0.200 / 0.300 |"), "{t}");
+    assert!(line("cuda post (default sync), timed").contains("| 1.20× | 1.000 / 2.000 |"), "{t}");
+    // Without a post row the table has no post columns.
+    assert!(!markdown_table(&at, &results[..1]).contains("vs vulkan post"));
+    let mut buf = Vec::new();
+    write_csv(&mut buf, &results, 1000).unwrap();
+    let mut r = csv::Reader::from_reader(buf.as_slice());
+    assert_eq!(r.headers().unwrap().iter().collect::<Vec<_>>(), CSV_COLUMNS);
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    let col = |name: &str| CSV_COLUMNS.iter().position(|c| *c == name).unwrap();
+    let get = |i: usize, name: &str| rows[i][col(name)].to_string();
+    // Rows 6–8: cuda-in-vulkan post's reps (2.0, 2.04, 2.1 ms); row 12: vulkan post timed, rep 1.
+    assert_eq!((get(6, "label"), get(6, "post")), ("cuda-in-vulkan post".into(), "outline".into()));
+    assert_eq!(
+        (get(6, "vulkan_post_ms"), get(6, "ratio_to_vulkan_post")),
+        ("2.0000".into(), "1.0000".into())
+    );
+    assert_eq!(get(8, "ratio_to_vulkan_post"), "1.0500");
+    assert_eq!((get(0, "post"), get(0, "ratio_to_vulkan_post")), (String::new(), "0.9000".into()));
+    assert_eq!(get(12, "vulkan_post_ms"), "2.5000");
+    assert_eq!(
+        (get(12, "post_latency_p50_ms"), get(12, "post_latency_p99_ms")),
+        ("0.2".into(), "0.3".into())
+    );
+    assert_eq!(get(12, "post_filter_p50_ms"), "0.05");
+    assert_eq!(get(11, "ratio_to_vulkan_post"), "", "an unsupported run has no ratio");
+}

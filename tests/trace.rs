@@ -415,3 +415,125 @@ fn without_gpu_timing_the_report_says_the_limit_is_unknown() {
         "{out}"
     );
 }
+
+/// A span's new (ts, dur), µs.
+type Moved = (f64, f64);
+
+/// A synthetic trace of a `--post outline` run with K = 2 (issue 24, item 4): frame f writes its
+/// slot at 100f µs (10 µs), its draw reads from 100f + 20 to + 50 µs, the filter reads the rendered
+/// image from + 55 to + 70 µs, the copy reads the output from + 75 to + 85 µs. `edit` moves spans
+/// by (frame, role) → (ts, dur).
+fn post_trace(edit: &dyn Fn(u64, &str) -> Option<Moved>) -> Value {
+    let span = |f: u64, tid: u64, name: &str, role: &str, ts: f64, dur: f64| {
+        let (ts, dur) = edit(f, role).unwrap_or((ts, dur));
+        serde_json::json!({"ph": "X", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur,
+                           "args": {"frame": f, "slot": f % 2, "role": role}})
+    };
+    let events: Vec<Value> = (0..8u64)
+        .flat_map(|f| {
+            let t = 100.0 * f as f64;
+            [
+                span(f, 4, "write slot", "write", t, 10.0),
+                span(f, 3, "draw", "read", t + 20.0, 30.0),
+                span(f, 4, "post filter", "filter", t + 55.0, 15.0),
+                span(f, 3, "post copy", "copy", t + 75.0, 10.0),
+            ]
+        })
+        .collect();
+    serde_json::json!({"traceEvents": events, "otherData": {"slots": 2, "post": "outline",
+                       "vulkan_accuracy_ns": 0, "compute_accuracy_ns": 0}})
+}
+
+fn check_doc(dir: &Path, name: &str, doc: &Value) -> (i32, String) {
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, serde_json::to_vec(doc).unwrap()).unwrap();
+    check(&path)
+}
+
+/// `vkhip trace check` on post traces: a correct one passes with every post check counted; each
+/// of the four post orders broken once is one violation (exit 1) that says which; the metadata's
+/// `post` is required for post spans and read as `none` when absent.
+#[test]
+fn the_checker_enforces_the_post_stage_orders() {
+    let dir = temp_dir("trace-post");
+    let (code, out) = check_doc(&dir, "good", &post_trace(&|_, _| None));
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("8 read-after-write and 6 write-after-read checks, 0 violation(s)"), "{out}");
+    assert!(
+        out.contains(
+            "post stage (outline): 0 violation(s); checked: 8 filters against their draw's end, 8 copies against their filter's end, 6 draws against frame f−K's filter (rendered image reused), 6 filters against frame f−K's copy (output image reused)"
+        ),
+        "{out}"
+    );
+    // Each broken order: (name, the edit, the violation's text).
+    type Edit = fn(u64, &str) -> Option<Moved>;
+    let cases: [(&str, Edit, &str); 4] = [
+        // Frame 5's filter starts at 540 µs; its draw ends at 550.
+        (
+            "filter-before-draw-ended",
+            |f, r| (f == 5 && r == "filter").then_some((540.0, 30.0)),
+            "frame 5 (slot 1): the filter read the rendered image 10.0 µs before its draw ended (draw until 550.0 µs, filter from 540.0 µs)",
+        ),
+        // Frame 5's copy starts at 565 µs; its filter ends at 570.
+        (
+            "copy-before-filter-ended",
+            |f, r| (f == 5 && r == "copy").then_some((565.0, 20.0)),
+            "frame 5 (slot 1): the copy read the output image 5.0 µs before the filter ended (filter until 570.0 µs, copy from 565.0 µs)",
+        ),
+        // Frame 4's filter (and its copy after it) run late, to 630 µs: frame 6's draw into the
+        // same rendered image starts at 620.
+        (
+            "draw-before-filter-k-ended",
+            |f, r| match (f, r) {
+                (4, "filter") => Some((455.0, 175.0)),
+                (4, "copy") => Some((640.0, 10.0)),
+                _ => None,
+            },
+            "frame 6 (slot 0): the draw into rendered image 0 began 10.0 µs before frame 4's filter finished reading it (draw from 620.0 µs, filter until 630.0 µs)",
+        ),
+        // Frame 4's copy reads its output until 660 µs; frame 6's filter writes it from 655.
+        (
+            "filter-before-copy-k-ended",
+            |f, r| (f == 4 && r == "copy").then_some((475.0, 185.0)),
+            "frame 6 (slot 0): the filter wrote output image 0 5.0 µs before frame 4's copy finished reading it (filter from 655.0 µs, copy until 660.0 µs)",
+        ),
+    ];
+    for (name, edit, want) in cases {
+        let (code, out) = check_doc(&dir, name, &post_trace(&edit));
+        assert_eq!(code, 1, "{name}: {out}");
+        assert!(out.contains(", 1 violation(s)"), "{name}: exactly one violation: {out}");
+        assert!(out.contains("post stage (outline): 1 violation(s);"), "{name}: {out}");
+        assert!(out.contains(&format!("  violation: {want}\n")), "{name}: {out}");
+    }
+    // Post spans in a trace that says there was no post stage, or whose `post` is not a name.
+    let mut none = post_trace(&|_, _| None);
+    none["otherData"]["post"] = "none".into();
+    let (code, out) = check_doc(&dir, "post-none", &none);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("a 'filter' span of frame 0, but otherData.post is \"none\""), "{out}");
+    none["otherData"]["post"] = 3.into();
+    let (code, out) = check_doc(&dir, "post-3", &none);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("otherData.post is 3"), "{out}");
+    // A post run whose trace has no post span proves nothing about the post stage: not clean.
+    let mut bare = post_trace(&|_, _| None);
+    let events = bare["traceEvents"].as_array_mut().unwrap();
+    events.retain(|e| e["args"]["role"] == "write" || e["args"]["role"] == "read");
+    let (code, out) = check_doc(&dir, "post-bare", &bare);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("nothing to check for the post stage"), "{out}");
+    // Without `post` (a trace from before the post stage) the same spans check as before.
+    bare["otherData"].as_object_mut().unwrap().remove("post");
+    let (code, out) = check_doc(&dir, "no-post-key", &bare);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("post stage"), "{out}");
+    // A trace with post spans that does not name its post stage is checked as one.
+    let mut unnamed = post_trace(&|f, r| (f == 5 && r == "copy").then_some((565.0, 20.0)));
+    unnamed["otherData"].as_object_mut().unwrap().remove("post");
+    let (code, out) = check_doc(&dir, "post-unnamed", &unnamed);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("post stage (named by no otherData.post: from its spans): 1 violation(s);"),
+        "{out}"
+    );
+}

@@ -122,6 +122,67 @@ pub fn handoff_lines(st: &Stats) -> Vec<String> {
     lines
 }
 
+/// The post stage's lines (`--post`; none without one): the filter's time, its two hand-offs
+/// (the draw into the rendered image ended → the filter started; the filter ended → the copy of
+/// its output started) and what the stage adds to a frame's way to the screen, the draw's end →
+/// the copy's end (GPU timestamps: with `--gpu-timing on`). Each as p50 (the median) and p99.
+/// `filter_on_gpu`: the filter is timed on the GPU (a kernel or dispatch), not on the host
+/// (`bridged`, `cpu`).
+///
+/// ```
+/// use vkhip::app::report::post_lines;
+/// use vkhip::profile::collect::Stats;
+///
+/// let mut st = Stats::default();
+/// assert!(post_lines(&st, true).is_empty(), "no post stage, no lines");
+/// for _ in 0..10 {
+///     st.post_filter.record(50_000);
+///     st.post_in.record(30_000);
+///     st.post_out.record(10_000);
+///     st.post_latency.record(120_000);
+/// }
+/// let lines = post_lines(&st, true);
+/// assert_eq!(lines, [
+///     "  post filter  p50 0.050 ms   p99 0.050 ms   (GPU: the filter reading the rendered image and writing the output)",
+///     "  post in      p50 30.0 µs   p99 30.0 µs   (GPU: the draw into the rendered image ended → the filter started)",
+///     "  post out     p50 10.0 µs   p99 10.0 µs   (GPU: the filter ended → the copy of its output started)",
+///     "  post latency p50 0.120 ms   p99 0.120 ms   (GPU: the draw ended → the copy ended; how much later each frame is shown with the post stage)",
+/// ]);
+/// assert!(post_lines(&st, false)[0].ends_with("(host: the filter reading the rendered image and writing the output, on the bridge thread)"));
+/// ```
+pub fn post_lines(st: &Stats, filter_on_gpu: bool) -> Vec<String> {
+    let filter_clock = if filter_on_gpu { "GPU" } else { "host" };
+    let mut lines = Vec::new();
+    if !st.post_filter.is_empty() {
+        let on = if filter_on_gpu { "" } else { ", on the bridge thread" };
+        lines.push(format!(
+            "  post filter  {}   ({filter_clock}: the filter reading the rendered image and writing the output{on})",
+            ms_line(&st.post_filter)
+        ));
+    }
+    // The draw and the copy are GPU timestamps; the filter's end of each hand-off is on its clock.
+    let clock = if filter_on_gpu { "GPU" } else { "GPU and host clocks" };
+    if !st.post_in.is_empty() {
+        lines.push(format!(
+            "  post in      {}   ({clock}: the draw into the rendered image ended → the filter started)",
+            us_line(&st.post_in)
+        ));
+    }
+    if !st.post_out.is_empty() {
+        lines.push(format!(
+            "  post out     {}   ({clock}: the filter ended → the copy of its output started)",
+            us_line(&st.post_out)
+        ));
+    }
+    if !st.post_latency.is_empty() {
+        lines.push(format!(
+            "  post latency {}   (GPU: the draw ended → the copy ended; how much later each frame is shown with the post stage)",
+            ms_line(&st.post_latency)
+        ));
+    }
+    lines
+}
+
 /// The text of the report's `GPU limit` line: the frame time's p50 against the GPU's own work per
 /// frame, the draw's p50 plus the kernel's (or dispatch's) p50, both from GPU timestamps of the
 /// same run; or why the limit is unknown (`gpu_timing`: `--gpu-timing on`; `compute_on_gpu`: the
@@ -223,6 +284,11 @@ pub fn frame_report(
         );
     }
     for line in handoff_lines(st) {
+        let _ = writeln!(out, "{line}");
+    }
+    let filter_on_gpu =
+        sync.backend_kind().on_vulkan_queue() || sync.mode() == crate::sync::SyncMode::External;
+    for line in post_lines(st, filter_on_gpu) {
         let _ = writeln!(out, "{line}");
     }
     if st.draws > 0 && !st.compute.is_empty() {

@@ -14,12 +14,32 @@
 //! between times mapped through the same Vulkan anchors, so the tolerance is the Vulkan mapping's
 //! accuracy alone.
 //!
+//! With a post stage (`otherData.post` is not `"none"`: `--post outline`), frame f draws into the
+//! rendered (scene) image of pair p = f mod K, a filter (`role: filter`) reads it and writes the
+//! output image of pair p, and a copy (`role: copy`) reads that output. Four more promises:
+//!
+//! 3. **The filter reads a finished image**: the filter of frame f starts after draw f ends.
+//! 4. **The copy reads a finished output**: the copy of frame f starts after filter f ends.
+//! 5. **Scene reuse**: draw f starts after the filter of frame f−K, the image's previous reader,
+//!    ended. The draw's start is its `read` span's, the "readable" timestamp: for this to be
+//!    sound, the barrier before that timestamp must chain with the draw's wait on `posted` too
+//!    (its source stage includes the stage `posted` is waited at), as it does with `computed`.
+//! 6. **Output reuse**: the filter of frame f starts after the copy of frame f−K, the output
+//!    image's previous reader, ended.
+//!
+//! A trace with `"post": "none"` checks only the first two, as before, and is refused if it holds
+//! filter or copy spans; a trace without `post` (written before the post stage, or by a run that
+//! did not name it) is a post trace exactly when it has filter or copy spans.
+//!
 //! Spans come from different clocks (host, Vulkan timestamps, CUDA/HIP events) mapped onto one;
 //! a comparison fails only by more than the alignment's stated accuracy (`otherData`), or by more
 //! than an explicit `--tolerance-us`.
 
 use serde_json::Value;
 use std::collections::BTreeMap;
+
+/// [`CheckReport::post`] of a trace that does not name its post stage but holds its spans.
+pub const POST_FROM_SPANS: &str = "named by no otherData.post: from its spans";
 
 /// Errors reading a trace (exit 2: the file, not the protocol, is at fault).
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +70,9 @@ struct Access {
     read: Option<Interval>,
     /// The compute track's GPU write (the kernel or dispatch), when traced.
     kernel: Option<Interval>,
+    /// The post stage's filter and copy (`--post`).
+    filter: Option<Interval>,
+    copy: Option<Interval>,
 }
 
 /// One broken promise.
@@ -86,6 +109,19 @@ pub struct CheckReport {
     /// before their draw could read.
     pub kernel_start_checks: usize,
     pub kernel_end_checks: usize,
+    /// The `--post` value of the run (`otherData.post`; `none` without a post stage).
+    pub post: String,
+    /// With a post stage: filters checked to start after their draw ended, copies after their
+    /// filter ended, draws after the filter of frame f−K ended (scene reuse), and filters after
+    /// the copy of frame f−K ended (output reuse).
+    pub post_scene_checks: usize,
+    pub post_copy_checks: usize,
+    pub post_scene_reuse_checks: usize,
+    pub post_output_reuse_checks: usize,
+    /// Frames of a post run lacking a draw, filter or copy span.
+    pub post_incomplete: usize,
+    /// How many of [`Self::violations`] are the post stage's (listed after the others).
+    pub post_violations: usize,
     pub violations: Vec<Violation>,
     /// Draws whose read span a GPU write of another frame (a kernel or dispatch on the compute
     /// track) overlapped, and those it did not: (count, median read duration in µs) each.
@@ -97,9 +133,20 @@ impl CheckReport {
     /// No violation, and both promises were actually checked (the second needs more than K
     /// frames).
     pub fn clean(&self) -> bool {
+        let post_checked = !self.has_post()
+            || (self.post_scene_checks > 0
+                && self.post_copy_checks > 0
+                && (self.frames as u64 <= self.slots
+                    || self.post_scene_reuse_checks + self.post_output_reuse_checks > 0));
         self.violations.is_empty()
             && self.read_after_write_checks > 0
             && (self.frames as u64 <= self.slots || self.write_after_read_checks > 0)
+            && post_checked
+    }
+
+    /// Whether the run had a post stage (`--post` other than `none`).
+    pub fn has_post(&self) -> bool {
+        !self.post.is_empty() && self.post != "none"
     }
 
     /// The summary line and the first `max` violations.
@@ -136,6 +183,27 @@ impl CheckReport {
                 "  kernels on the GPU clock: {} started after the 'rendered' they waited on, {} ended before their draw could read (checked)\n",
                 self.kernel_start_checks, self.kernel_end_checks
             ));
+        }
+        if self.has_post() {
+            out.push_str(&format!(
+                "  post stage ({}): {} violation(s); checked: {} filters against their draw's end, {} copies against their filter's end, {} draws against frame f−K's filter (rendered image reused), {} filters against frame f−K's copy (output image reused){}\n",
+                self.post,
+                self.post_violations,
+                self.post_scene_checks,
+                self.post_copy_checks,
+                self.post_scene_reuse_checks,
+                self.post_output_reuse_checks,
+                if self.post_incomplete > 0 {
+                    format!("; {} frame(s) lack a draw, filter or copy span", self.post_incomplete)
+                } else {
+                    String::new()
+                }
+            ));
+            if self.post_scene_checks == 0 || self.post_copy_checks == 0 {
+                out.push_str(
+                    "  nothing to check for the post stage: no frame has a draw, a filter and a copy span\n",
+                );
+            }
         }
         if self.read_after_write_checks == 0 {
             out.push_str("  nothing to check: the trace has no frame with both a write and a read span\n");
@@ -222,6 +290,18 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
             format!("otherData.{name} is {v}: an accuracy is a whole number of ns from 0 to 1 s")
         }),
     };
+    // Absent: read from the spans below.
+    let post = match &other["post"] {
+        Value::Null => None,
+        v => v
+            .as_str()
+            .filter(|p| !p.is_empty())
+            .ok_or_else(|| {
+                format!("otherData.post is {v}: the --post value, a name such as \"outline\" or \"none\"")
+            })
+            .map(|p| Some(p.to_string()))?,
+    };
+    let mut post_spans = false;
     let (vulkan_ns, compute_ns) = (nanoseconds("vulkan_accuracy_ns")?, nanoseconds("compute_accuracy_ns")?);
     // On the GPU clock the compute side's accuracy is the Vulkan mapping's: counted once.
     let compute_ns = if gpu_clock { 0 } else { compute_ns };
@@ -263,12 +343,26 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
         let slot = match role {
             "write" => &mut a.write,
             "read" => &mut a.read,
+            "filter" | "copy" if post.as_deref() == Some("none") => {
+                return Err(format!(
+                    "a '{role}' span of frame {frame}, but otherData.post is \"none\": the trace does not say which post stage ran"
+                ))
+            }
+            "filter" => {
+                post_spans = true;
+                &mut a.filter
+            }
+            "copy" => {
+                post_spans = true;
+                &mut a.copy
+            }
             other => return Err(format!("unknown role '{other}'")),
         };
         *slot = Some(slot.map_or(iv, |old| old.join(iv)));
     }
+    let post = post.unwrap_or_else(|| if post_spans { POST_FROM_SPANS.into() } else { "none".into() });
     let mut report =
-        CheckReport { frames: frames.len(), slots, tolerance_us, gpu_clock, ..Default::default() };
+        CheckReport { frames: frames.len(), slots, tolerance_us, gpu_clock, post, ..Default::default() };
     let (mut with, mut without) = (Vec::new(), Vec::new());
     for (&f, r) in frames.iter().filter_map(|(f, a)| a.read.map(|r| (f, r))) {
         let hit = compute.iter().any(|&(g, c)| g != f && c.start_us < r.end_us && c.end_us > r.start_us);
@@ -325,7 +419,66 @@ pub fn check(doc: &Value, tolerance_us: Option<f64>) -> Result<CheckReport, Stri
     if gpu_clock {
         check_kernels(&frames, slots, &mut report);
     }
+    if report.has_post() {
+        check_post(&frames, slots, first, &mut report);
+    }
     Ok(report)
+}
+
+/// The post stage's four orders (promises 3–6 of the module note), frame by frame.
+fn check_post(frames: &BTreeMap<u64, Access>, slots: u64, first: u64, report: &mut CheckReport) {
+    let tolerance = report.tolerance_us;
+    let mut found = Vec::new();
+    for (&f, a) in frames {
+        let (Some(draw), Some(filter), Some(copy)) = (a.read, a.filter, a.copy) else {
+            report.post_incomplete += 1;
+            continue;
+        };
+        let pair = f % slots;
+        // One order: what ends at `end` must come before what starts at `start`.
+        let mut order = |checks: &mut usize, end: f64, start: f64, what: &dyn Fn(f64) -> String| {
+            *checks += 1;
+            if end - start > tolerance {
+                found.push(Violation::new(f, pair, end - start, what(end - start)));
+            }
+        };
+        order(&mut report.post_scene_checks, draw.end_us, filter.start_us, &|by| {
+            format!(
+                "the filter read the rendered image {by:.1} µs before its draw ended (draw until {:.1} µs, filter from {:.1} µs)",
+                draw.end_us, filter.start_us
+            )
+        });
+        order(&mut report.post_copy_checks, filter.end_us, copy.start_us, &|by| {
+            format!(
+                "the copy read the output image {by:.1} µs before the filter ended (filter until {:.1} µs, copy from {:.1} µs)",
+                filter.end_us, copy.start_us
+            )
+        });
+        // The images' previous readers: frame f − K (absent for the first K frames traced).
+        let Some((prev, p)) =
+            f.checked_sub(slots).filter(|&q| q >= first).and_then(|q| Some((q, frames.get(&q)?)))
+        else {
+            continue;
+        };
+        if let Some(prev_filter) = p.filter {
+            order(&mut report.post_scene_reuse_checks, prev_filter.end_us, draw.start_us, &|by| {
+                format!(
+                    "the draw into rendered image {pair} began {by:.1} µs before frame {prev}'s filter finished reading it (draw from {:.1} µs, filter until {:.1} µs)",
+                    draw.start_us, prev_filter.end_us
+                )
+            });
+        }
+        if let Some(prev_copy) = p.copy {
+            order(&mut report.post_output_reuse_checks, prev_copy.end_us, filter.start_us, &|by| {
+                format!(
+                    "the filter wrote output image {pair} {by:.1} µs before frame {prev}'s copy finished reading it (filter from {:.1} µs, copy until {:.1} µs)",
+                    filter.start_us, prev_copy.end_us
+                )
+            });
+        }
+    }
+    report.post_violations = found.len();
+    report.violations.extend(found);
 }
 
 /// The two orderings for the kernel's own GPU span (see the module note); a frame whose order
@@ -586,6 +739,48 @@ mod tests {
         let mut reversed = good();
         reversed.reverse();
         assert!(check(&doc(reversed, 0), None).unwrap().clean());
+    }
+
+    /// K = 2 with a post stage: write 100f .. +10, draw (read) +20 .. +70, filter +75 .. +85,
+    /// copy +90 .. +95 µs.
+    fn post_doc(post: &str, filter_start: impl Fn(u64) -> f64) -> Value {
+        let events: Vec<Value> = (0..6u64)
+            .flat_map(|f| {
+                let t = 100.0 * f as f64;
+                let mut filter = x(f, "filter", t + filter_start(f), 10.0);
+                filter["tid"] = json!(4);
+                [x(f, "write", t, 10.0), x(f, "read", t + 20.0, 50.0), filter, x(f, "copy", t + 90.0, 5.0)]
+            })
+            .collect();
+        let mut d = doc(events, 0);
+        d["otherData"]["post"] = json!(post);
+        d
+    }
+
+    #[test]
+    fn post_orders_are_checked_when_the_trace_says_post() {
+        let r = check(&post_doc("outline", |_| 75.0), None).unwrap();
+        assert!(r.clean(), "{}", r.render("t", 10));
+        assert_eq!((r.post_scene_checks, r.post_copy_checks), (6, 6));
+        assert_eq!((r.post_scene_reuse_checks, r.post_output_reuse_checks), (4, 4));
+        // Frame 3's filter starts 5 µs before its draw ends; within a 6 µs tolerance it passes.
+        let early = |f: u64| if f == 3 { 65.0 } else { 75.0 };
+        let r = check(&post_doc("outline", early), None).unwrap();
+        assert_eq!(r.violations.len(), 1, "{}", r.render("t", 10));
+        assert_eq!((r.violations[0].frame, r.violations[0].slot), (3, 1));
+        assert!((r.violations[0].by_us - 5.0).abs() < 1e-9);
+        assert_eq!(r.post_violations, 1);
+        assert!(
+            r.render("t", 10).contains("post stage (outline): 1 violation(s); checked: 6 filters"),
+            "{}",
+            r.render("t", 10)
+        );
+        assert!(check(&post_doc("outline", early), Some(6.0)).unwrap().clean());
+        // A trace that says `none` may not hold post spans.
+        let e = check(&post_doc("none", |_| 75.0), None).unwrap_err();
+        assert!(e.contains("but otherData.post is \"none\""), "{e}");
+        // No post stage, no post line.
+        assert!(!check(&doc(good(), 0), None).unwrap().render("t", 3).contains("post stage"));
     }
 
     #[test]

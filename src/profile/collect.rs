@@ -157,6 +157,17 @@ pub struct FrameFigures {
     pub handoff_out_exposed_ns: Option<u64>,
     /// The frame of a compute write (of another frame) that ran while this frame's draw read.
     pub kernel_inside: Option<u64>,
+    /// Post stage (`--post`): the filter reading the rendered image and writing the output (GPU,
+    /// or the host for `bridged` and `cpu`).
+    pub post_filter_ns: Option<u64>,
+    /// Post stage, hand-off in: the draw into the rendered image ended → the filter started
+    /// ([`Phase::SceneToFilter`]).
+    pub post_in_ns: Option<u64>,
+    /// Post stage, hand-off out: the filter ended → the copy of the output started
+    /// ([`Phase::FilterToCopy`]).
+    pub post_out_ns: Option<u64>,
+    /// What the post stage adds to a frame's way to the screen: the draw's end → the copy's end.
+    pub post_latency_ns: Option<u64>,
     /// Render thread CPU time for the frame.
     pub cpu_ns: u64,
     /// The same without the throttle's wait: vkhip's own work per frame (recording, submitting,
@@ -192,6 +203,11 @@ pub struct Stats {
     pub throttle: Stat,
     pub handoff_host: Stat,
     pub submit: Stat,
+    /// The post stage (see [`FrameFigures::post_filter_ns`] and the three after it).
+    pub post_filter: Stat,
+    pub post_in: Stat,
+    pub post_out: Stat,
+    pub post_latency: Stat,
     /// Draws measured, and those a compute write of another frame overlapped.
     pub draws: u64,
     pub overlapped_draws: u64,
@@ -394,6 +410,11 @@ impl Profiler {
         figures.handoff_in_exposed_ns = exposed(Phase::HandoffIn);
         figures.handoff_out_exposed_ns = exposed(Phase::HandoffOut);
         open.spans.extend(handoff);
+        let post = post_spans(&open.spans);
+        let dur = |phase| post.iter().find(|s| s.phase == phase).map(HostSpan::dur_ns);
+        figures.post_in_ns = dur(Phase::SceneToFilter);
+        figures.post_out_ns = dur(Phase::FilterToCopy);
+        open.spans.extend(post);
         figures.kernel_inside = self.kernel_inside(&open);
         if open.frame >= self.warmup_frames {
             self.record(&figures, &open.spans);
@@ -500,6 +521,10 @@ impl Profiler {
         opt(&mut s.handoff_out, f.handoff_out_ns);
         opt(&mut s.handoff_in_exposed, f.handoff_in_exposed_ns);
         opt(&mut s.handoff_out_exposed, f.handoff_out_exposed_ns);
+        opt(&mut s.post_filter, f.post_filter_ns);
+        opt(&mut s.post_in, f.post_in_ns);
+        opt(&mut s.post_out, f.post_out_ns);
+        opt(&mut s.post_latency, f.post_latency_ns);
         let host = |phases: &[Phase]| -> u64 {
             spans
                 .iter()
@@ -551,6 +576,50 @@ pub fn handoff_spans(spans: &[HostSpan], rendered: Option<u64>) -> Vec<HostSpan>
     let draw = find(spans, Track::Queue, Phase::Draw);
     let into = rendered.and_then(|r| span(Phase::HandoffIn, r, write.start_ns));
     let out = draw.and_then(|d| span(Phase::HandoffOut, write.end_ns, d.start_ns));
+    into.into_iter().chain(out).collect()
+}
+
+/// The post stage's filter of a frame: on the compute track (GPU, or the bridge thread's host
+/// clock), else wherever it was recorded.
+fn post_filter(spans: &[HostSpan]) -> Option<&HostSpan> {
+    find(spans, Track::Compute, Phase::PostFilter)
+        .or_else(|| spans.iter().find(|s| s.phase == Phase::PostFilter))
+}
+
+/// The post stage's hand-offs of one frame (`--post`), as spans on the hand-off track: from the
+/// end of the draw into the rendered image to the filter's start ([`Phase::SceneToFilter`]), and
+/// from the filter's end to the start of the copy of its output ([`Phase::FilterToCopy`]). A gap
+/// that is negative (a broken order, which `vkhip trace check` reports) gives no span; a frame
+/// without a filter gives none.
+///
+/// ```
+/// use vkhip::profile::collect::post_spans;
+/// use vkhip::profile::span::HostSpan;
+/// use vkhip::profile::{Phase, Track};
+///
+/// let span = |track, phase, start_ns, end_ns| HostSpan { track, phase, start_ns, end_ns };
+/// let spans = [
+///     span(Track::Queue, Phase::Draw, 1_000, 5_000),
+///     span(Track::Compute, Phase::PostFilter, 6_000, 8_000),
+///     span(Track::Queue, Phase::PostCopy, 8_500, 9_000),
+/// ];
+/// assert_eq!(post_spans(&spans), [span(Track::Handoff, Phase::SceneToFilter, 5_000, 6_000),
+///                                 span(Track::Handoff, Phase::FilterToCopy, 8_000, 8_500)]);
+/// assert_eq!(post_spans(&spans[..2]).len(), 1); // no copy traced: in only
+/// assert!(post_spans(&[spans[0], spans[2]]).is_empty()); // no filter: nothing
+/// // The filter read the image before the draw ended: no span (the checker reports it).
+/// let early = [spans[0], span(Track::Compute, Phase::PostFilter, 4_000, 8_000), spans[2]];
+/// assert_eq!(post_spans(&early).iter().map(|s| s.phase).collect::<Vec<_>>(), [Phase::FilterToCopy]);
+/// ```
+pub fn post_spans(spans: &[HostSpan]) -> Vec<HostSpan> {
+    let Some(filter) = post_filter(spans) else { return Vec::new() };
+    let span = |phase, start_ns: u64, end_ns: u64| {
+        (end_ns >= start_ns).then_some(HostSpan { track: Track::Handoff, phase, start_ns, end_ns })
+    };
+    let draw = find(spans, Track::Queue, Phase::Draw);
+    let copy = find(spans, Track::Queue, Phase::PostCopy);
+    let into = draw.and_then(|d| span(Phase::SceneToFilter, d.end_ns, filter.start_ns));
+    let out = copy.and_then(|c| span(Phase::FilterToCopy, filter.end_ns, c.start_ns));
     into.into_iter().chain(out).collect()
 }
 
@@ -617,6 +686,11 @@ fn figures(open: &Open, frame_ns: Option<u64>, prev_draw_end: Option<u64>) -> Fr
         _ => None,
     };
     let busiest = draw_ns.into_iter().chain(compute_ns).max();
+    let copy = find(spans, Track::Queue, Phase::PostCopy);
+    let post_latency_ns = match (draw, copy) {
+        (Some(d), Some(c)) if c.end_ns >= d.end_ns => Some(c.end_ns - d.end_ns),
+        _ => None,
+    };
     FrameFigures {
         frame: open.frame,
         frame_ns,
@@ -633,6 +707,10 @@ fn figures(open: &Open, frame_ns: Option<u64>, prev_draw_end: Option<u64>) -> Fr
         handoff_in_exposed_ns: None,
         handoff_out_exposed_ns: None,
         kernel_inside: None,
+        post_filter_ns: post_filter(spans).map(HostSpan::dur_ns),
+        post_in_ns: None,
+        post_out_ns: None,
+        post_latency_ns,
         cpu_ns: open.cpu_split.total_ns(),
         cpu_work_ns: open.cpu_split.total_ns() - open.cpu_split.wait_ns,
         cpu_split: open.cpu_split,
@@ -927,6 +1005,62 @@ mod tests {
         // ended at 500 µs: 470 µs for both, not 570 µs from draw 0 for frame 4.
         assert_eq!((f[4].handoff_in_ns, f[5].handoff_in_ns), (Some(470 * us), Some(470 * us)));
         assert_eq!((f[2].handoff_in_ns, f[3].handoff_in_ns), (None, None), "draws −1 and −2 do not exist");
+    }
+
+    /// A `--post outline` run, K = 2, frames 200 µs apart: the draw ends at +100 µs, the filter
+    /// runs +130..+180 µs, the copy +190..+220 µs. The profiler derives both post hand-offs as
+    /// spans on the hand-off track and records the filter, the hand-offs and the latency.
+    #[test]
+    fn post_stage_spans_give_the_filter_the_hand_offs_and_the_latency() {
+        let mut p = Profiler::new(2, Some(10));
+        let us = 1000;
+        for f in 0..10u64 {
+            let t0 = f * 200 * us;
+            p.add(host(f, Track::Queue, Phase::Draw, t0 + 40 * us, t0 + 100 * us), &no_vk);
+            p.add(host(f, Track::Compute, Phase::PostWait, t0 + 100 * us, t0 + 130 * us), &no_vk);
+            p.add(host(f, Track::Compute, Phase::PostFilter, t0 + 130 * us, t0 + 180 * us), &no_vk);
+            p.add(host(f, Track::Compute, Phase::PostSignal, t0 + 180 * us, t0 + 181 * us), &no_vk);
+            p.add(host(f, Track::Queue, Phase::PostCopy, t0 + 190 * us, t0 + 220 * us), &no_vk);
+            p.end_frame(submitted(f, t0));
+        }
+        p.finish(2200 * us);
+        let f: Vec<FrameFigures> = p.drain_closed().collect();
+        assert!(f.iter().all(|x| x.post_filter_ns == Some(50 * us)), "{:?}", f[0]);
+        assert!(f.iter().all(|x| x.post_in_ns == Some(30 * us) && x.post_out_ns == Some(10 * us)));
+        // Draw end (+100) → copy end (+220).
+        assert!(f.iter().all(|x| x.post_latency_ns == Some(120 * us)));
+        let s = &p.stats;
+        assert_eq!(
+            (s.post_filter.count(), s.post_in.count(), s.post_out.count(), s.post_latency.count()),
+            (10, 10, 10, 10)
+        );
+        assert!((s.post_latency.p99_ms() - 0.120).abs() < 0.001);
+        // The post stage is not the heights' hand-off: no compute write, no hand-off in or out.
+        assert!(s.handoff_in.is_empty() && s.handoff_out.is_empty());
+        let frame3 = p.trace().unwrap().frames().find(|t| t.frame == 3).unwrap();
+        let handoff: Vec<(Phase, u64, u64)> = frame3
+            .spans
+            .iter()
+            .filter(|s| s.track == Track::Handoff)
+            .map(|s| (s.phase, s.start_ns, s.end_ns))
+            .collect();
+        let t0 = 600 * us;
+        assert_eq!(
+            handoff,
+            [
+                (Phase::SceneToFilter, t0 + 100 * us, t0 + 130 * us),
+                (Phase::FilterToCopy, t0 + 180 * us, t0 + 190 * us)
+            ]
+        );
+        // A run without a post stage records none of it.
+        let mut q = Profiler::new(2, None);
+        for f in 0..5 {
+            feed_frame(&mut q, f, f * 200_000);
+        }
+        q.finish(1_000_000);
+        assert!(
+            q.stats.post_filter.is_empty() && q.stats.post_in.is_empty() && q.stats.post_latency.is_empty()
+        );
     }
 
     #[test]

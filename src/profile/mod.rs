@@ -11,6 +11,8 @@
 //! | compute (vulkan) | wait rendered, write slot (the dispatch) | Vulkan timestamps in the dispatch's command buffer |
 //! | render/bridge (cpu) | write slot | host clock around the host write |
 //! | hand-off (GPU) | rendered → kernel, kernel → draw | derived when a frame closes: from the end of the draw that last read the slot (frame f−K, or K frames before a batch's last frame: Vulkan signalled `rendered`) to the compute write's start, and from its end to the draw's "readable" timestamp |
+//! | post stage (`--post`) | post wait, post filter, signal posted (compute track); post copy (graphics queue) | as the compute side's spans of the same backend (GPU stamps or events, Vulkan timestamps around the filter in the graphics queue, the bridge thread's host clock); the copy between two Vulkan timestamps |
+//! | hand-off (GPU), post | draw → filter, filter → copy | derived when a frame closes ([`collect::post_spans`]): from the end of the draw into the rendered image to the filter's start, and from the filter's end to the copy's start; the report adds the latency draw end → copy end |
 //!
 //! A draw that a compute write of another frame overlapped is counted in the report (`overlap`)
 //! and labelled in the trace (the draw's `kernel_inside` argument).
@@ -52,8 +54,8 @@
 //! into figures ([`collect::FrameFigures`]: frame time, draw, compute, hand-off latency, the GPU
 //! hand-off in and out, sync overhead, render-thread CPU time) recorded in constant-memory histograms ([`stats`]), and, with
 //! `--trace`, keeps the spans of the last N frames in a ring written as Chrome trace-event JSON at
-//! the end ([`trace`]). [`check`] reads such a file back and proves the protocol's two orderings
-//! (`vkhip trace check`).
+//! the end ([`trace`]). [`check`] reads such a file back and proves the protocol's two orderings,
+//! and with a post stage its four more (`vkhip trace check`).
 //!
 //! # Examples
 //!

@@ -18,7 +18,8 @@ pub enum Track {
     /// The compute side on the GPU: the CUDA/HIP stream, or the `vulkan` backend's dispatch.
     Compute,
     /// The hand-off on the GPU, derived from the other GPU tracks: `rendered` signalled → the
-    /// kernel's start, and the kernel's end → the draw could read.
+    /// kernel's start, and the kernel's end → the draw could read; with `--post`, the draw's end
+    /// → the filter's start, and the filter's end → the copy's start.
     Handoff,
 }
 
@@ -128,12 +129,24 @@ impl Phase {
         }
     }
 
-    /// The slot access a span stands for, for the protocol checker: `write` (the slot is being
-    /// written) or `read` (the draw may read it).
+    /// The access a span stands for, for the protocol checker: `write` (the slot is being
+    /// written) or `read` (the draw may read it; with `--post`, also the draw writing the
+    /// rendered image), and for the post stage `filter` (the filter reads the rendered image and
+    /// writes the output image) or `copy` (the copy reads the output image).
+    ///
+    /// ```
+    /// use vkhip::profile::Phase;
+    ///
+    /// assert_eq!(Phase::PostFilter.role(), Some("filter"));
+    /// assert_eq!(Phase::PostCopy.role(), Some("copy"));
+    /// assert_eq!(Phase::PostWait.role(), None); // waiting touches no image
+    /// ```
     pub fn role(self) -> Option<&'static str> {
         match self {
             Phase::Write => Some("write"),
             Phase::Draw => Some("read"),
+            Phase::PostFilter => Some("filter"),
+            Phase::PostCopy => Some("copy"),
             _ => None,
         }
     }

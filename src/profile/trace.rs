@@ -10,12 +10,18 @@
 //!   traced instant, `args` = {frame, slot, role?}; `role` is `write` for the compute side's write
 //!   of a slot and `read` for the draw from the moment its heights were readable: what
 //!   `vkhip trace check` reads; a draw that a compute write of another frame overlapped carries
-//!   `kernel_inside` (that frame);
+//!   `kernel_inside` (that frame); with `--post`, `role` is `filter` for the post filter and
+//!   `copy` for the copy of its output, and the hand-off track holds "draw → filter" and
+//!   "filter → copy";
 //! - flow arrows (`"ph": "s"` → `"ph": "f"`, `"bp": "e"`) from each signal to the wait it releases:
 //!   `computed` (compute signal → the draw of that frame), `rendered` (end of draw f → the compute
-//!   side's wait of frame f+K, and → the render thread's throttle of frame f+2);
+//!   side's wait of frame f+K, and → the render thread's throttle of frame f+2); with `--post`,
+//!   `scene` (end of draw f → the filter of frame f) and `posted` (the filter's end, or its
+//!   signal → the copy of frame f);
 //! - a counter (`"ph": "C"`) "frames in flight": submitted draws not yet finished;
-//! - `otherData`: the run's configuration and how each clock was aligned, with its accuracy.
+//! - `otherData`: the run's configuration and how each clock was aligned, with its accuracy;
+//!   `slots` is K and `post` the `--post` value (`"none"` or `"outline"`): the checker takes both
+//!   from there (a trace without `post` is read from its spans).
 
 use super::span::{HostSpan, Phase, Track};
 use crate::pending::PendingFile;
@@ -102,6 +108,8 @@ pub struct TraceMeta {
     pub launch: String,
     pub sync: String,
     pub slots: usize,
+    /// The `--post` value (`outline` or `none`; empty: not written).
+    pub post: String,
     /// Run-ahead R and batch B of the sync plan.
     pub run_ahead: usize,
     pub batch: usize,
@@ -192,6 +200,17 @@ pub fn document(ring: &TraceRing, meta: &TraceMeta) -> Value {
         if let (Some(sig), Some(d)) = (signal, draw) {
             flow(&mut events, "computed", sig, d);
         }
+        // The post stage: the draw's end → the filter reading its image; the filter (or its
+        // signal of `posted`) → the copy of its output.
+        let filter = span_of(f.frame, &|s| s.phase == Phase::PostFilter);
+        let copy = span_of(f.frame, &|s| s.phase == Phase::PostCopy);
+        if let (Some(d), Some(fl)) = (draw, filter) {
+            flow(&mut events, "scene", d, fl);
+        }
+        let posted = span_of(f.frame, &|s| s.phase == Phase::PostSignal).or(filter);
+        if let (Some(p), Some(c)) = (posted, copy) {
+            flow(&mut events, "posted", p, c);
+        }
         // `rendered`: this draw's end → the wait of the frame that reuses the slot, and → the
         // throttle of the frame that reuses the command buffer.
         if let Some(d) = draw {
@@ -205,7 +224,7 @@ pub fn document(ring: &TraceRing, meta: &TraceMeta) -> Value {
             }
         }
     }
-    json!({
+    let mut doc = json!({
         "traceEvents": events,
         "displayTimeUnit": "ms",
         "otherData": {
@@ -234,7 +253,12 @@ pub fn document(ring: &TraceRing, meta: &TraceMeta) -> Value {
             "submit": meta.submit,
             "gpu_timestamps_per_frame": meta.gpu_timestamps_per_frame,
         }
-    })
+    });
+    // Beside `slots`, when the run named it (the checker reads a trace without it from its spans).
+    if !meta.post.is_empty() {
+        doc["otherData"]["post"] = json!(meta.post);
+    }
+    doc
 }
 
 /// Write the trace into `file` (created before the run; see [`PendingFile`]): the target is
@@ -305,6 +329,50 @@ mod tests {
         assert_eq!((starts, ends), (8, 8));
         assert_eq!(events.iter().filter(|e| e["ph"] == "C").count(), 4);
         assert_eq!(doc["otherData"]["slots"], 2);
+        assert_eq!(doc["otherData"].get("post"), None, "no --post value named, none written");
+        let named = TraceMeta { post: "none".into(), ..meta };
+        assert_eq!(document(&ring(), &named)["otherData"]["post"], "none");
+    }
+
+    #[test]
+    fn post_spans_have_roles_and_flows_and_the_metadata_says_post() {
+        let mut r = TraceRing::new(4);
+        for f in 0..2u64 {
+            let t = 1_000_000 + f * 100_000;
+            r.push(FrameTrace {
+                frame: f,
+                slot: f as usize,
+                spans: vec![
+                    span(Track::Queue, Phase::Draw, t, t + 10_000),
+                    span(Track::Compute, Phase::PostWait, t + 10_000, t + 11_000),
+                    span(Track::Compute, Phase::PostFilter, t + 11_000, t + 20_000),
+                    span(Track::Compute, Phase::PostSignal, t + 20_000, t + 21_000),
+                    span(Track::Queue, Phase::PostCopy, t + 22_000, t + 25_000),
+                    span(Track::Handoff, Phase::SceneToFilter, t + 10_000, t + 11_000),
+                    span(Track::Handoff, Phase::FilterToCopy, t + 20_000, t + 22_000),
+                ],
+                counters: vec![],
+                kernel_inside: None,
+            });
+        }
+        let meta = TraceMeta { slots: 2, post: "outline".into(), ..Default::default() };
+        let doc = document(&r, &meta);
+        assert_eq!(doc["otherData"]["post"], "outline");
+        let events = doc["traceEvents"].as_array().unwrap();
+        let role = |name: &str| -> Vec<&Value> {
+            events.iter().filter(|e| e["name"] == name).map(|e| &e["args"]["role"]).collect()
+        };
+        assert_eq!(role("post filter"), [&json!("filter"), &json!("filter")]);
+        assert_eq!(role("post copy"), [&json!("copy"), &json!("copy")]);
+        assert_eq!(role("draw → filter"), [&Value::Null, &Value::Null]);
+        let handoff: Vec<&Value> =
+            events.iter().filter(|e| e["tid"] == 5 && e["ph"] == "X").map(|e| &e["name"]).collect();
+        assert_eq!(handoff, [&json!("draw → filter"), &json!("filter → copy")].repeat(2));
+        // Per frame: scene (draw → filter) and posted (signal → copy), each a start and an end.
+        let flows = |name: &str| events.iter().filter(|e| e["name"] == name && e["ph"] == "s").count();
+        assert_eq!((flows("scene"), flows("posted")), (2, 2));
+        let posted_end = events.iter().find(|e| e["name"] == "posted" && e["ph"] == "f").unwrap();
+        assert_eq!(posted_end["tid"], Track::Queue.tid());
     }
 
     #[test]

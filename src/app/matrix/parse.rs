@@ -3,7 +3,8 @@
 //! The lines relied on (two spaces, the label padded to 12 characters, a space, the value):
 //! `frame time` (mean, p50, p99, fps), `render cpu` (p50, and the mean when there), `sync` (the resolved configuration,
 //! kept verbatim), `device`, and the optional `start-up`, `hand-off in` and `hand-off out` (their
-//! p50, with GPU timing on) and `GPU limit` (the draw's and the kernel's GPU p50s, when known).
+//! p50, with GPU timing on), `GPU limit` (the draw's and the kernel's GPU p50s, when known) and the
+//! post stage's `post filter`, `post in`, `post out` (p50s) and `post latency` (p50 and p99).
 //!
 //! # Examples
 //!
@@ -28,6 +29,7 @@
 //! assert_eq!(m.device, "NVIDIA H100 80GB HBM3 [discrete GPU]");
 //! assert_eq!((m.handoff_in_us, m.handoff_out_us), (Some(41.5), Some(12.0)));
 //! assert_eq!(m.gpu_limit, Some(GpuLimit { draw_ms: 0.126, kernel_ms: 0.005 }));
+//! assert_eq!(m.post, None); // no post stage
 //! let unknown = report.replace("frame p50 at 1.15× the GPU's limit: draw 0.126 + kernel 0.005 = 0.131 ms (GPU p50s)", "unknown: --gpu-timing off");
 //! assert_eq!(parse_report(&unknown).unwrap().gpu_limit, None);
 //!
@@ -60,6 +62,23 @@ pub struct Measurement {
     pub handoff_out_us: Option<f64>,
     /// The `GPU limit` line's draw and kernel GPU p50s, when the run measured them.
     pub gpu_limit: Option<GpuLimit>,
+    /// The post stage's figures, when the report has a `post …` line (`--post`); boxed, so a
+    /// run without them stays small.
+    pub post: Option<Box<PostFigures>>,
+}
+
+/// One run's post stage (`--post`), from the report's `post …` lines; each `None` when its line
+/// is absent (the latency needs GPU timing on).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PostFigures {
+    /// The filter's p50, ms.
+    pub filter_p50_ms: Option<f64>,
+    /// The draw's end → the filter's start, and the filter's end → the copy's start: p50s, µs.
+    pub in_p50_us: Option<f64>,
+    pub out_p50_us: Option<f64>,
+    /// The draw's end → the copy's end: p50 and p99, ms.
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
 }
 
 /// The GPU's own work per frame in one run: the draw's and the kernel's (or dispatch's) GPU p50,
@@ -159,8 +178,25 @@ pub fn parse_report(report: &str) -> Result<Measurement, ParseError> {
         }
         _ => None,
     };
+    let p50 = |label: &'static str| -> Result<Option<f64>, ParseError> {
+        field(report, label).map(|l| number_after(l, "p50").ok_or_else(|| bad(label, l))).transpose()
+    };
+    let latency = field(report, "post latency")
+        .map(|l| {
+            let v = (number_after(l, "p50"), number_after(l, "p99"));
+            v.0.zip(v.1).ok_or_else(|| bad("post latency", l))
+        })
+        .transpose()?;
+    let post = PostFigures {
+        filter_p50_ms: p50("post filter")?,
+        in_p50_us: p50("post in")?,
+        out_p50_us: p50("post out")?,
+        latency_p50_ms: latency.map(|l| l.0),
+        latency_p99_ms: latency.map(|l| l.1),
+    };
     Ok(Measurement {
         gpu_limit,
+        post: (post != PostFigures::default()).then(|| Box::new(post)),
         handoff_in_us: handoff("hand-off in")?,
         handoff_out_us: handoff("hand-off out")?,
         mean_ms,
@@ -232,6 +268,35 @@ vkhip frame report
             m.device,
             "NVIDIA H100 80GB HBM3 [discrete; NVIDIA 560.35.03] (matches the compute backend)"
         );
+    }
+
+    /// The post stage's lines as `report::post_lines` prints them.
+    #[test]
+    fn reads_the_post_lines() {
+        let post = format!(
+            "{EXTENDED}{}",
+            "  post filter  p50 0.050 ms   p99 0.080 ms   (GPU: the filter reading the rendered image and writing the output)
+  post in      p50 30.0 µs   p99 45.0 µs   (GPU: the draw into the rendered image ended → the filter started)
+  post out     p50 10.0 µs   p99 12.0 µs   (GPU: the filter ended → the copy of its output started)
+  post latency p50 0.120 ms   p99 0.310 ms   (GPU: the draw ended → the copy ended; …)
+"
+        );
+        let m = parse_report(&post).unwrap();
+        let want = PostFigures {
+            filter_p50_ms: Some(0.05),
+            in_p50_us: Some(30.0),
+            out_p50_us: Some(10.0),
+            latency_p50_ms: Some(0.12),
+            latency_p99_ms: Some(0.31),
+        };
+        assert_eq!(m.post.as_deref(), Some(&want));
+        // GPU timing off: the filter line alone (bridged, host clock); no post line, no figures.
+        let host = format!("{EXTENDED}  post filter  p50 0.070 ms   p99 0.090 ms   (host: …)\n");
+        let m = parse_report(&host).unwrap();
+        assert_eq!(m.post.as_deref(), Some(&PostFigures { filter_p50_ms: Some(0.07), ..Default::default() }));
+        assert_eq!(parse_report(EXTENDED).unwrap().post, None);
+        let bad = post.replace("p99 0.310 ms", "p99 soon");
+        assert!(matches!(parse_report(&bad), Err(ParseError::Malformed { label: "post latency", .. })));
     }
 
     #[test]

@@ -151,7 +151,7 @@ pub fn panels(sizes: &[CellSize], results: &[CellResult]) -> Vec<Panel> {
 /// let run = |handoff_in_us, handoff_out_us| Outcome::Ok(Measurement {
 ///     mean_ms: 0.2, p50_ms: 0.2, p99_ms: 0.3, fps: 5000.0, render_cpu_p50_us: 10.0,
 ///     render_cpu_mean_us: None, startup_s: None, resolved: "external".into(), device: "d".into(),
-///     handoff_in_us, handoff_out_us, gpu_limit: None,
+///     handoff_in_us, handoff_out_us, gpu_limit: None, post: None,
 /// });
 /// let panel = |runs: Vec<Outcome>| Panel {
 ///     at: vkhip::cli::parse_cell_sizes("256x256@320x180").unwrap().0[0],
@@ -332,6 +332,7 @@ pub(super) mod fixtures {
             handoff_in_us: None,
             handoff_out_us: None,
             gpu_limit: None,
+            post: None,
         })
     }
 

@@ -20,6 +20,14 @@
 //! assert_eq!((gpu.rows[0].label, gpu.rows[1].label), (NATIVE, REFERENCE));
 //! let mut seen = std::collections::HashSet::new();
 //! assert!(gpu.rows.iter().all(|c| seen.insert(c.label)));
+//!
+//! // The post preset (issue 24, item 5): native without post for reference, then `--post
+//! // outline` on vulkan (the Vulkan-shader baseline), cuda-in-vulkan and cuda, each again with
+//! // GPU timing on for its latency.
+//! let post = preset(BenchPreset::Post);
+//! let labels: Vec<&str> = post.rows.iter().map(|c| c.label).collect();
+//! assert_eq!(labels[..4], [NATIVE, vkhip::app::matrix::preset::POST_NATIVE, "cuda-in-vulkan post", "cuda post (default sync)"]);
+//! assert_eq!(post.sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>(), ["256x256@320x180", "1024x1024@1280x720"]);
 //! ```
 
 use crate::cli::{BenchPreset, CellSize, MatrixArgs, UsageError};
@@ -41,6 +49,11 @@ pub struct Config {
     /// The [`LIMIT`] row: run with `--gpu-timing on` whatever the matrix's `--gpu-timing`, and
     /// read for its report's `GPU limit` (draw + kernel), not its frame time.
     pub limit: bool,
+    /// `--post` (None: left out, no post stage).
+    pub post: Option<&'static str>,
+    /// Run with `--gpu-timing on` whatever the matrix's `--gpu-timing` (the post preset's latency
+    /// rows: the draw end → copy end latency needs GPU timestamps).
+    pub timed: bool,
 }
 
 /// The configuration the other rows are compared with first.
@@ -55,6 +68,22 @@ pub const LIMIT_ROW: Config = Config { label: LIMIT, limit: true, ..GPU_ROWS[0] 
 
 /// The second baseline: CUDA with one slot and a binary semaphore pair.
 pub const REFERENCE: &str = "reference: binary K=1";
+
+/// The post preset's baseline: the post stage as a Vulkan compute shader (`--backend vulkan
+/// --post outline`); every post row is shown against it (issue 24's targets).
+pub const POST_NATIVE: &str = "vulkan post";
+/// The same with `--gpu-timing on`: the baseline of the rows timed on the GPU.
+pub const POST_NATIVE_TIMED: &str = "vulkan post, timed";
+
+/// The baseline `c` is compared with in the post columns: [`POST_NATIVE`], or
+/// [`POST_NATIVE_TIMED`] for a row run with GPU timing on (the same profiling cost on both sides).
+pub fn post_baseline(c: &Config) -> &'static str {
+    if c.timed {
+        POST_NATIVE_TIMED
+    } else {
+        POST_NATIVE
+    }
+}
 
 const fn row(
     label: &'static str,
@@ -75,7 +104,19 @@ const fn row(
         memory,
         compute_wait: None,
         limit: false,
+        post: None,
+        timed: false,
     }
+}
+
+/// `c` with `--post outline`.
+const fn outlined(c: Config, label: &'static str) -> Config {
+    Config { label, post: Some("outline"), ..c }
+}
+
+/// `c` with `--gpu-timing on` (for the latency).
+const fn timed(c: Config, label: &'static str) -> Config {
+    Config { label, timed: true, ..c }
 }
 
 /// `c` with `--compute-wait gpu`: the compute side always waits on the GPU.
@@ -129,6 +170,24 @@ const GPU_SIZES: &[CellSize] = &[
 
 const QUICK_SIZES: &[CellSize] = &[size(64, 64, 160, 90)];
 
+const VULKAN_POST: Config = outlined(row("", "vulkan", None, N, N, N, None), POST_NATIVE);
+const NVX_POST: Config = outlined(row("", "cuda-in-vulkan", None, N, N, N, None), "cuda-in-vulkan post");
+const CUDA_POST: Config = outlined(row("", "cuda", None, N, N, N, None), "cuda post (default sync)");
+
+/// The post preset: each backend's default sync with `--post outline`, first untimed (frame
+/// time), then with GPU timing on (latency); vulkan without post for reference.
+const POST_ROWS: &[Config] = &[
+    GPU_ROWS[0],
+    VULKAN_POST,
+    NVX_POST,
+    CUDA_POST,
+    timed(VULKAN_POST, POST_NATIVE_TIMED),
+    timed(NVX_POST, "cuda-in-vulkan post, timed"),
+    timed(CUDA_POST, "cuda post (default sync), timed"),
+];
+
+const POST_SIZES: &[CellSize] = &[size(256, 256, 320, 180), size(1024, 1024, 1280, 720)];
+
 /// A preset: rows, sizes, and how long each run is.
 #[derive(Clone, Copy, Debug)]
 pub struct Preset {
@@ -144,6 +203,9 @@ pub fn preset(p: BenchPreset) -> Preset {
         BenchPreset::Gpu => Preset { rows: GPU_ROWS, sizes: GPU_SIZES, frames: 1000, warmup: 100, reps: 3 },
         BenchPreset::Quick => {
             Preset { rows: QUICK_ROWS, sizes: QUICK_SIZES, frames: 60, warmup: 10, reps: 2 }
+        }
+        BenchPreset::Post => {
+            Preset { rows: POST_ROWS, sizes: POST_SIZES, frames: 1000, warmup: 100, reps: 3 }
         }
     }
 }
@@ -215,17 +277,27 @@ mod tests {
     /// Every preset row is a valid `vkhip` command line (the child would parse it).
     #[test]
     fn every_row_parses_as_a_run() {
-        for p in [BenchPreset::Gpu, BenchPreset::Quick] {
+        use clap::CommandFactory as _;
+        // `--post` comes with the post stage's frame loop (branch post-frame); until that is
+        // merged, the post rows are parsed without it.
+        let knows_post = Cli::command().get_arguments().any(|a| a.get_long() == Some("post"));
+        for p in [BenchPreset::Gpu, BenchPreset::Quick, BenchPreset::Post] {
             let pr = preset(p);
             for c in pr.rows {
                 for at in pr.sizes {
-                    let args = crate::app::matrix::run::child_args(
+                    let mut args = crate::app::matrix::run::child_args(
                         &Cell { config: *c, at: *at },
                         10,
                         5,
                         None,
                         crate::cli::OnOff::Off,
                     );
+                    if let Some(i) = args.iter().position(|a| a == "--post") {
+                        assert_eq!(args[i + 1], "outline", "{}", c.label);
+                        if !knows_post {
+                            args.drain(i..i + 2);
+                        }
+                    }
                     let cli = Cli::try_parse_from(std::iter::once("vkhip".to_string()).chain(args.clone()))
                         .unwrap_or_else(|e| panic!("{}: {args:?}: {e}", c.label));
                     assert!(cli.command.is_none());
@@ -239,6 +311,24 @@ mod tests {
             unique.dedup();
             assert_eq!(unique.len(), labels.len(), "duplicate labels in {p:?}");
         }
+    }
+
+    #[test]
+    fn post_preset_rows_are_post_outline_but_native_and_timed_rows_pair_up() {
+        let p = preset(BenchPreset::Post);
+        assert_eq!((p.frames, p.warmup, p.reps), (1000, 100, 3));
+        assert_eq!(p.rows[0], GPU_ROWS[0], "native without post, as in the gpu preset");
+        let post: Vec<&Config> = p.rows.iter().filter(|c| c.post.is_some()).collect();
+        assert_eq!(post.len(), 6);
+        // Every untimed post row has a timed twin: same flags, GPU timing on.
+        for c in post.iter().filter(|c| !c.timed) {
+            let twin = post.iter().find(|t| t.timed && t.backend == c.backend).unwrap();
+            assert_eq!(Config { label: c.label, timed: false, ..**twin }, **c);
+            assert_eq!((post_baseline(c), post_baseline(twin)), (POST_NATIVE, POST_NATIVE_TIMED));
+        }
+        let backends: Vec<&str> = post.iter().filter(|c| !c.timed).map(|c| c.backend).collect();
+        assert_eq!(backends, ["vulkan", "cuda-in-vulkan", "cuda"]);
+        assert!(post.iter().all(|c| c.sync.is_none() && c.slots.is_none()), "default sync");
     }
 
     #[test]

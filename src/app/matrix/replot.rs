@@ -25,7 +25,7 @@
 //! assert_eq!(rows[1].summary.status(), "ok (1 of 2; failed: exit code 1)");
 //! ```
 
-use super::parse::{GpuLimit, Measurement};
+use super::parse::{GpuLimit, Measurement, PostFigures};
 use super::plot::{self, Family, Panel, PlotRow};
 use super::preset::LIMIT;
 use super::run::Outcome;
@@ -98,6 +98,16 @@ pub fn read_csv<R: std::io::Read>(input: R) -> Result<(Vec<Panel>, CsvInfo), Rep
                 gpu_limit: match (num("gpu_draw_p50_ms")?, num("gpu_kernel_p50_ms")?) {
                     (Some(draw_ms), Some(kernel_ms)) => Some(GpuLimit { draw_ms, kernel_ms }),
                     _ => None,
+                },
+                post: {
+                    let p = PostFigures {
+                        filter_p50_ms: num("post_filter_p50_ms")?,
+                        in_p50_us: num("post_in_p50_us")?,
+                        out_p50_us: num("post_out_p50_us")?,
+                        latency_p50_ms: num("post_latency_p50_ms")?,
+                        latency_p99_ms: num("post_latency_p99_ms")?,
+                    };
+                    (p != PostFigures::default()).then(|| Box::new(p))
                 },
             }),
             "unsupported" => Outcome::Unsupported(get(reason).to_string()),

@@ -115,9 +115,10 @@ pub fn child_args(
     opt("--batch", c.batch.map(|v| v.to_string()));
     opt("--memory", c.memory.map(str::to_string));
     opt("--compute-wait", c.compute_wait.map(str::to_string));
+    opt("--post", c.post.map(str::to_string));
     opt("--device", device.map(|v| v.to_string()));
-    // The limit row needs the GPU's timestamps whatever the matrix's setting.
-    if gpu_timing == crate::cli::OnOff::Off && !c.limit {
+    // The limit row and the timed rows need the GPU's timestamps whatever the matrix's setting.
+    if gpu_timing == crate::cli::OnOff::Off && !c.limit && !c.timed {
         a.extend(["--gpu-timing".into(), "off".into()]);
     }
     a.extend(["--grid".into(), cell.at.grid.to_string(), "--size".into(), cell.at.size.to_string()]);

@@ -24,6 +24,7 @@
 //!         handoff_in_us: None,
 //!         handoff_out_us: None,
 //!         gpu_limit: None,
+//!         post: None,
 //!     })
 //! };
 //! // Only the runs that measured something count; the first problem is kept for the status.
@@ -82,6 +83,11 @@ pub struct Summary {
     /// Median over the repetitions of each one's GPU limit (draw + kernel GPU p50s), ms, when
     /// the runs measured it (`--gpu-timing on`; always in the [`super::preset::LIMIT`] row).
     pub limit_ms: Option<f64>,
+    /// Medians of the repetitions' post stage figures (`--post`): the filter's p50, and the
+    /// latency draw end → copy end at p50 and p99, ms, when the runs measured them.
+    pub post_filter_ms: Option<f64>,
+    pub post_latency_p50_ms: Option<f64>,
+    pub post_latency_p99_ms: Option<f64>,
     /// The resolved sync line of the first ok repetition.
     pub resolved: Option<String>,
     pub ok: usize,
@@ -106,6 +112,9 @@ impl Summary {
             handoff_in_us: median(&pick(|m| m.handoff_in_us)),
             handoff_out_us: median(&pick(|m| m.handoff_out_us)),
             limit_ms: median(&pick(|m| m.gpu_limit.map(|g| g.total_ms()))),
+            post_filter_ms: median(&pick(|m| m.post.as_ref()?.filter_p50_ms)),
+            post_latency_p50_ms: median(&pick(|m| m.post.as_ref()?.latency_p50_ms)),
+            post_latency_p99_ms: median(&pick(|m| m.post.as_ref()?.latency_p99_ms)),
             resolved: ms.first().map(|m| m.resolved.clone()),
             ok: ms.len(),
             runs: runs.len(),
@@ -174,6 +183,7 @@ mod tests {
             handoff_in_us: Some(mean * 10.0),
             handoff_out_us: None,
             gpu_limit: None,
+            post: None,
         })
     }
 

@@ -23,11 +23,11 @@
 //! assert!(lines[0].starts_with("label,backend,sync_requested,slots,run_ahead,batch,memory,resolved,grid"));
 //! assert_eq!(
 //!     lines[1],
-//!     r#"vulkan (native),vulkan,external,,,,,,64x64,160x90,1,60,,,,,,,,failed,"exit code 1: lost, the device",,,,,,"#
+//!     r#"vulkan (native),vulkan,external,,,,,,64x64,160x90,1,60,,,,,,,,failed,"exit code 1: lost, the device",,,,,,,,,,,,,,"#
 //! );
 //! ```
 
-use super::preset::{LIMIT, NATIVE, REFERENCE};
+use super::preset::{post_baseline, Config, LIMIT, NATIVE, POST_NATIVE, REFERENCE};
 use super::stats::Summary;
 use super::CellResult;
 use crate::cli::CellSize;
@@ -77,6 +77,14 @@ pub const CSV_COLUMNS: &[&str] = &[
     "gpu_kernel_p50_ms",
     "limit_ms",
     "ratio_to_limit",
+    "post",
+    "post_filter_p50_ms",
+    "post_in_p50_us",
+    "post_out_p50_us",
+    "post_latency_p50_ms",
+    "post_latency_p99_ms",
+    "vulkan_post_ms",
+    "ratio_to_vulkan_post",
 ];
 
 /// The GPU limit of each grid@size: the [`LIMIT`] row's value, when it ran.
@@ -88,6 +96,37 @@ fn limits(results: &[CellResult]) -> Vec<(CellSize, f64)> {
         .collect()
 }
 
+/// The median frame time of the post baseline of `c` ([`post_baseline`]: the Vulkan-shader post,
+/// timed on the GPU or not like `c`) at `at`, when the matrix has that row and it ran.
+///
+/// ```
+/// use vkhip::app::matrix::parse::Measurement;
+/// use vkhip::app::matrix::preset::{preset, Cell};
+/// use vkhip::app::matrix::run::Outcome;
+/// use vkhip::app::matrix::table::post_baseline_ms;
+/// use vkhip::app::matrix::CellResult;
+/// use vkhip::cli::BenchPreset;
+///
+/// let p = preset(BenchPreset::Post);
+/// let at = p.sizes[1];
+/// let ok = |mean_ms: f64| Outcome::Ok(Measurement {
+///     mean_ms, p50_ms: mean_ms, p99_ms: mean_ms, fps: 1e3 / mean_ms, render_cpu_p50_us: 1.0,
+///     render_cpu_mean_us: None, startup_s: None, resolved: "external".into(), device: "d".into(),
+///     handoff_in_us: None, handoff_out_us: None, gpu_limit: None, post: None,
+/// });
+/// let cell = |i: usize, runs: Vec<Outcome>| CellResult { cell: Cell { config: p.rows[i], at }, runs };
+/// // Rows 1 and 4: the Vulkan-shader post, untimed and timed.
+/// let results = [cell(1, vec![ok(2.0), ok(2.2), ok(2.1)]), cell(4, vec![ok(2.5)])];
+/// assert_eq!(post_baseline_ms(&results, &p.rows[2], at), Some(2.1)); // cuda-in-vulkan post
+/// assert_eq!(post_baseline_ms(&results, &p.rows[6], at), Some(2.5)); // cuda post, timed
+/// assert_eq!(post_baseline_ms(&results, &p.rows[2], p.sizes[0]), None); // not run at 256²
+/// ```
+pub fn post_baseline_ms(results: &[CellResult], c: &Config, at: CellSize) -> Option<f64> {
+    let base = post_baseline(c);
+    let r = results.iter().find(|r| r.cell.at == at && r.cell.config.label == base)?;
+    Summary::of(&r.runs).frame_ms
+}
+
 /// Write one CSV row per repetition of every cell.
 pub fn write_csv<W: std::io::Write>(out: W, results: &[CellResult], frames: u64) -> csv::Result<()> {
     let mut w = csv::Writer::from_writer(out);
@@ -95,9 +134,13 @@ pub fn write_csv<W: std::io::Write>(out: W, results: &[CellResult], frames: u64)
     let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
     let limits = limits(results);
     let round = |v: f64| format!("{v:.4}");
+    let post = |m: Option<&super::parse::Measurement>, f: fn(&super::parse::PostFigures) -> Option<f64>| {
+        m.and_then(|m| m.post.as_deref().and_then(f)).map(|v| v.to_string()).unwrap_or_default()
+    };
     for r in results {
         let limit = limits.iter().find(|(at, _)| *at == r.cell.at).map(|l| l.1);
         let c = &r.cell.config;
+        let vulkan_post = post_baseline_ms(results, c, r.cell.at);
         for (rep, o) in r.runs.iter().enumerate() {
             let m = o.measurement();
             let num =
@@ -130,6 +173,14 @@ pub fn write_csv<W: std::io::Write>(out: W, results: &[CellResult], frames: u64)
                 m.and_then(|m| m.gpu_limit).map(|g| g.kernel_ms.to_string()).unwrap_or_default(),
                 limit.map(round).unwrap_or_default(),
                 m.zip(limit).map(|(m, l)| round(m.mean_ms / l)).unwrap_or_default(),
+                c.post.unwrap_or("").to_string(),
+                post(m, |p| p.filter_p50_ms),
+                post(m, |p| p.in_p50_us),
+                post(m, |p| p.out_p50_us),
+                post(m, |p| p.latency_p50_ms),
+                post(m, |p| p.latency_p99_ms),
+                vulkan_post.map(round).unwrap_or_default(),
+                m.zip(vulkan_post).map(|(m, b)| round(m.mean_ms / b)).unwrap_or_default(),
             ])?;
         }
     }
@@ -159,18 +210,36 @@ pub fn markdown_table(at: &CellSize, results: &[CellResult]) -> String {
         .collect();
     let base = |label: &str| rows.iter().find(|(r, _)| r.cell.config.label == label).map(|(_, s)| s);
     let (native, limit, reference) = (base(NATIVE), base(LIMIT), base(REFERENCE));
+    // With a post stage in the matrix: each row against the Vulkan-shader post, and its latency.
+    let post = rows.iter().any(|(r, _)| r.cell.config.post.is_some());
     let mut out = String::new();
     let _ = writeln!(out, "### grid {} @ image {}\n", at.grid, at.size);
+    let post_head =
+        if post { format!(" vs {POST_NATIVE} | post latency p50 / p99 (ms) |") } else { String::new() };
     let _ = writeln!(
         out,
-        "| configuration | resolved sync | frame time (ms) | spread (ms) | vs {NATIVE} | vs {LIMIT} | vs {REFERENCE} | render CPU p50 / mean (µs) | start-up (s) | status |"
+        "| configuration | resolved sync | frame time (ms) | spread (ms) | vs {NATIVE} | vs {LIMIT} | vs {REFERENCE} |{post_head} render CPU p50 / mean (µs) | start-up (s) | status |"
     );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(
+        out,
+        "|---|---|---:|---:|---:|---:|---:|{}---:|---:|---|",
+        if post { "---:|---:|" } else { "" }
+    );
     for (r, s) in &rows {
         let spread = s.spread_ms.map_or_else(|| "–".into(), |(lo, hi)| format!("{lo:.3}–{hi:.3}"));
+        let post_cells = if post {
+            let vs = post_baseline_ms(results, &r.cell.config, *at).and_then(|b| Some(s.frame_ms? / b));
+            let latency = match (s.post_latency_p50_ms, s.post_latency_p99_ms) {
+                (Some(a), Some(b)) => format!("{a:.3} / {b:.3}"),
+                _ => "–".into(),
+            };
+            format!(" {} | {latency} |", ratio(vs))
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |{post_cells} {} / {} | {} | {} |",
             cell(r.cell.config.label),
             cell(s.resolved.as_deref().unwrap_or("–")),
             or_dash(s.frame_ms, 3),
@@ -213,6 +282,13 @@ pub fn markdown(header: &Header, sizes: &[CellSize], results: &[CellResult]) -> 
         out,
         "- {LIMIT}: the GPU's own work per frame, draw + kernel (GPU p50s from timestamps), from runs of {NATIVE} with `--gpu-timing on` interleaved with the others (its row shows that sum); `vs {LIMIT}`: a row's frame time over it, 1.00× being a frame that costs only the GPU's own work\n"
     );
+    if results.iter().any(|r| r.cell.config.post.is_some()) {
+        let _ = writeln!(
+            out,
+            "- post stage (`--post outline`): `vs {POST_NATIVE}`: a row's frame time over the Vulkan-shader post's at the same grid (rows timed on the GPU over `{}`); post latency: the draw's end → the copy's end (GPU timestamps, so only in runs with GPU timing on: the `, timed` rows), medians of the runs' p50 and p99\n",
+            super::preset::POST_NATIVE_TIMED
+        );
+    }
     for at in sizes {
         out.push_str(&markdown_table(at, results));
         out.push('\n');
@@ -242,6 +318,7 @@ mod tests {
             handoff_in_us: Some(40.0),
             handoff_out_us: None,
             gpu_limit: None,
+            post: None,
         })
     }
 
