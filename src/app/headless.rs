@@ -25,7 +25,8 @@
 //! std::fs::remove_file(&png).unwrap();
 //! ```
 
-use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget};
+use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget, PostTarget};
+use crate::vk::post::{CopyDest, Which, POST_FORMAT};
 use super::profiling::{create_trace_file, FrameProfile};
 use super::report::frame_report;
 use super::session::Session;
@@ -58,17 +59,27 @@ impl Offscreen {
         // A dependency panicking while the device is made: one line and exit 2 (`super::panics`).
         let session = super::panics::contain("creating the Vulkan device", || {
             let instance = Arc::new(Instance::new(common.validation, &[])?);
-            anyhow::Ok(Session::new(instance, common, false)?)
+            anyhow::Ok(Session::with_post_extent(instance, common, extent)?)
         })??;
-        let renderer = Renderer::new(
+        // With `--post` the draw renders into the scene images (left in GENERAL for the filter),
+        // and a copy brings the output into the target.
+        let (format, final_layout) = match session.post {
+            Some(_) => (POST_FORMAT, vk::ImageLayout::GENERAL),
+            None => (OFFSCREEN_FORMAT, vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
+        };
+        let mut renderer = Renderer::new(
             &session.ctx,
-            OFFSCREEN_FORMAT,
-            vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+            format,
+            final_layout,
             &session.slots,
             session.sync.plan().frames_in_flight,
             session.sync.plan().joined(),
+            session.sync.plan().post_on_queue(),
         )?;
         let target = OffscreenTarget::new(&session.ctx, renderer.render_pass.handle, extent)?;
+        if let Some(images) = &session.post {
+            renderer.attach_post(images)?;
+        }
         crate::profile::clock::startup_mark("renderer and target ready");
         Ok(Offscreen { target, renderer, session })
     }
@@ -83,6 +94,25 @@ impl Offscreen {
             extra_waits: &[],
             extra_signals: &[],
             overlay: None,
+            post: self.session.post.as_ref().map(|_| PostTarget {
+                dest: CopyDest {
+                    image: self.target.color.image,
+                    format: OFFSCREEN_FORMAT,
+                    extent,
+                    final_layout: vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                },
+                source: Which::Output,
+            }),
+        }
+    }
+
+    /// The timeline and value that say frame `frames − 1` is complete in the target: `presented`
+    /// with a post stage (the copy), else `rendered` (the draw).
+    pub fn target_done(&self, frames: u64) -> (vk::Semaphore, u64) {
+        let sems = &self.session.sync.sems;
+        match &sems.post {
+            Some(t) => (t.presented.handle, frames),
+            None => (sems.rendered.handle, frames),
         }
     }
 }
@@ -140,7 +170,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     let mut failed = None;
     if let Some(png) = capture.filter(|_| done > 0 || !interrupted()) {
         anyhow::ensure!(done > 0, "no frame was rendered, nothing to capture");
-        let pixels = o.target.read_rgba(&o.session.ctx, (o.session.sync.sems.rendered.handle, done))?;
+        let pixels = o.target.read_rgba(&o.session.ctx, o.target_done(done))?;
         let shown = format!("{} (frame {})", png.path().display(), done - 1);
         match png.commit(&Rgba { width: extent.width, height: extent.height, pixels }) {
             Ok(()) => extra.push(("capture", shown)),

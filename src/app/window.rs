@@ -140,7 +140,8 @@ impl App<'_> {
         let raw_window = window.window_handle().context("window handle")?.as_raw();
         // SAFETY: `window` is kept in `Running` and dropped after the surface (field order).
         let surface = unsafe { Surface::new(&instance, display, raw_window) }?;
-        let session = Session::for_window(instance, &args.common, &surface, &display_name())?;
+        let post_extent = vk::Extent2D { width: args.size.width, height: args.size.height };
+        let session = Session::for_window(instance, &args.common, &surface, &display_name(), post_extent)?;
         let format = surface.choose_format(&session.ctx)?;
         let renderer = Renderer::new(
             &session.ctx,
@@ -149,6 +150,7 @@ impl App<'_> {
             &session.slots,
             session.sync.plan().frames_in_flight,
             session.sync.plan().joined(),
+            session.sync.plan().post_on_queue(),
         )?;
         let acquired = (0..session.sync.plan().frames_in_flight)
             .map(|_| Semaphore::binary(&session.ctx, false))
@@ -271,6 +273,7 @@ impl App<'_> {
             extra_waits: &[(acquire, vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT)],
             extra_signals: &[present],
             overlay: r.overlay.shown(),
+            post: None,
         };
         let params = r.clock.due_params(&r.session, f);
         compute_and_draw(&mut r.session, &mut r.renderer, f, &params, &target, &mut marks)

@@ -162,6 +162,7 @@ pub mod plan;
 pub use plan::{default_frames_in_flight, Export, SyncPlan, SyncRequest, MAX_FRAMES_IN_FLIGHT, MAX_SLOTS};
 
 pub use crate::compute::SemaphoreHandles;
+use crate::compute::post::{PostKind, PostSync};
 use crate::compute::{BackendKind, ComputeBackend, ComputeError, GpuSync};
 use crate::profile::clock::{host_now_ns, ClockInfo};
 use crate::profile::span::SPAN_BUFFER;
@@ -171,7 +172,7 @@ use crate::vk::device::Context;
 use crate::vk::external::Semaphore;
 use crate::vk::VkError;
 use ash::vk;
-use bridge::{Bridge, Job};
+use bridge::{Bridge, HeightsJob, Job, PostJob, PostTimelineHandles};
 use std::sync::mpsc;
 use std::sync::Arc;
 
@@ -280,6 +281,17 @@ pub struct FrameSemaphores {
     pub rendered: Semaphore,
     /// `binary` mode only: (computed, rendered) per slot.
     pub binary: Vec<(Semaphore, Semaphore)>,
+    /// `--post` only: the post stage's timelines.
+    pub post: Option<PostTimelines>,
+}
+
+/// The post stage's timelines (frame f is `f + 1`; see "The post stage" above).
+pub struct PostTimelines {
+    /// `posted ≥ f+1`: output `f mod K` holds frame f's filtered image.
+    pub posted: Semaphore,
+    /// `presented ≥ f+1`: the copy of output `f mod K` to the swapchain image or the capture
+    /// target has finished (so the output may be written again, and the target holds frame f).
+    pub presented: Semaphore,
 }
 
 impl FrameSemaphores {
@@ -294,10 +306,19 @@ impl FrameSemaphores {
         } else {
             Vec::new()
         };
+        let post = if plan.post == PostKind::None {
+            None
+        } else {
+            Some(PostTimelines {
+                posted: Semaphore::timeline(ctx, 0, export_timeline)?,
+                presented: Semaphore::timeline(ctx, 0, export_timeline)?,
+            })
+        };
         Ok(FrameSemaphores {
             computed: Semaphore::timeline(ctx, 0, export_timeline)?,
             rendered: Semaphore::timeline(ctx, 0, export_timeline)?,
             binary,
+            post,
         })
     }
 
@@ -379,6 +400,10 @@ pub struct FrameSync {
     /// One-submission frames: the frame handed over by [`Self::compute`], until its draw records
     /// it ([`Self::record_joined`]).
     joined: Option<(u64, usize, WaveParams)>,
+    /// Highest `posted` value handed to the compute side so far (post stage, off Vulkan's queue).
+    posted_requested: u64,
+    /// Highest `presented` value the host has seen reached (post stage).
+    presented_seen: std::cell::Cell<u64>,
 }
 
 impl FrameSync {
@@ -396,7 +421,13 @@ impl FrameSync {
         let driver = if matches!(plan.mode, SyncMode::Bridged | SyncMode::Unsynchronized) {
             let capacity = plan.slots + plan.frames_in_flight as usize;
             let (computed, rendered) = (sems.computed.handle, sems.rendered.handle);
-            let (bridge, spans) = Bridge::start(ctx.clone(), computed, rendered, capacity, backend)?;
+            let post = sems
+                .post
+                .as_ref()
+                .map(|t| PostTimelineHandles { posted: t.posted.handle, presented: t.presented.handle });
+            // Each frame may queue a post job beside its heights job.
+            let capacity = if post.is_some() { 2 * capacity } else { capacity };
+            let (bridge, spans) = Bridge::start(ctx.clone(), computed, rendered, post, capacity, backend)?;
             bridge_spans = Some(spans);
             Driver::Bridged(bridge)
         } else {
@@ -418,6 +449,8 @@ impl FrameSync {
             bridge_spans,
             local_spans: Vec::new(),
             joined: None,
+            posted_requested: 0,
+            presented_seen: std::cell::Cell::new(0),
         })
     }
 
@@ -457,9 +490,17 @@ impl FrameSync {
         } else {
             None
         };
-        let seen = self.rendered_seen.get();
+        let mut seen = self.rendered_seen.get();
+        if self.sems.post.is_some() {
+            // The post stage's copy submission is the frame's last: its command buffer (and the
+            // pair's output image) is free once `presented` says so, too.
+            seen = seen.min(self.presented_seen.get());
+        }
         if let Some(v) = throttle_wait(frame, self.plan.frames_in_flight, seen, handoff) {
             self.wait_rendered(v)?;
+            if self.sems.post.is_some() {
+                self.wait_presented(v)?;
+            }
             self.throttle_waits.set(self.throttle_waits.get() + 1);
             return Ok(true);
         }
@@ -484,6 +525,107 @@ impl FrameSync {
             .map_err(SyncError::from)?;
         self.rendered_seen.set(self.rendered_seen.get().max(value));
         Ok(())
+    }
+
+    /// Host-wait `presented ≥ value` (post stage; the copies are Vulkan's, so this never waits
+    /// on the compute API).
+    pub fn wait_presented(&self, value: u64) -> Result<(), SyncError> {
+        let Some(t) = &self.sems.post else {
+            return Err(SyncError::Bridge("internal: wait_presented() without --post".into()));
+        };
+        self.ctx
+            .wait_timeline(t.presented.handle, value, || {
+                let why = match &self.driver {
+                    Driver::Bridged(b) => b.failure().map(|f| format!(" (bridge: {f})")).unwrap_or_default(),
+                    _ => String::new(),
+                };
+                format!("'presented' ≥ {value}: frame {} was never copied out{why}", value - 1)
+            })
+            .map_err(SyncError::from)?;
+        self.presented_seen.set(self.presented_seen.get().max(value));
+        Ok(())
+    }
+
+    /// The post stage of this run (`none`: none).
+    pub fn post_kind(&self) -> PostKind {
+        self.plan.post
+    }
+
+    /// Post stage, after frame `frame`'s draw was submitted: hand the filter of its pair to the
+    /// compute side (see "The post stage"). Nothing on Vulkan's queue, where the draw's command
+    /// buffer recorded it ([`Self::record_post`]).
+    pub fn post(&mut self, frame: u64) -> Result<(), SyncError> {
+        if self.plan.post == PostKind::None || self.plan.post_on_queue() {
+            return Ok(());
+        }
+        let pair = self.slot_of(frame);
+        let k = self.plan.slots as u64;
+        let synced = self.plan.mode != SyncMode::Unsynchronized;
+        let wait_rendered = synced.then_some(frame + 1);
+        let wait_presented = (synced && frame >= k).then(|| frame + 1 - k);
+        match (&mut self.driver, self.plan.mode) {
+            (Driver::Inline(b), SyncMode::External) => {
+                let sync = PostSync { wait_rendered, wait_presented, signal_posted: Some(frame + 1) };
+                b.enqueue_post_gpu_synced(frame, pair, sync)?;
+            }
+            (Driver::Bridged(bridge), _) => bridge.send(Job::Post(PostJob {
+                frame,
+                pair,
+                wait_rendered,
+                wait_presented,
+                signal_posted: frame + 1,
+            }))?,
+            (_, m) => return Err(SyncError::Bridge(format!("internal: --sync {m} has no post path"))),
+        }
+        self.posted_requested = frame + 1;
+        Ok(())
+    }
+
+    /// Post stage on Vulkan's queue: record frame `frame`'s filter into `cmd`, its draw's command
+    /// buffer, between the barriers the renderer records around it.
+    ///
+    /// # Safety
+    /// As [`Self::record_joined`]; both images of the pair are in layout `GENERAL`.
+    pub unsafe fn record_post(&mut self, cmd: vk::CommandBuffer, frame: u64) -> Result<(), SyncError> {
+        let pair = self.slot_of(frame);
+        match &mut self.driver {
+            // SAFETY: per this function's contract.
+            Driver::Inline(b) => Ok(unsafe { b.record_post(cmd, pair) }?),
+            _ => Err(SyncError::Bridge("record_post() without an inline backend".into())),
+        }
+    }
+
+    /// Post stage, off Vulkan's queue: the waits and signals of frame `frame`'s copy
+    /// submission (output → target): wait `posted ≥ f+1` at the transfer stage (nothing with
+    /// `--sync none`), signal `presented = f+1`. None without a post stage, and on Vulkan's
+    /// queue, where the draw's own command buffer copies.
+    pub fn copy_sync(&self, frame: u64) -> Option<DrawSync> {
+        let t = self.sems.post.as_ref()?;
+        if self.plan.post_on_queue() {
+            return None;
+        }
+        let mut s = DrawSync::default();
+        if self.plan.mode != SyncMode::Unsynchronized {
+            s.waits.push((t.posted.handle, frame + 1, vk::PipelineStageFlags::TRANSFER));
+        }
+        s.signals.push((t.presented.handle, frame + 1));
+        Some(s)
+    }
+
+    /// The waits and signals the post stage adds to frame `frame`'s draw: on Vulkan's queue the
+    /// draw's command buffer filters and copies too, so it signals `posted` and `presented`;
+    /// elsewhere it waits until the filter of frame f−K has finished reading scene `f mod K`
+    /// (`posted ≥ f+1−K`, at the first stages that write it).
+    fn post_draw_sync(&self, frame: u64, s: &mut DrawSync) {
+        let Some(t) = &self.sems.post else { return };
+        let k = self.plan.slots as u64;
+        if self.plan.post_on_queue() {
+            s.signals.push((t.posted.handle, frame + 1));
+            s.signals.push((t.presented.handle, frame + 1));
+        } else if self.plan.mode != SyncMode::Unsynchronized && frame >= k {
+            let stages = vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT | vk::PipelineStageFlags::TRANSFER;
+            s.waits.push((t.posted.handle, frame + 1 - k, stages));
+        }
     }
 
     /// The compute-side wait for `rendered ≥ value`, unless the host has already seen it reached
@@ -596,7 +738,7 @@ impl FrameSync {
                 }
             }
             (Driver::Bridged(bridge), _) => {
-                bridge.send(Job { frames, wait_rendered: wait, signal_computed: end })?;
+                bridge.send(Job::Heights(HeightsJob { frames, wait_rendered: wait, signal_computed: end }))?;
             }
             (Driver::Done | Driver::Stopped(_), _) => {
                 return Err(SyncError::Bridge("compute() after shutdown".into()))
@@ -642,6 +784,7 @@ impl FrameSync {
             s.joined = true;
             s.signals.push((self.sems.computed.handle, frame + 1));
             s.signals.push((self.sems.rendered.handle, frame + 1));
+            self.post_draw_sync(frame, &mut s);
             return s;
         }
         match self.plan.mode {
@@ -666,6 +809,7 @@ impl FrameSync {
             )),
         }
         s.signals.push((self.sems.rendered.handle, frame + 1));
+        self.post_draw_sync(frame, &mut s);
         s
     }
 
@@ -700,6 +844,11 @@ impl FrameSync {
         if self.plan.mode != SyncMode::Binary && !self.plan.joined() {
             keep(self.release_waiting_draws());
         }
+        // The post stage off Vulkan's queue: copies (and draws) waiting on a `posted` value the
+        // compute side will not signal now.
+        if !self.plan.post_on_queue() {
+            keep(self.release_waiting_copies());
+        }
         keep(self.ctx.queue_wait_idle().map_err(SyncError::from));
         first.map_or(Ok(()), Err)
     }
@@ -710,6 +859,17 @@ impl FrameSync {
         if current < self.requested_end {
             log::warn!("releasing draws waiting on 'computed' {} (reached {current})", self.requested_end);
             self.ctx.signal_timeline(self.sems.computed.handle, self.requested_end)?;
+        }
+        Ok(())
+    }
+
+    /// Host-signal `posted` up to the last value a copy was promised, if it is not there yet.
+    fn release_waiting_copies(&self) -> Result<(), SyncError> {
+        let Some(t) = &self.sems.post else { return Ok(()) };
+        let current = self.ctx.timeline_value(t.posted.handle)?;
+        if current < self.posted_requested {
+            log::warn!("releasing copies waiting on 'posted' {} (reached {current})", self.posted_requested);
+            self.ctx.signal_timeline(t.posted.handle, self.posted_requested)?;
         }
         Ok(())
     }
