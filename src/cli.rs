@@ -71,7 +71,7 @@ shared height field every frame behind semaphores; Vulkan draws it without a cop
 const AFTER: &str = "\
 Modes:
   With a display, vkhip opens a window (drag rotates, wheel zooms, R resets, G toggles the
-  frame-time overlay, Esc quits).
+  frame-time overlay, O toggles the --post filter, Esc quits).
   Without one (no DISPLAY / WAYLAND_DISPLAY) it renders offscreen, prints a frame report and
   writes the last frame to vkhip-frame.png (or --capture PNG). With --headless it does the same,
   writing a PNG only if --capture is given.

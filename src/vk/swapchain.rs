@@ -192,6 +192,7 @@ pub enum Acquire {
 
 /// Per-image resources of a swapchain.
 struct SwapImage {
+    image: vk::Image,
     framebuffer: Framebuffer,
     view: vk::ImageView,
     /// Signalled by the draw into this image, waited by its present.
@@ -270,7 +271,11 @@ impl Swapchain {
             .image_color_space(format.color_space)
             .image_extent(extent)
             .image_array_layers(1)
-            .image_usage(vk::ImageUsageFlags::COLOR_ATTACHMENT)
+            // TRANSFER_DST where offered: `--post` copies (blits) its output into the image.
+            .image_usage(
+                vk::ImageUsageFlags::COLOR_ATTACHMENT
+                    | (caps.supported_usage_flags & vk::ImageUsageFlags::TRANSFER_DST),
+            )
             .image_sharing_mode(vk::SharingMode::EXCLUSIVE)
             .pre_transform(caps.current_transform)
             .composite_alpha(vk::CompositeAlphaFlagsKHR::OPAQUE)
@@ -333,7 +338,7 @@ impl Swapchain {
                     return Err(e);
                 }
             };
-            me.images.push(SwapImage { framebuffer, view, present });
+            me.images.push(SwapImage { image, framebuffer, view, present });
         }
         log::info!(
             "swapchain {}x{}, {} images, {present_mode:?}",
@@ -360,6 +365,11 @@ impl Swapchain {
             Err(vk::Result::TIMEOUT | vk::Result::NOT_READY) => Ok(Acquire::Retry { recreate: false }),
             Err(e) => Err(VkError::Call { call: "vkAcquireNextImageKHR", result: e }),
         }
+    }
+
+    /// Image `i` itself (the post stage's copy destination).
+    pub fn vk_image(&self, i: u32) -> vk::Image {
+        self.images[i as usize].image
     }
 
     /// Framebuffer and present semaphore of image `i`.
