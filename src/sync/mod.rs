@@ -110,6 +110,61 @@
 //!   answer "does my sync do anything?". Refused for the `vulkan` backend, whose dispatch and draw
 //!   share one queue.
 //!
+//! ## The post stage (`--post outline`)
+//! After the draw, a compute filter reads the rendered frame and writes a second image, which
+//! Vulkan copies to the swapchain image or the capture target ([`crate::compute::post`] is the
+//! filter, [`crate::vk::post`] the images). K pairs of RGBA8 images, *scene* and *output*, one
+//! per slot (K = `--slots`): frame f uses pair `p = f mod K`, as it uses slot p. Two more
+//! timelines, with the same values (frame f is f+1):
+//!
+//! - `posted`: set by the compute side; `posted ≥ f+1` means output p holds frame f's result.
+//! - `presented`: set by Vulkan; `presented ≥ f+1` means the copy of output p has finished (the
+//!   target holds frame f, and output p may be written again).
+//!
+//! `rendered = f+1` keeps its meaning and gains one: scene p holds frame f. The hand-offs, end to
+//! end, for frame f:
+//! 1. **draw f** renders into scene p (its render pass leaves it in `GENERAL`). Scene p's
+//!    previous reader is the filter of frame f−K, so the draw first makes sure it finished:
+//!    off Vulkan's queue it waits `posted ≥ f+1−K` on the GPU at the colour-attachment and
+//!    transfer stages (skipped while f < K); on the queue, queue order and a barrier from the
+//!    compute shader to the render pass do it. It signals `rendered = f+1` as before. `cpu`: the
+//!    same command buffer copies scene p into a host-visible buffer after the render pass.
+//! 2. **filter f** reads scene p and writes output p. Its two waits are `rendered ≥ f+1` (the
+//!    scene is drawn) and `presented ≥ f+1−K` (output p's previous copy, frame f−K, is done);
+//!    it then signals `posted = f+1`. Who does it, by mode ([`FrameSync::post`]):
+//!    - `vulkan`, `cuda-in-vulkan` (`external`): recorded into the draw's command buffer after
+//!      the render pass ([`FrameSync::record_post`]), between a barrier colour-attachment write →
+//!      compute read/write and a barrier compute write → transfer read; one submission per
+//!      frame: (heights) → draw → filter → copy. The submission signals `posted` and
+//!      `presented` as well, so both keep their meaning.
+//!    - `cuda` (`external`): `enqueue_post_gpu_synced` on its stream, with both waits and the
+//!      signal on the GPU (the timelines are exported).
+//!    - `bridged` (`cpu`, `cuda`, `hip`): the bridge thread, after the draw was submitted,
+//!      host-waits `rendered` and `presented` (Vulkan-signalled values only), runs
+//!      `post_and_wait`, and host-signals `posted`. Height jobs and post jobs share its queue, in
+//!      the order the render thread sends them; every job waits only for a draw or a copy
+//!      submitted before it was sent, so the order cannot deadlock.
+//!    - `none`: the bridge thread filters without waiting, and neither the draw nor the copy
+//!      waits for `posted`: scenes are read while drawn and outputs copied while written, which
+//!      `vkhip trace check` reports.
+//!    - `binary`, `blocking`, `host-wait` have no post protocol and are refused, as are
+//!      `--memory staged` runs ([`plan::post_refusal`]).
+//! 3. **copy f** (off the queue, its own submission, [`FrameSync::copy_sync`]) waits `posted ≥
+//!    f+1` at the transfer stage, copies (or, to a swapchain image of another format or size,
+//!    blits) output p to the target, and signals `presented = f+1`; in a window it also waits
+//!    for the swapchain image and signals the present semaphore. `cpu`: it first copies output
+//!    buffer p into output image p.
+//!
+//! The throttle also host-waits `presented` with `rendered` (the copy is the frame's last
+//! submission, and its command buffer is reused F frames later). Images shared with CUDA/HIP
+//! change hands with the interop crate's ownership barriers, `GENERAL` on both sides of each
+//! transfer; scenes go to the compute API after the draw and come back before the next one,
+//! outputs come to Vulkan for each copy and go back after it. Teardown host-signals `posted`
+//! up to the last value promised, as it does `computed`, so no copy or draw waits forever after
+//! a failure. The profiler sees the filter as PostWait/PostFilter/PostSignal on the compute
+//! track (the bridge thread's host clock, the CUDA stream's events, or Vulkan timestamps around
+//! the recorded filter) and the copy as PostCopy on the queue's (Vulkan timestamps).
+//!
 //! ## What the profiler sees
 //! Every actor reports its spans ([`crate::profile`]): the bridge thread times its wait, writes and
 //! signal on the host clock and sends them over a bounded channel; `blocking` and `host-wait` time
