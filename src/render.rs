@@ -194,7 +194,12 @@ impl Renderer {
             .pairs
             .iter()
             .map(|p| {
-                Framebuffer::new(&self.ctx, self.render_pass.handle, &[p.scene.view(), depth.view], images.extent)
+                Framebuffer::new(
+                    &self.ctx,
+                    self.render_pass.handle,
+                    &[p.scene.view(), depth.view],
+                    images.extent,
+                )
             })
             .collect::<Result<_, _>>()?;
         let alloc = vk::CommandBufferAllocateInfo::default()
@@ -222,9 +227,10 @@ impl Renderer {
         extra_signals: &[vk::Semaphore],
     ) -> Result<(), DrawError> {
         let index = (frame % self.in_flight as u64) as usize;
-        let stage = self.post.as_mut().ok_or_else(|| {
-            SyncError::Bridge("internal: a post copy without Renderer::attach_post".into())
-        })?;
+        let stage = self
+            .post
+            .as_mut()
+            .ok_or_else(|| SyncError::Bridge("internal: a post copy without Renderer::attach_post".into()))?;
         let cmd = stage.copy_cmds[index];
         if let Some(t) = stage.copy_timer.as_mut() {
             t.prepare(index, frame);
@@ -234,7 +240,8 @@ impl Renderer {
         // the pool allows resets; every handle recorded outlives the submission (teardown order).
         unsafe {
             d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()).call("vkResetCommandBuffer")?;
-            d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()).call("vkBeginCommandBuffer")?;
+            d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
+                .call("vkBeginCommandBuffer")?;
             if let Some(t) = stage.copy_timer.as_ref() {
                 t.record_begin(cmd, index, vk::PipelineStageFlags::TRANSFER);
             }
@@ -281,7 +288,9 @@ impl Renderer {
             (None, _) => (framebuffer, extent),
             (Some(p), Some(stage)) => (stage.framebuffers[p.pair].handle, p.images.extent),
             (Some(_), None) => {
-                return Err(SyncError::Bridge("internal: a post frame without Renderer::attach_post".into()).into())
+                return Err(
+                    SyncError::Bridge("internal: a post frame without Renderer::attach_post".into()).into()
+                )
             }
         };
         if overlay.is_some() && self.overlay.is_none() {
@@ -440,7 +449,12 @@ impl Renderer {
 
     /// After the draw into scene `post.pair`: hand it to the filter; on Vulkan's queue, then the
     /// filter (between its two barriers, timed as PostFilter) and the copy (timed as PostCopy).
-    fn record_post(&self, cmd: vk::CommandBuffer, index: usize, post: PostFrame<'_>) -> Result<(), DrawError> {
+    fn record_post(
+        &self,
+        cmd: vk::CommandBuffer,
+        index: usize,
+        post: PostFrame<'_>,
+    ) -> Result<(), DrawError> {
         let timer = self.timer.as_ref().filter(|_| post.on_queue);
         let compute = vk::PipelineStageFlags::COMPUTE_SHADER;
         // SAFETY: `cmd` is recording, outside a render pass, after the render pass that drew the

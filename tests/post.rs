@@ -28,7 +28,10 @@ fn verify_post_outline_on_cpu_at_odd_sizes_and_every_k() {
         let name = format!("verify --post outline --size {size} --slots {k}");
         assert_ok(&o, &name);
         let line = summary(&o);
-        let (w, h) = size.split_once('x').map(|(w, h)| (w.parse::<u64>().unwrap(), h.parse::<u64>().unwrap())).unwrap();
+        let (w, h) = size
+            .split_once('x')
+            .map(|(w, h)| (w.parse::<u64>().unwrap(), h.parse::<u64>().unwrap()))
+            .unwrap();
         let texels = w * h * (u64::from(*k) + 3);
         assert!(line.starts_with("verify: PASS"), "{name}: {line}");
         assert!(
@@ -42,7 +45,18 @@ fn verify_post_outline_on_cpu_at_odd_sizes_and_every_k() {
 /// verify with exit 1 and names the first differing texel.
 #[test]
 fn verify_post_names_the_first_differing_texel() {
-    let o = verify(&["--backend", "cpu", "--size", "40x30", "--slots", "2", "--frames", "4", "--corrupt-frame", "2"]);
+    let o = verify(&[
+        "--backend",
+        "cpu",
+        "--size",
+        "40x30",
+        "--slots",
+        "2",
+        "--frames",
+        "4",
+        "--corrupt-frame",
+        "2",
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}\n{}", stdout(&o), stderr(&o));
     assert!(summary(&o).starts_with("verify: FAIL"), "{}", summary(&o));
     let err = stderr(&o);
@@ -114,15 +128,28 @@ fn captures_of_every_lavapipe_backend_agree_with_the_cpus() {
 /// Modes without a post protocol are refused before anything runs: one line, exit 2.
 #[test]
 fn unsupported_post_modes_are_refused_with_one_line() {
-    for (backend, sync) in [("cpu", "blocking"), ("vulkan", "binary"), ("vulkan", "blocking"), ("cpu", "host-wait")] {
-        let o = run(vkhip().args(["--headless", "--frames", "2", "--post", "outline", "--backend", backend, "--sync", sync]));
+    for (backend, sync) in
+        [("cpu", "blocking"), ("vulkan", "binary"), ("vulkan", "blocking"), ("cpu", "host-wait")]
+    {
+        let o = run(vkhip().args([
+            "--headless",
+            "--frames",
+            "2",
+            "--post",
+            "outline",
+            "--backend",
+            backend,
+            "--sync",
+            sync,
+        ]));
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{backend}/{sync}: {err}");
         let lines: Vec<&str> = err.lines().collect();
         assert_eq!(lines.len(), 1, "{backend}/{sync}: {err}");
         if sync != "host-wait" {
             assert!(
-                lines[0].contains(&format!("--post has no {sync} protocol; --post works with --sync external")),
+                lines[0]
+                    .contains(&format!("--post has no {sync} protocol; --post works with --sync external")),
                 "{backend}/{sync}: {err}"
             );
         }

@@ -5,10 +5,10 @@ use crate::cli::TimeMode;
 use crate::overlay::OverlayHistory;
 use crate::profile::{Phase, RenderMarks};
 use crate::render::{DrawError, PostFrame, Renderer};
-use crate::vk::post::{CopyDest, Which};
 use crate::shaders::SurfacePush;
 use crate::sim::WaveParams;
 use crate::sync::SyncError;
+use crate::vk::post::{CopyDest, Which};
 use crate::vk::VkError;
 use ash::vk;
 use std::time::Instant;
@@ -170,7 +170,8 @@ pub fn compute_and_draw(
     // With a post stage off the queue, the swapchain's acquire and present belong to the copy.
     let target_sems_on_draw = post.is_none() || on_queue;
     let acquire_stage = |w: &[(vk::Semaphore, vk::PipelineStageFlags)]| -> Vec<_> {
-        let stage = if post.is_some() { vk::PipelineStageFlags::TRANSFER } else { vk::PipelineStageFlags::empty() };
+        let stage =
+            if post.is_some() { vk::PipelineStageFlags::TRANSFER } else { vk::PipelineStageFlags::empty() };
         w.iter().map(|&(s, st)| (s, if stage.is_empty() { st } else { stage })).collect()
     };
     let waits = acquire_stage(target.extra_waits);

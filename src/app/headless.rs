@@ -26,7 +26,6 @@
 //! ```
 
 use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget, PostTarget};
-use crate::vk::post::{CopyDest, Which, POST_FORMAT};
 use super::profiling::{create_trace_file, FrameProfile};
 use super::report::frame_report;
 use super::session::Session;
@@ -38,6 +37,7 @@ use crate::profile::clock::host_now_ns;
 use crate::profile::RenderMarks;
 use crate::render::{surface_push, Renderer};
 use crate::vk::instance::Instance;
+use crate::vk::post::{CopyDest, Which, POST_FORMAT};
 use crate::vk::target::{OffscreenTarget, OFFSCREEN_FORMAT};
 use anyhow::Context as _;
 use ash::vk;

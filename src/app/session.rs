@@ -40,6 +40,7 @@
 //! ```
 
 use crate::cli::CommonArgs;
+use crate::compute::post::{PostKind, PostSemaphores};
 use crate::compute::{
     cpu::CpuBackend, vulkan::VulkanBackend, BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError,
     InteropMemory, InteropSemaphorePair, InteropSemaphores,
@@ -54,10 +55,9 @@ use crate::vk::clock::GpuClock;
 use crate::vk::device::{choose_device, enumerate, uuid_string, Context, PhysicalDeviceInfo};
 use crate::vk::external::{Slot, SlotMemory};
 use crate::vk::instance::Instance;
-use crate::vk::swapchain::Surface;
 use crate::vk::post::{PostAccess, PostImages};
+use crate::vk::swapchain::Surface;
 use crate::vk::{cmd_memory_barrier, VkError};
-use crate::compute::post::{PostKind, PostSemaphores};
 
 /// The post stage's image size where the caller has none of its own (a run's default `--size`).
 pub const DEFAULT_POST_EXTENT: ash::vk::Extent2D = ash::vk::Extent2D { width: 1280, height: 720 };
@@ -376,7 +376,16 @@ impl Session {
             Some(images)
         };
         let sync = FrameSync::new(&ctx, plan, sems, backend)?;
-        Ok(Session { sync, post, clock, slots, ctx, grid: args.grid, device_reason, backend_reason: choice.reason })
+        Ok(Session {
+            sync,
+            post,
+            clock,
+            slots,
+            ctx,
+            grid: args.grid,
+            device_reason,
+            backend_reason: choice.reason,
+        })
     }
 }
 

@@ -31,9 +31,9 @@
 use super::frame::{compute_and_draw, interrupted, throttle};
 use super::headless::Offscreen;
 use crate::cli::{check_dt, VerifyArgs};
+use crate::compute::post::{outline_reference, PostKind};
 use crate::profile::RenderMarks;
 use crate::sim::{compare_with_reference_progress, WaveParams};
-use crate::compute::post::{outline_reference, PostKind};
 use crate::sync::SyncMode;
 use crate::vk::post::Which;
 use anyhow::Context as _;

@@ -149,7 +149,11 @@ impl ComputeBackend for CpuBackend {
             for s in [&p.scene, &p.output] {
                 match s {
                     PostSurface::Mapped { ptr, len } if !ptr.is_null() && *len >= need => {}
-                    _ => return Err(unsupported(format!("post pair {i} is not a host mapping of {need} bytes"))),
+                    _ => {
+                        return Err(unsupported(format!(
+                            "post pair {i} is not a host mapping of {need} bytes"
+                        )))
+                    }
                 }
             }
         }
@@ -163,14 +167,20 @@ impl ComputeBackend for CpuBackend {
     /// visible to the copy that waits for the `posted` value signalled next.
     fn post_and_wait(&mut self, _frame: u64, pair: usize) -> Result<(), ComputeError> {
         let Some(post) = &self.post else {
-            return Err(ComputeError::Unsupported { backend: "cpu", reason: "post stage not attached".into() });
+            return Err(ComputeError::Unsupported {
+                backend: "cpu",
+                reason: "post stage not attached".into(),
+            });
         };
         let (w, h) = (post.width, post.height);
         let n = w as usize * h as usize * 4;
         let (PostSurface::Mapped { ptr: src, .. }, PostSurface::Mapped { ptr: dst, .. }) =
             (&post.pairs[pair].scene, &post.pairs[pair].output)
         else {
-            return Err(ComputeError::Unsupported { backend: "cpu", reason: "post pair is not mapped".into() });
+            return Err(ComputeError::Unsupported {
+                backend: "cpu",
+                reason: "post pair is not mapped".into(),
+            });
         };
         // SAFETY: both mappings hold `n` bytes (checked by attach_post) and outlive the backend;
         // the protocol gives this call sole use of both now (module note of crate::sync).

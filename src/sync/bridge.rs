@@ -194,7 +194,9 @@ fn run_post(
     };
     let t0 = host_now_ns();
     if let Some(v) = job.wait_rendered {
-        ctx.wait_timeline(rendered, v, || format!("'rendered' ≥ {v} (scene of frame {f}) on the bridge thread"))?;
+        ctx.wait_timeline(rendered, v, || {
+            format!("'rendered' ≥ {v} (scene of frame {f}) on the bridge thread")
+        })?;
     }
     if let Some(v) = job.wait_presented {
         ctx.wait_timeline(t.presented, v, || {

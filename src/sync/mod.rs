@@ -216,8 +216,8 @@ pub mod plan;
 
 pub use plan::{default_frames_in_flight, Export, SyncPlan, SyncRequest, MAX_FRAMES_IN_FLIGHT, MAX_SLOTS};
 
-pub use crate::compute::SemaphoreHandles;
 use crate::compute::post::{PostKind, PostSync};
+pub use crate::compute::SemaphoreHandles;
 use crate::compute::{BackendKind, ComputeBackend, ComputeError, GpuSync};
 use crate::profile::clock::{host_now_ns, ClockInfo};
 use crate::profile::span::SPAN_BUFFER;
@@ -793,7 +793,11 @@ impl FrameSync {
                 }
             }
             (Driver::Bridged(bridge), _) => {
-                bridge.send(Job::Heights(HeightsJob { frames, wait_rendered: wait, signal_computed: end }))?;
+                bridge.send(Job::Heights(HeightsJob {
+                    frames,
+                    wait_rendered: wait,
+                    signal_computed: end,
+                }))?;
             }
             (Driver::Done | Driver::Stopped(_), _) => {
                 return Err(SyncError::Bridge("compute() after shutdown".into()))

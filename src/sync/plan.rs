@@ -660,6 +660,28 @@ mod tests {
         }
     }
 
+    #[test]
+    fn post_runs_where_a_post_protocol_exists() {
+        for mode in [SyncMode::Binary, SyncMode::Blocking, SyncMode::HostWait] {
+            let why = post_refusal(mode, false).expect("refused");
+            assert!(why.starts_with(&format!("--post has no {mode} protocol;")), "{why}");
+        }
+        for mode in [SyncMode::Auto, SyncMode::External, SyncMode::Bridged, SyncMode::Unsynchronized] {
+            assert_eq!(post_refusal(mode, false), None, "{mode}");
+        }
+        assert!(post_refusal(SyncMode::Bridged, true).is_some_and(|w| w.contains("--memory staged")));
+        // The plan carries it, and says so; on Vulkan's queue the post stage is in the draw's
+        // command buffer.
+        let dev = PhysicalDeviceInfo { timeline_export: true, ..Default::default() };
+        let req = SyncRequest { post: PostKind::Outline, ..SyncRequest::mode(SyncMode::Auto) };
+        let p = SyncPlan::resolve(&req, BackendKind::Vulkan, &dev).unwrap();
+        assert!(p.post_on_queue() && p.describe().ends_with(", post outline"), "{}", p.describe());
+        let p = SyncPlan::resolve(&req, BackendKind::Cpu, &dev).unwrap();
+        assert!(!p.post_on_queue() && p.mode == SyncMode::Bridged);
+        let binary = SyncRequest { post: PostKind::Outline, ..SyncRequest::mode(SyncMode::Binary) };
+        assert!(SyncPlan::resolve(&binary, BackendKind::Vulkan, &dev).is_err());
+    }
+
     /// Walk the schedule for every legal (K, R, B) and check the protocol's promises.
     #[test]
     fn schedule_keeps_its_promises_for_every_shape() {
@@ -678,6 +700,7 @@ mod tests {
                         export: Export::Timelines,
                         fallback: None,
                         submit: Submit::Split,
+                        post: PostKind::None,
                     };
                     let mut handed = 0u64;
                     let mut handed_at = vec![];

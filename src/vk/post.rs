@@ -65,7 +65,13 @@ impl Drop for SharedView {
 impl PostImage {
     fn new(ctx: &Arc<Context>, extent: vk::Extent2D, shared: bool) -> Result<Self, VkError> {
         if !shared {
-            return Ok(PostImage::Local(Image::new(ctx, extent, POST_FORMAT, LOCAL_USAGE, vk::ImageAspectFlags::COLOR)?));
+            return Ok(PostImage::Local(Image::new(
+                ctx,
+                extent,
+                POST_FORMAT,
+                LOCAL_USAGE,
+                vk::ImageAspectFlags::COLOR,
+            )?));
         }
         let image = ctx.interop()?.shared_image(ImageFormat::Rgba8Unorm, extent.width, extent.height)?;
         if !image.usage().contains(vk::ImageUsageFlags::COLOR_ATTACHMENT) {
@@ -202,7 +208,9 @@ impl PostImages {
     pub fn resources(&self) -> Result<PostResources, VkError> {
         let surface = |img: &PostImage, host: Option<&HostBuffer>| -> Result<PostSurface, VkError> {
             Ok(match (self.access, img, host) {
-                (PostAccess::Mapped, _, Some(b)) => PostSurface::Mapped { ptr: b.mapped_ptr(), len: b.size as usize },
+                (PostAccess::Mapped, _, Some(b)) => {
+                    PostSurface::Mapped { ptr: b.mapped_ptr(), len: b.size as usize }
+                }
                 (PostAccess::Exported, PostImage::Shared(s), _) => PostSurface::Exported(s.image.export()?),
                 _ => PostSurface::Image { image: img.image(), view: img.view() },
             })
@@ -217,13 +225,24 @@ impl PostImages {
                 })
             })
             .collect::<Result<_, VkError>>()?;
-        Ok(PostResources { kind: self.kind, width: self.extent.width, height: self.extent.height, pairs, semaphores: None })
+        Ok(PostResources {
+            kind: self.kind,
+            width: self.extent.width,
+            height: self.extent.height,
+            pairs,
+            semaphores: None,
+        })
     }
 
     /// Read image `which` of pair `pair` back (tight RGBA8 rows) once every `waits` (timeline,
     /// value) is reached. Shared images are acquired from, and released back to, the compute API
     /// around the copy.
-    pub fn read(&self, pair: usize, which: Which, waits: &[(vk::Semaphore, u64)]) -> Result<Vec<u8>, VkError> {
+    pub fn read(
+        &self,
+        pair: usize,
+        which: Which,
+        waits: &[(vk::Semaphore, u64)],
+    ) -> Result<Vec<u8>, VkError> {
         let ctx = &self.ctx;
         let (w, h) = (self.extent.width, self.extent.height);
         let p = &self.pairs[pair];
@@ -273,7 +292,10 @@ impl PostImages {
                     d,
                     cmd,
                     (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE),
-                    (vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE),
+                    (
+                        vk::PipelineStageFlags::ALL_COMMANDS,
+                        vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
+                    ),
                 );
             }
         })
@@ -326,7 +348,10 @@ impl PostImages {
                         vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT | vk::PipelineStageFlags::TRANSFER,
                         vk::AccessFlags::COLOR_ATTACHMENT_WRITE,
                     ),
-                    (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE),
+                    (
+                        vk::PipelineStageFlags::COMPUTE_SHADER,
+                        vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+                    ),
                 );
             }
         }
@@ -382,7 +407,11 @@ impl PostImages {
                 cmd,
                 dest.image,
                 (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::empty(), vk::ImageLayout::UNDEFINED),
-                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE, vk::ImageLayout::TRANSFER_DST_OPTIMAL),
+                (
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::AccessFlags::TRANSFER_WRITE,
+                    vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                ),
             );
             let layers = vk::ImageSubresourceLayers {
                 aspect_mask: vk::ImageAspectFlags::COLOR,
@@ -391,41 +420,48 @@ impl PostImages {
                 layer_count: 1,
             };
             let src = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
-            in_layout(d, cmd, img, ImageAccess::TRANSFER_READ, || if dest.format == POST_FORMAT && dest.extent == self.extent {
-                let copy = vk::ImageCopy::default()
-                    .src_subresource(layers)
-                    .dst_subresource(layers)
-                    .extent(vk::Extent3D { width: w, height: h, depth: 1 });
-                d.cmd_copy_image(
-                    cmd,
-                    img.image(),
-                    src,
-                    dest.image,
-                    vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                    &[copy],
-                );
-            } else {
-                let corner = |e: vk::Extent2D| vk::Offset3D { x: e.width as i32, y: e.height as i32, z: 1 };
-                let blit = vk::ImageBlit::default()
-                    .src_subresource(layers)
-                    .dst_subresource(layers)
-                    .src_offsets([vk::Offset3D::default(), corner(self.extent)])
-                    .dst_offsets([vk::Offset3D::default(), corner(dest.extent)]);
-                d.cmd_blit_image(
-                    cmd,
-                    img.image(),
-                    src,
-                    dest.image,
-                    vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                    &[blit],
-                    vk::Filter::NEAREST,
-                );
+            in_layout(d, cmd, img, ImageAccess::TRANSFER_READ, || {
+                if dest.format == POST_FORMAT && dest.extent == self.extent {
+                    let copy = vk::ImageCopy::default()
+                        .src_subresource(layers)
+                        .dst_subresource(layers)
+                        .extent(vk::Extent3D { width: w, height: h, depth: 1 });
+                    d.cmd_copy_image(
+                        cmd,
+                        img.image(),
+                        src,
+                        dest.image,
+                        vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                        &[copy],
+                    );
+                } else {
+                    let corner =
+                        |e: vk::Extent2D| vk::Offset3D { x: e.width as i32, y: e.height as i32, z: 1 };
+                    let blit = vk::ImageBlit::default()
+                        .src_subresource(layers)
+                        .dst_subresource(layers)
+                        .src_offsets([vk::Offset3D::default(), corner(self.extent)])
+                        .dst_offsets([vk::Offset3D::default(), corner(dest.extent)]);
+                    d.cmd_blit_image(
+                        cmd,
+                        img.image(),
+                        src,
+                        dest.image,
+                        vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                        &[blit],
+                        vk::Filter::NEAREST,
+                    );
+                }
             });
             layout_barrier(
                 d,
                 cmd,
                 dest.image,
-                (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE, vk::ImageLayout::TRANSFER_DST_OPTIMAL),
+                (
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::AccessFlags::TRANSFER_WRITE,
+                    vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                ),
                 (vk::PipelineStageFlags::BOTTOM_OF_PIPE, vk::AccessFlags::empty(), dest.final_layout),
             );
         }
@@ -468,7 +504,11 @@ unsafe fn general_barrier(d: &ash::Device, cmd: vk::CommandBuffer, image: vk::Im
             cmd,
             image,
             (vk::PipelineStageFlags::TOP_OF_PIPE, vk::AccessFlags::empty(), vk::ImageLayout::UNDEFINED),
-            (vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE, vk::ImageLayout::GENERAL),
+            (
+                vk::PipelineStageFlags::ALL_COMMANDS,
+                vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE,
+                vk::ImageLayout::GENERAL,
+            ),
         )
     };
 }
@@ -494,8 +534,15 @@ fn region(w: u32, h: u32) -> vk::BufferImageCopy {
 /// # Safety
 /// `cmd` is recording, outside a render pass; `img` is in `GENERAL` (module note), and, when
 /// shared, owned by the compute API with its work ordered before this command buffer.
-unsafe fn in_layout(d: &ash::Device, cmd: vk::CommandBuffer, img: &PostImage, access: ImageAccess, record: impl FnOnce()) {
-    let any = (vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
+unsafe fn in_layout(
+    d: &ash::Device,
+    cmd: vk::CommandBuffer,
+    img: &PostImage,
+    access: ImageAccess,
+    record: impl FnOnce(),
+) {
+    let any =
+        (vk::PipelineStageFlags::ALL_COMMANDS, vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
     // SAFETY: per this function's contract.
     unsafe {
         match img.shared() {

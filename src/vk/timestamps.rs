@@ -196,7 +196,13 @@ impl DrawTimer {
     ///
     /// # Safety
     /// As [`Self::stamp`]; the timer was made [`Self::with_post`].
-    pub unsafe fn post_stamp(&self, cmd: vk::CommandBuffer, index: usize, n: u32, stage: vk::PipelineStageFlags) {
+    pub unsafe fn post_stamp(
+        &self,
+        cmd: vk::CommandBuffer,
+        index: usize,
+        n: u32,
+        stage: vk::PipelineStageFlags,
+    ) {
         // SAFETY: per this function's contract.
         unsafe { self.stamp(cmd, index, self.layout.stamps() + n, stage) };
     }
@@ -255,7 +261,9 @@ impl DrawTimer {
         if self.host_reset {
             // SAFETY: the command buffer that last used the set finished (the caller's throttle
             // saw its frame's `rendered`), and its results were read just above.
-            unsafe { self.ctx.device.reset_query_pool(self.pool, self.first(index), self.stamps_per_frame()) };
+            unsafe {
+                self.ctx.device.reset_query_pool(self.pool, self.first(index), self.stamps_per_frame())
+            };
         }
         self.recorded[index] = Some(frame);
     }
@@ -270,7 +278,12 @@ impl DrawTimer {
         if !self.host_reset {
             // SAFETY: per this function's contract.
             unsafe {
-                self.ctx.device.cmd_reset_query_pool(cmd, self.pool, self.first(index), self.stamps_per_frame())
+                self.ctx.device.cmd_reset_query_pool(
+                    cmd,
+                    self.pool,
+                    self.first(index),
+                    self.stamps_per_frame(),
+                )
             };
         }
     }
