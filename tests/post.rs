@@ -172,6 +172,8 @@ fn sync_none_with_post_leaves_a_trace() {
         .arg(&trace));
     assert_ok(&o, "--sync none --post outline");
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    assert_eq!(doc["otherData"]["post"], "outline");
+    assert_eq!(doc["otherData"]["slots"], 3);
     let events = doc["traceEvents"].as_array().unwrap();
     // The bridge thread's post spans on the compute track (tid 4), the copies on the queue's (3):
     // one of each for every frame.

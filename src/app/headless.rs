@@ -317,11 +317,13 @@ mod on_queue_post {
                 .map(|_| Slot::new(&ctx, grid.bytes(), SlotMemory::DeviceLocal, false).unwrap())
                 .collect();
             let sems = FrameSemaphores::new(&ctx, &plan).unwrap();
-            let images = PostImages::new(&ctx, PostKind::Outline, extent, k, PostAccess::Images).unwrap();
+            let images = PostImages::new(&ctx, extent, k, PostAccess::Images).unwrap();
             let recorded = Arc::new(Mutex::new(Vec::new()));
             let mut backend =
                 StandIn { device: ctx.device.clone(), outputs: Vec::new(), recorded: recorded.clone() };
-            backend.attach_post(images.resources().unwrap()).unwrap();
+            backend
+                .attach_post(crate::app::session::post_resources(&images, PostKind::Outline).unwrap())
+                .unwrap();
             let sync = FrameSync::new(&ctx, plan.clone(), sems, Box::new(backend)).unwrap();
             let session = Session {
                 sync,

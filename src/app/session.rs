@@ -40,7 +40,7 @@
 //! ```
 
 use crate::cli::CommonArgs;
-use crate::compute::post::{PostKind, PostSemaphores};
+use crate::compute::post::{PostKind, PostPair, PostResources, PostSemaphores, PostSurface};
 use crate::compute::{
     cpu::CpuBackend, vulkan::VulkanBackend, BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError,
     InteropMemory, InteropSemaphorePair, InteropSemaphores,
@@ -55,7 +55,7 @@ use crate::vk::clock::GpuClock;
 use crate::vk::device::{choose_device, enumerate, uuid_string, Context, PhysicalDeviceInfo};
 use crate::vk::external::{Slot, SlotMemory};
 use crate::vk::instance::Instance;
-use crate::vk::post::{PostAccess, PostImages};
+use crate::vk::post::{PostAccess, PostImage, PostImages};
 use crate::vk::swapchain::Surface;
 use crate::vk::{cmd_memory_barrier, VkError};
 
@@ -362,8 +362,8 @@ impl Session {
                 k if k.imports_memory() => PostAccess::Exported,
                 _ => PostAccess::Images,
             };
-            let images = PostImages::new(&ctx, plan.post, post_extent, plan.slots, access)?;
-            let mut resources = images.resources()?;
+            let images = PostImages::new(&ctx, post_extent, plan.slots, access)?;
+            let mut resources = post_resources(&images, plan.post)?;
             if export_sems {
                 if let Some(t) = &sems.post {
                     resources.semaphores =
@@ -387,6 +387,38 @@ impl Session {
             backend_reason: choice.reason,
         })
     }
+}
+
+/// What the backend's `attach_post` takes: each pair of `images` as the backend reaches it
+/// (exported memory gets a new fd each call); no semaphores yet.
+pub fn post_resources(images: &PostImages, kind: PostKind) -> Result<PostResources, VkError> {
+    let surface =
+        |img: &PostImage, host: Option<&crate::vk::memory::HostBuffer>| -> Result<PostSurface, VkError> {
+            Ok(match (images.access, img, host) {
+                (PostAccess::Mapped, _, Some(b)) => {
+                    PostSurface::Mapped { ptr: b.mapped_ptr(), len: b.size as usize }
+                }
+                (PostAccess::Exported, PostImage::Shared(s), _) => PostSurface::Exported(s.image.export()?),
+                _ => PostSurface::Image { image: img.image(), view: img.view() },
+            })
+        };
+    let pairs = images
+        .pairs
+        .iter()
+        .map(|p| {
+            Ok(PostPair {
+                scene: surface(&p.scene, p.host.as_ref().map(|h| &h.0))?,
+                output: surface(&p.output, p.host.as_ref().map(|h| &h.1))?,
+            })
+        })
+        .collect::<Result<_, VkError>>()?;
+    Ok(PostResources {
+        kind,
+        width: images.extent.width,
+        height: images.extent.height,
+        pairs,
+        semaphores: None,
+    })
 }
 
 /// Start loading the compute API (driver, contexts, kernel) in the background, so it overlaps the

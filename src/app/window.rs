@@ -169,7 +169,7 @@ impl App<'_> {
         let swap_pass = match &session.post {
             Some(images) => {
                 renderer.attach_post(images)?;
-                log::info!("post stage {} on: O shows the scene without it", images.kind);
+                log::info!("post stage {} on: O shows the scene without it", session.sync.post_kind());
                 Some(RenderPass::new(&session.ctx, format.format, vk::ImageLayout::PRESENT_SRC_KHR)?)
             }
             None => None,
@@ -427,10 +427,10 @@ impl ApplicationHandler for App<'_> {
                     Key::Character(c) if c.eq_ignore_ascii_case("o") && !event.repeat && !is_synthetic => {
                         if let Some(r) = self.running.as_mut() {
                             match r.session.post.as_ref() {
-                                Some(images) => {
+                                Some(_) => {
                                     r.post_filter = !r.post_filter;
                                     let on = if r.post_filter { "on" } else { "off (the scene as it is)" };
-                                    log::info!("post stage {}: {on}", images.kind);
+                                    log::info!("post stage {}: {on}", r.session.sync.post_kind());
                                 }
                                 None => log::info!(
                                     "no post stage in this run: start vkhip with --post outline to outline the frame (O then toggles it)"

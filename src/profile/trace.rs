@@ -102,6 +102,8 @@ pub struct TraceMeta {
     pub launch: String,
     pub sync: String,
     pub slots: usize,
+    /// `--post` (`none` or `outline`): the post stage, whose K pairs are the slots' K.
+    pub post: String,
     /// Run-ahead R and batch B of the sync plan.
     pub run_ahead: usize,
     pub batch: usize,
@@ -216,6 +218,7 @@ pub fn document(ring: &TraceRing, meta: &TraceMeta) -> Value {
             "launch": meta.launch,
             "sync": meta.sync,
             "slots": meta.slots,
+            "post": meta.post,
             "run_ahead": meta.run_ahead,
             "batch": meta.batch,
             "frames_in_flight": meta.frames_in_flight,

@@ -15,7 +15,6 @@ use super::device::Context;
 use super::memory::HostBuffer;
 use super::target::{subresource, Image};
 use super::{cmd_memory_barrier, CallContext, VkError};
-use crate::compute::post::{PostKind, PostPair, PostResources, PostSurface};
 use ash::vk;
 use std::sync::Arc;
 use vkhip_interop::vulkan::handoff::ImageAccess;
@@ -104,7 +103,8 @@ impl PostImage {
         }
     }
 
-    fn shared(&self) -> Option<&SharedImage> {
+    /// The shared image, when it is one.
+    pub fn shared(&self) -> Option<&SharedImage> {
         match self {
             PostImage::Local(_) => None,
             PostImage::Shared(s) => Some(&s.image),
@@ -152,7 +152,6 @@ pub enum PostAccess {
 /// The K pairs of one run. Owned by the session; dropped after the backend that imports or maps
 /// them, and after the queue is idle.
 pub struct PostImages {
-    pub kind: PostKind,
     pub extent: vk::Extent2D,
     pub access: PostAccess,
     pub pairs: Vec<PostPairImages>,
@@ -164,7 +163,6 @@ impl PostImages {
     /// ones: prepared for, and released to, the compute API) before this returns.
     pub fn new(
         ctx: &Arc<Context>,
-        kind: PostKind,
         extent: vk::Extent2D,
         pairs: usize,
         access: PostAccess,
@@ -186,7 +184,7 @@ impl PostImages {
                 })
             })
             .collect::<Result<Vec<_>, VkError>>()?;
-        let me = PostImages { kind, extent, access, pairs, ctx: ctx.clone() };
+        let me = PostImages { extent, access, pairs, ctx: ctx.clone() };
         let d = &ctx.device;
         ctx.one_shot(&[], |cmd| {
             for p in &me.pairs {
@@ -201,37 +199,6 @@ impl PostImages {
             }
         })?;
         Ok(me)
-    }
-
-    /// What the backend's `attach_post` takes: each pair as the backend reaches it (exported
-    /// memory gets a new fd each call).
-    pub fn resources(&self) -> Result<PostResources, VkError> {
-        let surface = |img: &PostImage, host: Option<&HostBuffer>| -> Result<PostSurface, VkError> {
-            Ok(match (self.access, img, host) {
-                (PostAccess::Mapped, _, Some(b)) => {
-                    PostSurface::Mapped { ptr: b.mapped_ptr(), len: b.size as usize }
-                }
-                (PostAccess::Exported, PostImage::Shared(s), _) => PostSurface::Exported(s.image.export()?),
-                _ => PostSurface::Image { image: img.image(), view: img.view() },
-            })
-        };
-        let pairs = self
-            .pairs
-            .iter()
-            .map(|p| {
-                Ok(PostPair {
-                    scene: surface(&p.scene, p.host.as_ref().map(|h| &h.0))?,
-                    output: surface(&p.output, p.host.as_ref().map(|h| &h.1))?,
-                })
-            })
-            .collect::<Result<_, VkError>>()?;
-        Ok(PostResources {
-            kind: self.kind,
-            width: self.extent.width,
-            height: self.extent.height,
-            pairs,
-            semaphores: None,
-        })
     }
 
     /// Read image `which` of pair `pair` back (tight RGBA8 rows) once every `waits` (timeline,
