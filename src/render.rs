@@ -251,11 +251,7 @@ impl Renderer {
             }
             d.end_command_buffer(cmd).call("vkEndCommandBuffer")?;
         }
-        let waits: Vec<_> =
-            sync.waits.iter().copied().chain(extra_waits.iter().map(|&(s, stage)| (s, 0, stage))).collect();
-        let signals: Vec<_> =
-            sync.signals.iter().copied().chain(extra_signals.iter().map(|&s| (s, 0))).collect();
-        self.ctx.submit_with(cmd, &waits, &signals, vk::Fence::null())?;
+        submit(&self.ctx, cmd, sync, extra_waits, extra_signals)?;
         if let Some(t) = stage.copy_timer.as_mut() {
             t.submitted(index);
         }
@@ -327,11 +323,7 @@ impl Renderer {
             cmd
         };
 
-        let waits: Vec<_> =
-            sync.waits.iter().copied().chain(extra_waits.iter().map(|&(s, stage)| (s, 0, stage))).collect();
-        let signals: Vec<_> =
-            sync.signals.iter().copied().chain(extra_signals.iter().map(|&s| (s, 0))).collect();
-        self.ctx.submit_with(cmd, &waits, &signals, vk::Fence::null())?;
+        submit(&self.ctx, cmd, sync, extra_waits, extra_signals)?;
         if let Some(t) = self.timer.as_mut() {
             t.submitted(index);
         }
@@ -564,6 +556,21 @@ impl Renderer {
             t.take_spans(out);
         }
     }
+}
+
+/// Submit `cmd` with `sync`'s waits and signals plus the target's binary ones (swapchain acquire
+/// at its stage, present).
+fn submit(
+    ctx: &Context,
+    cmd: vk::CommandBuffer,
+    sync: &DrawSync,
+    extra_waits: &[(vk::Semaphore, vk::PipelineStageFlags)],
+    extra_signals: &[vk::Semaphore],
+) -> Result<(), VkError> {
+    let waits: Vec<_> =
+        sync.waits.iter().copied().chain(extra_waits.iter().map(|&(s, stage)| (s, 0, stage))).collect();
+    let signals: Vec<_> = sync.signals.iter().copied().chain(extra_signals.iter().map(|&s| (s, 0))).collect();
+    ctx.submit_with(cmd, &waits, &signals, vk::Fence::null())
 }
 
 impl Drop for Renderer {

@@ -571,15 +571,20 @@ impl FrameSync {
     pub fn wait_rendered(&self, value: u64) -> Result<(), SyncError> {
         self.ctx
             .wait_timeline(self.sems.rendered.handle, value, || {
-                let why = match &self.driver {
-                    Driver::Bridged(b) => b.failure().map(|f| format!(" (bridge: {f})")).unwrap_or_default(),
-                    _ => String::new(),
-                };
-                format!("'rendered' ≥ {value}: frame {} was never drawn{why}", value - 1)
+                format!("'rendered' ≥ {value}: frame {} was never drawn{}", value - 1, self.bridge_failure())
             })
             .map_err(SyncError::from)?;
         self.rendered_seen.set(self.rendered_seen.get().max(value));
         Ok(())
+    }
+
+    /// Why the bridge thread stopped, as a suffix for a wait's timeout message (empty: it did
+    /// not, or there is none).
+    fn bridge_failure(&self) -> String {
+        match &self.driver {
+            Driver::Bridged(b) => b.failure().map(|f| format!(" (bridge: {f})")).unwrap_or_default(),
+            _ => String::new(),
+        }
     }
 
     /// Host-wait `presented ≥ value` (post stage; the copies are Vulkan's, so this never waits
@@ -590,11 +595,11 @@ impl FrameSync {
         };
         self.ctx
             .wait_timeline(t.presented.handle, value, || {
-                let why = match &self.driver {
-                    Driver::Bridged(b) => b.failure().map(|f| format!(" (bridge: {f})")).unwrap_or_default(),
-                    _ => String::new(),
-                };
-                format!("'presented' ≥ {value}: frame {} was never copied out{why}", value - 1)
+                format!(
+                    "'presented' ≥ {value}: frame {} was never copied out{}",
+                    value - 1,
+                    self.bridge_failure()
+                )
             })
             .map_err(SyncError::from)?;
         self.presented_seen.set(self.presented_seen.get().max(value));
