@@ -4,9 +4,14 @@
 //! run is validation-clean.
 
 mod common;
+#[path = "common/x11.rs"]
+mod x11;
 use common::*;
+use std::process::Stdio;
+use std::time::Duration;
 use vkhip::compute::post::outline_reference;
 use vkhip::image::Rgba;
+use x11::{crop, tools_present, Xvfb};
 
 fn verify(args: &[&str]) -> std::process::Output {
     run(vkhip().args(["verify", "--post", "outline", "--grid", "32x24"]).args(args))
@@ -204,4 +209,49 @@ fn post_runs_are_validation_clean() {
     assert_ok(&o, "verify --post under validation");
     let v = stdout(&o).lines().rfind(|l| l.starts_with("validation: ")).unwrap_or_default().to_string();
     assert!(v.starts_with("validation: 0 errors, 0 warnings"), "verify: {v}\n{}", stderr(&o));
+}
+
+/// Ink: texels of `img` (a window's area) that are nearly black.
+fn inked(img: &Rgba) -> usize {
+    img.pixels.chunks_exact(4).filter(|p| p[..3].iter().map(|&c| u32::from(c)).sum::<u32>() < 12).count()
+}
+
+/// A window with `--post outline` (cpu, under Xvfb and the validation layer) shows the outlines;
+/// key O turns the filter off (the scene as it is, no ink) and says so; the run is clean.
+#[test]
+fn window_post_outline_and_key_o() {
+    let test = "window_post_outline_and_key_o";
+    if !tools_present(test) || !require(test, Component::ValidationLayer) {
+        return;
+    }
+    let mut x = Xvfb::start();
+    let mut app = vkhip()
+        .env("DISPLAY", &x.display)
+        .env("RUST_LOG", "warn,vkhip::app::window=info")
+        .args(["--frames", "150", "--max-fps", "30", "--size", "320x200", "--grid", "64x48", "--validation"])
+        .args(["--backend", "cpu", "--post", "outline", "--time", "frame"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start vkhip");
+    let id = x.wait_for_vkhip_window(&mut app);
+    std::thread::sleep(Duration::from_millis(1500));
+    let on = crop(&x.screenshot(), 320, 200);
+    let focus = x.xdotool(&["windowfocus", "--sync", &id]);
+    assert!(focus.status.success(), "xdotool windowfocus: {}", String::from_utf8_lossy(&focus.stderr));
+    let o = x.xdotool(&["key", "o"]);
+    assert!(o.status.success(), "xdotool key o: {}", String::from_utf8_lossy(&o.stderr));
+    std::thread::sleep(Duration::from_millis(1500));
+    let off = crop(&x.screenshot(), 320, 200);
+    let out = app.wait_with_output().expect("vkhip finishes");
+    assert_ok(&out, "window --post outline");
+    let err = stderr(&out);
+    assert!(err.contains("post stage outline: off (the scene as it is)"), "{err}");
+    let report = stdout(&out);
+    let v = report.lines().rfind(|l| l.starts_with("validation: ")).unwrap_or_default();
+    assert!(v.starts_with("validation: 0 errors, 0 warnings"), "{v}\n{err}");
+    assert_shows_surface(&on, "window with the filter");
+    assert_shows_surface(&off, "window without the filter");
+    let (ink_on, ink_off) = (inked(&on), inked(&off));
+    assert!(ink_on > 200 && ink_on > 10 * ink_off.max(1), "ink with the filter {ink_on}, without {ink_off}");
 }
