@@ -274,6 +274,14 @@ impl App<'_> {
             drop(old);
             r.swapchain = Some(sc);
         }
+        if r.session.post.is_some() && r.swapchain.as_ref().is_some_and(|sc| !sc.transfer_dst) {
+            return Err(VkError::Unsupported(
+                "--post copies its output into the swapchain image, but this surface's images cannot be \
+                 copied into (no TRANSFER_DST usage); run --headless"
+                    .into(),
+            )
+            .into());
+        }
         let f = r.frame;
         let mut marks = RenderMarks::start(f);
         throttle(&r.session, f, &mut marks)?;

@@ -209,6 +209,8 @@ pub struct Swapchain {
     /// can render). The presentation engine then says SUBOPTIMAL on every frame; that is not a
     /// reason to re-create, and the window should be asked to shrink to `extent`.
     pub clamped: bool,
+    /// The images can be copied into (`TRANSFER_DST` usage; `--post` needs it).
+    pub transfer_dst: bool,
     images: Vec<SwapImage>,
     _depth: Image,
 }
@@ -304,6 +306,7 @@ impl Swapchain {
             extent,
             present_mode,
             clamped: extent != want,
+            transfer_dst: caps.supported_usage_flags.contains(vk::ImageUsageFlags::TRANSFER_DST),
             images: Vec::new(),
             _depth: depth,
         };
