@@ -369,6 +369,29 @@ mod on_queue_post {
             let t = o.session.sync.sems.post.as_ref().unwrap();
             assert_eq!(ctx.timeline_value(t.posted.handle).unwrap(), frames);
             assert_eq!(ctx.timeline_value(t.presented.handle).unwrap(), frames);
+            // The timestamps around the recorded filter and the copy: one PostFilter (compute
+            // track) and one PostCopy (queue) per frame, after the frame's draw, in order.
+            if o.renderer.stamps_per_frame() > 0 {
+                o.session.sync.shutdown().unwrap();
+                let mut spans = Vec::new();
+                o.renderer.take_spans(&mut spans, true);
+                let ticks = |s: crate::profile::Stamp| match s {
+                    crate::profile::Stamp::Vulkan(t) => t,
+                    other => panic!("a Vulkan timestamp, not {other:?}"),
+                };
+                for f in 0..frames {
+                    let of = |phase| spans.iter().find(|s| s.frame == f && s.phase == phase).copied();
+                    let (draw, filter, copy) = (
+                        of(crate::profile::Phase::Draw).expect("draw span"),
+                        of(crate::profile::Phase::PostFilter).expect("post filter span"),
+                        of(crate::profile::Phase::PostCopy).expect("post copy span"),
+                    );
+                    assert_eq!(filter.track, crate::profile::Track::Compute);
+                    assert_eq!(copy.track, crate::profile::Track::Queue);
+                    assert!(ticks(draw.end) <= ticks(filter.start), "K={k} frame {f}: draw → filter");
+                    assert!(ticks(filter.end) <= ticks(copy.start), "K={k} frame {f}: filter → copy");
+                }
+            }
         }
         if crate::vk::instance::validation_ran() {
             let v = crate::vk::instance::ValidationCounts::current();
