@@ -7,6 +7,12 @@
 //! → compare every value with `sim::height`. A value left unwritten stays NaN and fails. The
 //! slot is read before any later frame is handed over, so nothing can overwrite it first.
 //!
+//! With `--post outline` ([`crate::sync`], "The post stage"), each frame also reads back the
+//! scene and the output of its pair once the frame's copy finished (`presented ≥ f+1`; the pair
+//! is not written again before frame f+K, which is not yet submitted) and compares the output
+//! with [`crate::compute::post::outline_reference`] of the scene: every texel within 1/255 per
+//! channel, or exit 1 naming the first differing texel. `--size WxH` sets the images' size.
+//!
 //! # Examples
 //!
 //! On any Vulkan device (lavapipe included), with the `cpu` backend: every slot matches the
