@@ -21,6 +21,7 @@
 //! assert!(Cli::try_parse_from(["vkhip", "--grid", "1x5"]).is_err());
 //! ```
 
+use crate::compute::post::PostKind;
 use crate::compute::BackendKind;
 use crate::sim::Grid;
 use crate::sync::plan::{ComputeWait, MemoryPath, Submit, SyncRequest};
@@ -48,6 +49,17 @@ impl ValueEnum for SyncMode {
     }
 }
 
+/// `--post`'s values are the post stages' names, with their help lines.
+impl ValueEnum for PostKind {
+    fn value_variants<'a>() -> &'a [Self] {
+        &PostKind::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()).help(self.help()))
+    }
+}
+
 /// Frames of a headless run when `--frames` is not given.
 pub const DEFAULT_FRAMES: u64 = 120;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -59,7 +71,7 @@ shared height field every frame behind semaphores; Vulkan draws it without a cop
 const AFTER: &str = "\
 Modes:
   With a display, vkhip opens a window (drag rotates, wheel zooms, R resets, G toggles the
-  frame-time overlay, Esc quits).
+  frame-time overlay, O toggles the --post filter, Esc quits).
   Without one (no DISPLAY / WAYLAND_DISPLAY) it renders offscreen, prints a frame report and
   writes the last frame to vkhip-frame.png (or --capture PNG). With --headless it does the same,
   writing a PNG only if --capture is given.
@@ -175,6 +187,11 @@ pub struct CommonArgs {
     /// each frame: the baseline without interop memory; cuda only).
     #[arg(long, value_enum, default_value_t = MemoryArg::ZeroCopy)]
     pub memory: MemoryArg,
+    /// A post-process stage after the draw (README, "Post-processing"): the compute backend
+    /// filters each rendered frame into a second image, which Vulkan presents or captures
+    /// (external, bridged and none sync; O toggles it in a window).
+    #[arg(long, value_enum, default_value_t = PostKind::None)]
+    pub post: PostKind,
     /// Grid size WxH (each side 2..=16384).
     #[arg(long, value_name = "WxH", default_value = "512x512")]
     pub grid: Grid,
@@ -263,6 +280,24 @@ pub struct VerifyArgs {
     /// that verify catches it.
     #[arg(long, value_name = "FRAME", hide = true)]
     pub corrupt_frame: Option<u64>,
+    /// Offscreen image size WxH (each side 1..=16384). With `--post outline` every frame's
+    /// output is compared with the CPU filter of its scene, texel by texel.
+    #[arg(long, value_name = "WxH", default_value = "320x180", value_parser = parse_size)]
+    pub size: Grid,
+}
+
+/// An image size WxH, each side 1..=16384 (a grid needs 2 texels a side, an image 1).
+pub fn parse_size(s: &str) -> Result<Grid, String> {
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(|| format!("expected WxH, got '{s}'"))?;
+    let side = |v: &str| -> Result<u32, String> {
+        let n: u32 = v.trim().parse().map_err(|_| format!("'{v}' is not a number in '{s}'"))?;
+        if (1..=16384).contains(&n) {
+            Ok(n)
+        } else {
+            Err(format!("each side must be 1..=16384, got {n} in '{s}'"))
+        }
+    };
+    Ok(Grid { width: side(w)?, height: side(h)? })
 }
 
 #[derive(Args, Debug, Clone)]
@@ -491,6 +526,7 @@ impl From<&CommonArgs> for SyncRequest {
             compute_wait: a.compute_wait.into(),
             frames_in_flight: a.frames_in_flight,
             submit: a.submit.into(),
+            post: a.post,
         }
     }
 }

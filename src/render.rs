@@ -14,6 +14,8 @@ use crate::vk::device::Context;
 use crate::vk::external::Slot;
 use crate::vk::overlay::OverlayPipeline;
 use crate::vk::pipeline::{RenderPass, SurfacePipeline};
+use crate::vk::post::{CopyDest, PostImages, Which};
+use crate::vk::target::{Framebuffer, Image, DEPTH_FORMAT};
 use crate::vk::timestamps::{DrawTimer, Layout};
 use crate::vk::{cmd_memory_barrier, CallContext, VkError};
 use ash::vk;
@@ -23,6 +25,23 @@ use std::sync::Arc;
 /// [`crate::sync::FrameSync::record_joined`]): called with the command buffer, outside a render
 /// pass, between the barriers the renderer records around it.
 pub type RecordCompute<'a> = &'a mut dyn FnMut(vk::CommandBuffer) -> Result<(), SyncError>;
+
+/// The post stage of one frame (`--post`; see [`crate::sync`], "The post stage"): the draw
+/// renders into scene `pair` instead of the target, then the filter and the copy of image
+/// `source` to `dest` follow — in the draw's own command buffer on Vulkan's queue (`on_queue`),
+/// else in a copy submission of their own ([`Renderer::copy`]).
+pub struct PostFrame<'a> {
+    pub images: &'a PostImages,
+    pub pair: usize,
+    /// The output; the scene when the filter is toggled off (window key O).
+    pub source: Which,
+    pub dest: CopyDest,
+    /// The filter and the copy are recorded into the draw's command buffer.
+    pub on_queue: bool,
+    /// On Vulkan's queue: records the filter ([`crate::sync::FrameSync::record_post`]); None
+    /// when it is toggled off.
+    pub filter: Option<RecordCompute<'a>>,
+}
 
 /// A draw that failed: a Vulkan call of the renderer, or the compute it recorded.
 #[derive(Debug, thiserror::Error)]
@@ -59,8 +78,22 @@ pub struct Renderer {
     slots: usize,
     pipeline: SurfacePipeline,
     overlay: Option<OverlayPipeline>,
+    /// `--post`: the scene framebuffers and the copy submissions' command buffers.
+    post: Option<PostStage>,
     pub render_pass: RenderPass,
     ctx: Arc<Context>,
+}
+
+/// The renderer's side of the post stage.
+struct PostStage {
+    /// Scene image `i` + the target's depth: where frame f's draw renders (pair f mod K).
+    framebuffers: Vec<Framebuffer>,
+    /// Their depth attachment (after them: field order is drop order).
+    _depth: Image,
+    /// One copy command buffer per frame-in-flight index (off Vulkan's queue).
+    copy_cmds: Vec<vk::CommandBuffer>,
+    /// Timestamps around the copy submissions (PostCopy spans).
+    copy_timer: Option<DrawTimer>,
 }
 
 /// What a reusable draw was recorded for: if any of it changes, the draw is recorded again.
@@ -107,6 +140,7 @@ impl Renderer {
         slots: &[Slot],
         frames_in_flight: u64,
         joined: bool,
+        post_on_queue: bool,
     ) -> Result<Self, VkError> {
         let in_flight = frames_in_flight.max(1) as usize;
         let render_pass = RenderPass::new(ctx, color_format, final_layout)?;
@@ -117,7 +151,7 @@ impl Renderer {
         // SAFETY: valid device.
         let pool = unsafe { ctx.device.create_command_pool(&info, None) }.call("vkCreateCommandPool")?;
         let layout = if joined { Layout::Joined } else { Layout::Split };
-        let timer = DrawTimer::new(ctx, in_flight, layout)?;
+        let timer = DrawTimer::with_post(ctx, in_flight, layout, post_on_queue)?;
         let mut me = Renderer {
             timer,
             pool,
@@ -128,6 +162,7 @@ impl Renderer {
             slots: slots.len().max(1),
             pipeline,
             overlay: None,
+            post: None,
             render_pass,
             ctx: ctx.clone(),
         };
@@ -141,6 +176,86 @@ impl Renderer {
         me.reused = all.split_off(in_flight).into_iter().map(|cmd| ReusedDraw { cmd, key: None }).collect();
         me.cmds = all;
         Ok(me)
+    }
+
+    /// Set up the post stage: a framebuffer per scene image of `images` (with one depth image of
+    /// their extent, shared by every frame as a target's is), and the copy submissions' command
+    /// buffers. The renderer's render pass must have been made for
+    /// [`crate::vk::post::POST_FORMAT`] with final layout `GENERAL`.
+    pub fn attach_post(&mut self, images: &PostImages) -> Result<(), VkError> {
+        let depth = Image::new(
+            &self.ctx,
+            images.extent,
+            DEPTH_FORMAT,
+            vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT,
+            vk::ImageAspectFlags::DEPTH,
+        )?;
+        let framebuffers = images
+            .pairs
+            .iter()
+            .map(|p| {
+                Framebuffer::new(
+                    &self.ctx,
+                    self.render_pass.handle,
+                    &[p.scene.view(), depth.view],
+                    images.extent,
+                )
+            })
+            .collect::<Result<_, _>>()?;
+        let alloc = vk::CommandBufferAllocateInfo::default()
+            .command_pool(self.pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(self.in_flight as u32);
+        // SAFETY: the pool is owned by the renderer.
+        let copy_cmds =
+            unsafe { self.ctx.device.allocate_command_buffers(&alloc) }.call("vkAllocateCommandBuffers")?;
+        let copy_timer = DrawTimer::new(&self.ctx, self.in_flight, Layout::PostCopy)?;
+        self.post = Some(PostStage { framebuffers, _depth: depth, copy_cmds, copy_timer });
+        Ok(())
+    }
+
+    /// Post stage, off Vulkan's queue: submit frame `frame`'s copy of `post`'s image to its
+    /// destination, with `sync` (wait `posted`, signal `presented`; [`crate::sync::FrameSync::copy_sync`])
+    /// plus the target's own waits and signals (swapchain acquire / present). The caller has
+    /// throttled, so the index's copy command buffer is free (`presented` ≥ f+1−F).
+    pub fn copy(
+        &mut self,
+        frame: u64,
+        post: &PostFrame<'_>,
+        sync: &DrawSync,
+        extra_waits: &[(vk::Semaphore, vk::PipelineStageFlags)],
+        extra_signals: &[vk::Semaphore],
+    ) -> Result<(), DrawError> {
+        let index = (frame % self.in_flight as u64) as usize;
+        let stage = self
+            .post
+            .as_mut()
+            .ok_or_else(|| SyncError::Bridge("internal: a post copy without Renderer::attach_post".into()))?;
+        let cmd = stage.copy_cmds[index];
+        if let Some(t) = stage.copy_timer.as_mut() {
+            t.prepare(index, frame);
+        }
+        let d = &self.ctx.device;
+        // SAFETY: the throttle saw `presented` ≥ f+1−F, so this index's last copy has finished;
+        // the pool allows resets; every handle recorded outlives the submission (teardown order).
+        unsafe {
+            d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()).call("vkResetCommandBuffer")?;
+            d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
+                .call("vkBeginCommandBuffer")?;
+            if let Some(t) = stage.copy_timer.as_ref() {
+                t.record_begin(cmd, index, vk::PipelineStageFlags::TRANSFER);
+            }
+            post.images.cmd_copy_out(cmd, post.pair, post.source, &post.dest);
+            if let Some(t) = stage.copy_timer.as_ref() {
+                t.end(cmd, index);
+            }
+            d.end_command_buffer(cmd).call("vkEndCommandBuffer")?;
+        }
+        submit(&self.ctx, cmd, sync, extra_waits, extra_signals)?;
+        if let Some(t) = stage.copy_timer.as_mut() {
+            t.submitted(index);
+        }
+        Ok(())
     }
 
     /// Draw `slot` into `framebuffer` as frame `frame` and submit it with `sync` plus the
@@ -162,7 +277,18 @@ impl Renderer {
         extra_signals: &[vk::Semaphore],
         overlay: Option<&OverlayHistory>,
         compute: Option<RecordCompute<'_>>,
+        post: Option<PostFrame<'_>>,
     ) -> Result<(), DrawError> {
+        // The post stage renders into scene `pair` at the images' size.
+        let (framebuffer, extent) = match (&post, &self.post) {
+            (None, _) => (framebuffer, extent),
+            (Some(p), Some(stage)) => (stage.framebuffers[p.pair].handle, p.images.extent),
+            (Some(_), None) => {
+                return Err(
+                    SyncError::Bridge("internal: a post frame without Renderer::attach_post".into()).into()
+                )
+            }
+        };
         if overlay.is_some() && self.overlay.is_none() {
             self.overlay = Some(OverlayPipeline::new(&self.ctx, &self.render_pass, self.in_flight)?);
         }
@@ -181,9 +307,9 @@ impl Renderer {
             }
             (false, _) => None,
         };
-        let cmd = if overlay.is_some() || joined.is_some() {
+        let cmd = if overlay.is_some() || joined.is_some() || post.is_some() {
             let cmd = self.cmds[index];
-            self.record(cmd, index, slot, framebuffer, extent, push, overlay, joined)?;
+            self.record(cmd, index, slot, framebuffer, extent, push, overlay, joined, post)?;
             cmd
         } else {
             let key = Some(DrawKey { framebuffer, extent, push: *push });
@@ -191,17 +317,13 @@ impl Renderer {
             let cmd = self.reused[i].cmd;
             if self.reused[i].key != key {
                 self.reused[i].key = None;
-                self.record(cmd, index, slot, framebuffer, extent, push, None, None)?;
+                self.record(cmd, index, slot, framebuffer, extent, push, None, None, None)?;
                 self.reused[i].key = key;
             }
             cmd
         };
 
-        let waits: Vec<_> =
-            sync.waits.iter().copied().chain(extra_waits.iter().map(|&(s, stage)| (s, 0, stage))).collect();
-        let signals: Vec<_> =
-            sync.signals.iter().copied().chain(extra_signals.iter().map(|&s| (s, 0))).collect();
-        self.ctx.submit_with(cmd, &waits, &signals, vk::Fence::null())?;
+        submit(&self.ctx, cmd, sync, extra_waits, extra_signals)?;
         if let Some(t) = self.timer.as_mut() {
             t.submitted(index);
         }
@@ -242,6 +364,7 @@ impl Renderer {
         push: &SurfacePush,
         overlay: Option<&OverlayHistory>,
         compute: Option<RecordCompute<'_>>,
+        post: Option<PostFrame<'_>>,
     ) -> Result<(), DrawError> {
         let d = &self.ctx.device;
         let clear = [
@@ -272,6 +395,20 @@ impl Renderer {
         }
         // SAFETY: `cmd` is recording, outside a render pass.
         unsafe {
+            if let Some(p) = &post {
+                // The scene's previous reader, the filter of frame f−K, is ordered before this
+                // command buffer: by a semaphore wait, a host wait, or (on the queue) this
+                // barrier from its compute-shader reads to the render pass.
+                p.images.cmd_before_draw(cmd, p.pair);
+                if p.on_queue {
+                    cmd_memory_barrier(
+                        d,
+                        cmd,
+                        (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::empty()),
+                        (vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags::empty()),
+                    );
+                }
+            }
             let rp = vk::RenderPassBeginInfo::default()
                 .render_pass(self.render_pass.handle)
                 .framebuffer(framebuffer)
@@ -293,7 +430,49 @@ impl Renderer {
             if let Some(t) = self.timer.as_ref() {
                 t.end(cmd, index);
             }
-            d.end_command_buffer(cmd).call("vkEndCommandBuffer")?;
+        }
+        if let Some(p) = post {
+            self.record_post(cmd, index, p)?;
+        }
+        // SAFETY: `cmd` is recording.
+        unsafe { d.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
+        Ok(())
+    }
+
+    /// After the draw into scene `post.pair`: hand it to the filter; on Vulkan's queue, then the
+    /// filter (between its two barriers, timed as PostFilter) and the copy (timed as PostCopy).
+    fn record_post(
+        &self,
+        cmd: vk::CommandBuffer,
+        index: usize,
+        post: PostFrame<'_>,
+    ) -> Result<(), DrawError> {
+        let timer = self.timer.as_ref().filter(|_| post.on_queue);
+        let compute = vk::PipelineStageFlags::COMPUTE_SHADER;
+        // SAFETY: `cmd` is recording, outside a render pass, after the render pass that drew the
+        // scene; the timer's set `index` was reset with the draw's (see `draw`).
+        unsafe {
+            post.images.cmd_after_draw(cmd, post.pair, post.on_queue);
+            if !post.on_queue {
+                return Ok(());
+            }
+            if let Some(t) = timer {
+                t.post_stamp(cmd, index, 0, compute);
+            }
+        }
+        if let Some(filter) = post.filter {
+            filter(cmd)?;
+        }
+        // SAFETY: as above.
+        unsafe {
+            if let Some(t) = timer {
+                t.post_stamp(cmd, index, 1, compute);
+            }
+            post.images.cmd_after_filter(cmd);
+            post.images.cmd_copy_out(cmd, post.pair, post.source, &post.dest);
+            if let Some(t) = timer {
+                t.post_stamp(cmd, index, 2, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
+            }
         }
         Ok(())
     }
@@ -369,13 +548,29 @@ impl Renderer {
     /// read every pending one: only once the frames have finished (after the protocol's
     /// shutdown). Nothing without timestamp support.
     pub fn take_spans(&mut self, out: &mut Vec<Span>, finish: bool) {
-        if let Some(t) = self.timer.as_mut() {
+        let copies = self.post.as_mut().and_then(|p| p.copy_timer.as_mut());
+        for t in self.timer.as_mut().into_iter().chain(copies) {
             if finish {
                 t.finish();
             }
             t.take_spans(out);
         }
     }
+}
+
+/// Submit `cmd` with `sync`'s waits and signals plus the target's binary ones (swapchain acquire
+/// at its stage, present).
+fn submit(
+    ctx: &Context,
+    cmd: vk::CommandBuffer,
+    sync: &DrawSync,
+    extra_waits: &[(vk::Semaphore, vk::PipelineStageFlags)],
+    extra_signals: &[vk::Semaphore],
+) -> Result<(), VkError> {
+    let waits: Vec<_> =
+        sync.waits.iter().copied().chain(extra_waits.iter().map(|&(s, stage)| (s, 0, stage))).collect();
+    let signals: Vec<_> = sync.signals.iter().copied().chain(extra_signals.iter().map(|&s| (s, 0))).collect();
+    ctx.submit_with(cmd, &waits, &signals, vk::Fence::null())
 }
 
 impl Drop for Renderer {
@@ -385,6 +580,8 @@ impl Drop for Renderer {
         if let Err(e) = self.ctx.queue_wait_idle() {
             log::warn!("renderer teardown: {e}");
         }
+        // The scene framebuffers go with the queue idle, before the pool.
+        self.post = None;
         // SAFETY: the queue is idle; destroying the pool frees the command buffers.
         unsafe { self.ctx.device.destroy_command_pool(self.pool, None) };
     }

@@ -4,10 +4,11 @@ use super::session::Session;
 use crate::cli::TimeMode;
 use crate::overlay::OverlayHistory;
 use crate::profile::{Phase, RenderMarks};
-use crate::render::{DrawError, Renderer};
+use crate::render::{DrawError, PostFrame, Renderer};
 use crate::shaders::SurfacePush;
 use crate::sim::WaveParams;
 use crate::sync::SyncError;
+use crate::vk::post::{CopyDest, Which};
 use crate::vk::VkError;
 use ash::vk;
 use std::time::Instant;
@@ -116,6 +117,16 @@ pub struct DrawTarget<'a> {
     pub extra_signals: &'a [vk::Semaphore],
     /// The frame-time overlay to draw on top, if shown.
     pub overlay: Option<&'a OverlayHistory>,
+    /// `--post`: where the frame's copy goes, and from which image of its pair.
+    pub post: Option<PostTarget>,
+}
+
+/// The post stage's end of a frame: the copy's destination (the swapchain image or the capture
+/// target) and its source (the output; the scene when the filter is toggled off).
+#[derive(Clone, Copy, Debug)]
+pub struct PostTarget {
+    pub dest: CopyDest,
+    pub source: Which,
 }
 
 /// Throttle: host-wait until frame `frame`'s per-frame resources are free.
@@ -139,12 +150,37 @@ pub fn compute_and_draw(
     marks.lap(Phase::Handoff);
     let sync = session.sync.draw_sync(frame);
     let slot = session.sync.slot_of(frame);
-    let fs = &mut session.sync;
+    let copy_sync = session.sync.copy_sync(frame);
+    let on_queue = session.sync.plan().post_on_queue();
+    let Session { sync: fs, post: images, .. } = session;
+    let fs = std::cell::RefCell::new(fs);
     // One-submission frames: the draw's command buffer records the compute handed over above.
     // SAFETY: the renderer calls this while recording its command buffer, outside a render
     // pass, and submits it while the session (and so the backend) lives.
-    let mut record = |cmd| unsafe { fs.record_joined(cmd, frame) };
+    let mut record = |cmd| unsafe { fs.borrow_mut().record_joined(cmd, frame) };
     let compute: Option<crate::render::RecordCompute<'_>> = sync.joined.then_some(&mut record);
+    // The post stage on Vulkan's queue: the same command buffer records the filter.
+    // SAFETY: as above; the renderer records it after the barrier that puts the pair in reach.
+    let mut filter = |cmd| unsafe { fs.borrow_mut().record_post(cmd, frame) };
+    let post = match (images.as_ref(), target.post) {
+        (Some(images), Some(t)) => Some((images, t)),
+        (None, None) => None,
+        _ => return Err(SyncError::Bridge("internal: --post without its images or its target".into()).into()),
+    };
+    // With a post stage off the queue, the swapchain's acquire and present belong to the copy.
+    let target_sems_on_draw = post.is_none() || on_queue;
+    let acquire_stage = |w: &[(vk::Semaphore, vk::PipelineStageFlags)]| -> Vec<_> {
+        let stage =
+            if post.is_some() { vk::PipelineStageFlags::TRANSFER } else { vk::PipelineStageFlags::empty() };
+        w.iter().map(|&(s, st)| (s, if stage.is_empty() { st } else { stage })).collect()
+    };
+    let waits = acquire_stage(target.extra_waits);
+    let (draw_waits, draw_signals): (&[_], &[_]) =
+        if target_sems_on_draw { (&waits, target.extra_signals) } else { (&[], &[]) };
+    let to_frame_error = |e| match e {
+        DrawError::Vulkan(e) => FrameError::Vulkan(e),
+        DrawError::Compute(e) => FrameError::Sync(e),
+    };
     renderer
         .draw(
             frame,
@@ -153,15 +189,37 @@ pub fn compute_and_draw(
             target.extent,
             &target.push,
             &sync,
-            target.extra_waits,
-            target.extra_signals,
+            draw_waits,
+            draw_signals,
             target.overlay,
             compute,
+            post_frame(post, slot, on_queue, on_queue.then_some(&mut filter)),
         )
-        .map_err(|e| match e {
-            DrawError::Vulkan(e) => FrameError::Vulkan(e),
-            DrawError::Compute(e) => FrameError::Sync(e),
-        })?;
+        .map_err(to_frame_error)?;
+    let fs = fs.into_inner();
+    if post.is_some() {
+        fs.post(frame)?;
+        if let (Some(p), Some(copy)) = (post_frame(post, slot, on_queue, None), copy_sync) {
+            renderer.copy(frame, &p, &copy, &waits, target.extra_signals).map_err(to_frame_error)?;
+        }
+    }
     marks.lap(Phase::Submit);
     Ok(())
+}
+
+/// Frame `pair`'s post stage for the renderer, if the run has one.
+fn post_frame<'a>(
+    post: Option<(&'a crate::vk::post::PostImages, PostTarget)>,
+    pair: usize,
+    on_queue: bool,
+    filter: Option<crate::render::RecordCompute<'a>>,
+) -> Option<PostFrame<'a>> {
+    post.map(|(images, t)| PostFrame {
+        images,
+        pair,
+        source: t.source,
+        dest: t.dest,
+        on_queue,
+        filter: filter.filter(|_| t.source == Which::Output),
+    })
 }

@@ -25,7 +25,7 @@
 //! std::fs::remove_file(&png).unwrap();
 //! ```
 
-use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget};
+use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget, PostTarget};
 use super::profiling::{create_trace_file, FrameProfile};
 use super::report::frame_report;
 use super::session::Session;
@@ -37,6 +37,7 @@ use crate::profile::clock::host_now_ns;
 use crate::profile::RenderMarks;
 use crate::render::{surface_push, Renderer};
 use crate::vk::instance::Instance;
+use crate::vk::post::{CopyDest, Which, POST_FORMAT};
 use crate::vk::target::{OffscreenTarget, OFFSCREEN_FORMAT};
 use anyhow::Context as _;
 use ash::vk;
@@ -58,17 +59,27 @@ impl Offscreen {
         // A dependency panicking while the device is made: one line and exit 2 (`super::panics`).
         let session = super::panics::contain("creating the Vulkan device", || {
             let instance = Arc::new(Instance::new(common.validation, &[])?);
-            anyhow::Ok(Session::new(instance, common, false)?)
+            anyhow::Ok(Session::with_post_extent(instance, common, extent)?)
         })??;
-        let renderer = Renderer::new(
+        // With `--post` the draw renders into the scene images (left in GENERAL for the filter),
+        // and a copy brings the output into the target.
+        let (format, final_layout) = match session.post {
+            Some(_) => (POST_FORMAT, vk::ImageLayout::GENERAL),
+            None => (OFFSCREEN_FORMAT, vk::ImageLayout::TRANSFER_SRC_OPTIMAL),
+        };
+        let mut renderer = Renderer::new(
             &session.ctx,
-            OFFSCREEN_FORMAT,
-            vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+            format,
+            final_layout,
             &session.slots,
             session.sync.plan().frames_in_flight,
             session.sync.plan().joined(),
+            session.sync.plan().post_on_queue(),
         )?;
         let target = OffscreenTarget::new(&session.ctx, renderer.render_pass.handle, extent)?;
+        if let Some(images) = &session.post {
+            renderer.attach_post(images)?;
+        }
         crate::profile::clock::startup_mark("renderer and target ready");
         Ok(Offscreen { target, renderer, session })
     }
@@ -83,6 +94,25 @@ impl Offscreen {
             extra_waits: &[],
             extra_signals: &[],
             overlay: None,
+            post: self.session.post.as_ref().map(|_| PostTarget {
+                dest: CopyDest {
+                    image: self.target.color.image,
+                    format: OFFSCREEN_FORMAT,
+                    extent,
+                    final_layout: vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                },
+                source: Which::Output,
+            }),
+        }
+    }
+
+    /// The timeline and value that say frame `frames − 1` is complete in the target: `presented`
+    /// with a post stage (the copy), else `rendered` (the draw).
+    pub fn target_done(&self, frames: u64) -> (vk::Semaphore, u64) {
+        let sems = &self.session.sync.sems;
+        match &sems.post {
+            Some(t) => (t.presented.handle, frames),
+            None => (sems.rendered.handle, frames),
         }
     }
 }
@@ -140,7 +170,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     let mut failed = None;
     if let Some(png) = capture.filter(|_| done > 0 || !interrupted()) {
         anyhow::ensure!(done > 0, "no frame was rendered, nothing to capture");
-        let pixels = o.target.read_rgba(&o.session.ctx, (o.session.sync.sems.rendered.handle, done))?;
+        let pixels = o.target.read_rgba(&o.session.ctx, o.target_done(done))?;
         let shown = format!("{} (frame {})", png.path().display(), done - 1);
         match png.commit(&Rgba { width: extent.width, height: extent.height, pixels }) {
             Ok(()) => extra.push(("capture", shown)),
@@ -162,4 +192,210 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         frame_report(&o.session, &profile, &format!("offscreen {}x{}", extent.width, extent.height), &extra);
     crate::output::print(&report);
     failed.map_or(Ok(()), Err)
+}
+
+/// The post stage's on-Vulkan's-queue frame shape (`vulkan`, `cuda-in-vulkan`: heights → draw →
+/// filter → copy in one command buffer), run end to end on lavapipe with a stand-in filter that
+/// stamps each pair's colour into its output: the capture shows the colour of the last frame's
+/// pair, so the filter of the right pair was recorded, ordered before the copy, and the copy
+/// went to the target. The real filters are the backends' (tests/post.rs compares them with the
+/// CPU's).
+#[cfg(test)]
+mod on_queue_post {
+    use super::*;
+    use crate::compute::post::{PostKind, PostResources, PostSurface};
+    use crate::compute::{BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport};
+    use crate::sim::{Grid, WaveParams};
+    use crate::sync::{FrameSemaphores, FrameSync, SyncMode, SyncPlan, SyncRequest};
+    use crate::vk::device::{enumerate, Context};
+    use crate::vk::external::{Slot, SlotMemory};
+    use crate::vk::post::{PostAccess, PostImages};
+    use crate::vk::target::subresource;
+    use std::sync::Mutex;
+
+    /// Pair `p`'s stamp.
+    fn colour(p: usize) -> [u8; 4] {
+        [20 + 30 * p as u8, 200 - 20 * p as u8, 60, 255]
+    }
+
+    struct StandIn {
+        device: ash::Device,
+        outputs: Vec<vk::Image>,
+        recorded: Arc<Mutex<Vec<usize>>>,
+    }
+
+    impl ComputeBackend for StandIn {
+        fn kind(&self) -> BackendKind {
+            BackendKind::Vulkan
+        }
+        fn device_name(&self) -> String {
+            "stand-in".into()
+        }
+        fn gpu_sync_support(&self) -> GpuSyncSupport {
+            GpuSyncSupport { timeline: true, binary: false }
+        }
+        fn enqueue_gpu_synced(
+            &mut self,
+            _: u64,
+            _: usize,
+            _: &WaveParams,
+            _: GpuSync,
+        ) -> Result<(), ComputeError> {
+            Err(ComputeError::Unsupported { backend: "stand-in", reason: "joined frames only".into() })
+        }
+        fn write_slot_and_wait(&mut self, _: u64, _: usize, _: &WaveParams) -> Result<(), ComputeError> {
+            Err(ComputeError::Unsupported { backend: "stand-in", reason: "joined frames only".into() })
+        }
+        unsafe fn record_write(
+            &mut self,
+            _: vk::CommandBuffer,
+            _: usize,
+            _: &WaveParams,
+        ) -> Result<(), ComputeError> {
+            Ok(())
+        }
+        fn attach_post(&mut self, post: PostResources) -> Result<(), ComputeError> {
+            for p in post.pairs {
+                match p.output {
+                    PostSurface::Image { image, .. } => self.outputs.push(image),
+                    other => panic!("on the queue the filter gets the images, not {other:?}"),
+                }
+            }
+            Ok(())
+        }
+        unsafe fn record_post(&mut self, cmd: vk::CommandBuffer, pair: usize) -> Result<(), ComputeError> {
+            self.recorded.lock().unwrap().push(pair);
+            let c = colour(pair).map(|v| f32::from(v) / 255.0);
+            // SAFETY: `cmd` is recording outside a render pass (the trait's contract); the output
+            // is in GENERAL. Its own barriers put the clear between the renderer's (compute
+            // stage) barriers.
+            unsafe {
+                let compute = (vk::PipelineStageFlags::COMPUTE_SHADER, vk::AccessFlags::SHADER_WRITE);
+                let transfer = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
+                crate::vk::cmd_memory_barrier(&self.device, cmd, compute, transfer);
+                self.device.cmd_clear_color_image(
+                    cmd,
+                    self.outputs[pair],
+                    vk::ImageLayout::GENERAL,
+                    &vk::ClearColorValue { float32: c },
+                    &[subresource(vk::ImageAspectFlags::COLOR)],
+                );
+                crate::vk::cmd_memory_barrier(&self.device, cmd, transfer, compute);
+            }
+            Ok(())
+        }
+        fn finish(&mut self) -> Result<(), ComputeError> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_filter_of_each_pair_is_recorded_before_the_copy_in_one_submission() {
+        // Under the validation layer where it is installed (synchronization validation on): the
+        // shape's barriers must satisfy it too.
+        let instance = Arc::new(
+            Instance::new(true, &[])
+                .or_else(|e| {
+                    eprintln!("on_queue_post: without the validation layer ({e})");
+                    Instance::new(false, &[])
+                })
+                .unwrap(),
+        );
+        let pd = enumerate(&instance).unwrap().into_iter().find(|d| d.usable()).expect("a Vulkan device");
+        let ctx = Context::new(instance, pd.clone(), false).unwrap();
+        let extent = vk::Extent2D { width: 24, height: 16 };
+        let grid = Grid { width: 16, height: 16 };
+        for (k, frames) in [(1usize, 3u64), (3, 7), (4, 6)] {
+            let req = SyncRequest {
+                slots: Some(k as u32),
+                post: PostKind::Outline,
+                ..SyncRequest::mode(SyncMode::External)
+            };
+            let plan = SyncPlan::resolve(&req, BackendKind::Vulkan, &pd).unwrap();
+            assert!(plan.joined() && plan.post_on_queue());
+            let slots: Vec<Slot> = (0..k)
+                .map(|_| Slot::new(&ctx, grid.bytes(), SlotMemory::DeviceLocal, false).unwrap())
+                .collect();
+            let sems = FrameSemaphores::new(&ctx, &plan).unwrap();
+            let images = PostImages::new(&ctx, extent, k, PostAccess::Images).unwrap();
+            let recorded = Arc::new(Mutex::new(Vec::new()));
+            let mut backend =
+                StandIn { device: ctx.device.clone(), outputs: Vec::new(), recorded: recorded.clone() };
+            backend
+                .attach_post(crate::app::session::post_resources(&images, PostKind::Outline).unwrap())
+                .unwrap();
+            let sync = FrameSync::new(&ctx, plan.clone(), sems, Box::new(backend)).unwrap();
+            let session = Session {
+                sync,
+                post: Some(images),
+                clock: None,
+                slots,
+                ctx: ctx.clone(),
+                grid,
+                device_reason: String::new(),
+                backend_reason: String::new(),
+            };
+            let mut renderer = Renderer::new(
+                &ctx,
+                POST_FORMAT,
+                vk::ImageLayout::GENERAL,
+                &session.slots,
+                plan.frames_in_flight,
+                true,
+                true,
+            )
+            .unwrap();
+            renderer.attach_post(session.post.as_ref().unwrap()).unwrap();
+            let target = OffscreenTarget::new(&ctx, renderer.render_pass.handle, extent).unwrap();
+            let mut o = Offscreen { target, renderer, session };
+            let draw_target = o.draw_target();
+            for f in 0..frames {
+                let mut marks = RenderMarks::start(f);
+                throttle(&o.session, f, &mut marks).unwrap();
+                let params = [WaveParams::at_time(grid, f as f64 / 60.0)];
+                compute_and_draw(&mut o.session, &mut o.renderer, f, &params, &draw_target, &mut marks)
+                    .unwrap();
+            }
+            let pixels = o.target.read_rgba(&ctx, o.target_done(frames)).unwrap();
+            let last = ((frames - 1) % k as u64) as usize;
+            assert!(
+                pixels.chunks_exact(4).all(|p| p == colour(last)),
+                "K={k}: the target is not output {last}'s colour: {:?}",
+                &pixels[..4]
+            );
+            let pairs: Vec<usize> = (0..frames).map(|f| (f % k as u64) as usize).collect();
+            assert_eq!(*recorded.lock().unwrap(), pairs, "K={k}");
+            // Every value meant: `posted` and `presented` reached the last frame with the draw.
+            let t = o.session.sync.sems.post.as_ref().unwrap();
+            assert_eq!(ctx.timeline_value(t.posted.handle).unwrap(), frames);
+            assert_eq!(ctx.timeline_value(t.presented.handle).unwrap(), frames);
+            // The timestamps around the recorded filter and the copy: one PostFilter (compute
+            // track) and one PostCopy (queue) per frame, after the frame's draw, in order.
+            if o.renderer.stamps_per_frame() > 0 {
+                o.session.sync.shutdown().unwrap();
+                let mut spans = Vec::new();
+                o.renderer.take_spans(&mut spans, true);
+                let ticks = |s: crate::profile::Stamp| match s {
+                    crate::profile::Stamp::Vulkan(t) => t,
+                    other => panic!("a Vulkan timestamp, not {other:?}"),
+                };
+                for f in 0..frames {
+                    let of = |phase| spans.iter().find(|s| s.frame == f && s.phase == phase).copied();
+                    let (draw, filter, copy) = (
+                        of(crate::profile::Phase::Draw).expect("draw span"),
+                        of(crate::profile::Phase::PostFilter).expect("post filter span"),
+                        of(crate::profile::Phase::PostCopy).expect("post copy span"),
+                    );
+                    assert_eq!(filter.track, crate::profile::Track::Compute);
+                    assert_eq!(copy.track, crate::profile::Track::Queue);
+                    assert!(ticks(draw.end) <= ticks(filter.start), "K={k} frame {f}: draw → filter");
+                    assert!(ticks(filter.end) <= ticks(copy.start), "K={k} frame {f}: filter → copy");
+                }
+            }
+        }
+        if crate::vk::instance::validation_ran() {
+            let v = crate::vk::instance::ValidationCounts::current();
+            assert_eq!((v.errors, v.warnings), (0, 0), "validation: {v}");
+        }
+    }
 }

@@ -119,8 +119,7 @@ impl FrameProfile {
             launch: session.sync.backend_kind().launch_path().to_string(),
             sync: session.sync.mode().to_string(),
             slots: session.sync.slots(),
-            // post-frame: the session's `--post` value (`PostKind::name`) goes here.
-            post: String::new(),
+            post: session.sync.post_kind().to_string(),
             run_ahead: session.sync.plan().run_ahead,
             batch: session.sync.plan().batch,
             frames_in_flight: session.sync.plan().frames_in_flight,

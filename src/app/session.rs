@@ -40,6 +40,7 @@
 //! ```
 
 use crate::cli::CommonArgs;
+use crate::compute::post::{PostKind, PostPair, PostResources, PostSemaphores, PostSurface};
 use crate::compute::{
     cpu::CpuBackend, vulkan::VulkanBackend, BackendKind, ComputeBackend, ComputeDeviceInfo, ComputeError,
     InteropMemory, InteropSemaphorePair, InteropSemaphores,
@@ -54,8 +55,12 @@ use crate::vk::clock::GpuClock;
 use crate::vk::device::{choose_device, enumerate, uuid_string, Context, PhysicalDeviceInfo};
 use crate::vk::external::{Slot, SlotMemory};
 use crate::vk::instance::Instance;
+use crate::vk::post::{PostAccess, PostImage, PostImages};
 use crate::vk::swapchain::Surface;
 use crate::vk::{cmd_memory_barrier, VkError};
+
+/// The post stage's image size where the caller has none of its own (a run's default `--size`).
+pub const DEFAULT_POST_EXTENT: ash::vk::Extent2D = ash::vk::Extent2D { width: 1280, height: 720 };
 use std::sync::Arc;
 
 /// Errors building a session.
@@ -197,6 +202,9 @@ pub struct Session {
     // the queue and the stream, drops the backend and with it every import), then the slots'
     // Vulkan memory, then the device.
     pub sync: FrameSync,
+    /// `--post`: the K scene/output pairs (after the protocol: the backend that maps or imports
+    /// them is dropped with it).
+    pub post: Option<PostImages>,
     /// Vulkan timestamps → host clock, for the profiler (None: the queue has no timestamps).
     pub clock: Option<GpuClock>,
     pub slots: Vec<Slot>,
@@ -209,7 +217,17 @@ pub struct Session {
 impl Session {
     /// Build everything for `args` on `instance`; `swapchain` enables presenting.
     pub fn new(instance: Arc<Instance>, args: &CommonArgs, swapchain: bool) -> Result<Self, SessionError> {
-        Self::build(instance, args, swapchain, None)
+        Self::build(instance, args, swapchain, None, DEFAULT_POST_EXTENT)
+    }
+
+    /// [`Session::new`] with the post stage's images (`--post`) of `post_extent` (the offscreen
+    /// target's or the window's size).
+    pub fn with_post_extent(
+        instance: Arc<Instance>,
+        args: &CommonArgs,
+        post_extent: ash::vk::Extent2D,
+    ) -> Result<Self, SessionError> {
+        Self::build(instance, args, false, None, post_extent)
     }
 
     /// [`Session::new`] for a window: only a device that can present to `surface` is chosen
@@ -220,8 +238,9 @@ impl Session {
         args: &CommonArgs,
         surface: &Surface,
         display: &str,
+        post_extent: ash::vk::Extent2D,
     ) -> Result<Self, SessionError> {
-        Self::build(instance, args, true, Some((surface, display)))
+        Self::build(instance, args, true, Some((surface, display)), post_extent)
     }
 
     fn build(
@@ -229,6 +248,7 @@ impl Session {
         args: &CommonArgs,
         swapchain: bool,
         window: Option<(&Surface, &str)>,
+        post_extent: ash::vk::Extent2D,
     ) -> Result<Self, SessionError> {
         prewarm(args.backend);
         crate::profile::set_gpu_timing(args.gpu_timing == crate::cli::OnOff::On);
@@ -333,9 +353,72 @@ impl Session {
             }
         };
         startup_mark("compute backend ready (memory and semaphores imported)");
+        let mut backend = backend;
+        let post = if plan.post == PostKind::None {
+            None
+        } else {
+            let access = match choice.kind {
+                BackendKind::Cpu => PostAccess::Mapped,
+                k if k.imports_memory() => PostAccess::Exported,
+                _ => PostAccess::Images,
+            };
+            let images = PostImages::new(&ctx, post_extent, plan.slots, access)?;
+            let mut resources = post_resources(&images, plan.post)?;
+            if export_sems {
+                if let Some(t) = &sems.post {
+                    resources.semaphores =
+                        Some(PostSemaphores { posted: t.posted.export()?, presented: t.presented.export()? });
+                }
+            }
+            // A backend without a filter refuses here, before the first frame (exit 2).
+            backend.attach_post(resources)?;
+            startup_mark("post stage attached");
+            Some(images)
+        };
         let sync = FrameSync::new(&ctx, plan, sems, backend)?;
-        Ok(Session { sync, clock, slots, ctx, grid: args.grid, device_reason, backend_reason: choice.reason })
+        Ok(Session {
+            sync,
+            post,
+            clock,
+            slots,
+            ctx,
+            grid: args.grid,
+            device_reason,
+            backend_reason: choice.reason,
+        })
     }
+}
+
+/// What the backend's `attach_post` takes: each pair of `images` as the backend reaches it
+/// (exported memory gets a new fd each call); no semaphores yet.
+pub fn post_resources(images: &PostImages, kind: PostKind) -> Result<PostResources, VkError> {
+    let surface =
+        |img: &PostImage, host: Option<&crate::vk::memory::HostBuffer>| -> Result<PostSurface, VkError> {
+            Ok(match (images.access, img, host) {
+                (PostAccess::Mapped, _, Some(b)) => {
+                    PostSurface::Mapped { ptr: b.mapped_ptr(), len: b.size as usize }
+                }
+                (PostAccess::Exported, PostImage::Shared(s), _) => PostSurface::Exported(s.image.export()?),
+                _ => PostSurface::Image { image: img.image(), view: img.view() },
+            })
+        };
+    let pairs = images
+        .pairs
+        .iter()
+        .map(|p| {
+            Ok(PostPair {
+                scene: surface(&p.scene, p.host.as_ref().map(|h| &h.0))?,
+                output: surface(&p.output, p.host.as_ref().map(|h| &h.1))?,
+            })
+        })
+        .collect::<Result<_, VkError>>()?;
+    Ok(PostResources {
+        kind,
+        width: images.extent.width,
+        height: images.extent.height,
+        pairs,
+        semaphores: None,
+    })
 }
 
 /// Start loading the compute API (driver, contexts, kernel) in the background, so it overlaps the

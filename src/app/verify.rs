@@ -7,6 +7,12 @@
 //! → compare every value with `sim::height`. A value left unwritten stays NaN and fails. The
 //! slot is read before any later frame is handed over, so nothing can overwrite it first.
 //!
+//! With `--post outline` ([`crate::sync`], "The post stage"), each frame also reads back the
+//! scene and the output of its pair once the frame's copy finished (`presented ≥ f+1`; the pair
+//! is not written again before frame f+K, which is not yet submitted) and compares the output
+//! with [`crate::compute::post::outline_reference`] of the scene: every texel within 1/255 per
+//! channel, or exit 1 naming the first differing texel. `--size WxH` sets the images' size.
+//!
 //! # Examples
 //!
 //! On any Vulkan device (lavapipe included), with the `cpu` backend: every slot matches the
@@ -31,9 +37,11 @@
 use super::frame::{compute_and_draw, interrupted, throttle};
 use super::headless::Offscreen;
 use crate::cli::{check_dt, VerifyArgs};
+use crate::compute::post::{outline_reference, PostKind};
 use crate::profile::RenderMarks;
 use crate::sim::{compare_with_reference_progress, WaveParams};
 use crate::sync::SyncMode;
+use crate::vk::post::Which;
 use anyhow::Context as _;
 use ash::vk;
 use std::process::ExitCode;
@@ -44,9 +52,11 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     if args.frames == 0 {
         return Err(crate::cli::UsageError("--frames must be at least 1 for verify".into()).into());
     }
-    let mut o = Offscreen::new(&args.common, vk::Extent2D { width: 320, height: 180 })?;
+    let extent = vk::Extent2D { width: args.size.width, height: args.size.height };
+    let mut o = Offscreen::new(&args.common, extent)?;
     let draw_target = o.draw_target();
     let Offscreen { session, renderer, .. } = &mut o;
+    let mut post = PostCheck::default();
 
     let bar = progress_bar(args.frames.saturating_mul(session.grid.len() as u64));
     let mut max_err = 0f32;
@@ -94,6 +104,19 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
             log::warn!("test hook: corrupted value {i} of slot {slot} in frame {f}");
         }
         log::debug!("frame {f}: computed and drawn in {:?}", t_frame.elapsed());
+        if let (Some(images), Some(t)) = (&session.post, &sems.post) {
+            // Scene and output of the same frame: pair `slot` holds frame f until frame f+K's
+            // draw, which is not submitted before this check.
+            session.sync.wait_presented(f + 1)?;
+            let waits = [(sems.rendered.handle, f + 1), (t.presented.handle, f + 1)];
+            if args.corrupt_frame == Some(f) {
+                images.corrupt_output(slot, &waits)?;
+                log::warn!("test hook: filled output {slot} of frame {f} with magenta");
+            }
+            let scene = images.read(slot, Which::Scene, &waits).context("reading the scene back")?;
+            let output = images.read(slot, Which::Output, &waits).context("reading the output back")?;
+            post.check(f, slot, images.extent, &scene, &output);
+        }
         let mut data =
             session.read_slot(slot, &waits).with_context(|| format!("reading slot {slot} back"))?;
         data.truncate(session.grid.len());
@@ -123,7 +146,7 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         frames_done += 1;
     }
     bar.finish_and_clear();
-    let pass = over == 0 && frames_done == args.frames;
+    let pass = over == 0 && post.over == 0 && frames_done == args.frames;
     let backend = session.sync.backend_kind();
     let mode = session.sync.mode();
     let slots = session.sync.slots();
@@ -134,6 +157,16 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     if let Some(f) = &first_failure {
         crate::errln!("verify: {f}");
     }
+    if let Some(f) = &post.first_failure {
+        crate::errln!("verify: {f}");
+    }
+    let post_line = match args.common.post {
+        PostKind::None => String::new(),
+        kind => format!(
+            " post={kind} size={}x{} texels={} texels_over={} max_channel_diff={}",
+            extent.width, extent.height, post.texels, post.over, post.max_diff
+        ),
+    };
     // An interrupted run is neither a pass nor a failure of the data (exit 130, see dispatch).
     let verdict = if interrupted() && frames_done < args.frames {
         "INTERRUPTED"
@@ -143,10 +176,45 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         "FAIL"
     };
     crate::outln!(
-        "verify: {verdict} backend={backend} sync={mode} slots={slots} run_ahead={run_ahead} batch={batch} grid={} frames={frames_done} values={values} max_abs_error={max_err:.3e} over_tolerance={over} submit={submit}",
+        "verify: {verdict} backend={backend} sync={mode} slots={slots} run_ahead={run_ahead} batch={batch} grid={} frames={frames_done} values={values} max_abs_error={max_err:.3e} over_tolerance={over} submit={submit}{post_line}",
         args.common.grid,
     );
     Ok(if pass { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The post stage's check: every frame's output against [`outline_reference`] of its scene.
+#[derive(Default)]
+struct PostCheck {
+    texels: u64,
+    /// Texels with a channel more than 1/255 off.
+    over: u64,
+    max_diff: u8,
+    first_failure: Option<String>,
+}
+
+impl PostCheck {
+    fn check(&mut self, frame: u64, pair: usize, extent: vk::Extent2D, scene: &[u8], output: &[u8]) {
+        let (w, h) = (extent.width, extent.height);
+        let expected = outline_reference(scene, w, h);
+        let mut over = 0;
+        for (i, (got, want)) in output.chunks_exact(4).zip(expected.chunks_exact(4)).enumerate() {
+            let diff = got.iter().zip(want).map(|(a, b)| a.abs_diff(*b)).max().unwrap_or(0);
+            self.max_diff = self.max_diff.max(diff);
+            if diff > 1 {
+                over += 1;
+                if self.first_failure.is_none() {
+                    let (x, y) = (i as u32 % w, i as u32 / w);
+                    self.first_failure = Some(format!(
+                        "frame {frame} pair {pair}: first differing texel at (x={x}, y={y}) = {got:?} \
+                         (the CPU filter of the scene gives {want:?})"
+                    ));
+                }
+            }
+        }
+        log::info!("frame {frame} pair {pair}: post output, {over} texel(s) more than 1/255 off");
+        self.over += over;
+        self.texels += u64::from(w) * u64::from(h);
+    }
 }
 
 /// Checks of at least this many values (frames × grid) show a progress bar.

@@ -1,9 +1,10 @@
 //! Window mode: one winit `ApplicationHandler`; the window, surface, session and swapchain are
 //! created in `resumed`, a frame is rendered on every redraw. Drag rotates, the wheel zooms, R
 //! resets the camera, G toggles the frame-time overlay (`--overlay` starts with it shown; see
-//! [`crate::overlay`]), Esc or closing the window exits (with the frame report).
+//! [`crate::overlay`]), O toggles the post stage's filter when started with `--post` (off: the
+//! scene is shown as it is), Esc or closing the window exits (with the frame report).
 
-use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget};
+use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget, PostTarget};
 use super::profiling::{create_trace_file, FrameProfile};
 use super::report::frame_report;
 use super::session::{Session, SessionError};
@@ -16,6 +17,8 @@ use crate::profile::{Phase, RenderMarks};
 use crate::render::{surface_push, Renderer};
 use crate::vk::external::Semaphore;
 use crate::vk::instance::Instance;
+use crate::vk::pipeline::RenderPass;
+use crate::vk::post::{CopyDest, Which, POST_FORMAT};
 use crate::vk::swapchain::{Acquire, Surface, Swapchain};
 use crate::vk::VkError;
 use anyhow::Context as _;
@@ -59,6 +62,11 @@ struct Running {
     /// Presenting stopped: the window is larger than the device can render (the window system
     /// accepts no smaller swapchain). Holds the window's extent; cleared when it fits again.
     paused: Option<vk::Extent2D>,
+    /// `--post`: whether the filter's output is shown (key O; off: the scene as it is).
+    post_filter: bool,
+    /// `--post`: the render pass the swapchain's framebuffers are made for (the renderer's draws
+    /// into the scene images, of another format).
+    swap_pass: Option<RenderPass>,
 }
 
 struct App<'a> {
@@ -140,16 +148,32 @@ impl App<'_> {
         let raw_window = window.window_handle().context("window handle")?.as_raw();
         // SAFETY: `window` is kept in `Running` and dropped after the surface (field order).
         let surface = unsafe { Surface::new(&instance, display, raw_window) }?;
-        let session = Session::for_window(instance, &args.common, &surface, &display_name())?;
+        let post_extent = vk::Extent2D { width: args.size.width, height: args.size.height };
+        let session = Session::for_window(instance, &args.common, &surface, &display_name(), post_extent)?;
         let format = surface.choose_format(&session.ctx)?;
-        let renderer = Renderer::new(
+        let post = session.post.is_some();
+        let (draw_format, draw_layout) = if post {
+            (POST_FORMAT, vk::ImageLayout::GENERAL)
+        } else {
+            (format.format, vk::ImageLayout::PRESENT_SRC_KHR)
+        };
+        let mut renderer = Renderer::new(
             &session.ctx,
-            format.format,
-            vk::ImageLayout::PRESENT_SRC_KHR,
+            draw_format,
+            draw_layout,
             &session.slots,
             session.sync.plan().frames_in_flight,
             session.sync.plan().joined(),
+            session.sync.plan().post_on_queue(),
         )?;
+        let swap_pass = match &session.post {
+            Some(images) => {
+                renderer.attach_post(images)?;
+                log::info!("post stage {} on: O shows the scene without it", session.sync.post_kind());
+                Some(RenderPass::new(&session.ctx, format.format, vk::ImageLayout::PRESENT_SRC_KHR)?)
+            }
+            None => None,
+        };
         let acquired = (0..session.sync.plan().frames_in_flight)
             .map(|_| Semaphore::binary(&session.ctx, false))
             .collect::<Result<Vec<_>, _>>()?;
@@ -179,6 +203,8 @@ impl App<'_> {
             next_frame_at: now,
             overlay: OverlayFeed::new(args.overlay),
             paused: None,
+            post_filter: true,
+            swap_pass,
         })
     }
 
@@ -233,7 +259,7 @@ impl App<'_> {
                 &r.session.ctx,
                 &r.surface,
                 r.format,
-                r.renderer.render_pass.handle,
+                r.swap_pass.as_ref().unwrap_or(&r.renderer.render_pass).handle,
                 extent,
                 present_mode(args.present_mode),
                 old.as_ref(),
@@ -247,6 +273,14 @@ impl App<'_> {
             }
             drop(old);
             r.swapchain = Some(sc);
+        }
+        if r.session.post.is_some() && r.swapchain.as_ref().is_some_and(|sc| !sc.transfer_dst) {
+            return Err(VkError::Unsupported(
+                "--post copies its output into the swapchain image, but this surface's images cannot be \
+                 copied into (no TRANSFER_DST usage); run --headless"
+                    .into(),
+            )
+            .into());
         }
         let f = r.frame;
         let mut marks = RenderMarks::start(f);
@@ -271,6 +305,15 @@ impl App<'_> {
             extra_waits: &[(acquire, vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT)],
             extra_signals: &[present],
             overlay: r.overlay.shown(),
+            post: r.session.post.as_ref().map(|_| PostTarget {
+                dest: CopyDest {
+                    image: sc.vk_image(image),
+                    format: r.format.format,
+                    extent,
+                    final_layout: vk::ImageLayout::PRESENT_SRC_KHR,
+                },
+                source: if r.post_filter { Which::Output } else { Which::Scene },
+            }),
         };
         let params = r.clock.due_params(&r.session, f);
         compute_and_draw(&mut r.session, &mut r.renderer, f, &params, &target, &mut marks)
@@ -387,6 +430,20 @@ impl ApplicationHandler for App<'_> {
                         if let Some(r) = self.running.as_mut() {
                             r.overlay.visible = !r.overlay.visible;
                             log::info!("frame-time overlay {}", if r.overlay.visible { "on" } else { "off" });
+                        }
+                    }
+                    Key::Character(c) if c.eq_ignore_ascii_case("o") && !event.repeat && !is_synthetic => {
+                        if let Some(r) = self.running.as_mut() {
+                            match r.session.post.as_ref() {
+                                Some(_) => {
+                                    r.post_filter = !r.post_filter;
+                                    let on = if r.post_filter { "on" } else { "off (the scene as it is)" };
+                                    log::info!("post stage {}: {on}", r.session.sync.post_kind());
+                                }
+                                None => log::info!(
+                                    "no post stage in this run: start vkhip with --post outline to outline the frame (O then toggles it)"
+                                ),
+                            }
                         }
                     }
                     _ => {}

@@ -41,6 +41,7 @@
 //! assert!(err.to_string().contains("slot memory is not host-mapped"), "{err}");
 //! ```
 
+use super::post::{outline_reference, PostKind, PostResources, PostSurface};
 use super::{BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport};
 use crate::sim::{fill_reference, WaveParams};
 use crate::vk::external::Slot;
@@ -49,6 +50,8 @@ use crate::vk::external::Slot;
 pub struct CpuBackend {
     /// (pointer, number of floats) per slot; the mappings outlive this backend (session order).
     slots: Vec<(*mut f32, usize)>,
+    /// `--post`: the pairs' host buffers and the image size ([`ComputeBackend::attach_post`]).
+    post: Option<PostResources>,
 }
 
 // SAFETY: the pointers refer to persistent mappings owned by the session, which drops this backend
@@ -67,7 +70,7 @@ impl CpuBackend {
                 })
             })
             .collect::<Result<_, _>>()?;
-        Ok(CpuBackend { slots })
+        Ok(CpuBackend { slots, post: None })
     }
 }
 
@@ -131,6 +134,59 @@ impl ComputeBackend for CpuBackend {
         }
         // Host-coherent memory: the writes are visible to the device once the host signals the
         // semaphore that the draw waits on.
+        Ok(())
+    }
+
+    /// The post filter on the host: the pairs must be host buffers ([`PostSurface::Mapped`]) of
+    /// width × height × 4 bytes.
+    fn attach_post(&mut self, post: PostResources) -> Result<(), ComputeError> {
+        let need = post.width as usize * post.height as usize * 4;
+        let unsupported = |reason: String| ComputeError::Unsupported { backend: "cpu", reason };
+        if post.kind == PostKind::None {
+            return Err(unsupported("attach_post with --post none".into()));
+        }
+        for (i, p) in post.pairs.iter().enumerate() {
+            for s in [&p.scene, &p.output] {
+                match s {
+                    PostSurface::Mapped { ptr, len } if !ptr.is_null() && *len >= need => {}
+                    _ => {
+                        return Err(unsupported(format!(
+                            "post pair {i} is not a host mapping of {need} bytes"
+                        )))
+                    }
+                }
+            }
+        }
+        self.post = Some(post);
+        Ok(())
+    }
+
+    /// [`outline_reference`] from scene `pair`'s mapping into output `pair`'s. The protocol
+    /// guarantees the scene was copied in (`rendered` waited for) and the output's previous copy
+    /// finished (`presented` waited for); the mapping is host-coherent, so the host's writes are
+    /// visible to the copy that waits for the `posted` value signalled next.
+    fn post_and_wait(&mut self, _frame: u64, pair: usize) -> Result<(), ComputeError> {
+        let Some(post) = &self.post else {
+            return Err(ComputeError::Unsupported {
+                backend: "cpu",
+                reason: "post stage not attached".into(),
+            });
+        };
+        let (w, h) = (post.width, post.height);
+        let n = w as usize * h as usize * 4;
+        let (PostSurface::Mapped { ptr: src, .. }, PostSurface::Mapped { ptr: dst, .. }) =
+            (&post.pairs[pair].scene, &post.pairs[pair].output)
+        else {
+            return Err(ComputeError::Unsupported {
+                backend: "cpu",
+                reason: "post pair is not mapped".into(),
+            });
+        };
+        // SAFETY: both mappings hold `n` bytes (checked by attach_post) and outlive the backend;
+        // the protocol gives this call sole use of both now (module note of crate::sync).
+        let (scene, output) =
+            unsafe { (std::slice::from_raw_parts(*src, n), std::slice::from_raw_parts_mut(*dst, n)) };
+        output.copy_from_slice(&outline_reference(scene, w, h));
         Ok(())
     }
 

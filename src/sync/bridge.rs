@@ -14,8 +14,35 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+/// What the bridge thread does next, in the order the render thread asked.
+pub(super) enum Job {
+    Heights(HeightsJob),
+    Post(PostJob),
+}
+
+/// One post hand-off ([`crate::sync`], "The post stage"): host-wait the Vulkan-signalled values,
+/// filter pair `pair`, host-signal `posted`.
+pub(super) struct PostJob {
+    pub frame: u64,
+    pub pair: usize,
+    /// Host-wait `rendered ≥ value` (scene `pair` holds `frame`; None with `--sync none`).
+    pub wait_rendered: Option<u64>,
+    /// Host-wait `presented ≥ value` (output `pair`'s previous copy finished; None for the first
+    /// K frames and with `--sync none`).
+    pub wait_presented: Option<u64>,
+    /// Host-signal `posted = value` after the filter.
+    pub signal_posted: u64,
+}
+
+/// The post timelines the bridge thread waits on and signals.
+#[derive(Clone, Copy)]
+pub(super) struct PostTimelineHandles {
+    pub posted: vk::Semaphore,
+    pub presented: vk::Semaphore,
+}
+
 /// One hand-off: the frames of a batch, in order, and what to wait for and signal around them.
-pub(super) struct Job {
+pub(super) struct HeightsJob {
     /// (frame, slot, params) for each frame of the batch.
     pub frames: Vec<(u64, usize, WaveParams)>,
     /// Host-wait `rendered ≥ value` first (None: the slots were never read, or `none` mode).
@@ -37,6 +64,7 @@ impl Bridge {
         ctx: Arc<Context>,
         computed: vk::Semaphore,
         rendered: vk::Semaphore,
+        post: Option<PostTimelineHandles>,
         capacity: usize,
         mut backend: Box<dyn ComputeBackend>,
     ) -> Result<(Self, mpsc::Receiver<Span>), SyncError> {
@@ -53,6 +81,23 @@ impl Bridge {
             .spawn(move || {
                 let mut gpu_spans = Vec::new();
                 for job in rx.iter() {
+                    let job = match job {
+                        Job::Heights(h) => h,
+                        Job::Post(p) => {
+                            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                run_post(&ctx, rendered, post, &p, backend.as_mut(), &span_tx)
+                            }))
+                            .unwrap_or_else(|_| Err(SyncError::Bridge("the post filter panicked".into())));
+                            if let Err(e) = outcome {
+                                log::debug!("bridge thread, post of frame {}: {e}", p.frame);
+                                *fail.lock().unwrap_or_else(|p| p.into_inner()) =
+                                    Some(format!("post of frame {}: {e}", p.frame));
+                                release(&ctx, computed, post, (0, p.signal_posted), &rx);
+                                break;
+                            }
+                            continue;
+                        }
+                    };
                     let first = job.frames.first().map_or(0, |f| f.0);
                     let last = job.frames.last().map_or(0, |f| f.0);
                     let span = |f, phase, a, b| {
@@ -87,13 +132,10 @@ impl Bridge {
                         // Returned to the render thread on its next compute(): logged at debug only.
                         log::debug!("bridge thread, frames {first}..={last}: {e}");
                         *fail.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("frame {first}: {e}"));
-                        // Release every draw that waits on `computed` for a frame handed over so
-                        // far, so the queue drains; `FrameSync::shutdown` releases any later one.
-                        let promised =
-                            rx.try_iter().map(|j| j.signal_computed).fold(job.signal_computed, u64::max);
-                        if let Err(e) = ctx.signal_timeline(computed, promised) {
-                            log::warn!("bridge thread: could not release waiting draws: {e}");
-                        }
+                        // Release every draw that waits on `computed` (and every copy on
+                        // `posted`) for a frame handed over so far, so the queue drains;
+                        // `FrameSync::shutdown` releases any later one.
+                        release(&ctx, computed, post, (job.signal_computed, 0), &rx);
                         break;
                     }
                 }
@@ -130,5 +172,73 @@ impl Bridge {
                 None
             }
         }
+    }
+}
+
+/// One post job on the bridge thread: the host waits (Vulkan-signalled values only), the
+/// filter, the host signal, each timed on the host clock (Track::Compute, as POST.md's spans).
+fn run_post(
+    ctx: &Context,
+    rendered: vk::Semaphore,
+    post: Option<PostTimelineHandles>,
+    job: &PostJob,
+    backend: &mut dyn ComputeBackend,
+    span_tx: &mpsc::SyncSender<Span>,
+) -> Result<(), SyncError> {
+    let Some(t) = post else {
+        return Err(SyncError::Bridge("internal: a post job without the post timelines".into()));
+    };
+    let f = job.frame;
+    let span = |phase, a, b| {
+        let _ = span_tx.try_send(Span::host(f, Track::Compute, phase, a, b));
+    };
+    let t0 = host_now_ns();
+    if let Some(v) = job.wait_rendered {
+        ctx.wait_timeline(rendered, v, || {
+            format!("'rendered' ≥ {v} (scene of frame {f}) on the bridge thread")
+        })?;
+    }
+    if let Some(v) = job.wait_presented {
+        ctx.wait_timeline(t.presented, v, || {
+            format!("'presented' ≥ {v} (frame {} copied out) on the bridge thread", v - 1)
+        })?;
+    }
+    let t1 = host_now_ns();
+    span(Phase::PostWait, t0, t1);
+    backend.post_and_wait(f, job.pair)?;
+    let t2 = host_now_ns();
+    span(Phase::PostFilter, t1, t2);
+    ctx.signal_timeline(t.posted, job.signal_posted)?;
+    span(Phase::PostSignal, t2, host_now_ns());
+    Ok(())
+}
+
+/// After a failure: host-signal `computed` and `posted` up to the highest value promised by the
+/// failed job (`promised`: computed, posted) and every job still queued, so no draw or copy
+/// waits forever and the queue drains. Values already reached are left alone.
+fn release(
+    ctx: &Context,
+    computed: vk::Semaphore,
+    post: Option<PostTimelineHandles>,
+    promised: (u64, u64),
+    rx: &mpsc::Receiver<Job>,
+) {
+    let (mut c, mut p) = promised;
+    for job in rx.try_iter() {
+        match job {
+            Job::Heights(h) => c = c.max(h.signal_computed),
+            Job::Post(j) => p = p.max(j.signal_posted),
+        }
+    }
+    let raise = |sem: vk::Semaphore, v: u64| {
+        if v > 0 && ctx.timeline_value(sem).is_ok_and(|now| now < v) {
+            if let Err(e) = ctx.signal_timeline(sem, v) {
+                log::warn!("bridge thread: could not release waiting submissions: {e}");
+            }
+        }
+    };
+    raise(computed, c);
+    if let Some(t) = post {
+        raise(t.posted, p);
     }
 }

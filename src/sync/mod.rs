@@ -110,6 +110,61 @@
 //!   answer "does my sync do anything?". Refused for the `vulkan` backend, whose dispatch and draw
 //!   share one queue.
 //!
+//! ## The post stage (`--post outline`)
+//! After the draw, a compute filter reads the rendered frame and writes a second image, which
+//! Vulkan copies to the swapchain image or the capture target ([`crate::compute::post`] is the
+//! filter, [`crate::vk::post`] the images). K pairs of RGBA8 images, *scene* and *output*, one
+//! per slot (K = `--slots`): frame f uses pair `p = f mod K`, as it uses slot p. Two more
+//! timelines, with the same values (frame f is f+1):
+//!
+//! - `posted`: set by the compute side; `posted ≥ f+1` means output p holds frame f's result.
+//! - `presented`: set by Vulkan; `presented ≥ f+1` means the copy of output p has finished (the
+//!   target holds frame f, and output p may be written again).
+//!
+//! `rendered = f+1` keeps its meaning and gains one: scene p holds frame f. The hand-offs, end to
+//! end, for frame f:
+//! 1. **draw f** renders into scene p (its render pass leaves it in `GENERAL`). Scene p's
+//!    previous reader is the filter of frame f−K, so the draw first makes sure it finished:
+//!    off Vulkan's queue it waits `posted ≥ f+1−K` on the GPU at the colour-attachment and
+//!    transfer stages (skipped while f < K); on the queue, queue order and a barrier from the
+//!    compute shader to the render pass do it. It signals `rendered = f+1` as before. `cpu`: the
+//!    same command buffer copies scene p into a host-visible buffer after the render pass.
+//! 2. **filter f** reads scene p and writes output p. Its two waits are `rendered ≥ f+1` (the
+//!    scene is drawn) and `presented ≥ f+1−K` (output p's previous copy, frame f−K, is done);
+//!    it then signals `posted = f+1`. Who does it, by mode ([`FrameSync::post`]):
+//!    - `vulkan`, `cuda-in-vulkan` (`external`): recorded into the draw's command buffer after
+//!      the render pass ([`FrameSync::record_post`]), between a barrier colour-attachment write →
+//!      compute read/write and a barrier compute write → transfer read; one submission per
+//!      frame: (heights) → draw → filter → copy. The submission signals `posted` and
+//!      `presented` as well, so both keep their meaning.
+//!    - `cuda` (`external`): `enqueue_post_gpu_synced` on its stream, with both waits and the
+//!      signal on the GPU (the timelines are exported).
+//!    - `bridged` (`cpu`, `cuda`, `hip`): the bridge thread, after the draw was submitted,
+//!      host-waits `rendered` and `presented` (Vulkan-signalled values only), runs
+//!      `post_and_wait`, and host-signals `posted`. Height jobs and post jobs share its queue, in
+//!      the order the render thread sends them; every job waits only for a draw or a copy
+//!      submitted before it was sent, so the order cannot deadlock.
+//!    - `none`: the bridge thread filters without waiting, and neither the draw nor the copy
+//!      waits for `posted`: scenes are read while drawn and outputs copied while written, which
+//!      `vkhip trace check` reports.
+//!    - `binary`, `blocking`, `host-wait` have no post protocol and are refused, as are
+//!      `--memory staged` runs ([`plan::post_refusal`]).
+//! 3. **copy f** (off the queue, its own submission, [`FrameSync::copy_sync`]) waits `posted ≥
+//!    f+1` at the transfer stage, copies (or, to a swapchain image of another format or size,
+//!    blits) output p to the target, and signals `presented = f+1`; in a window it also waits
+//!    for the swapchain image and signals the present semaphore. `cpu`: it first copies output
+//!    buffer p into output image p.
+//!
+//! The throttle also host-waits `presented` with `rendered` (the copy is the frame's last
+//! submission, and its command buffer is reused F frames later). Images shared with CUDA/HIP
+//! change hands with the interop crate's ownership barriers, `GENERAL` on both sides of each
+//! transfer; scenes go to the compute API after the draw and come back before the next one,
+//! outputs come to Vulkan for each copy and go back after it. Teardown host-signals `posted`
+//! up to the last value promised, as it does `computed`, so no copy or draw waits forever after
+//! a failure. The profiler sees the filter as PostWait/PostFilter/PostSignal on the compute
+//! track (the bridge thread's host clock, the CUDA stream's events, or Vulkan timestamps around
+//! the recorded filter) and the copy as PostCopy on the queue's (Vulkan timestamps).
+//!
 //! ## What the profiler sees
 //! Every actor reports its spans ([`crate::profile`]): the bridge thread times its wait, writes and
 //! signal on the host clock and sends them over a bounded channel; `blocking` and `host-wait` time
@@ -161,6 +216,7 @@ pub mod plan;
 
 pub use plan::{default_frames_in_flight, Export, SyncPlan, SyncRequest, MAX_FRAMES_IN_FLIGHT, MAX_SLOTS};
 
+use crate::compute::post::{PostKind, PostSync};
 pub use crate::compute::SemaphoreHandles;
 use crate::compute::{BackendKind, ComputeBackend, ComputeError, GpuSync};
 use crate::profile::clock::{host_now_ns, ClockInfo};
@@ -171,7 +227,7 @@ use crate::vk::device::Context;
 use crate::vk::external::Semaphore;
 use crate::vk::VkError;
 use ash::vk;
-use bridge::{Bridge, Job};
+use bridge::{Bridge, HeightsJob, Job, PostJob, PostTimelineHandles};
 use std::sync::mpsc;
 use std::sync::Arc;
 
@@ -280,6 +336,17 @@ pub struct FrameSemaphores {
     pub rendered: Semaphore,
     /// `binary` mode only: (computed, rendered) per slot.
     pub binary: Vec<(Semaphore, Semaphore)>,
+    /// `--post` only: the post stage's timelines.
+    pub post: Option<PostTimelines>,
+}
+
+/// The post stage's timelines (frame f is `f + 1`; see "The post stage" above).
+pub struct PostTimelines {
+    /// `posted ≥ f+1`: output `f mod K` holds frame f's filtered image.
+    pub posted: Semaphore,
+    /// `presented ≥ f+1`: the copy of output `f mod K` to the swapchain image or the capture
+    /// target has finished (so the output may be written again, and the target holds frame f).
+    pub presented: Semaphore,
 }
 
 impl FrameSemaphores {
@@ -294,10 +361,19 @@ impl FrameSemaphores {
         } else {
             Vec::new()
         };
+        let post = if plan.post == PostKind::None {
+            None
+        } else {
+            Some(PostTimelines {
+                posted: Semaphore::timeline(ctx, 0, export_timeline)?,
+                presented: Semaphore::timeline(ctx, 0, export_timeline)?,
+            })
+        };
         Ok(FrameSemaphores {
             computed: Semaphore::timeline(ctx, 0, export_timeline)?,
             rendered: Semaphore::timeline(ctx, 0, export_timeline)?,
             binary,
+            post,
         })
     }
 
@@ -379,6 +455,10 @@ pub struct FrameSync {
     /// One-submission frames: the frame handed over by [`Self::compute`], until its draw records
     /// it ([`Self::record_joined`]).
     joined: Option<(u64, usize, WaveParams)>,
+    /// Highest `posted` value handed to the compute side so far (post stage, off Vulkan's queue).
+    posted_requested: u64,
+    /// Highest `presented` value the host has seen reached (post stage).
+    presented_seen: std::cell::Cell<u64>,
 }
 
 impl FrameSync {
@@ -396,7 +476,13 @@ impl FrameSync {
         let driver = if matches!(plan.mode, SyncMode::Bridged | SyncMode::Unsynchronized) {
             let capacity = plan.slots + plan.frames_in_flight as usize;
             let (computed, rendered) = (sems.computed.handle, sems.rendered.handle);
-            let (bridge, spans) = Bridge::start(ctx.clone(), computed, rendered, capacity, backend)?;
+            let post = sems
+                .post
+                .as_ref()
+                .map(|t| PostTimelineHandles { posted: t.posted.handle, presented: t.presented.handle });
+            // Each frame may queue a post job beside its heights job.
+            let capacity = if post.is_some() { 2 * capacity } else { capacity };
+            let (bridge, spans) = Bridge::start(ctx.clone(), computed, rendered, post, capacity, backend)?;
             bridge_spans = Some(spans);
             Driver::Bridged(bridge)
         } else {
@@ -418,6 +504,8 @@ impl FrameSync {
             bridge_spans,
             local_spans: Vec::new(),
             joined: None,
+            posted_requested: 0,
+            presented_seen: std::cell::Cell::new(0),
         })
     }
 
@@ -457,9 +545,17 @@ impl FrameSync {
         } else {
             None
         };
-        let seen = self.rendered_seen.get();
+        let mut seen = self.rendered_seen.get();
+        if self.sems.post.is_some() {
+            // The post stage's copy submission is the frame's last: its command buffer (and the
+            // pair's output image) is free once `presented` says so, too.
+            seen = seen.min(self.presented_seen.get());
+        }
         if let Some(v) = throttle_wait(frame, self.plan.frames_in_flight, seen, handoff) {
             self.wait_rendered(v)?;
+            if self.sems.post.is_some() {
+                self.wait_presented(v)?;
+            }
             self.throttle_waits.set(self.throttle_waits.get() + 1);
             return Ok(true);
         }
@@ -475,15 +571,121 @@ impl FrameSync {
     pub fn wait_rendered(&self, value: u64) -> Result<(), SyncError> {
         self.ctx
             .wait_timeline(self.sems.rendered.handle, value, || {
-                let why = match &self.driver {
-                    Driver::Bridged(b) => b.failure().map(|f| format!(" (bridge: {f})")).unwrap_or_default(),
-                    _ => String::new(),
-                };
-                format!("'rendered' ≥ {value}: frame {} was never drawn{why}", value - 1)
+                format!("'rendered' ≥ {value}: frame {} was never drawn{}", value - 1, self.bridge_failure())
             })
             .map_err(SyncError::from)?;
         self.rendered_seen.set(self.rendered_seen.get().max(value));
         Ok(())
+    }
+
+    /// Why the bridge thread stopped, as a suffix for a wait's timeout message (empty: it did
+    /// not, or there is none).
+    fn bridge_failure(&self) -> String {
+        match &self.driver {
+            Driver::Bridged(b) => b.failure().map(|f| format!(" (bridge: {f})")).unwrap_or_default(),
+            _ => String::new(),
+        }
+    }
+
+    /// Host-wait `presented ≥ value` (post stage; the copies are Vulkan's, so this never waits
+    /// on the compute API).
+    pub fn wait_presented(&self, value: u64) -> Result<(), SyncError> {
+        let Some(t) = &self.sems.post else {
+            return Err(SyncError::Bridge("internal: wait_presented() without --post".into()));
+        };
+        self.ctx
+            .wait_timeline(t.presented.handle, value, || {
+                format!(
+                    "'presented' ≥ {value}: frame {} was never copied out{}",
+                    value - 1,
+                    self.bridge_failure()
+                )
+            })
+            .map_err(SyncError::from)?;
+        self.presented_seen.set(self.presented_seen.get().max(value));
+        Ok(())
+    }
+
+    /// The post stage of this run (`none`: none).
+    pub fn post_kind(&self) -> PostKind {
+        self.plan.post
+    }
+
+    /// Post stage, after frame `frame`'s draw was submitted: hand the filter of its pair to the
+    /// compute side (see "The post stage"). Nothing on Vulkan's queue, where the draw's command
+    /// buffer recorded it ([`Self::record_post`]).
+    pub fn post(&mut self, frame: u64) -> Result<(), SyncError> {
+        if self.plan.post == PostKind::None || self.plan.post_on_queue() {
+            return Ok(());
+        }
+        let pair = self.slot_of(frame);
+        let k = self.plan.slots as u64;
+        let synced = self.plan.mode != SyncMode::Unsynchronized;
+        let wait_rendered = synced.then_some(frame + 1);
+        let wait_presented = (synced && frame >= k).then(|| frame + 1 - k);
+        match (&mut self.driver, self.plan.mode) {
+            (Driver::Inline(b), SyncMode::External) => {
+                let sync = PostSync { wait_rendered, wait_presented, signal_posted: Some(frame + 1) };
+                b.enqueue_post_gpu_synced(frame, pair, sync)?;
+            }
+            (Driver::Bridged(bridge), _) => bridge.send(Job::Post(PostJob {
+                frame,
+                pair,
+                wait_rendered,
+                wait_presented,
+                signal_posted: frame + 1,
+            }))?,
+            (_, m) => return Err(SyncError::Bridge(format!("internal: --sync {m} has no post path"))),
+        }
+        self.posted_requested = frame + 1;
+        Ok(())
+    }
+
+    /// Post stage on Vulkan's queue: record frame `frame`'s filter into `cmd`, its draw's command
+    /// buffer, between the barriers the renderer records around it.
+    ///
+    /// # Safety
+    /// As [`Self::record_joined`]; both images of the pair are in layout `GENERAL`.
+    pub unsafe fn record_post(&mut self, cmd: vk::CommandBuffer, frame: u64) -> Result<(), SyncError> {
+        let pair = self.slot_of(frame);
+        match &mut self.driver {
+            // SAFETY: per this function's contract.
+            Driver::Inline(b) => Ok(unsafe { b.record_post(cmd, pair) }?),
+            _ => Err(SyncError::Bridge("record_post() without an inline backend".into())),
+        }
+    }
+
+    /// Post stage, off Vulkan's queue: the waits and signals of frame `frame`'s copy
+    /// submission (output → target): wait `posted ≥ f+1` at the transfer stage (nothing with
+    /// `--sync none`), signal `presented = f+1`. None without a post stage, and on Vulkan's
+    /// queue, where the draw's own command buffer copies.
+    pub fn copy_sync(&self, frame: u64) -> Option<DrawSync> {
+        let t = self.sems.post.as_ref()?;
+        if self.plan.post_on_queue() {
+            return None;
+        }
+        let mut s = DrawSync::default();
+        if self.plan.mode != SyncMode::Unsynchronized {
+            s.waits.push((t.posted.handle, frame + 1, vk::PipelineStageFlags::TRANSFER));
+        }
+        s.signals.push((t.presented.handle, frame + 1));
+        Some(s)
+    }
+
+    /// The waits and signals the post stage adds to frame `frame`'s draw: on Vulkan's queue the
+    /// draw's command buffer filters and copies too, so it signals `posted` and `presented`;
+    /// elsewhere it waits until the filter of frame f−K has finished reading scene `f mod K`
+    /// (`posted ≥ f+1−K`, at the first stages that write it).
+    fn post_draw_sync(&self, frame: u64, s: &mut DrawSync) {
+        let Some(t) = &self.sems.post else { return };
+        let k = self.plan.slots as u64;
+        if self.plan.post_on_queue() {
+            s.signals.push((t.posted.handle, frame + 1));
+            s.signals.push((t.presented.handle, frame + 1));
+        } else if self.plan.mode != SyncMode::Unsynchronized && frame >= k {
+            let stages = vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT | vk::PipelineStageFlags::TRANSFER;
+            s.waits.push((t.posted.handle, frame + 1 - k, stages));
+        }
     }
 
     /// The compute-side wait for `rendered ≥ value`, unless the host has already seen it reached
@@ -596,7 +798,11 @@ impl FrameSync {
                 }
             }
             (Driver::Bridged(bridge), _) => {
-                bridge.send(Job { frames, wait_rendered: wait, signal_computed: end })?;
+                bridge.send(Job::Heights(HeightsJob {
+                    frames,
+                    wait_rendered: wait,
+                    signal_computed: end,
+                }))?;
             }
             (Driver::Done | Driver::Stopped(_), _) => {
                 return Err(SyncError::Bridge("compute() after shutdown".into()))
@@ -642,6 +848,7 @@ impl FrameSync {
             s.joined = true;
             s.signals.push((self.sems.computed.handle, frame + 1));
             s.signals.push((self.sems.rendered.handle, frame + 1));
+            self.post_draw_sync(frame, &mut s);
             return s;
         }
         match self.plan.mode {
@@ -666,6 +873,7 @@ impl FrameSync {
             )),
         }
         s.signals.push((self.sems.rendered.handle, frame + 1));
+        self.post_draw_sync(frame, &mut s);
         s
     }
 
@@ -700,6 +908,11 @@ impl FrameSync {
         if self.plan.mode != SyncMode::Binary && !self.plan.joined() {
             keep(self.release_waiting_draws());
         }
+        // The post stage off Vulkan's queue: copies (and draws) waiting on a `posted` value the
+        // compute side will not signal now.
+        if !self.plan.post_on_queue() {
+            keep(self.release_waiting_copies());
+        }
         keep(self.ctx.queue_wait_idle().map_err(SyncError::from));
         first.map_or(Ok(()), Err)
     }
@@ -710,6 +923,17 @@ impl FrameSync {
         if current < self.requested_end {
             log::warn!("releasing draws waiting on 'computed' {} (reached {current})", self.requested_end);
             self.ctx.signal_timeline(self.sems.computed.handle, self.requested_end)?;
+        }
+        Ok(())
+    }
+
+    /// Host-signal `posted` up to the last value a copy was promised, if it is not there yet.
+    fn release_waiting_copies(&self) -> Result<(), SyncError> {
+        let Some(t) = &self.sems.post else { return Ok(()) };
+        let current = self.ctx.timeline_value(t.posted.handle)?;
+        if current < self.posted_requested {
+            log::warn!("releasing copies waiting on 'posted' {} (reached {current})", self.posted_requested);
+            self.ctx.signal_timeline(t.posted.handle, self.posted_requested)?;
         }
         Ok(())
     }

@@ -68,6 +68,7 @@
 //! assert!(err.to_string().contains("the cpu backend cannot wait or signal on the GPU"), "{err}");
 //! ```
 
+use crate::compute::post::PostKind;
 use crate::compute::{BackendKind, GpuSyncSupport};
 use crate::vk::device::PhysicalDeviceInfo;
 use vkhip_interop::FrameValues;
@@ -139,6 +140,8 @@ pub struct SyncRequest {
     pub frames_in_flight: Option<u32>,
     /// `--submit`.
     pub submit: Submit,
+    /// `--post`: a post-process stage after each draw ([`crate::sync`], "The post stage").
+    pub post: PostKind,
 }
 
 impl SyncRequest {
@@ -153,6 +156,7 @@ impl SyncRequest {
             compute_wait: ComputeWait::Auto,
             frames_in_flight: None,
             submit: Submit::Joined,
+            post: PostKind::None,
         }
     }
 }
@@ -178,6 +182,22 @@ pub fn default_shape(backend: BackendKind, mode: SyncMode) -> (usize, usize, usi
         (SyncMode::External, BackendKind::Cuda | BackendKind::Hip) => (8, 0, 7),
         (SyncMode::HostWait, _) => (1, 0, 1),
         _ => (3, 0, 1),
+    }
+}
+
+/// Why `--post` cannot run in `mode` (None: it can). The post stage has one
+/// protocol per kind of compute side ([`crate::sync`], "The post stage"): on Vulkan's queue
+/// (`external`), on the compute API's stream (`external`), on the bridge thread (`bridged`,
+/// `none`). The baselines that exist to show other schemes have none.
+pub fn post_refusal(mode: SyncMode, staged: bool) -> Option<String> {
+    let works = "--post works with --sync external (vulkan, cuda-in-vulkan, cuda), bridged (cpu, cuda, hip) \
+                 or none (cpu, cuda, hip)";
+    match mode {
+        SyncMode::Binary | SyncMode::Blocking | SyncMode::HostWait => {
+            Some(format!("--post has no {mode} protocol; {works}"))
+        }
+        _ if staged => Some(format!("--post has no --memory staged path; {works}")),
+        _ => None,
     }
 }
 
@@ -219,6 +239,8 @@ pub struct SyncPlan {
     /// `Joined` only where a frame's dispatch and draw go in one submission ([`Self::joined`]);
     /// `Split` everywhere else.
     pub submit: Submit,
+    /// `--post`: the post stage after each draw (`none`: none).
+    pub post: PostKind,
 }
 
 impl SyncPlan {
@@ -280,6 +302,11 @@ impl SyncPlan {
             }
             (m, _) => m,
         };
+        if req.post != PostKind::None {
+            if let Some(reason) = post_refusal(mode, staged) {
+                return Err(refuse(reason));
+            }
+        }
         let (slots, run_ahead, batch) = shape(req, backend, mode).map_err(refuse)?;
         let interop = backend.imports_memory() && !staged;
         let export = match mode {
@@ -311,6 +338,7 @@ impl SyncPlan {
             export,
             fallback,
             submit,
+            post: req.post,
         })
     }
 
@@ -401,7 +429,16 @@ impl SyncPlan {
         if self.waits_across_apis() && self.compute_wait == ComputeWait::Gpu {
             s.push_str(", compute always waits on the GPU");
         }
+        if self.post != PostKind::None {
+            s.push_str(&format!(", post {}", self.post));
+        }
         s
+    }
+
+    /// Whether the post stage runs on Vulkan's queue, recorded into the draw's command buffer
+    /// (the backend is on the queue): draw → filter → copy in one submission.
+    pub fn post_on_queue(&self) -> bool {
+        self.post != PostKind::None && self.backend.on_vulkan_queue()
     }
 
     /// Whether the compute side waits for `rendered` across APIs: an interop backend writing
@@ -623,6 +660,28 @@ mod tests {
         }
     }
 
+    #[test]
+    fn post_runs_where_a_post_protocol_exists() {
+        for mode in [SyncMode::Binary, SyncMode::Blocking, SyncMode::HostWait] {
+            let why = post_refusal(mode, false).expect("refused");
+            assert!(why.starts_with(&format!("--post has no {mode} protocol;")), "{why}");
+        }
+        for mode in [SyncMode::Auto, SyncMode::External, SyncMode::Bridged, SyncMode::Unsynchronized] {
+            assert_eq!(post_refusal(mode, false), None, "{mode}");
+        }
+        assert!(post_refusal(SyncMode::Bridged, true).is_some_and(|w| w.contains("--memory staged")));
+        // The plan carries it, and says so; on Vulkan's queue the post stage is in the draw's
+        // command buffer.
+        let dev = PhysicalDeviceInfo { timeline_export: true, ..Default::default() };
+        let req = SyncRequest { post: PostKind::Outline, ..SyncRequest::mode(SyncMode::Auto) };
+        let p = SyncPlan::resolve(&req, BackendKind::Vulkan, &dev).unwrap();
+        assert!(p.post_on_queue() && p.describe().ends_with(", post outline"), "{}", p.describe());
+        let p = SyncPlan::resolve(&req, BackendKind::Cpu, &dev).unwrap();
+        assert!(!p.post_on_queue() && p.mode == SyncMode::Bridged);
+        let binary = SyncRequest { post: PostKind::Outline, ..SyncRequest::mode(SyncMode::Binary) };
+        assert!(SyncPlan::resolve(&binary, BackendKind::Vulkan, &dev).is_err());
+    }
+
     /// Walk the schedule for every legal (K, R, B) and check the protocol's promises.
     #[test]
     fn schedule_keeps_its_promises_for_every_shape() {
@@ -641,6 +700,7 @@ mod tests {
                         export: Export::Timelines,
                         fallback: None,
                         submit: Submit::Split,
+                        post: PostKind::None,
                     };
                     let mut handed = 0u64;
                     let mut handed_at = vec![];

@@ -99,6 +99,12 @@ impl HostBuffer {
         unsafe { std::slice::from_raw_parts(self.ptr, self.size as usize) }
     }
 
+    /// The mapping's address, for a writer that outlives no use of this buffer (the `cpu`
+    /// backend's post filter; see [`crate::compute::post::PostSurface::Mapped`]).
+    pub fn mapped_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
     /// The mapped contents as f32 values (the mapping is at least 4-byte aligned).
     pub fn floats(&self) -> &[f32] {
         // SAFETY: mapped pointers are aligned to minMemoryMapAlignment (≥ 64); size is in bytes.

@@ -18,6 +18,7 @@ pub mod instance;
 pub mod memory;
 pub mod overlay;
 pub mod pipeline;
+pub mod post;
 pub mod swapchain;
 pub mod target;
 pub mod timestamps;

@@ -192,6 +192,7 @@ pub enum Acquire {
 
 /// Per-image resources of a swapchain.
 struct SwapImage {
+    image: vk::Image,
     framebuffer: Framebuffer,
     view: vk::ImageView,
     /// Signalled by the draw into this image, waited by its present.
@@ -208,6 +209,8 @@ pub struct Swapchain {
     /// can render). The presentation engine then says SUBOPTIMAL on every frame; that is not a
     /// reason to re-create, and the window should be asked to shrink to `extent`.
     pub clamped: bool,
+    /// The images can be copied into (`TRANSFER_DST` usage; `--post` needs it).
+    pub transfer_dst: bool,
     images: Vec<SwapImage>,
     _depth: Image,
 }
@@ -270,7 +273,11 @@ impl Swapchain {
             .image_color_space(format.color_space)
             .image_extent(extent)
             .image_array_layers(1)
-            .image_usage(vk::ImageUsageFlags::COLOR_ATTACHMENT)
+            // TRANSFER_DST where offered: `--post` copies (blits) its output into the image.
+            .image_usage(
+                vk::ImageUsageFlags::COLOR_ATTACHMENT
+                    | (caps.supported_usage_flags & vk::ImageUsageFlags::TRANSFER_DST),
+            )
             .image_sharing_mode(vk::SharingMode::EXCLUSIVE)
             .pre_transform(caps.current_transform)
             .composite_alpha(vk::CompositeAlphaFlagsKHR::OPAQUE)
@@ -299,6 +306,7 @@ impl Swapchain {
             extent,
             present_mode,
             clamped: extent != want,
+            transfer_dst: caps.supported_usage_flags.contains(vk::ImageUsageFlags::TRANSFER_DST),
             images: Vec::new(),
             _depth: depth,
         };
@@ -333,7 +341,7 @@ impl Swapchain {
                     return Err(e);
                 }
             };
-            me.images.push(SwapImage { framebuffer, view, present });
+            me.images.push(SwapImage { image, framebuffer, view, present });
         }
         log::info!(
             "swapchain {}x{}, {} images, {present_mode:?}",
@@ -360,6 +368,11 @@ impl Swapchain {
             Err(vk::Result::TIMEOUT | vk::Result::NOT_READY) => Ok(Acquire::Retry { recreate: false }),
             Err(e) => Err(VkError::Call { call: "vkAcquireNextImageKHR", result: e }),
         }
+    }
+
+    /// Image `i` itself (the post stage's copy destination).
+    pub fn vk_image(&self, i: u32) -> vk::Image {
+        self.images[i as usize].image
     }
 
     /// Framebuffer and present semaphore of image `i`.

@@ -193,7 +193,10 @@ impl OffscreenTarget {
             ctx,
             extent,
             OFFSCREEN_FORMAT,
-            vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC,
+            // TRANSFER_DST: with `--post` the frame is copied in instead of drawn.
+            vk::ImageUsageFlags::COLOR_ATTACHMENT
+                | vk::ImageUsageFlags::TRANSFER_SRC
+                | vk::ImageUsageFlags::TRANSFER_DST,
             vk::ImageAspectFlags::COLOR,
         )?;
         let depth = Image::new(

@@ -90,6 +90,9 @@ use crate::profile::{Phase, Span, Stamp, Track};
 use ash::vk;
 use std::sync::Arc;
 
+/// Timestamps the post stage adds to a draw's command buffer on Vulkan's queue.
+const POST_STAMPS: u32 = 3;
+
 /// What one frame's command buffer holds, and so which timestamps it writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Layout {
@@ -99,13 +102,16 @@ pub enum Layout {
     /// Dispatch → barrier → draw in one command buffer: write start, write end, readable, end —
     /// four timestamps and no barrier of their own (the protocol's two barriers order them).
     Joined,
+    /// The post stage's copy submission (`--post`, off Vulkan's queue): start, readable (after
+    /// its wait for `posted`), end — the copy is readable → end.
+    PostCopy,
 }
 
 impl Layout {
     /// Timestamps written per frame.
     pub const fn stamps(self) -> u32 {
         match self {
-            Layout::Split => 3,
+            Layout::Split | Layout::PostCopy => 3,
             Layout::Joined => 4,
         }
     }
@@ -116,6 +122,9 @@ pub struct DrawTimer {
     ctx: Arc<Context>,
     pool: vk::QueryPool,
     layout: Layout,
+    /// The draw's command buffer filters and copies too (`--post` on Vulkan's queue): three
+    /// more timestamps after the draw's end — filter start, filter end (= copy start), copy end.
+    post: bool,
     /// Reset each set from the host before its command buffer is submitted (`hostQueryReset`)
     /// instead of recording `vkCmdResetQueryPool` into it.
     host_reset: bool,
@@ -133,25 +142,38 @@ impl DrawTimer {
     /// `Ok(None)` when the queue has no timestamps, or GPU timing is off
     /// ([`crate::profile::gpu_timing`]).
     pub fn new(ctx: &Arc<Context>, buffers: usize, layout: Layout) -> Result<Option<Self>, VkError> {
+        Self::with_post(ctx, buffers, layout, false)
+    }
+
+    /// [`Self::new`]; with `post`, each set has the post stage's three timestamps too (see
+    /// [`Self::post_stamp`]).
+    pub fn with_post(
+        ctx: &Arc<Context>,
+        buffers: usize,
+        layout: Layout,
+        post: bool,
+    ) -> Result<Option<Self>, VkError> {
+        let per = layout.stamps() + if post { POST_STAMPS } else { 0 };
         let bits = ctx.physical.timestamp_bits;
         if bits == 0 || ctx.physical.timestamp_period <= 0.0 || !crate::profile::gpu_timing() {
             return Ok(None);
         }
         let info = vk::QueryPoolCreateInfo::default()
             .query_type(vk::QueryType::TIMESTAMP)
-            .query_count(layout.stamps() * buffers as u32);
+            .query_count(per * buffers as u32);
         // SAFETY: valid device.
         let pool = unsafe { ctx.device.create_query_pool(&info, None) }.call("vkCreateQueryPool")?;
         let host_reset = ctx.physical.host_query_reset;
         if host_reset {
             // SAFETY: a new pool, not used by any command buffer; hostQueryReset is enabled on
             // the device whenever the physical device has it (`Context::new_with`).
-            unsafe { ctx.device.reset_query_pool(pool, 0, layout.stamps() * buffers as u32) };
+            unsafe { ctx.device.reset_query_pool(pool, 0, per * buffers as u32) };
         }
         Ok(Some(DrawTimer {
             ctx: ctx.clone(),
             pool,
             layout,
+            post,
             host_reset,
             pending: vec![None; buffers],
             recorded: vec![None; buffers],
@@ -162,19 +184,35 @@ impl DrawTimer {
 
     /// Timestamps one frame writes.
     pub fn stamps_per_frame(&self) -> u32 {
-        self.layout.stamps()
+        self.layout.stamps() + if self.post { POST_STAMPS } else { 0 }
     }
 
     fn first(&self, index: usize) -> u32 {
-        self.layout.stamps() * index as u32
+        self.stamps_per_frame() * index as u32
+    }
+
+    /// Post stage on Vulkan's queue: timestamp `n` (0: filter start, 1: filter end, 2: copy end)
+    /// of set `index`, after the draw's own.
+    ///
+    /// # Safety
+    /// As [`Self::stamp`]; the timer was made [`Self::with_post`].
+    pub unsafe fn post_stamp(
+        &self,
+        cmd: vk::CommandBuffer,
+        index: usize,
+        n: u32,
+        stage: vk::PipelineStageFlags,
+    ) {
+        // SAFETY: per this function's contract.
+        unsafe { self.stamp(cmd, index, self.layout.stamps() + n, stage) };
     }
 
     /// Read set `index` if a finished frame left results there. With `wait`, block until they
     /// are available (only after the queue is idle).
     fn collect(&mut self, index: usize, wait: bool) {
         let Some(frame) = self.pending[index] else { return };
-        let mut ticks = [0u64; 4];
-        let ticks = &mut ticks[..self.layout.stamps() as usize];
+        let mut ticks = [0u64; 4 + POST_STAMPS as usize];
+        let ticks = &mut ticks[..self.stamps_per_frame() as usize];
         let flags = vk::QueryResultFlags::TYPE_64
             | if wait { vk::QueryResultFlags::WAIT } else { vk::QueryResultFlags::empty() };
         // SAFETY: the set was written by a submitted command buffer; results are copied out.
@@ -198,6 +236,12 @@ impl DrawTimer {
                         self.ready.push(span(Track::Queue, Phase::WaitComputed, t[1], t[2]));
                         self.ready.push(span(Track::Queue, Phase::Draw, t[2], t[3]));
                     }
+                    Layout::PostCopy => self.ready.push(span(Track::Queue, Phase::PostCopy, t[1], t[2])),
+                }
+                if self.post {
+                    let b = self.layout.stamps() as usize;
+                    self.ready.push(span(Track::Compute, Phase::PostFilter, t[b], t[b + 1]));
+                    self.ready.push(span(Track::Queue, Phase::PostCopy, t[b + 1], t[b + 2]));
                 }
                 // Bounded even when nobody takes them (verify).
                 self.ready.truncate(crate::profile::span::SPAN_BUFFER);
@@ -217,7 +261,9 @@ impl DrawTimer {
         if self.host_reset {
             // SAFETY: the command buffer that last used the set finished (the caller's throttle
             // saw its frame's `rendered`), and its results were read just above.
-            unsafe { self.ctx.device.reset_query_pool(self.pool, self.first(index), self.layout.stamps()) };
+            unsafe {
+                self.ctx.device.reset_query_pool(self.pool, self.first(index), self.stamps_per_frame())
+            };
         }
         self.recorded[index] = Some(frame);
     }
@@ -232,7 +278,12 @@ impl DrawTimer {
         if !self.host_reset {
             // SAFETY: per this function's contract.
             unsafe {
-                self.ctx.device.cmd_reset_query_pool(cmd, self.pool, self.first(index), self.layout.stamps())
+                self.ctx.device.cmd_reset_query_pool(
+                    cmd,
+                    self.pool,
+                    self.first(index),
+                    self.stamps_per_frame(),
+                )
             };
         }
     }
