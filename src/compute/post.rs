@@ -75,30 +75,29 @@ impl std::fmt::Display for PostKind {
 /// assert_eq!(outline_reference(&step, 2, 1), [0, 0, 0, 255, 0, 0, 0, 255]);
 /// ```
 pub fn outline_reference(src: &[u8], width: u32, height: u32) -> Vec<u8> {
-    let (w, h) = (width as i32, height as i32);
-    assert_eq!(src.len(), width as usize * height as usize * 4, "outline_reference: {width}x{height} RGBA8");
-    let texel = |x: i32, y: i32| {
-        let i = (y.clamp(0, h - 1) * w + x.clamp(0, w - 1)) as usize * 4;
-        [src[i], src[i + 1], src[i + 2]]
-    };
-    let lum = |c: [u8; 3]| (77 * c[0] as i32 + 150 * c[1] as i32 + 29 * c[2] as i32) >> 8;
-    let mut out = Vec::with_capacity(src.len());
-    for y in 0..h {
-        for x in 0..w {
-            let (mut gx, mut gy) = (0, 0);
-            for j in -1..=1 {
-                for i in -1..=1 {
-                    let l = lum(texel(x + i, y + j));
-                    gx += l * i * (2 - j * j);
-                    gy += l * j * (2 - i * i);
-                }
-            }
+    use rayon::prelude::*;
+    let (w, h) = (width as usize, height as usize);
+    assert_eq!(src.len(), w * h * 4, "outline_reference: {width}x{height} RGBA8");
+    let lum: Vec<i32> =
+        src.chunks_exact(4).map(|c| (77 * c[0] as i32 + 150 * c[1] as i32 + 29 * c[2] as i32) >> 8).collect();
+    let mut out = vec![0u8; src.len()];
+    // Rows in parallel: the `cpu` backend runs this every frame, and `verify` on every frame read back.
+    out.par_chunks_mut(w * 4).enumerate().for_each(|(y, row)| {
+        // Rows y−1, y, y+1 and columns x−1, x, x+1, clamped to the image.
+        let rows = [y.saturating_sub(1), y, (y + 1).min(h - 1)].map(|r| &lum[r * w..][..w]);
+        for (x, texel) in row.chunks_exact_mut(4).enumerate() {
+            let cols = [x.saturating_sub(1), x, (x + 1).min(w - 1)];
+            let l = |j: usize, i: usize| rows[j][cols[i]];
+            let gx = (l(0, 2) - l(0, 0)) + 2 * (l(1, 2) - l(1, 0)) + (l(2, 2) - l(2, 0));
+            let gy = (l(2, 0) + 2 * l(2, 1) + l(2, 2)) - (l(0, 0) + 2 * l(0, 1) + l(0, 2));
             let keep = 255 - (gx.abs() + gy.abs()).min(255);
-            let c = texel(x, y);
-            out.extend(c.map(|v| (v as i32 * keep / 255) as u8));
-            out.push(255);
+            let at = (y * w + x) * 4;
+            for (o, &c) in texel[..3].iter_mut().zip(&src[at..at + 3]) {
+                *o = (i32::from(c) * keep / 255) as u8;
+            }
+            texel[3] = 255;
         }
-    }
+    });
     out
 }
 
@@ -188,6 +187,43 @@ mod tests {
             assert_eq!(at(0, y), [40, 40, 40, 255]);
             assert_eq!(at(3, y), [255, 255, 255, 255]);
         }
+    }
+
+    /// The formula as kernels/outline.hip states it, texel by texel (slow and plain), against the
+    /// row-parallel reference on a random image with odd sides.
+    #[test]
+    fn the_reference_is_the_stated_formula() {
+        let (w, h) = (37i32, 11i32);
+        let mut seed = 0x9e37_79b9u32;
+        let src: Vec<u8> = (0..w * h * 4)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                (seed >> 24) as u8
+            })
+            .collect();
+        let texel = |x: i32, y: i32| {
+            let i = (y.clamp(0, h - 1) * w + x.clamp(0, w - 1)) as usize * 4;
+            [src[i], src[i + 1], src[i + 2]]
+        };
+        let lum = |c: [u8; 3]| (77 * c[0] as i32 + 150 * c[1] as i32 + 29 * c[2] as i32) >> 8;
+        let mut want = Vec::new();
+        for y in 0..h {
+            for x in 0..w {
+                let (mut gx, mut gy) = (0, 0);
+                for j in -1..=1 {
+                    for i in -1..=1 {
+                        gx += lum(texel(x + i, y + j)) * i * (2 - j * j);
+                        gy += lum(texel(x + i, y + j)) * j * (2 - i * i);
+                    }
+                }
+                let keep = 255 - (gx.abs() + gy.abs()).min(255);
+                want.extend(texel(x, y).map(|v| (v as i32 * keep / 255) as u8));
+                want.push(255);
+            }
+        }
+        assert_eq!(outline_reference(&src, w as u32, h as u32), want);
     }
 
     #[test]
