@@ -180,9 +180,10 @@ impl Renderer {
 
     /// Set up the post stage: a framebuffer per scene image of `images` (with one depth image of
     /// their extent, shared by every frame as a target's is), and the copy submissions' command
-    /// buffers. The renderer's render pass must have been made for
-    /// [`crate::vk::post::POST_FORMAT`] with final layout `GENERAL`.
-    pub fn attach_post(&mut self, images: &PostImages) -> Result<(), VkError> {
+    /// buffers: F + P of them (P = `post_batch`, the plan's post batch), since a batch's P copies
+    /// are submitted together, up to P − 1 frames after their draws. The renderer's render pass
+    /// must have been made for [`crate::vk::post::POST_FORMAT`] with final layout `GENERAL`.
+    pub fn attach_post(&mut self, images: &PostImages, post_batch: usize) -> Result<(), VkError> {
         let depth = Image::new(
             &self.ctx,
             images.extent,
@@ -202,14 +203,15 @@ impl Renderer {
                 )
             })
             .collect::<Result<_, _>>()?;
+        let copies = self.in_flight + post_batch.max(1);
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(self.pool)
             .level(vk::CommandBufferLevel::PRIMARY)
-            .command_buffer_count(self.in_flight as u32);
+            .command_buffer_count(copies as u32);
         // SAFETY: the pool is owned by the renderer.
         let copy_cmds =
             unsafe { self.ctx.device.allocate_command_buffers(&alloc) }.call("vkAllocateCommandBuffers")?;
-        let copy_timer = DrawTimer::new(&self.ctx, self.in_flight, Layout::PostCopy)?;
+        let copy_timer = DrawTimer::new(&self.ctx, copies, Layout::PostCopy)?;
         self.post = Some(PostStage { framebuffers, _depth: depth, copy_cmds, copy_timer });
         Ok(())
     }
@@ -217,7 +219,9 @@ impl Renderer {
     /// Post stage, off Vulkan's queue: submit frame `frame`'s copy of `post`'s image to its
     /// destination, with `sync` (wait `posted`, signal `presented`; [`crate::sync::FrameSync::copy_sync`])
     /// plus the target's own waits and signals (swapchain acquire / present). The caller has
-    /// throttled, so the index's copy command buffer is free (`presented` ≥ f+1−F).
+    /// throttled, so the index's copy command buffer is free: its last user, the copy of frame
+    /// f − F − P, is done (the throttle saw `presented` reach the copies submitted before the
+    /// current post batch, or f+1−F).
     pub fn copy(
         &mut self,
         frame: u64,
@@ -226,17 +230,17 @@ impl Renderer {
         extra_waits: &[(vk::Semaphore, vk::PipelineStageFlags)],
         extra_signals: &[vk::Semaphore],
     ) -> Result<(), DrawError> {
-        let index = (frame % self.in_flight as u64) as usize;
         let stage = self
             .post
             .as_mut()
             .ok_or_else(|| SyncError::Bridge("internal: a post copy without Renderer::attach_post".into()))?;
+        let index = (frame % stage.copy_cmds.len() as u64) as usize;
         let cmd = stage.copy_cmds[index];
         if let Some(t) = stage.copy_timer.as_mut() {
             t.prepare(index, frame);
         }
         let d = &self.ctx.device;
-        // SAFETY: the throttle saw `presented` ≥ f+1−F, so this index's last copy has finished;
+        // SAFETY: the throttle saw this index's last copy (frame f − F − P) finish;
         // the pool allows resets; every handle recorded outlives the submission (teardown order).
         unsafe {
             d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()).call("vkResetCommandBuffer")?;
