@@ -216,12 +216,17 @@ impl Renderer {
         Ok(())
     }
 
+    /// How many copy command buffers the post stage cycles through (0 without one): the copy of
+    /// frame f reuses the buffer of frame f − this.
+    pub fn copy_buffers(&self) -> usize {
+        self.post.as_ref().map_or(0, |p| p.copy_cmds.len())
+    }
+
     /// Post stage, off Vulkan's queue: submit frame `frame`'s copy of `post`'s image to its
     /// destination, with `sync` (wait `posted`, signal `presented`; [`crate::sync::FrameSync::copy_sync`])
-    /// plus the target's own waits and signals (swapchain acquire / present). The caller has
-    /// throttled, so the index's copy command buffer is free: its last user, the copy of frame
-    /// f − F − P, is done (the throttle saw `presented` reach the copies submitted before the
-    /// current post batch, or f+1−F).
+    /// plus the target's own waits and signals (swapchain acquire / present). The caller made
+    /// sure the index's copy command buffer is free: its last user, the copy of frame f −
+    /// [`Self::copy_buffers`], finished (`presented` reached it).
     pub fn copy(
         &mut self,
         frame: u64,
@@ -240,7 +245,7 @@ impl Renderer {
             t.prepare(index, frame);
         }
         let d = &self.ctx.device;
-        // SAFETY: the throttle saw this index's last copy (frame f − F − P) finish;
+        // SAFETY: the caller saw this index's last copy (frame f − copy_buffers) finish;
         // the pool allows resets; every handle recorded outlives the submission (teardown order).
         unsafe {
             d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()).call("vkResetCommandBuffer")?;

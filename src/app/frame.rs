@@ -242,6 +242,12 @@ fn submit_copies(
     waits: &[(vk::Semaphore, vk::PipelineStageFlags)],
     signals: &[vk::Semaphore],
 ) -> Result<(), FrameError> {
+    // The copy command buffers are a ring: the last copy recorded here reuses the buffer of the
+    // copy `ring` frames before it, submitted in an earlier batch; it must have finished.
+    let ring = renderer.copy_buffers() as u64;
+    if !frames.is_empty() && frames.end > ring {
+        fs.wait_presented(frames.end - ring)?;
+    }
     for g in frames {
         let (Some(p), Some(copy)) = (post_frame(post, fs.slot_of(g), false, None), fs.copy_sync(g)) else {
             continue;

@@ -423,7 +423,16 @@ mod bridged_post_batch {
 
     #[test]
     fn every_frame_of_every_post_batch_is_filtered_and_copied_out() {
-        let instance = Arc::new(Instance::new(false, &[]).unwrap());
+        // Under the validation layer where it is installed: a copy command buffer reused while
+        // its last copy runs, or a missing wait, shows there.
+        let instance = Arc::new(
+            Instance::new(true, &[])
+                .or_else(|e| {
+                    eprintln!("bridged_post_batch: without the validation layer ({e})");
+                    Instance::new(false, &[])
+                })
+                .unwrap(),
+        );
         let pd = enumerate(&instance).unwrap().into_iter().find(|d| d.usable()).expect("a Vulkan device");
         let ctx = Context::new(instance, pd.clone(), false).unwrap();
         let extent = vk::Extent2D { width: 23, height: 17 };
@@ -520,6 +529,10 @@ mod bridged_post_batch {
             assert_eq!(ctx.timeline_value(t.posted.handle).unwrap(), frames, "{ctx_s}");
             assert_eq!(ctx.timeline_value(t.presented.handle).unwrap(), frames, "{ctx_s}");
             o.session.sync.shutdown().unwrap();
+        }
+        if crate::vk::instance::validation_ran() {
+            let v = crate::vk::instance::ValidationCounts::current();
+            assert_eq!((v.errors, v.warnings), (0, 0), "validation: {v}");
         }
     }
 }

@@ -169,8 +169,10 @@
 //! the batch holding frame f−K. With P ≤ K every wait is on work submitted before it: the batch
 //! holding f−K was handed over after draw f−K+P−1 < f, and copy s+P−1−K belongs to an earlier
 //! batch, so nothing waits on a hand-off or a submission still to come (on one queue that would
-//! deadlock). The throttle host-waits `presented` only up to the copies already submitted. A
-//! frame reaches the target up to P−1 frames later. When the frame loop stops, the last partial
+//! deadlock). The throttle leaves `presented` alone (the copies of the batch being drawn are not
+//! submitted yet; the GPU waits order the pairs); the renderer's ring of F+P copy command buffers
+//! is checked where a batch's copies are recorded (`presented` ≥ end − F − P, a copy of an earlier
+//! batch). A frame reaches the target up to P−1 frames later. When the frame loop stops, the last partial
 //! batch is flushed ([`FrameSync::flush_post`]) before anything waits for the last copy.
 //!
 //! The throttle also host-waits `presented` with `rendered` (the copy is the frame's last
@@ -564,18 +566,19 @@ impl FrameSync {
             None
         };
         let mut seen = self.rendered_seen.get();
-        // Post batches: only the copies submitted so far (frames before `posted_requested`) can
-        // be waited for; the frames of the batch being drawn are copied after its hand-off.
-        let copied = self.posted_requested;
-        if self.sems.post.is_some() && self.presented_seen.get() < copied {
-            // The post stage's copy submission is the frame's last: its command buffer (and the
-            // pair's output image) is free once `presented` says so, too.
+        // One post hand-off per frame: the copy submission is the frame's last, and its command
+        // buffer (and the pair's output image) is free once `presented` says so, too. With post
+        // batches the copies of the batch being drawn are not submitted yet; the GPU waits order
+        // the pairs, and the copy command buffers are checked where a batch's copies are
+        // recorded (`presented` ≥ the ring's previous user, [`Self::wait_presented`]).
+        let presented = self.sems.post.is_some() && self.plan.post_batch == 1;
+        if presented {
             seen = seen.min(self.presented_seen.get());
         }
         if let Some(v) = throttle_wait(frame, self.plan.frames_in_flight, seen, handoff) {
             self.wait_rendered(v)?;
-            if self.sems.post.is_some() && v.min(copied) > self.presented_seen.get() {
-                self.wait_presented(v.min(copied))?;
+            if presented {
+                self.wait_presented(v)?;
             }
             self.throttle_waits.set(self.throttle_waits.get() + 1);
             return Ok(true);
@@ -609,11 +612,14 @@ impl FrameSync {
     }
 
     /// Host-wait `presented ≥ value` (post stage; the copies are Vulkan's, so this never waits
-    /// on the compute API).
+    /// on the compute API). Returns at once when the host already saw it.
     pub fn wait_presented(&self, value: u64) -> Result<(), SyncError> {
         let Some(t) = &self.sems.post else {
             return Err(SyncError::Bridge("internal: wait_presented() without --post".into()));
         };
+        if self.presented_seen.get() >= value {
+            return Ok(());
+        }
         self.ctx
             .wait_timeline(t.presented.handle, value, || {
                 format!(
