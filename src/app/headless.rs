@@ -197,6 +197,68 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     failed.map_or(Ok(()), Err)
 }
 
+/// Tests of the post stage: the first usable device, under the validation layer where it is
+/// installed (`who` says which test went without it).
+#[cfg(test)]
+fn post_test_device(who: &str) -> (Arc<crate::vk::device::Context>, crate::vk::device::PhysicalDeviceInfo) {
+    let instance = Arc::new(
+        Instance::new(true, &[])
+            .or_else(|e| {
+                eprintln!("{who}: without the validation layer ({e})");
+                Instance::new(false, &[])
+            })
+            .unwrap(),
+    );
+    let pd = crate::vk::device::enumerate(&instance)
+        .unwrap()
+        .into_iter()
+        .find(|d| d.usable())
+        .expect("a Vulkan device");
+    (crate::vk::device::Context::new(instance, pd.clone(), false).unwrap(), pd)
+}
+
+/// Tests of the post stage: an offscreen run of `plan` put together by hand around `backend`
+/// (attached to `images`' pairs), K `slots` and the pairs, the target `images.extent`.
+#[cfg(test)]
+fn post_test_offscreen(
+    ctx: &Arc<crate::vk::device::Context>,
+    plan: &crate::sync::SyncPlan,
+    mut backend: Box<dyn crate::compute::ComputeBackend>,
+    slots: Vec<crate::vk::external::Slot>,
+    images: crate::vk::post::PostImages,
+    grid: crate::sim::Grid,
+) -> Offscreen {
+    let kind = crate::compute::post::PostKind::Outline;
+    backend.attach_post(crate::app::session::post_resources(&images, kind).unwrap()).unwrap();
+    let sems = crate::sync::FrameSemaphores::new(ctx, plan).unwrap();
+    let extent = images.extent;
+    let sync = crate::sync::FrameSync::new(ctx, plan.clone(), sems, backend).unwrap();
+    let session = Session {
+        sync,
+        post: Some(images),
+        clock: None,
+        slots,
+        ctx: ctx.clone(),
+        grid,
+        device_reason: String::new(),
+        backend_reason: String::new(),
+    };
+    let on_queue = plan.post_on_queue();
+    let mut renderer = Renderer::new(
+        ctx,
+        POST_FORMAT,
+        vk::ImageLayout::GENERAL,
+        &session.slots,
+        plan.frames_in_flight,
+        plan.joined(),
+        on_queue,
+    )
+    .unwrap();
+    renderer.attach_post(session.post.as_ref().unwrap(), plan.post_batch).unwrap();
+    let target = OffscreenTarget::new(ctx, renderer.render_pass.handle, extent).unwrap();
+    Offscreen { target, renderer, session }
+}
+
 /// The post stage's on-Vulkan's-queue frame shape (`vulkan`, `cuda-in-vulkan`: heights → draw →
 /// filter → copy in one command buffer), run end to end on lavapipe with a stand-in filter that
 /// stamps each pair's colour into its output: the capture shows the colour of the last frame's
@@ -209,8 +271,7 @@ mod on_queue_post {
     use crate::compute::post::{PostKind, PostResources, PostSurface};
     use crate::compute::{BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport};
     use crate::sim::{Grid, WaveParams};
-    use crate::sync::{FrameSemaphores, FrameSync, SyncMode, SyncPlan, SyncRequest};
-    use crate::vk::device::{enumerate, Context};
+    use crate::sync::{SyncMode, SyncPlan, SyncRequest};
     use crate::vk::external::{Slot, SlotMemory};
     use crate::vk::post::{PostAccess, PostImages};
     use crate::vk::target::subresource;
@@ -296,16 +357,7 @@ mod on_queue_post {
     fn the_filter_of_each_pair_is_recorded_before_the_copy_in_one_submission() {
         // Under the validation layer where it is installed (synchronization validation on): the
         // shape's barriers must satisfy it too.
-        let instance = Arc::new(
-            Instance::new(true, &[])
-                .or_else(|e| {
-                    eprintln!("on_queue_post: without the validation layer ({e})");
-                    Instance::new(false, &[])
-                })
-                .unwrap(),
-        );
-        let pd = enumerate(&instance).unwrap().into_iter().find(|d| d.usable()).expect("a Vulkan device");
-        let ctx = Context::new(instance, pd.clone(), false).unwrap();
+        let (ctx, pd) = post_test_device("on_queue_post");
         let extent = vk::Extent2D { width: 24, height: 16 };
         let grid = Grid { width: 16, height: 16 };
         for (k, frames) in [(1usize, 3u64), (3, 7), (4, 6)] {
@@ -319,38 +371,11 @@ mod on_queue_post {
             let slots: Vec<Slot> = (0..k)
                 .map(|_| Slot::new(&ctx, grid.bytes(), SlotMemory::DeviceLocal, false).unwrap())
                 .collect();
-            let sems = FrameSemaphores::new(&ctx, &plan).unwrap();
             let images = PostImages::new(&ctx, extent, k, PostAccess::Images).unwrap();
             let recorded = Arc::new(Mutex::new(Vec::new()));
-            let mut backend =
+            let backend =
                 StandIn { device: ctx.device.clone(), outputs: Vec::new(), recorded: recorded.clone() };
-            backend
-                .attach_post(crate::app::session::post_resources(&images, PostKind::Outline).unwrap())
-                .unwrap();
-            let sync = FrameSync::new(&ctx, plan.clone(), sems, Box::new(backend)).unwrap();
-            let session = Session {
-                sync,
-                post: Some(images),
-                clock: None,
-                slots,
-                ctx: ctx.clone(),
-                grid,
-                device_reason: String::new(),
-                backend_reason: String::new(),
-            };
-            let mut renderer = Renderer::new(
-                &ctx,
-                POST_FORMAT,
-                vk::ImageLayout::GENERAL,
-                &session.slots,
-                plan.frames_in_flight,
-                true,
-                true,
-            )
-            .unwrap();
-            renderer.attach_post(session.post.as_ref().unwrap(), 1).unwrap();
-            let target = OffscreenTarget::new(&ctx, renderer.render_pass.handle, extent).unwrap();
-            let mut o = Offscreen { target, renderer, session };
+            let mut o = post_test_offscreen(&ctx, &plan, Box::new(backend), slots, images, grid);
             let draw_target = o.draw_target();
             for f in 0..frames {
                 let mut marks = RenderMarks::start(f);
@@ -414,10 +439,9 @@ mod bridged_post_batch {
     use super::*;
     use crate::compute::cpu::CpuBackend;
     use crate::compute::post::{outline_reference, PostKind};
-    use crate::compute::{BackendKind, ComputeBackend};
+    use crate::compute::BackendKind;
     use crate::sim::{Grid, WaveParams};
-    use crate::sync::{FrameSemaphores, FrameSync, SyncMode, SyncPlan, SyncRequest};
-    use crate::vk::device::{enumerate, Context};
+    use crate::sync::{SyncMode, SyncPlan, SyncRequest};
     use crate::vk::external::{Slot, SlotMemory};
     use crate::vk::post::{PostAccess, PostImages};
 
@@ -425,16 +449,7 @@ mod bridged_post_batch {
     fn every_frame_of_every_post_batch_is_filtered_and_copied_out() {
         // Under the validation layer where it is installed: a copy command buffer reused while
         // its last copy runs, or a missing wait, shows there.
-        let instance = Arc::new(
-            Instance::new(true, &[])
-                .or_else(|e| {
-                    eprintln!("bridged_post_batch: without the validation layer ({e})");
-                    Instance::new(false, &[])
-                })
-                .unwrap(),
-        );
-        let pd = enumerate(&instance).unwrap().into_iter().find(|d| d.usable()).expect("a Vulkan device");
-        let ctx = Context::new(instance, pd.clone(), false).unwrap();
+        let (ctx, pd) = post_test_device("bridged_post_batch");
         let extent = vk::Extent2D { width: 23, height: 17 };
         let grid = Grid { width: 16, height: 16 };
         for (k, p, frames) in [(3usize, 3u32, 7u64), (4, 2, 5), (8, 8, 11), (5, 3, 5), (2, 1, 3), (1, 1, 2)] {
@@ -450,36 +465,9 @@ mod bridged_post_batch {
             let slots: Vec<Slot> = (0..k)
                 .map(|_| Slot::new(&ctx, grid.bytes(), SlotMemory::HostMapped, false).unwrap())
                 .collect();
-            let sems = FrameSemaphores::new(&ctx, &plan).unwrap();
             let images = PostImages::new(&ctx, extent, k, PostAccess::Mapped).unwrap();
-            let mut backend = CpuBackend::new(&slots).unwrap();
-            backend
-                .attach_post(crate::app::session::post_resources(&images, PostKind::Outline).unwrap())
-                .unwrap();
-            let sync = FrameSync::new(&ctx, plan.clone(), sems, Box::new(backend)).unwrap();
-            let session = Session {
-                sync,
-                post: Some(images),
-                clock: None,
-                slots,
-                ctx: ctx.clone(),
-                grid,
-                device_reason: String::new(),
-                backend_reason: String::new(),
-            };
-            let mut renderer = Renderer::new(
-                &ctx,
-                POST_FORMAT,
-                vk::ImageLayout::GENERAL,
-                &session.slots,
-                plan.frames_in_flight,
-                false,
-                false,
-            )
-            .unwrap();
-            renderer.attach_post(session.post.as_ref().unwrap(), plan.post_batch).unwrap();
-            let target = OffscreenTarget::new(&ctx, renderer.render_pass.handle, extent).unwrap();
-            let mut o = Offscreen { target, renderer, session };
+            let backend = CpuBackend::new(&slots).unwrap();
+            let mut o = post_test_offscreen(&ctx, &plan, Box::new(backend), slots, images, grid);
             let draw_target = o.draw_target();
             let mut checked = 0u64;
             let mut last_output = Vec::new();
