@@ -248,17 +248,22 @@ fn submit_copies(
     if !frames.is_empty() && frames.end > ring {
         fs.wait_presented(frames.end - ring)?;
     }
+    let mut jobs = Vec::with_capacity(frames.clone().count());
     for g in frames {
         let (Some(p), Some(copy)) = (post_frame(post, fs.slot_of(g), false, None), fs.copy_sync(g)) else {
             continue;
         };
         let (w, s): (&[_], &[_]) = if g == own { (waits, signals) } else { (&[], &[]) };
-        renderer.copy(g, &p, &copy, w, s).map_err(|e| match e {
-            DrawError::Vulkan(e) => FrameError::Vulkan(e),
-            DrawError::Compute(e) => FrameError::Sync(e),
-        })?;
+        jobs.push(crate::render::CopyJob { frame: g, post: p, sync: copy, waits: w, signals: s });
     }
-    Ok(())
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    // One submission: the batch's copies, in frame order.
+    renderer.copy(&jobs).map_err(|e| match e {
+        DrawError::Vulkan(e) => FrameError::Vulkan(e),
+        DrawError::Compute(e) => FrameError::Sync(e),
+    })
 }
 
 /// Frame `pair`'s post stage for the renderer, if the run has one.

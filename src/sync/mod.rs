@@ -164,8 +164,8 @@
 //! was submitted, ONE hand-off ([`FrameSync::post`]) filters the P pairs: its first filter waits
 //! `rendered ≥ s+P` and `presented ≥ s+P−K` (the previous copy of the batch's last output; the
 //! others were copied earlier), its last signals `posted = s+P`, the others wait and signal
-//! nothing. Then the P copies are submitted, after that hand-off, each waiting `posted ≥ s+P` and
-//! signalling `presented = f+1`. Draw f keeps its wait `posted ≥ f+1−K`, now met by the signal of
+//! nothing. Then the P copies are submitted, after that hand-off, in one `vkQueueSubmit` (one
+//! batch per copy, in frame order), each waiting `posted ≥ s+P` and signalling `presented = f+1`. Draw f keeps its wait `posted ≥ f+1−K`, now met by the signal of
 //! the batch holding frame f−K. With P ≤ K every wait is on work submitted before it: the batch
 //! holding f−K was handed over after draw f−K+P−1 < f, and copy s+P−1−K belongs to an earlier
 //! batch, so nothing waits on a hand-off or a submission still to come (on one queue that would
