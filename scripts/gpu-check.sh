@@ -37,9 +37,11 @@
 #      `cargo build --release -p vkhip-interop --examples` puts them)
 #   6f. the post stage (--post outline, issue 24) on every NVIDIA backend (vulkan, cuda,
 #      cuda-in-vulkan): verify at 1280x720 and 333x77 with K = 1 and 3 (one row, in parallel),
+#      and cuda external and bridged with the default post batch (P = K) and --post-batch 1 at
+#      333x77 for K = 1, 2, 3, 5, 8 over 2K+1 frames (the last batch partial),
 #      a headless capture per backend compared with vulkan's (compare-png), a run under
 #      --validation with 0 errors, a trace that `BIN trace check` passes (its post line in the
-#      row), a 20 s soak of all three at once (fds and RSS sampled at 5 s and at the end: flat),
+#      row; cuda also with --post-batch 1), a 20 s soak of all three at once (fds and RSS sampled at 5 s and at the end: flat),
 #      and cuda --sync none, whose trace the checker must fail with post-stage violations.
 #      About 60 s on an H100 with GPU_CHECK_JOBS=16
 #   6e. the interop crate's wgpu examples (wgpu_cuda_texture, wgpu_cuda_buffer) under the Khronos
@@ -561,6 +563,18 @@ for backend in vulkan cuda cuda-in-vulkan; do
         done
     done
 done >"$out/sweep-post.list"
+# Post batches (cuda, external and bridged): the default P = K and --post-batch 1, K 1, 2, 3, 5, 8
+# at an odd size, 2K+1 frames (never a multiple of P > 1: the last partial batch is flushed and
+# still checked; verify's line ends with post_batch=P post_frames=2K+1).
+for sync in external bridged; do
+    for pb in default 1; do
+        for k in 1 2 3 5 8; do
+            arg=""
+            [ "$pb" = 1 ] && arg="--post-batch 1"
+            echo "post-cuda-$sync-p$pb-k$k|--backend cuda --sync $sync $arg --post outline --size 333x77 --slots $k --frames $((2 * k + 1))"
+        done
+    done
+done >>"$out/sweep-post.list"
 sweep_group post
 # Captures of the same frame: cuda and cuda-in-vulkan against the Vulkan-shader post.
 for backend in vulkan cuda cuda-in-vulkan; do

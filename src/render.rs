@@ -10,7 +10,7 @@ use crate::profile::Span;
 use crate::shaders::SurfacePush;
 use crate::sim::Grid;
 use crate::sync::{DrawSync, SyncError, HEIGHTS_READ_STAGE};
-use crate::vk::device::Context;
+use crate::vk::device::{Context, QueueBatch};
 use crate::vk::external::Slot;
 use crate::vk::overlay::OverlayPipeline;
 use crate::vk::pipeline::{RenderPass, SurfacePipeline};
@@ -41,6 +41,16 @@ pub struct PostFrame<'a> {
     /// On Vulkan's queue: records the filter ([`crate::sync::FrameSync::record_post`]); None
     /// when it is toggled off.
     pub filter: Option<RecordCompute<'a>>,
+}
+
+/// One copy of [`Renderer::copy`]: frame `frame`'s image of `post` to its destination, with the
+/// protocol's `sync` and the target's own waits (binary, with their stages) and signals.
+pub struct CopyJob<'a> {
+    pub frame: u64,
+    pub post: PostFrame<'a>,
+    pub sync: DrawSync,
+    pub waits: &'a [(vk::Semaphore, vk::PipelineStageFlags)],
+    pub signals: &'a [vk::Semaphore],
 }
 
 /// A draw that failed: a Vulkan call of the renderer, or the compute it recorded.
@@ -180,9 +190,10 @@ impl Renderer {
 
     /// Set up the post stage: a framebuffer per scene image of `images` (with one depth image of
     /// their extent, shared by every frame as a target's is), and the copy submissions' command
-    /// buffers. The renderer's render pass must have been made for
-    /// [`crate::vk::post::POST_FORMAT`] with final layout `GENERAL`.
-    pub fn attach_post(&mut self, images: &PostImages) -> Result<(), VkError> {
+    /// buffers: F + P of them (P = `post_batch`, the plan's post batch), since a batch's P copies
+    /// are submitted together, up to P − 1 frames after their draws. The renderer's render pass
+    /// must have been made for [`crate::vk::post::POST_FORMAT`] with final layout `GENERAL`.
+    pub fn attach_post(&mut self, images: &PostImages, post_batch: usize) -> Result<(), VkError> {
         let depth = Image::new(
             &self.ctx,
             images.extent,
@@ -202,58 +213,90 @@ impl Renderer {
                 )
             })
             .collect::<Result<_, _>>()?;
+        let copies = self.in_flight + post_batch.max(1);
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(self.pool)
             .level(vk::CommandBufferLevel::PRIMARY)
-            .command_buffer_count(self.in_flight as u32);
+            .command_buffer_count(copies as u32);
         // SAFETY: the pool is owned by the renderer.
         let copy_cmds =
             unsafe { self.ctx.device.allocate_command_buffers(&alloc) }.call("vkAllocateCommandBuffers")?;
-        let copy_timer = DrawTimer::new(&self.ctx, self.in_flight, Layout::PostCopy)?;
+        let copy_timer = DrawTimer::new(&self.ctx, copies, Layout::PostCopy)?;
         self.post = Some(PostStage { framebuffers, _depth: depth, copy_cmds, copy_timer });
         Ok(())
     }
 
-    /// Post stage, off Vulkan's queue: submit frame `frame`'s copy of `post`'s image to its
-    /// destination, with `sync` (wait `posted`, signal `presented`; [`crate::sync::FrameSync::copy_sync`])
-    /// plus the target's own waits and signals (swapchain acquire / present). The caller has
-    /// throttled, so the index's copy command buffer is free (`presented` ≥ f+1−F).
-    pub fn copy(
-        &mut self,
-        frame: u64,
-        post: &PostFrame<'_>,
-        sync: &DrawSync,
-        extra_waits: &[(vk::Semaphore, vk::PipelineStageFlags)],
-        extra_signals: &[vk::Semaphore],
-    ) -> Result<(), DrawError> {
-        let index = (frame % self.in_flight as u64) as usize;
+    /// How many copy command buffers the post stage cycles through (0 without one): the copy of
+    /// frame f reuses the buffer of frame f − this.
+    pub fn copy_buffers(&self) -> usize {
+        self.post.as_ref().map_or(0, |p| p.copy_cmds.len())
+    }
+
+    /// Post stage, off Vulkan's queue: submit the copies of `jobs` (each frame's output, or its
+    /// scene, to its destination) in ONE vkQueueSubmit, one batch per copy in order, each with its
+    /// sync (wait `posted`, signal `presented`; [`crate::sync::FrameSync::copy_sync`]) plus the
+    /// target's own waits and signals (swapchain acquire / present). A post batch's P copies go
+    /// together this way. The caller made sure each index's copy command buffer is free: its last
+    /// user, the copy of frame f − [`Self::copy_buffers`], finished (`presented` reached it); the
+    /// jobs are fewer than the ring, so no two share a buffer.
+    pub fn copy(&mut self, jobs: &[CopyJob<'_>]) -> Result<(), DrawError> {
         let stage = self
             .post
             .as_mut()
             .ok_or_else(|| SyncError::Bridge("internal: a post copy without Renderer::attach_post".into()))?;
-        let cmd = stage.copy_cmds[index];
-        if let Some(t) = stage.copy_timer.as_mut() {
-            t.prepare(index, frame);
+        if jobs.len() >= stage.copy_cmds.len() {
+            return Err(SyncError::Bridge(format!(
+                "internal: {} copies at once, {} copy command buffers",
+                jobs.len(),
+                stage.copy_cmds.len()
+            ))
+            .into());
         }
         let d = &self.ctx.device;
-        // SAFETY: the throttle saw `presented` ≥ f+1−F, so this index's last copy has finished;
-        // the pool allows resets; every handle recorded outlives the submission (teardown order).
-        unsafe {
-            d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()).call("vkResetCommandBuffer")?;
-            d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
-                .call("vkBeginCommandBuffer")?;
-            if let Some(t) = stage.copy_timer.as_ref() {
-                t.record_begin(cmd, index, vk::PipelineStageFlags::TRANSFER);
+        let mut recorded = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let index = (job.frame % stage.copy_cmds.len() as u64) as usize;
+            let cmd = stage.copy_cmds[index];
+            if let Some(t) = stage.copy_timer.as_mut() {
+                t.prepare(index, job.frame);
             }
-            post.images.cmd_copy_out(cmd, post.pair, post.source, &post.dest);
-            if let Some(t) = stage.copy_timer.as_ref() {
-                t.end(cmd, index);
+            // SAFETY: the caller saw this index's last copy (frame f − copy_buffers) finish;
+            // the pool allows resets; every handle recorded outlives the submission (teardown
+            // order).
+            unsafe {
+                d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty())
+                    .call("vkResetCommandBuffer")?;
+                d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
+                    .call("vkBeginCommandBuffer")?;
+                if let Some(t) = stage.copy_timer.as_ref() {
+                    t.record_begin(cmd, index, vk::PipelineStageFlags::TRANSFER);
+                }
+                job.post.images.cmd_copy_out(cmd, job.post.pair, job.post.source, &job.post.dest);
+                if let Some(t) = stage.copy_timer.as_ref() {
+                    t.end(cmd, index);
+                }
+                d.end_command_buffer(cmd).call("vkEndCommandBuffer")?;
             }
-            d.end_command_buffer(cmd).call("vkEndCommandBuffer")?;
+            let waits: Vec<_> = job
+                .sync
+                .waits
+                .iter()
+                .copied()
+                .chain(job.waits.iter().map(|&(s, stage)| (s, 0, stage)))
+                .collect();
+            let signals: Vec<_> =
+                job.sync.signals.iter().copied().chain(job.signals.iter().map(|&s| (s, 0))).collect();
+            recorded.push((index, cmd, waits, signals));
         }
-        submit(&self.ctx, cmd, sync, extra_waits, extra_signals)?;
+        let batches: Vec<_> = recorded
+            .iter()
+            .map(|(_, cmd, waits, signals)| QueueBatch { cmd: *cmd, waits, signals })
+            .collect();
+        self.ctx.submit_each(&batches, vk::Fence::null())?;
         if let Some(t) = stage.copy_timer.as_mut() {
-            t.submitted(index);
+            for (index, ..) in &recorded {
+                t.submitted(*index);
+            }
         }
         Ok(())
     }

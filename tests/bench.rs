@@ -391,7 +391,8 @@ fn replot_draws_a_csv_again_in_family_colours() {
 
 /// `vkhip bench --preset post` (issue 24, item 5): each grid (256²@320x180, 1024²@1280x720) gets
 /// the GPU limit, vulkan without post, and `--post outline` on vulkan, cuda-in-vulkan and cuda
-/// (their default sync), each again with GPU timing on for the latency.
+/// (their default sync), each again with GPU timing on for the latency, then cuda with
+/// `--post-batch 1` and 4, untimed and timed.
 #[test]
 fn the_post_preset_has_its_cells() {
     use clap::Parser as _;
@@ -421,6 +422,10 @@ fn the_post_preset_has_its_cells() {
                 format!("vulkan post, timed @ {g}@{s}: vulkan --post outline {at}"),
                 format!("cuda-in-vulkan post, timed @ {g}@{s}: cuda-in-vulkan --post outline {at}"),
                 format!("cuda post (default sync), timed @ {g}@{s}: cuda --post outline {at}"),
+                format!("cuda post, post batch 1 @ {g}@{s}: cuda --post outline --post-batch 1 --gpu-timing off {at}"),
+                format!("cuda post, post batch 1, timed @ {g}@{s}: cuda --post outline --post-batch 1 {at}"),
+                format!("cuda post, post batch 4 @ {g}@{s}: cuda --post outline --post-batch 4 --gpu-timing off {at}"),
+                format!("cuda post, post batch 4, timed @ {g}@{s}: cuda --post outline --post-batch 4 {at}"),
             ]
         })
         .collect();

@@ -164,6 +164,55 @@ fn unsupported_post_modes_are_refused_with_one_line() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
+/// `--post-batch P` > 1 batches the hand-offs of cuda and hip only: on Vulkan's queue, for cpu,
+/// without `--post`, above K and in a window it is refused before anything runs (one line, exit
+/// 2); P = 1 runs everywhere, and verify then checks every frame.
+#[test]
+fn post_batch_is_refused_where_it_means_nothing() {
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--backend", "cpu", "--post", "outline"],
+            "--post-batch 2: --backend cpu filters without a hand-off",
+        ),
+        (
+            &["--backend", "vulkan", "--post", "outline"],
+            "--post-batch 2: --backend vulkan filters without a hand-off",
+        ),
+        (&["--backend", "cpu"], "--post-batch 2: it batches the post stage's hand-offs; add --post outline"),
+        (&["--backend", "cpu", "--post", "outline", "--sync", "none"], "--post-batch 2: --backend cpu"),
+        (&["--backend", "vulkan", "--post", "outline", "--slots", "1"], "--post-batch 2: --backend vulkan"),
+    ];
+    for (args, want) in cases {
+        let o = run(vkhip().args(["--headless", "--frames", "2", "--post-batch", "2"]).args(args));
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let o = run(vkhip().args(["--headless", "--frames", "2", "--post", "outline", "--post-batch", "9"]));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    for backend in ["cpu", "vulkan"] {
+        let o = verify(&[
+            "--backend",
+            backend,
+            "--size",
+            "29x13",
+            "--slots",
+            "3",
+            "--frames",
+            "5",
+            "--post-batch",
+            "1",
+        ]);
+        assert_ok(&o, backend);
+        let line = summary(&o);
+        assert!(
+            line.starts_with("verify: PASS") && line.ends_with("post_batch=1 post_frames=5"),
+            "{backend}: {line}"
+        );
+    }
+}
+
 /// `--sync none` with a post stage runs and writes a trace with the post stage's spans for every
 /// frame, in which the checker finds races (the post stage's own rules are helper post-profile's,
 /// tests/trace.rs).

@@ -137,7 +137,10 @@ pub fn throttle(session: &Session, frame: u64, marks: &mut RenderMarks) -> Resul
 }
 
 /// Compute + draw of frame `frame` (after [`throttle`]): hand over the frames due now, with
-/// `params` for each (see [`Clock::due_params`]), then draw frame `frame`.
+/// `params` for each (see [`Clock::due_params`]), then draw frame `frame`. With a post stage off
+/// Vulkan's queue, when frame `frame` ends a post batch: hand its filters over and submit their
+/// copies. Returns the frames whose copies were submitted (empty without them; see
+/// [`flush_post`] for the last, partial batch).
 pub fn compute_and_draw(
     session: &mut Session,
     renderer: &mut Renderer,
@@ -145,12 +148,11 @@ pub fn compute_and_draw(
     params: &[WaveParams],
     target: &DrawTarget<'_>,
     marks: &mut RenderMarks,
-) -> Result<(), FrameError> {
+) -> Result<std::ops::Range<u64>, FrameError> {
     session.sync.compute(frame, params)?;
     marks.lap(Phase::Handoff);
     let sync = session.sync.draw_sync(frame);
     let slot = session.sync.slot_of(frame);
-    let copy_sync = session.sync.copy_sync(frame);
     let on_queue = session.sync.plan().post_on_queue();
     let Session { sync: fs, post: images, .. } = session;
     let fs = std::cell::RefCell::new(fs);
@@ -197,14 +199,71 @@ pub fn compute_and_draw(
         )
         .map_err(to_frame_error)?;
     let fs = fs.into_inner();
+    let mut copied = frame..frame;
     if post.is_some() {
-        fs.post(frame)?;
-        if let (Some(p), Some(copy)) = (post_frame(post, slot, on_queue, None), copy_sync) {
-            renderer.copy(frame, &p, &copy, &waits, target.extra_signals).map_err(to_frame_error)?;
-        }
+        copied = fs.post(frame)?;
+        // A window's frames are never batched (P = 1): the swapchain's semaphores go with
+        // frame `frame`'s own copy.
+        let (waits, signals): (&[_], &[_]) = (&waits, target.extra_signals);
+        submit_copies(fs, renderer, post, copied.clone(), frame, waits, signals)?;
     }
     marks.lap(Phase::Submit);
-    Ok(())
+    Ok(copied)
+}
+
+/// Post stage off Vulkan's queue, after the frame loop stopped at `frames` frames: hand the last,
+/// partial post batch to the filter and submit its copies (see [`crate::sync`], "The post
+/// stage"). Returns the frames whose copies were submitted; without a post stage, or with
+/// nothing left over, none.
+pub fn flush_post(
+    session: &mut Session,
+    renderer: &mut Renderer,
+    frames: u64,
+    target: &DrawTarget<'_>,
+) -> Result<std::ops::Range<u64>, FrameError> {
+    let Session { sync: fs, post: images, .. } = session;
+    let post = match (images.as_ref(), target.post) {
+        (Some(images), Some(t)) => (images, t),
+        _ => return Ok(frames..frames),
+    };
+    let copied = fs.flush_post(frames)?;
+    submit_copies(fs, renderer, Some(post), copied.clone(), u64::MAX, &[], &[])?;
+    Ok(copied)
+}
+
+/// Submit the copies of `frames` (output → target), each after the post hand-off that filtered
+/// it; the copy of frame `own` also takes the target's swapchain waits and signals.
+fn submit_copies(
+    fs: &crate::sync::FrameSync,
+    renderer: &mut Renderer,
+    post: Option<(&crate::vk::post::PostImages, PostTarget)>,
+    frames: std::ops::Range<u64>,
+    own: u64,
+    waits: &[(vk::Semaphore, vk::PipelineStageFlags)],
+    signals: &[vk::Semaphore],
+) -> Result<(), FrameError> {
+    // The copy command buffers are a ring: the last copy recorded here reuses the buffer of the
+    // copy `ring` frames before it, submitted in an earlier batch; it must have finished.
+    let ring = renderer.copy_buffers() as u64;
+    if !frames.is_empty() && frames.end > ring {
+        fs.wait_presented(frames.end - ring)?;
+    }
+    let mut jobs = Vec::with_capacity(frames.clone().count());
+    for g in frames {
+        let (Some(p), Some(copy)) = (post_frame(post, fs.slot_of(g), false, None), fs.copy_sync(g)) else {
+            continue;
+        };
+        let (w, s): (&[_], &[_]) = if g == own { (waits, signals) } else { (&[], &[]) };
+        jobs.push(crate::render::CopyJob { frame: g, post: p, sync: copy, waits: w, signals: s });
+    }
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    // One submission: the batch's copies, in frame order.
+    renderer.copy(&jobs).map_err(|e| match e {
+        DrawError::Vulkan(e) => FrameError::Vulkan(e),
+        DrawError::Compute(e) => FrameError::Sync(e),
+    })
 }
 
 /// Frame `pair`'s post stage for the renderer, if the run has one.

@@ -25,7 +25,7 @@
 //! std::fs::remove_file(&png).unwrap();
 //! ```
 
-use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget, PostTarget};
+use super::frame::{compute_and_draw, flush_post, interrupted, throttle, Clock, DrawTarget, PostTarget};
 use super::profiling::{create_trace_file, FrameProfile};
 use super::report::frame_report;
 use super::session::Session;
@@ -78,7 +78,7 @@ impl Offscreen {
         )?;
         let target = OffscreenTarget::new(&session.ctx, renderer.render_pass.handle, extent)?;
         if let Some(images) = &session.post {
-            renderer.attach_post(images)?;
+            renderer.attach_post(images, session.sync.plan().post_batch)?;
         }
         crate::profile::clock::startup_mark("renderer and target ready");
         Ok(Offscreen { target, renderer, session })
@@ -161,6 +161,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         }
         done = f + 1;
     }
+    // Post batches: the last, partial batch's filters and copies.
+    flush_post(&mut o.session, &mut o.renderer, done, &draw_target)
+        .context("flushing the last post batch")?;
     if done > 0 {
         o.session.sync.wait_rendered(done)?;
     }
@@ -194,6 +197,68 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     failed.map_or(Ok(()), Err)
 }
 
+/// Tests of the post stage: the first usable device, under the validation layer where it is
+/// installed (`who` says which test went without it).
+#[cfg(test)]
+fn post_test_device(who: &str) -> (Arc<crate::vk::device::Context>, crate::vk::device::PhysicalDeviceInfo) {
+    let instance = Arc::new(
+        Instance::new(true, &[])
+            .or_else(|e| {
+                eprintln!("{who}: without the validation layer ({e})");
+                Instance::new(false, &[])
+            })
+            .unwrap(),
+    );
+    let pd = crate::vk::device::enumerate(&instance)
+        .unwrap()
+        .into_iter()
+        .find(|d| d.usable())
+        .expect("a Vulkan device");
+    (crate::vk::device::Context::new(instance, pd.clone(), false).unwrap(), pd)
+}
+
+/// Tests of the post stage: an offscreen run of `plan` put together by hand around `backend`
+/// (attached to `images`' pairs), K `slots` and the pairs, the target `images.extent`.
+#[cfg(test)]
+fn post_test_offscreen(
+    ctx: &Arc<crate::vk::device::Context>,
+    plan: &crate::sync::SyncPlan,
+    mut backend: Box<dyn crate::compute::ComputeBackend>,
+    slots: Vec<crate::vk::external::Slot>,
+    images: crate::vk::post::PostImages,
+    grid: crate::sim::Grid,
+) -> Offscreen {
+    let kind = crate::compute::post::PostKind::Outline;
+    backend.attach_post(crate::app::session::post_resources(&images, kind).unwrap()).unwrap();
+    let sems = crate::sync::FrameSemaphores::new(ctx, plan).unwrap();
+    let extent = images.extent;
+    let sync = crate::sync::FrameSync::new(ctx, plan.clone(), sems, backend).unwrap();
+    let session = Session {
+        sync,
+        post: Some(images),
+        clock: None,
+        slots,
+        ctx: ctx.clone(),
+        grid,
+        device_reason: String::new(),
+        backend_reason: String::new(),
+    };
+    let on_queue = plan.post_on_queue();
+    let mut renderer = Renderer::new(
+        ctx,
+        POST_FORMAT,
+        vk::ImageLayout::GENERAL,
+        &session.slots,
+        plan.frames_in_flight,
+        plan.joined(),
+        on_queue,
+    )
+    .unwrap();
+    renderer.attach_post(session.post.as_ref().unwrap(), plan.post_batch).unwrap();
+    let target = OffscreenTarget::new(ctx, renderer.render_pass.handle, extent).unwrap();
+    Offscreen { target, renderer, session }
+}
+
 /// The post stage's on-Vulkan's-queue frame shape (`vulkan`, `cuda-in-vulkan`: heights → draw →
 /// filter → copy in one command buffer), run end to end on lavapipe with a stand-in filter that
 /// stamps each pair's colour into its output: the capture shows the colour of the last frame's
@@ -206,8 +271,7 @@ mod on_queue_post {
     use crate::compute::post::{PostKind, PostResources, PostSurface};
     use crate::compute::{BackendKind, ComputeBackend, ComputeError, GpuSync, GpuSyncSupport};
     use crate::sim::{Grid, WaveParams};
-    use crate::sync::{FrameSemaphores, FrameSync, SyncMode, SyncPlan, SyncRequest};
-    use crate::vk::device::{enumerate, Context};
+    use crate::sync::{SyncMode, SyncPlan, SyncRequest};
     use crate::vk::external::{Slot, SlotMemory};
     use crate::vk::post::{PostAccess, PostImages};
     use crate::vk::target::subresource;
@@ -293,16 +357,7 @@ mod on_queue_post {
     fn the_filter_of_each_pair_is_recorded_before_the_copy_in_one_submission() {
         // Under the validation layer where it is installed (synchronization validation on): the
         // shape's barriers must satisfy it too.
-        let instance = Arc::new(
-            Instance::new(true, &[])
-                .or_else(|e| {
-                    eprintln!("on_queue_post: without the validation layer ({e})");
-                    Instance::new(false, &[])
-                })
-                .unwrap(),
-        );
-        let pd = enumerate(&instance).unwrap().into_iter().find(|d| d.usable()).expect("a Vulkan device");
-        let ctx = Context::new(instance, pd.clone(), false).unwrap();
+        let (ctx, pd) = post_test_device("on_queue_post");
         let extent = vk::Extent2D { width: 24, height: 16 };
         let grid = Grid { width: 16, height: 16 };
         for (k, frames) in [(1usize, 3u64), (3, 7), (4, 6)] {
@@ -316,38 +371,11 @@ mod on_queue_post {
             let slots: Vec<Slot> = (0..k)
                 .map(|_| Slot::new(&ctx, grid.bytes(), SlotMemory::DeviceLocal, false).unwrap())
                 .collect();
-            let sems = FrameSemaphores::new(&ctx, &plan).unwrap();
             let images = PostImages::new(&ctx, extent, k, PostAccess::Images).unwrap();
             let recorded = Arc::new(Mutex::new(Vec::new()));
-            let mut backend =
+            let backend =
                 StandIn { device: ctx.device.clone(), outputs: Vec::new(), recorded: recorded.clone() };
-            backend
-                .attach_post(crate::app::session::post_resources(&images, PostKind::Outline).unwrap())
-                .unwrap();
-            let sync = FrameSync::new(&ctx, plan.clone(), sems, Box::new(backend)).unwrap();
-            let session = Session {
-                sync,
-                post: Some(images),
-                clock: None,
-                slots,
-                ctx: ctx.clone(),
-                grid,
-                device_reason: String::new(),
-                backend_reason: String::new(),
-            };
-            let mut renderer = Renderer::new(
-                &ctx,
-                POST_FORMAT,
-                vk::ImageLayout::GENERAL,
-                &session.slots,
-                plan.frames_in_flight,
-                true,
-                true,
-            )
-            .unwrap();
-            renderer.attach_post(session.post.as_ref().unwrap()).unwrap();
-            let target = OffscreenTarget::new(&ctx, renderer.render_pass.handle, extent).unwrap();
-            let mut o = Offscreen { target, renderer, session };
+            let mut o = post_test_offscreen(&ctx, &plan, Box::new(backend), slots, images, grid);
             let draw_target = o.draw_target();
             for f in 0..frames {
                 let mut marks = RenderMarks::start(f);
@@ -392,6 +420,103 @@ mod on_queue_post {
                     assert!(ticks(filter.end) <= ticks(copy.start), "K={k} frame {f}: filter → copy");
                 }
             }
+        }
+        if crate::vk::instance::validation_ran() {
+            let v = crate::vk::instance::ValidationCounts::current();
+            assert_eq!((v.errors, v.warnings), (0, 0), "validation: {v}");
+        }
+    }
+}
+
+/// Post batches off Vulkan's queue, end to end on lavapipe: the bridged protocol of `hip` (host
+/// waits, `post_and_wait`, host signals), with the cpu backend's host filter standing in for the
+/// HIP kernel (the plan is resolved for `--backend hip --sync bridged`, so `--post-batch P`
+/// applies). Every frame's output, read back when its batch's copies were submitted (and after the
+/// flush of the last, partial batch), is the reference filter of its scene; the capture is the
+/// last frame's; `posted` and `presented` reach the frame count, and the flush cannot hang.
+#[cfg(test)]
+mod bridged_post_batch {
+    use super::*;
+    use crate::compute::cpu::CpuBackend;
+    use crate::compute::post::{outline_reference, PostKind};
+    use crate::compute::BackendKind;
+    use crate::sim::{Grid, WaveParams};
+    use crate::sync::{SyncMode, SyncPlan, SyncRequest};
+    use crate::vk::external::{Slot, SlotMemory};
+    use crate::vk::post::{PostAccess, PostImages};
+
+    #[test]
+    fn every_frame_of_every_post_batch_is_filtered_and_copied_out() {
+        // Under the validation layer where it is installed: a copy command buffer reused while
+        // its last copy runs, or a missing wait, shows there.
+        let (ctx, pd) = post_test_device("bridged_post_batch");
+        let extent = vk::Extent2D { width: 23, height: 17 };
+        let grid = Grid { width: 16, height: 16 };
+        for (k, p, frames) in [(3usize, 3u32, 7u64), (4, 2, 5), (8, 8, 11), (5, 3, 5), (2, 1, 3), (1, 1, 2)] {
+            let ctx_s = format!("K={k} P={p} frames={frames}");
+            let req = SyncRequest {
+                slots: Some(k as u32),
+                post: PostKind::Outline,
+                post_batch: Some(p),
+                ..SyncRequest::mode(SyncMode::Bridged)
+            };
+            let plan = SyncPlan::resolve(&req, BackendKind::Hip, &pd).unwrap();
+            assert_eq!((plan.post_batch, plan.slots), (p as usize, k), "{ctx_s}");
+            let slots: Vec<Slot> = (0..k)
+                .map(|_| Slot::new(&ctx, grid.bytes(), SlotMemory::HostMapped, false).unwrap())
+                .collect();
+            let images = PostImages::new(&ctx, extent, k, PostAccess::Mapped).unwrap();
+            let backend = CpuBackend::new(&slots).unwrap();
+            let mut o = post_test_offscreen(&ctx, &plan, Box::new(backend), slots, images, grid);
+            let draw_target = o.draw_target();
+            let mut checked = 0u64;
+            let mut last_output = Vec::new();
+            let mut check = |s: &Session, copied: std::ops::Range<u64>| {
+                assert_eq!(copied.start, checked, "{ctx_s}: copies in frame order, each once");
+                let (images, t) = (s.post.as_ref().unwrap(), s.sync.sems.post.as_ref().unwrap());
+                for g in copied {
+                    s.sync.wait_presented(g + 1).unwrap();
+                    let waits = [(s.sync.sems.rendered.handle, g + 1), (t.presented.handle, g + 1)];
+                    let pair = s.sync.slot_of(g);
+                    let scene = images.read(pair, Which::Scene, &waits).unwrap();
+                    let output = images.read(pair, Which::Output, &waits).unwrap();
+                    assert!(scene.iter().any(|&v| v != scene[0]), "{ctx_s}: frame {g} drew something");
+                    assert!(
+                        output == outline_reference(&scene, extent.width, extent.height),
+                        "{ctx_s}: frame {g}"
+                    );
+                    last_output = output;
+                    checked = g + 1;
+                }
+            };
+            for f in 0..frames {
+                let mut marks = RenderMarks::start(f);
+                throttle(&o.session, f, &mut marks).unwrap();
+                let params: Vec<_> =
+                    o.session.sync.due(f).map(|g| WaveParams::at_time(grid, g as f64 / 30.0)).collect();
+                let copied =
+                    compute_and_draw(&mut o.session, &mut o.renderer, f, &params, &draw_target, &mut marks)
+                        .unwrap();
+                // Copies only when a batch ends: P frames at once.
+                let ends = (f + 1) % u64::from(p) == 0;
+                assert_eq!(
+                    copied.end - copied.start,
+                    if ends { u64::from(p) } else { 0 },
+                    "{ctx_s}: frame {f}"
+                );
+                check(&o.session, copied);
+            }
+            let flushed = flush_post(&mut o.session, &mut o.renderer, frames, &draw_target).unwrap();
+            assert_eq!(flushed.end, frames, "{ctx_s}");
+            assert!(flushed.end - flushed.start < u64::from(p), "{ctx_s}: {flushed:?}");
+            check(&o.session, flushed);
+            assert_eq!(checked, frames, "{ctx_s}: every frame checked");
+            let pixels = o.target.read_rgba(&ctx, o.target_done(frames)).unwrap();
+            assert!(pixels == last_output, "{ctx_s}: the capture is the last frame's output");
+            let t = o.session.sync.sems.post.as_ref().unwrap();
+            assert_eq!(ctx.timeline_value(t.posted.handle).unwrap(), frames, "{ctx_s}");
+            assert_eq!(ctx.timeline_value(t.presented.handle).unwrap(), frames, "{ctx_s}");
+            o.session.sync.shutdown().unwrap();
         }
         if crate::vk::instance::validation_ran() {
             let v = crate::vk::instance::ValidationCounts::current();

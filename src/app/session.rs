@@ -279,6 +279,7 @@ impl Session {
         let mut request = SyncRequest::from(args);
         if swapchain {
             request.frames_in_flight.get_or_insert(default_frames_in_flight(true) as u32);
+            request.window = true;
         }
         let plan = SyncPlan::resolve(&request, choice.kind, &physical)?;
         let slots_n = plan.slots;

@@ -34,8 +34,9 @@
 //! assert_eq!(verify(&["--corrupt-frame", "2"]), ExitCode::FAILURE);
 //! ```
 
-use super::frame::{compute_and_draw, interrupted, throttle};
+use super::frame::{compute_and_draw, flush_post, interrupted, throttle};
 use super::headless::Offscreen;
+use super::session::Session;
 use crate::cli::{check_dt, VerifyArgs};
 use crate::compute::post::{outline_reference, PostKind};
 use crate::profile::RenderMarks;
@@ -87,7 +88,7 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("poisoning slot {s} for frame {g}"))?;
         }
         let handed: Vec<_> = due.map(params_of).collect();
-        compute_and_draw(session, renderer, f, &handed, &draw_target, &mut t)
+        let copied = compute_and_draw(session, renderer, f, &handed, &draw_target, &mut t)
             .with_context(|| format!("frame {f}"))?;
         let params = params_of(f);
         session.sync.wait_rendered(f + 1)?;
@@ -104,19 +105,11 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
             log::warn!("test hook: corrupted value {i} of slot {slot} in frame {f}");
         }
         log::debug!("frame {f}: computed and drawn in {:?}", t_frame.elapsed());
-        if let (Some(images), Some(t)) = (&session.post, &sems.post) {
-            // Scene and output of the same frame: pair `slot` holds frame f until frame f+K's
-            // draw, which is not submitted before this check.
-            session.sync.wait_presented(f + 1)?;
-            let waits = [(sems.rendered.handle, f + 1), (t.presented.handle, f + 1)];
-            if args.corrupt_frame == Some(f) {
-                images.corrupt_output(slot, &waits)?;
-                log::warn!("test hook: filled output {slot} of frame {f} with magenta");
-            }
-            let scene = images.read(slot, Which::Scene, &waits).context("reading the scene back")?;
-            let output = images.read(slot, Which::Output, &waits).context("reading the output back")?;
-            post.check(f, slot, images.extent, &scene, &output);
-        }
+        // The post stage: every frame copied out by now (on Vulkan's queue, frame f with its
+        // draw; off it, the post batch that frame f ended, if it ended one).
+        let on_queue = session.sync.plan().post_on_queue();
+        let ready = if on_queue { f + 1 } else { copied.end };
+        post.check_copied(session, ready, args.corrupt_frame)?;
         let mut data =
             session.read_slot(slot, &waits).with_context(|| format!("reading slot {slot} back"))?;
         data.truncate(session.grid.len());
@@ -146,12 +139,18 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         frames_done += 1;
     }
     bar.finish_and_clear();
-    let pass = over == 0 && post.over == 0 && frames_done == args.frames;
+    // Post batches: the last, partial batch's filters and copies, then their checks.
+    let Offscreen { session, renderer, .. } = &mut o;
+    let flushed = flush_post(session, renderer, frames_done, &draw_target)?;
+    post.check_copied(session, flushed.end, args.corrupt_frame)?;
+    let post_all = session.post.is_none() || post.frames == frames_done;
+    let pass = over == 0 && post.over == 0 && post_all && frames_done == args.frames;
     let backend = session.sync.backend_kind();
     let mode = session.sync.mode();
     let slots = session.sync.slots();
     let (run_ahead, batch) = (session.sync.plan().run_ahead, session.sync.plan().batch);
     let submit = session.sync.plan().submit.name();
+    let post_batch = session.sync.plan().post_batch;
     session.sync.shutdown()?;
     drop(o);
     if let Some(f) = &first_failure {
@@ -163,8 +162,8 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let post_line = match args.common.post {
         PostKind::None => String::new(),
         kind => format!(
-            " post={kind} size={}x{} texels={} texels_over={} max_channel_diff={}",
-            extent.width, extent.height, post.texels, post.over, post.max_diff
+            " post={kind} size={}x{} texels={} texels_over={} max_channel_diff={} post_batch={post_batch} post_frames={}",
+            extent.width, extent.height, post.texels, post.over, post.max_diff, post.frames
         ),
     };
     // An interrupted run is neither a pass nor a failure of the data (exit 130, see dispatch).
@@ -185,6 +184,8 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
 /// The post stage's check: every frame's output against [`outline_reference`] of its scene.
 #[derive(Default)]
 struct PostCheck {
+    /// Frames checked: every frame before this one.
+    frames: u64,
     texels: u64,
     /// Texels with a channel more than 1/255 off.
     over: u64,
@@ -193,6 +194,29 @@ struct PostCheck {
 }
 
 impl PostCheck {
+    /// Check every frame from [`Self::frames`] up to `ready` (its copy was submitted): read back
+    /// the scene and output of its pair, which holds it until the draw of frame g + K, not
+    /// submitted before this check (a post batch is at most K frames). `corrupt` (test hook):
+    /// fill that frame's output with magenta first.
+    fn check_copied(&mut self, session: &Session, ready: u64, corrupt: Option<u64>) -> anyhow::Result<()> {
+        let sems = &session.sync.sems;
+        let (Some(images), Some(t)) = (&session.post, &sems.post) else { return Ok(()) };
+        for g in self.frames..ready {
+            let pair = session.sync.slot_of(g);
+            session.sync.wait_presented(g + 1)?;
+            let waits = [(sems.rendered.handle, g + 1), (t.presented.handle, g + 1)];
+            if corrupt == Some(g) {
+                images.corrupt_output(pair, &waits)?;
+                log::warn!("test hook: filled output {pair} of frame {g} with magenta");
+            }
+            let scene = images.read(pair, Which::Scene, &waits).context("reading the scene back")?;
+            let output = images.read(pair, Which::Output, &waits).context("reading the output back")?;
+            self.check(g, pair, images.extent, &scene, &output);
+            self.frames = g + 1;
+        }
+        Ok(())
+    }
+
     fn check(&mut self, frame: u64, pair: usize, extent: vk::Extent2D, scene: &[u8], output: &[u8]) {
         let (w, h) = (extent.width, extent.height);
         let expected = outline_reference(scene, w, h);

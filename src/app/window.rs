@@ -168,7 +168,7 @@ impl App<'_> {
         )?;
         let swap_pass = match &session.post {
             Some(images) => {
-                renderer.attach_post(images)?;
+                renderer.attach_post(images, session.sync.plan().post_batch)?;
                 log::info!("post stage {} on: O shows the scene without it", session.sync.post_kind());
                 Some(RenderPass::new(&session.ctx, format.format, vk::ImageLayout::PRESENT_SRC_KHR)?)
             }

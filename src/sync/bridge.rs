@@ -30,8 +30,9 @@ pub(super) struct PostJob {
     /// Host-wait `presented ≥ value` (output `pair`'s previous copy finished; None for the first
     /// K frames and with `--sync none`).
     pub wait_presented: Option<u64>,
-    /// Host-signal `posted = value` after the filter.
-    pub signal_posted: u64,
+    /// Host-signal `posted = value` after the filter (None: a post batch's frame before its
+    /// last, whose filter signals for the whole batch).
+    pub signal_posted: Option<u64>,
 }
 
 /// The post timelines the bridge thread waits on and signals.
@@ -92,7 +93,7 @@ impl Bridge {
                                 log::debug!("bridge thread, post of frame {}: {e}", p.frame);
                                 *fail.lock().unwrap_or_else(|p| p.into_inner()) =
                                     Some(format!("post of frame {}: {e}", p.frame));
-                                release(&ctx, computed, post, (0, p.signal_posted), &rx);
+                                release(&ctx, computed, post, (0, p.signal_posted.unwrap_or(0)), &rx);
                                 break;
                             }
                             continue;
@@ -208,7 +209,9 @@ fn run_post(
     backend.post_and_wait(f, job.pair)?;
     let t2 = host_now_ns();
     span(Phase::PostFilter, t1, t2);
-    ctx.signal_timeline(t.posted, job.signal_posted)?;
+    if let Some(v) = job.signal_posted {
+        ctx.signal_timeline(t.posted, v)?;
+    }
     span(Phase::PostSignal, t2, host_now_ns());
     Ok(())
 }
@@ -227,7 +230,7 @@ fn release(
     for job in rx.try_iter() {
         match job {
             Job::Heights(h) => c = c.max(h.signal_computed),
-            Job::Post(j) => p = p.max(j.signal_posted),
+            Job::Post(j) => p = p.max(j.signal_posted.unwrap_or(0)),
         }
     }
     let raise = |sem: vk::Semaphore, v: u64| {

@@ -155,6 +155,26 @@
 //!    for the swapchain image and signals the present semaphore. `cpu`: it first copies output
 //!    buffer p into output image p.
 //!
+//! ### Post batches (`--post-batch P`, cuda and hip)
+//! Every hand-off between Vulkan and CUDA/HIP switches the GPU between the APIs (≈ 0.16–0.3 ms on
+//! the H100), so the interop backends filter P frames per hand-off ([`plan::SyncPlan::post_batch`];
+//! default K, the most that fits; 1 on Vulkan's queue, for `cpu`, with `--sync none` and in a
+//! window, where P > 1 is refused because P frames would be presented in a burst). Frames
+//! s..s+P−1 (s a multiple of P) are drawn, each signalling `rendered` as above. After draw s+P−1
+//! was submitted, ONE hand-off ([`FrameSync::post`]) filters the P pairs: its first filter waits
+//! `rendered ≥ s+P` and `presented ≥ s+P−K` (the previous copy of the batch's last output; the
+//! others were copied earlier), its last signals `posted = s+P`, the others wait and signal
+//! nothing. Then the P copies are submitted, after that hand-off, in one `vkQueueSubmit` (one
+//! batch per copy, in frame order), each waiting `posted ≥ s+P` and signalling `presented = f+1`. Draw f keeps its wait `posted ≥ f+1−K`, now met by the signal of
+//! the batch holding frame f−K. With P ≤ K every wait is on work submitted before it: the batch
+//! holding f−K was handed over after draw f−K+P−1 < f, and copy s+P−1−K belongs to an earlier
+//! batch, so nothing waits on a hand-off or a submission still to come (on one queue that would
+//! deadlock). The throttle leaves `presented` alone (the copies of the batch being drawn are not
+//! submitted yet; the GPU waits order the pairs); the renderer's ring of F+P copy command buffers
+//! is checked where a batch's copies are recorded (`presented` ≥ end − F − P, a copy of an earlier
+//! batch). A frame reaches the target up to P−1 frames later. When the frame loop stops, the last partial
+//! batch is flushed ([`FrameSync::flush_post`]) before anything waits for the last copy.
+//!
 //! The throttle also host-waits `presented` with `rendered` (the copy is the frame's last
 //! submission, and its command buffer is reused F frames later). Images shared with CUDA/HIP
 //! change hands with the interop crate's ownership barriers, `GENERAL` on both sides of each
@@ -546,14 +566,18 @@ impl FrameSync {
             None
         };
         let mut seen = self.rendered_seen.get();
-        if self.sems.post.is_some() {
-            // The post stage's copy submission is the frame's last: its command buffer (and the
-            // pair's output image) is free once `presented` says so, too.
+        // One post hand-off per frame: the copy submission is the frame's last, and its command
+        // buffer (and the pair's output image) is free once `presented` says so, too. With post
+        // batches the copies of the batch being drawn are not submitted yet; the GPU waits order
+        // the pairs, and the copy command buffers are checked where a batch's copies are
+        // recorded (`presented` ≥ the ring's previous user, [`Self::wait_presented`]).
+        let presented = self.sems.post.is_some() && self.plan.post_batch == 1;
+        if presented {
             seen = seen.min(self.presented_seen.get());
         }
         if let Some(v) = throttle_wait(frame, self.plan.frames_in_flight, seen, handoff) {
             self.wait_rendered(v)?;
-            if self.sems.post.is_some() {
+            if presented {
                 self.wait_presented(v)?;
             }
             self.throttle_waits.set(self.throttle_waits.get() + 1);
@@ -588,11 +612,14 @@ impl FrameSync {
     }
 
     /// Host-wait `presented ≥ value` (post stage; the copies are Vulkan's, so this never waits
-    /// on the compute API).
+    /// on the compute API). Returns at once when the host already saw it.
     pub fn wait_presented(&self, value: u64) -> Result<(), SyncError> {
         let Some(t) = &self.sems.post else {
             return Err(SyncError::Bridge("internal: wait_presented() without --post".into()));
         };
+        if self.presented_seen.get() >= value {
+            return Ok(());
+        }
         self.ctx
             .wait_timeline(t.presented.handle, value, || {
                 format!(
@@ -611,34 +638,56 @@ impl FrameSync {
         self.plan.post
     }
 
-    /// Post stage, after frame `frame`'s draw was submitted: hand the filter of its pair to the
-    /// compute side (see "The post stage"). Nothing on Vulkan's queue, where the draw's command
-    /// buffer recorded it ([`Self::record_post`]).
-    pub fn post(&mut self, frame: u64) -> Result<(), SyncError> {
-        if self.plan.post == PostKind::None || self.plan.post_on_queue() {
-            return Ok(());
+    /// Post stage, after frame `frame`'s draw was submitted: hand the filters of the post batch
+    /// it ends to the compute side (see "The post stage"), and return the frames whose copies are
+    /// now due (empty while the batch is still being drawn; always empty on Vulkan's queue, where
+    /// the draw's command buffer recorded the filter and the copy, [`Self::record_post`]).
+    pub fn post(&mut self, frame: u64) -> Result<std::ops::Range<u64>, SyncError> {
+        let due = self.plan.post_due(frame, self.posted_requested);
+        self.post_batch(due)
+    }
+
+    /// Post stage, at the end of a run of `frames` frames: hand over the last, partial post batch
+    /// (frames drawn whose filters were not handed over yet) and return the frames whose copies
+    /// are now due. Call it once the frame loop stopped, before waiting for the last copy.
+    pub fn flush_post(&mut self, frames: u64) -> Result<std::ops::Range<u64>, SyncError> {
+        let due = self.plan.post_flush(frames, self.posted_requested);
+        self.post_batch(due)
+    }
+
+    /// One post hand-off: filter the pairs of `batch` after one wait (`rendered ≥ end`: every
+    /// scene of the batch is drawn; `presented ≥ end − K`: the previous copy of every output is
+    /// done), signal `posted = end` once after the last filter.
+    fn post_batch(&mut self, batch: std::ops::Range<u64>) -> Result<std::ops::Range<u64>, SyncError> {
+        if self.plan.post == PostKind::None || self.plan.post_on_queue() || batch.is_empty() {
+            return Ok(batch.start..batch.start);
         }
-        let pair = self.slot_of(frame);
-        let k = self.plan.slots as u64;
         let synced = self.plan.mode != SyncMode::Unsynchronized;
-        let wait_rendered = synced.then_some(frame + 1);
-        let wait_presented = (synced && frame >= k).then(|| frame + 1 - k);
-        match (&mut self.driver, self.plan.mode) {
-            (Driver::Inline(b), SyncMode::External) => {
-                let sync = PostSync { wait_rendered, wait_presented, signal_posted: Some(frame + 1) };
-                b.enqueue_post_gpu_synced(frame, pair, sync)?;
+        let end = batch.end;
+        let (first, last) = (batch.start, end - 1);
+        for frame in batch.clone() {
+            let pair = self.slot_of(frame);
+            let wait_rendered = (synced && frame == first).then_some(end);
+            let wait_presented =
+                if synced && frame == first { self.plan.post_wait_presented(&batch) } else { None };
+            let signal_posted = (frame == last).then_some(end);
+            match (&mut self.driver, self.plan.mode) {
+                (Driver::Inline(b), SyncMode::External) => {
+                    let sync = PostSync { wait_rendered, wait_presented, signal_posted };
+                    b.enqueue_post_gpu_synced(frame, pair, sync)?;
+                }
+                (Driver::Bridged(bridge), _) => bridge.send(Job::Post(PostJob {
+                    frame,
+                    pair,
+                    wait_rendered,
+                    wait_presented,
+                    signal_posted,
+                }))?,
+                (_, m) => return Err(SyncError::Bridge(format!("internal: --sync {m} has no post path"))),
             }
-            (Driver::Bridged(bridge), _) => bridge.send(Job::Post(PostJob {
-                frame,
-                pair,
-                wait_rendered,
-                wait_presented,
-                signal_posted: frame + 1,
-            }))?,
-            (_, m) => return Err(SyncError::Bridge(format!("internal: --sync {m} has no post path"))),
         }
-        self.posted_requested = frame + 1;
-        Ok(())
+        self.posted_requested = end;
+        Ok(batch)
     }
 
     /// Post stage on Vulkan's queue: record frame `frame`'s filter into `cmd`, its draw's command
@@ -656,9 +705,11 @@ impl FrameSync {
     }
 
     /// Post stage, off Vulkan's queue: the waits and signals of frame `frame`'s copy
-    /// submission (output → target): wait `posted ≥ f+1` at the transfer stage (nothing with
-    /// `--sync none`), signal `presented = f+1`. None without a post stage, and on Vulkan's
-    /// queue, where the draw's own command buffer copies.
+    /// submission (output → target), made right after the post hand-off that filtered it
+    /// ([`Self::post`], [`Self::flush_post`]): wait `posted` ≥ that hand-off's signal (the end of
+    /// its batch, ≥ f+1) at the transfer stage (nothing with `--sync none`), signal `presented =
+    /// f+1`. None without a post stage, and on Vulkan's queue, where the draw's own command
+    /// buffer copies.
     pub fn copy_sync(&self, frame: u64) -> Option<DrawSync> {
         let t = self.sems.post.as_ref()?;
         if self.plan.post_on_queue() {
@@ -666,7 +717,8 @@ impl FrameSync {
         }
         let mut s = DrawSync::default();
         if self.plan.mode != SyncMode::Unsynchronized {
-            s.waits.push((t.posted.handle, frame + 1, vk::PipelineStageFlags::TRANSFER));
+            let posted = self.posted_requested.max(frame + 1);
+            s.waits.push((t.posted.handle, posted, vk::PipelineStageFlags::TRANSFER));
         }
         s.signals.push((t.presented.handle, frame + 1));
         Some(s)

@@ -142,6 +142,10 @@ pub struct SyncRequest {
     pub submit: Submit,
     /// `--post`: a post-process stage after each draw ([`crate::sync`], "The post stage").
     pub post: PostKind,
+    /// `--post-batch P`; None: [`SyncPlan::post_batch`]'s default.
+    pub post_batch: Option<u32>,
+    /// The run presents to a window (where `--post-batch` > 1 is refused).
+    pub window: bool,
 }
 
 impl SyncRequest {
@@ -157,6 +161,8 @@ impl SyncRequest {
             frames_in_flight: None,
             submit: Submit::Joined,
             post: PostKind::None,
+            post_batch: None,
+            window: false,
         }
     }
 }
@@ -241,6 +247,11 @@ pub struct SyncPlan {
     pub submit: Submit,
     /// `--post`: the post stage after each draw (`none`: none).
     pub post: PostKind,
+    /// P: frames filtered per post hand-off (cuda/hip with `--post`; 1 everywhere else). Frames
+    /// s..s+P−1 (s a multiple of P) are drawn, then one hand-off filters the P pairs (one wait,
+    /// P filters, one signal `posted = s+P`), then their P copies are submitted ([`crate::sync`],
+    /// "The post stage"). Default: K, the most that fits (P ≤ K).
+    pub post_batch: usize,
 }
 
 impl SyncPlan {
@@ -308,6 +319,7 @@ impl SyncPlan {
             }
         }
         let (slots, run_ahead, batch) = shape(req, backend, mode).map_err(refuse)?;
+        let post_batch = post_batch(req, backend, mode, slots).map_err(refuse)?;
         let interop = backend.imports_memory() && !staged;
         let export = match mode {
             SyncMode::External | SyncMode::HostWait if interop && device.timeline_export => Export::Timelines,
@@ -339,6 +351,7 @@ impl SyncPlan {
             fallback,
             submit,
             post: req.post,
+            post_batch,
         })
     }
 
@@ -431,8 +444,37 @@ impl SyncPlan {
         }
         if self.post != PostKind::None {
             s.push_str(&format!(", post {}", self.post));
+            if !self.post_on_queue() && self.backend != BackendKind::Cpu {
+                s.push_str(&format!(", post batch {}", self.post_batch));
+            }
         }
         s
+    }
+
+    /// Post stage off Vulkan's queue: the frames whose filters are handed over once frame
+    /// `frame` was drawn, given that every frame before `posted` was handed over already: the
+    /// whole post batch when `frame` ends one (`frame + 1` a multiple of P), else none. The last
+    /// partial batch is flushed with [`Self::post_flush`].
+    pub fn post_due(&self, frame: u64, posted: u64) -> std::ops::Range<u64> {
+        if (frame + 1) % self.post_batch as u64 == 0 {
+            posted..(frame + 1).max(posted)
+        } else {
+            posted..posted
+        }
+    }
+
+    /// At the end of a run of `frames` frames: the frames drawn but not yet handed to the
+    /// filter (the last, partial post batch), given that every frame before `posted` was.
+    pub fn post_flush(&self, frames: u64, posted: u64) -> std::ops::Range<u64> {
+        posted..frames.max(posted)
+    }
+
+    /// The `presented` value the post hand-off of `batch` waits for before writing its outputs
+    /// (None while none of them was copied out before): the copy of frame end − 1 − K, the
+    /// previous reader of the batch's last pair, is done; the batch's other pairs were copied
+    /// out earlier.
+    pub fn post_wait_presented(&self, batch: &std::ops::Range<u64>) -> Option<u64> {
+        FrameValues { slots: self.slots as u64 }.wait_before_write(batch.end - 1)
     }
 
     /// Whether the post stage runs on Vulkan's queue, recorded into the draw's command buffer
@@ -457,6 +499,44 @@ impl SyncPlan {
     pub fn elide_waits(&self) -> bool {
         self.compute_wait == ComputeWait::Auto && self.waits_across_apis()
     }
+}
+
+/// P for the request (`--post-batch`; see [`SyncPlan::post_batch`]): batching the post hand-offs
+/// exists for the interop backends (cuda, hip), whose filter is one visit of the compute API per
+/// hand-off, and only headless (a window would present P frames in a burst). The default is K,
+/// the most that keeps every draw's wait for the previous filter of its scene on a hand-off that
+/// was made before the draw (P ≤ K); 1 with `--sync none`, on Vulkan's queue and for cpu.
+fn post_batch(
+    req: &SyncRequest,
+    backend: BackendKind,
+    mode: SyncMode,
+    slots: usize,
+) -> Result<usize, String> {
+    let batching = req.post != PostKind::None
+        && matches!(backend, BackendKind::Cuda | BackendKind::Hip)
+        && mode != SyncMode::Unsynchronized
+        && !req.window;
+    let Some(p) = req.post_batch.map(|p| p as usize) else {
+        return Ok(if batching { slots } else { 1 });
+    };
+    if p <= 1 {
+        return Ok(1);
+    }
+    let why = if req.post == PostKind::None {
+        "it batches the post stage's hand-offs; add --post outline".to_string()
+    } else if !matches!(backend, BackendKind::Cuda | BackendKind::Hip) {
+        format!("--backend {backend} filters without a hand-off to another API; post batches are for cuda and hip")
+    } else if mode == SyncMode::Unsynchronized {
+        "--sync none hands each frame's filter over alone; use external or bridged".to_string()
+    } else if req.window {
+        "a window would present P frames in a burst; post batches run headless (run --headless, verify, bench)"
+            .to_string()
+    } else if p > slots {
+        format!("a batch filters P different pairs, so it needs --slots ≥ {p}; got --slots {slots}")
+    } else {
+        return Ok(p);
+    };
+    Err(format!("--post-batch {p}: {why}"))
 }
 
 /// K, R and B for `mode`: the request's values, defaults for the rest, checked against each
@@ -701,6 +781,7 @@ mod tests {
                         fallback: None,
                         submit: Submit::Split,
                         post: PostKind::None,
+                        post_batch: 1,
                     };
                     let mut handed = 0u64;
                     let mut handed_at = vec![];
@@ -776,6 +857,167 @@ mod tests {
             for mode in MODES {
                 if let Ok(p) = plan(req(mode, Some(1), Some(0), Some(1)), backend, &dev) {
                     assert!(!p.joined(), "{backend} {mode}");
+                }
+            }
+        }
+    }
+
+    /// `--post-batch`: the default (K for cuda/hip with `--post`, 1 elsewhere) and every refusal.
+    #[test]
+    fn post_batch_default_and_refusals() {
+        let dev = device(true, true);
+        let post = |b: BackendKind, mode, k: Option<u32>, p: Option<u32>| {
+            let r = SyncRequest { post: PostKind::Outline, post_batch: p, ..req(mode, k, None, None) };
+            plan(r, b, &dev)
+        };
+        for backend in [BackendKind::Cuda, BackendKind::Hip] {
+            for mode in [SyncMode::External, SyncMode::Bridged] {
+                let p = post(backend, mode, None, None).unwrap();
+                assert_eq!(p.post_batch, p.slots, "{backend} {mode}");
+                assert!(p.describe().ends_with(&format!(", post outline, post batch {}", p.slots)));
+                for k in 1..=MAX_SLOTS as u32 {
+                    assert_eq!(post(backend, mode, Some(k), None).unwrap().post_batch, k as usize);
+                    for pb in 1..=k {
+                        assert_eq!(post(backend, mode, Some(k), Some(pb)).unwrap().post_batch, pb as usize);
+                    }
+                    if k < 8 {
+                        let e = post(backend, mode, Some(k), Some(k + 1)).unwrap_err();
+                        assert!(e.contains(&format!("needs --slots ≥ {}", k + 1)), "{e}");
+                    }
+                }
+            }
+            // --sync none: one frame per hand-off by default, and refused above 1.
+            assert_eq!(post(backend, SyncMode::Unsynchronized, None, None).unwrap().post_batch, 1);
+            let e = post(backend, SyncMode::Unsynchronized, None, Some(2)).unwrap_err();
+            assert!(e.contains("--post-batch 2: --sync none"), "{e}");
+            // A window: 1 by default, refused above.
+            let w = |p| SyncRequest {
+                post: PostKind::Outline,
+                post_batch: p,
+                window: true,
+                ..req(SyncMode::Auto, None, None, None)
+            };
+            assert_eq!(plan(w(None), backend, &dev).unwrap().post_batch, 1);
+            let e = plan(w(Some(4)), backend, &dev).unwrap_err();
+            assert!(e.contains("--post-batch 4: a window"), "{e}");
+        }
+        // On Vulkan's queue and for cpu P means nothing: 1, and refused above.
+        for (backend, mode) in [
+            (BackendKind::Vulkan, SyncMode::External),
+            (BackendKind::CudaInVulkan, SyncMode::External),
+            (BackendKind::Cpu, SyncMode::Bridged),
+        ] {
+            let p = post(backend, mode, None, None).unwrap();
+            assert_eq!(p.post_batch, 1);
+            assert!(!p.describe().contains("post batch"), "{}", p.describe());
+            assert_eq!(post(backend, mode, None, Some(1)).unwrap().post_batch, 1);
+            let e = post(backend, mode, None, Some(2)).unwrap_err();
+            assert!(e.contains(&format!("--post-batch 2: --backend {backend}")), "{e}");
+        }
+        // Without --post.
+        let r = SyncRequest { post_batch: Some(2), ..req(SyncMode::Auto, None, None, None) };
+        assert!(plan(r, BackendKind::Cuda, &dev).unwrap_err().contains("add --post outline"));
+        assert_eq!(
+            plan(req(SyncMode::Auto, None, None, None), BackendKind::Cuda, &dev).unwrap().post_batch,
+            1
+        );
+    }
+
+    /// Walk the post stage's schedule for every K ≤ 8, P ≤ K and run length (with the flush of
+    /// the last partial batch), in submission order: draws, post hand-offs and copies. Every wait
+    /// is on a value whose signal was submitted before it (nothing waits on work not yet
+    /// submitted, so one queue cannot deadlock), and each wait covers what the reuse rules need.
+    #[test]
+    fn post_schedule_keeps_its_promises_for_every_k_and_p() {
+        #[derive(Debug)]
+        enum Op {
+            Draw(u64),
+            Post(std::ops::Range<u64>),
+            Copy(u64, u64),
+        }
+        for k in 1..=MAX_SLOTS {
+            for pb in 1..=k {
+                let dev = device(true, true);
+                let r = SyncRequest {
+                    post: PostKind::Outline,
+                    post_batch: Some(pb as u32),
+                    ..req(SyncMode::External, Some(k as u32), None, None)
+                };
+                let p = plan(r, BackendKind::Cuda, &dev).unwrap();
+                assert_eq!(p.post_batch, pb);
+                for frames in 1..=3 * k as u64 + 1 {
+                    let ctx = format!("K={k} P={pb} frames={frames}");
+                    let mut ops = Vec::new();
+                    let mut posted = 0u64;
+                    let hand = |ops: &mut Vec<Op>, batch: std::ops::Range<u64>| {
+                        if batch.is_empty() {
+                            return;
+                        }
+                        ops.push(Op::Post(batch.clone()));
+                        for g in batch.clone() {
+                            ops.push(Op::Copy(g, batch.end));
+                        }
+                    };
+                    for f in 0..frames {
+                        ops.push(Op::Draw(f));
+                        let due = p.post_due(f, posted);
+                        assert!(due.is_empty() || due.end - due.start == pb as u64, "{ctx}: whole batches");
+                        posted = due.end.max(posted);
+                        hand(&mut ops, due);
+                    }
+                    let rest = p.post_flush(frames, posted);
+                    assert!(rest.end - rest.start < pb as u64, "{ctx}: a partial batch");
+                    posted = rest.end.max(posted);
+                    hand(&mut ops, rest);
+                    assert_eq!(posted, frames, "{ctx}: every frame filtered");
+                    // Where each timeline first reaches a value: (op index, value) in order.
+                    let (mut rendered, mut posts, mut presented) = (vec![], vec![], vec![]);
+                    for (i, op) in ops.iter().enumerate() {
+                        match op {
+                            Op::Draw(f) => rendered.push((i, f + 1)),
+                            Op::Post(b) => posts.push((i, b.clone())),
+                            Op::Copy(g, _) => presented.push((i, g + 1)),
+                        }
+                    }
+                    let first_rendered = |v: u64| rendered.iter().find(|&&(_, r)| r >= v).map(|&(i, _)| i);
+                    let first_presented = |v: u64| presented.iter().find(|&&(_, r)| r >= v).map(|&(i, _)| i);
+                    let first_posted = |v: u64| posts.iter().find(|(_, b)| b.end >= v).cloned();
+                    for (i, op) in ops.iter().enumerate() {
+                        match op {
+                            Op::Draw(f) if *f >= k as u64 => {
+                                // Waits posted ≥ f+1−K: the hand-off that filters frame f−K
+                                // (the scene's previous reader), submitted before the draw.
+                                let (j, b) = first_posted(f + 1 - k as u64).expect("posted");
+                                assert!(j < i && b.contains(&(f - k as u64)), "{ctx}: draw {f} on {b:?}");
+                            }
+                            Op::Draw(_) => {}
+                            Op::Post(b) => {
+                                let j = first_rendered(b.end).expect("rendered");
+                                assert!(j < i, "{ctx}: filter {b:?} before its draws");
+                                match p.post_wait_presented(b) {
+                                    Some(v) => {
+                                        assert!(first_presented(v).is_some_and(|j| j < i), "{ctx}: {b:?}");
+                                        // Covers every pair's previous copy, frame g − K.
+                                        assert!(b.clone().all(|g| g < k as u64 || v > g - k as u64), "{ctx}");
+                                    }
+                                    None => assert!(b.end <= k as u64, "{ctx}: {b:?} reuses an output"),
+                                }
+                            }
+                            Op::Copy(g, wait) => {
+                                let (j, b) = first_posted(*wait).expect("posted");
+                                assert!(j < i && b.contains(g), "{ctx}: copy {g} waits for {b:?}");
+                                // The pair's next filter (frame g + K) is handed over after this copy.
+                                if let Some((j, _)) = posts.iter().find(|(_, b)| b.contains(&(g + k as u64)))
+                                {
+                                    assert!(
+                                        *j > i,
+                                        "{ctx}: copy {g} after the filter of frame {}",
+                                        g + k as u64
+                                    );
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }

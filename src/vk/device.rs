@@ -564,22 +564,52 @@ impl Context {
         signals: &[(vk::Semaphore, u64)],
         fence: vk::Fence,
     ) -> Result<(), VkError> {
-        let wait_sems: Vec<_> = waits.iter().map(|w| w.0).collect();
-        let wait_values: Vec<_> = waits.iter().map(|w| w.1).collect();
-        let stages: Vec<_> = waits.iter().map(|w| w.2).collect();
-        let signal_sems: Vec<_> = signals.iter().map(|s| s.0).collect();
-        let signal_values: Vec<_> = signals.iter().map(|s| s.1).collect();
-        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
-            .wait_semaphore_values(&wait_values)
-            .signal_semaphore_values(&signal_values);
-        let cmds = [cmd];
-        let submit = vk::SubmitInfo::default()
-            .wait_semaphores(&wait_sems)
-            .wait_dst_stage_mask(&stages)
-            .command_buffers(&cmds)
-            .signal_semaphores(&signal_sems)
-            .push_next(&mut timeline);
-        self.submit(&[submit], fence)
+        self.submit_each(&[QueueBatch { cmd, waits, signals }], fence)
+    }
+
+    /// One vkQueueSubmit of several batches, each one command buffer with its own waits and
+    /// signals (as [`Self::submit_with`]), then `fence`.
+    pub fn submit_each(&self, batches: &[QueueBatch<'_>], fence: vk::Fence) -> Result<(), VkError> {
+        struct Parts {
+            wait_sems: Vec<vk::Semaphore>,
+            wait_values: Vec<u64>,
+            stages: Vec<vk::PipelineStageFlags>,
+            signal_sems: Vec<vk::Semaphore>,
+            signal_values: Vec<u64>,
+            cmds: [vk::CommandBuffer; 1],
+        }
+        let parts: Vec<Parts> = batches
+            .iter()
+            .map(|b| Parts {
+                wait_sems: b.waits.iter().map(|w| w.0).collect(),
+                wait_values: b.waits.iter().map(|w| w.1).collect(),
+                stages: b.waits.iter().map(|w| w.2).collect(),
+                signal_sems: b.signals.iter().map(|s| s.0).collect(),
+                signal_values: b.signals.iter().map(|s| s.1).collect(),
+                cmds: [b.cmd],
+            })
+            .collect();
+        let mut timelines: Vec<_> = parts
+            .iter()
+            .map(|p| {
+                vk::TimelineSemaphoreSubmitInfo::default()
+                    .wait_semaphore_values(&p.wait_values)
+                    .signal_semaphore_values(&p.signal_values)
+            })
+            .collect();
+        let submits: Vec<_> = parts
+            .iter()
+            .zip(timelines.iter_mut())
+            .map(|(p, timeline)| {
+                vk::SubmitInfo::default()
+                    .wait_semaphores(&p.wait_sems)
+                    .wait_dst_stage_mask(&p.stages)
+                    .command_buffers(&p.cmds)
+                    .signal_semaphores(&p.signal_sems)
+                    .push_next(timeline)
+            })
+            .collect();
+        self.submit(&submits, fence)
     }
 
     /// vkQueueWaitIdle under the queue lock.
@@ -819,4 +849,13 @@ mod tests {
         let u = [0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 1, 2, 3, 4, 5, 6, 7, 8];
         assert_eq!(uuid_string(&u), "12345678-9abc-def0-0102-030405060708");
     }
+}
+
+/// One batch of a [`Context::submit_each`]: a command buffer, its waits (semaphore, value —
+/// ignored for binary ones, stage) and its signals (semaphore, value).
+#[derive(Clone, Copy, Debug)]
+pub struct QueueBatch<'a> {
+    pub cmd: vk::CommandBuffer,
+    pub waits: &'a [(vk::Semaphore, u64, vk::PipelineStageFlags)],
+    pub signals: &'a [(vk::Semaphore, u64)],
 }

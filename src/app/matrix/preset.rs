@@ -54,6 +54,8 @@ pub struct Config {
     /// Run with `--gpu-timing on` whatever the matrix's `--gpu-timing` (the post preset's latency
     /// rows: the draw end → copy end latency needs GPU timestamps).
     pub timed: bool,
+    /// `--post-batch` (None: the default, K for cuda/hip with `--post`).
+    pub post_batch: Option<u32>,
 }
 
 /// The configuration the other rows are compared with first.
@@ -106,6 +108,7 @@ const fn row(
         limit: false,
         post: None,
         timed: false,
+        post_batch: None,
     }
 }
 
@@ -173,9 +176,15 @@ const QUICK_SIZES: &[CellSize] = &[size(64, 64, 160, 90)];
 const VULKAN_POST: Config = outlined(row("", "vulkan", None, N, N, N, None), POST_NATIVE);
 const NVX_POST: Config = outlined(row("", "cuda-in-vulkan", None, N, N, N, None), "cuda-in-vulkan post");
 const CUDA_POST: Config = outlined(row("", "cuda", None, N, N, N, None), "cuda post (default sync)");
+/// One CUDA visit per frame (`--post-batch 1`): what each post hand-off costs.
+const CUDA_POST_P1: Config = Config { post_batch: Some(1), ..outlined(CUDA_POST, "cuda post, post batch 1") };
+/// Half the default batch: latency against switches.
+const CUDA_POST_P4: Config = Config { post_batch: Some(4), ..outlined(CUDA_POST, "cuda post, post batch 4") };
 
 /// The post preset: each backend's default sync with `--post outline`, first untimed (frame
-/// time), then with GPU timing on (latency); vulkan without post for reference.
+/// time), then with GPU timing on (latency); then cuda with `--post-batch 1` (one CUDA visit per
+/// frame) and 4 (half the default P = K), each untimed and timed; vulkan without post for
+/// reference.
 const POST_ROWS: &[Config] = &[
     GPU_ROWS[0],
     VULKAN_POST,
@@ -184,6 +193,10 @@ const POST_ROWS: &[Config] = &[
     timed(VULKAN_POST, POST_NATIVE_TIMED),
     timed(NVX_POST, "cuda-in-vulkan post, timed"),
     timed(CUDA_POST, "cuda post (default sync), timed"),
+    CUDA_POST_P1,
+    timed(CUDA_POST_P1, "cuda post, post batch 1, timed"),
+    CUDA_POST_P4,
+    timed(CUDA_POST_P4, "cuda post, post batch 4, timed"),
 ];
 
 const POST_SIZES: &[CellSize] = &[size(256, 256, 320, 180), size(1024, 1024, 1280, 720)];
@@ -319,15 +332,20 @@ mod tests {
         assert_eq!((p.frames, p.warmup, p.reps), (1000, 100, 3));
         assert_eq!(p.rows[0], GPU_ROWS[0], "native without post, as in the gpu preset");
         let post: Vec<&Config> = p.rows.iter().filter(|c| c.post.is_some()).collect();
-        assert_eq!(post.len(), 6);
+        assert_eq!(post.len(), 10);
         // Every untimed post row has a timed twin: same flags, GPU timing on.
         for c in post.iter().filter(|c| !c.timed) {
-            let twin = post.iter().find(|t| t.timed && t.backend == c.backend).unwrap();
+            let twin = post
+                .iter()
+                .find(|t| t.timed && t.backend == c.backend && t.post_batch == c.post_batch)
+                .unwrap();
             assert_eq!(Config { label: c.label, timed: false, ..**twin }, **c);
             assert_eq!((post_baseline(c), post_baseline(twin)), (POST_NATIVE, POST_NATIVE_TIMED));
         }
         let backends: Vec<&str> = post.iter().filter(|c| !c.timed).map(|c| c.backend).collect();
-        assert_eq!(backends, ["vulkan", "cuda-in-vulkan", "cuda"]);
+        assert_eq!(backends, ["vulkan", "cuda-in-vulkan", "cuda", "cuda", "cuda"]);
+        let batches: Vec<_> = post.iter().filter(|c| c.backend == "cuda").map(|c| c.post_batch).collect();
+        assert_eq!(batches, [None, None, Some(1), Some(1), Some(4), Some(4)]);
         assert!(post.iter().all(|c| c.sync.is_none() && c.slots.is_none()), "default sync");
     }
 
