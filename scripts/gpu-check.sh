@@ -37,7 +37,8 @@
 #      `cargo build --release -p vkhip-interop --examples` puts them)
 #   6f. the post stage (--post outline, issue 24) on every NVIDIA backend (vulkan, cuda,
 #      cuda-in-vulkan): verify at 1280x720 and 333x77 with K = 1 and 3 (one row, in parallel),
-#      and cuda external and bridged with the default post batch (P = K) and --post-batch 1 at
+#      and cuda external and bridged with the default post batch (K/2 external, 1 bridged),
+#      --post-batch 1 and --post-batch K at
 #      333x77 for K = 1, 2, 3, 5, 8 over 2K+1 frames (the last batch partial),
 #      a headless capture per backend compared with vulkan's (compare-png), a run under
 #      --validation with 0 errors, a trace that `BIN trace check` passes (its post line in the
@@ -563,14 +564,16 @@ for backend in vulkan cuda cuda-in-vulkan; do
         done
     done
 done >"$out/sweep-post.list"
-# Post batches (cuda, external and bridged): the default P = K and --post-batch 1, K 1, 2, 3, 5, 8
+# Post batches (cuda, external and bridged): the default P (K/2 external, 1 bridged), --post-batch 1
+# and --post-batch K, for K 1, 2, 3, 5, 8
 # at an odd size, 2K+1 frames (never a multiple of P > 1: the last partial batch is flushed and
 # still checked; verify's line ends with post_batch=P post_frames=2K+1).
 for sync in external bridged; do
-    for pb in default 1; do
+    for pb in default 1 k; do
         for k in 1 2 3 5 8; do
             arg=""
             [ "$pb" = 1 ] && arg="--post-batch 1"
+            [ "$pb" = k ] && arg="--post-batch $k"
             echo "post-cuda-$sync-p$pb-k$k|--backend cuda --sync $sync $arg --post outline --size 333x77 --slots $k --frames $((2 * k + 1))"
         done
     done

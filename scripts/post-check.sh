@@ -82,7 +82,7 @@ for run in $RUNS; do
   log="$OUT/$tag-capture.log"
   png="$OUT/$tag.png"
   trace="$OUT/$tag.json"
-  # 30 frames; 29 where a post batch may apply (no :P given: cuda/hip default to P = K = 8), so
+  # 30 frames; 29 where a post batch may apply (no :P given: cuda external defaults to P = K/2), so
   # the last batch is partial and flushed before the capture.
   frames=30
   [ "$pb" != 1 ] && [ "$sync" != none ] && frames=29

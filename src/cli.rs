@@ -195,7 +195,7 @@ pub struct CommonArgs {
     /// Frames filtered per post hand-off, P (1..=K; cuda and hip with --post, headless): frames
     /// s..s+P−1 are drawn, one hand-off filters them (one wait, P filters, one signal), then their
     /// P copies are submitted. Fewer switches between the APIs, up to P−1 frames more latency.
-    /// Default: K for cuda/hip with --post headless, else 1 (see README, "Post-processing").
+    /// Default: K/2 for cuda/hip with --post and --sync external, headless; else 1 (see README, "Post-processing").
     #[arg(long, value_name = "P", value_parser = clap::value_parser!(u32).range(1..=8))]
     pub post_batch: Option<u32>,
     /// Grid size WxH (each side 2..=16384).
@@ -335,7 +335,7 @@ Presets:
   quick  a CI-sized matrix for lavapipe: vulkan/external, cpu/bridged, cpu/bridged K=4 R=2 B=2 at
          64x64@160x90; 60 frames + 10 warm-up, 2 repetitions.
   post   the post stage: --post outline with vulkan (the Vulkan-shader baseline), cuda-in-vulkan
-         and cuda (default sync), then cuda with --post-batch 1 and 4, each also as a run with
+         and cuda (default sync), then cuda with --post-batch 1 and 8, each also as a run with
          --gpu-timing on for its latency (draw end → copy end), and vulkan without post;
          256x256@320x180 and 1024x1024@1280x720;
          1000 frames + 100 warm-up, 3 repetitions.

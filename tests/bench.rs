@@ -424,8 +424,8 @@ fn the_post_preset_has_its_cells() {
                 format!("cuda post (default sync), timed @ {g}@{s}: cuda --post outline {at}"),
                 format!("cuda post, post batch 1 @ {g}@{s}: cuda --post outline --post-batch 1 --gpu-timing off {at}"),
                 format!("cuda post, post batch 1, timed @ {g}@{s}: cuda --post outline --post-batch 1 {at}"),
-                format!("cuda post, post batch 4 @ {g}@{s}: cuda --post outline --post-batch 4 --gpu-timing off {at}"),
-                format!("cuda post, post batch 4, timed @ {g}@{s}: cuda --post outline --post-batch 4 {at}"),
+                format!("cuda post, post batch 8 @ {g}@{s}: cuda --post outline --post-batch 8 --gpu-timing off {at}"),
+                format!("cuda post, post batch 8, timed @ {g}@{s}: cuda --post outline --post-batch 8 {at}"),
             ]
         })
         .collect();

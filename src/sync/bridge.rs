@@ -81,12 +81,22 @@ impl Bridge {
             .name("vkhip-bridge".into())
             .spawn(move || {
                 let mut gpu_spans = Vec::new();
+                // The last value this thread host-signalled on `posted` (0: none yet).
+                let mut last_posted = 0;
                 for job in rx.iter() {
                     let job = match job {
                         Job::Heights(h) => h,
                         Job::Post(p) => {
                             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                run_post(&ctx, rendered, post, &p, backend.as_mut(), &span_tx)
+                                run_post(
+                                    &ctx,
+                                    rendered,
+                                    post,
+                                    &p,
+                                    backend.as_mut(),
+                                    &span_tx,
+                                    &mut last_posted,
+                                )
                             }))
                             .unwrap_or_else(|_| Err(SyncError::Bridge("the post filter panicked".into())));
                             if let Err(e) = outcome {
@@ -185,6 +195,7 @@ fn run_post(
     job: &PostJob,
     backend: &mut dyn ComputeBackend,
     span_tx: &mpsc::SyncSender<Span>,
+    last_posted: &mut u64,
 ) -> Result<(), SyncError> {
     let Some(t) = post else {
         return Err(SyncError::Bridge("internal: a post job without the post timelines".into()));
@@ -210,7 +221,20 @@ fn run_post(
     let t2 = host_now_ns();
     span(Phase::PostFilter, t1, t2);
     if let Some(v) = job.signal_posted {
+        // The copies that waited for the previous signal: done already in practice (they were
+        // submitted before the draws this job waited for). Host-waiting them lets the Khronos
+        // layer 1.3.239 retire those waits and so its record of the previous host signal; without
+        // it, with post batches (nothing else host-waits `presented` then), every host signal of
+        // `posted` was reported as exceeding a "pending" one (VUID-VkSemaphoreSignalInfo-value-03259,
+        // on the H100), although no queue signals `posted` in this mode.
+        if *last_posted > 0 {
+            let done = *last_posted;
+            ctx.wait_timeline(t.presented, done, || {
+                format!("'presented' ≥ {done} (the copies behind 'posted' = {done}) on the bridge thread")
+            })?;
+        }
         ctx.signal_timeline(t.posted, v)?;
+        *last_posted = v;
     }
     span(Phase::PostSignal, t2, host_now_ns());
     Ok(())

@@ -158,7 +158,7 @@
 //! ### Post batches (`--post-batch P`, cuda and hip)
 //! Every hand-off between Vulkan and CUDA/HIP switches the GPU between the APIs (≈ 0.16–0.3 ms on
 //! the H100), so the interop backends filter P frames per hand-off ([`plan::SyncPlan::post_batch`];
-//! default K, the most that fits; 1 on Vulkan's queue, for `cpu`, with `--sync none` and in a
+//! default K/2 with `--sync external`, 1 in `bridged`; 1 on Vulkan's queue, for `cpu`, with `--sync none` and in a
 //! window, where P > 1 is refused because P frames would be presented in a burst). Frames
 //! s..s+P−1 (s a multiple of P) are drawn, each signalling `rendered` as above. After draw s+P−1
 //! was submitted, ONE hand-off ([`FrameSync::post`]) filters the P pairs: its first filter waits

@@ -503,9 +503,11 @@ impl SyncPlan {
 
 /// P for the request (`--post-batch`; see [`SyncPlan::post_batch`]): batching the post hand-offs
 /// exists for the interop backends (cuda, hip), whose filter is one visit of the compute API per
-/// hand-off, and only headless (a window would present P frames in a burst). The default is K,
-/// the most that keeps every draw's wait for the previous filter of its scene on a hand-off that
-/// was made before the draw (P ≤ K); 1 with `--sync none`, on Vulkan's queue and for cpu.
+/// hand-off, and only headless (a window would present P frames in a burst). At most K, the most
+/// that keeps every draw's wait for the previous filter of its scene on a hand-off that
+/// was made before the draw (P ≤ K). The default is K/2 with `--sync external` (the latency of
+/// P = K buys almost nothing more), 1 in `bridged`, with `--sync none`, on Vulkan's queue and for
+/// cpu.
 fn post_batch(
     req: &SyncRequest,
     backend: BackendKind,
@@ -517,7 +519,10 @@ fn post_batch(
         && mode != SyncMode::Unsynchronized
         && !req.window;
     let Some(p) = req.post_batch.map(|p| p as usize) else {
-        return Ok(if batching { slots } else { 1 });
+        // K/2 with GPU-side sync: on the H100 (BENCHMARKS.md, 2026-11-25 evening) P = 4 of K = 8
+        // gave 1.07× the Vulkan-shader post at 1024² against 1.06× for P = 8, at a third of the
+        // latency (p50 2.7 ms against 9.2 ms). Bridged hand-offs keep P = 1 unless asked.
+        return Ok(if batching && mode == SyncMode::External { (slots / 2).max(1) } else { 1 });
     };
     if p <= 1 {
         return Ok(1);
@@ -862,7 +867,8 @@ mod tests {
         }
     }
 
-    /// `--post-batch`: the default (K for cuda/hip with `--post`, 1 elsewhere) and every refusal.
+    /// `--post-batch`: the default (K/2 for cuda/hip with `--post` and `--sync external`, 1 elsewhere)
+    /// and every refusal.
     #[test]
     fn post_batch_default_and_refusals() {
         let dev = device(true, true);
@@ -872,11 +878,12 @@ mod tests {
         };
         for backend in [BackendKind::Cuda, BackendKind::Hip] {
             for mode in [SyncMode::External, SyncMode::Bridged] {
+                let default_p = |k: usize| if mode == SyncMode::External { (k / 2).max(1) } else { 1 };
                 let p = post(backend, mode, None, None).unwrap();
-                assert_eq!(p.post_batch, p.slots, "{backend} {mode}");
-                assert!(p.describe().ends_with(&format!(", post outline, post batch {}", p.slots)));
+                assert_eq!(p.post_batch, default_p(p.slots), "{backend} {mode}");
+                assert!(p.describe().ends_with(&format!(", post outline, post batch {}", p.post_batch)));
                 for k in 1..=MAX_SLOTS as u32 {
-                    assert_eq!(post(backend, mode, Some(k), None).unwrap().post_batch, k as usize);
+                    assert_eq!(post(backend, mode, Some(k), None).unwrap().post_batch, default_p(k as usize));
                     for pb in 1..=k {
                         assert_eq!(post(backend, mode, Some(k), Some(pb)).unwrap().post_batch, pb as usize);
                     }

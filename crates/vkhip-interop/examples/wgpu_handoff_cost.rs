@@ -356,12 +356,6 @@ fn run(a: &Args) -> Res<()> {
             unsafe { d.queue_submit(queue, &[submit], vk::Fence::null()) }.map_err(vkerr("vkQueueSubmit"))?;
             if f + 1 >= k {
                 read.wait(values.signal(f + 1 - k), WAIT)?;
-                if handoff {
-                    // Already reached (that submission waited for it), so no real wait: it tells the
-                    // Khronos layer, which cannot see CUDA's signal, that the submission it gated
-                    // has run, so re-recording its command buffer is not reported as in use.
-                    written.wait(values.signal(f + 1 - k), WAIT)?;
-                }
             }
             Ok(())
         })?;

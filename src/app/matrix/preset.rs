@@ -178,12 +178,12 @@ const NVX_POST: Config = outlined(row("", "cuda-in-vulkan", None, N, N, N, None)
 const CUDA_POST: Config = outlined(row("", "cuda", None, N, N, N, None), "cuda post (default sync)");
 /// One CUDA visit per frame (`--post-batch 1`): what each post hand-off costs.
 const CUDA_POST_P1: Config = Config { post_batch: Some(1), ..outlined(CUDA_POST, "cuda post, post batch 1") };
-/// Half the default batch: latency against switches.
-const CUDA_POST_P4: Config = Config { post_batch: Some(4), ..outlined(CUDA_POST, "cuda post, post batch 4") };
+/// Twice the default batch (P = K = 8): latency against switches.
+const CUDA_POST_P8: Config = Config { post_batch: Some(8), ..outlined(CUDA_POST, "cuda post, post batch 8") };
 
 /// The post preset: each backend's default sync with `--post outline`, first untimed (frame
 /// time), then with GPU timing on (latency); then cuda with `--post-batch 1` (one CUDA visit per
-/// frame) and 4 (half the default P = K), each untimed and timed; vulkan without post for
+/// frame) and 8 (P = K, twice the default K/2), each untimed and timed; vulkan without post for
 /// reference.
 const POST_ROWS: &[Config] = &[
     GPU_ROWS[0],
@@ -195,8 +195,8 @@ const POST_ROWS: &[Config] = &[
     timed(CUDA_POST, "cuda post (default sync), timed"),
     CUDA_POST_P1,
     timed(CUDA_POST_P1, "cuda post, post batch 1, timed"),
-    CUDA_POST_P4,
-    timed(CUDA_POST_P4, "cuda post, post batch 4, timed"),
+    CUDA_POST_P8,
+    timed(CUDA_POST_P8, "cuda post, post batch 8, timed"),
 ];
 
 const POST_SIZES: &[CellSize] = &[size(256, 256, 320, 180), size(1024, 1024, 1280, 720)];
