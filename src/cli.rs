@@ -189,7 +189,7 @@ pub struct CommonArgs {
     pub memory: MemoryArg,
     /// A post-process stage after the draw (README, "Post-processing"): the compute backend
     /// filters each rendered frame into a second image, which Vulkan presents or captures
-    /// (external, bridged and none sync; O toggles it in a window).
+    /// (every --sync mode; zero-copy memory only; O toggles it in a window).
     #[arg(long, value_enum, default_value_t = PostKind::None)]
     pub post: PostKind,
     /// Frames filtered per post hand-off, P (1..=K; cuda and hip with --post, headless): frames

@@ -147,8 +147,11 @@
 //!    - `none`: the bridge thread filters without waiting, and neither the draw nor the copy
 //!      waits for `posted`: scenes are read while drawn and outputs copied while written, which
 //!      `vkhip trace check` reports.
-//!    - `binary`, `blocking`, `host-wait` have no post protocol and are refused, as are
-//!      `--memory staged` runs ([`plan::post_refusal`]).
+//!    - `binary`, `blocking`, `host-wait` (the reference samples' height schemes, which have no
+//!      post stage of their own): the render thread, right after the draw, host-waits
+//!      `rendered` and `presented`, runs `post_and_wait`, and host-signals `posted`, as
+//!      `blocking` does the heights. On Vulkan's queue the draw's command buffer filters, as
+//!      in every mode. `--memory staged` runs are refused ([`plan::post_refusal`]).
 //! 3. **copy f** (off the queue, its own submission, [`FrameSync::copy_sync`]) waits `posted ≥
 //!    f+1` at the transfer stage, copies (or, to a swapchain image of another format or size,
 //!    blits) output p to the target, and signals `presented = f+1`; in a window it also waits
@@ -675,6 +678,39 @@ impl FrameSync {
                 (Driver::Inline(b), SyncMode::External) => {
                     let sync = PostSync { wait_rendered, wait_presented, signal_posted };
                     b.enqueue_post_gpu_synced(frame, pair, sync)?;
+                }
+                // The reference samples' height schemes have no post protocol of their own: the
+                // render thread runs the post hand-off host-synchronously, as `blocking` does the
+                // heights (host-wait the Vulkan-signalled values, filter and wait, host-signal).
+                (Driver::Inline(b), SyncMode::Binary | SyncMode::Blocking | SyncMode::HostWait) => {
+                    let post = self.sems.post.as_ref().ok_or_else(|| {
+                        SyncError::Bridge("internal: a post hand-off without the post timelines".into())
+                    })?;
+                    let t0 = host_now_ns();
+                    if let Some(v) = wait_rendered {
+                        self.ctx.wait_timeline(self.sems.rendered.handle, v, || {
+                            format!("'rendered' ≥ {v} (scene of frame {frame}) before its filter")
+                        })?;
+                    }
+                    if let Some(v) = wait_presented {
+                        self.ctx.wait_timeline(post.presented.handle, v, || {
+                            format!("'presented' ≥ {v} (frame {} copied out) before the filter", v - 1)
+                        })?;
+                    }
+                    let t1 = host_now_ns();
+                    b.post_and_wait(frame, pair)?;
+                    let t2 = host_now_ns();
+                    if let Some(v) = signal_posted {
+                        self.ctx.signal_timeline(post.posted.handle, v)?;
+                    }
+                    let t3 = host_now_ns();
+                    for (phase, a, z) in
+                        [(Phase::PostWait, t0, t1), (Phase::PostFilter, t1, t2), (Phase::PostSignal, t2, t3)]
+                    {
+                        if self.local_spans.len() < SPAN_BUFFER {
+                            self.local_spans.push(Span::host(frame, Track::Compute, phase, a, z));
+                        }
+                    }
                 }
                 (Driver::Bridged(bridge), _) => bridge.send(Job::Post(PostJob {
                     frame,

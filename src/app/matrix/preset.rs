@@ -345,7 +345,7 @@ mod tests {
         let backends: Vec<&str> = post.iter().filter(|c| !c.timed).map(|c| c.backend).collect();
         assert_eq!(backends, ["vulkan", "cuda-in-vulkan", "cuda", "cuda", "cuda"]);
         let batches: Vec<_> = post.iter().filter(|c| c.backend == "cuda").map(|c| c.post_batch).collect();
-        assert_eq!(batches, [None, None, Some(1), Some(1), Some(4), Some(4)]);
+        assert_eq!(batches, [None, None, Some(1), Some(1), Some(8), Some(8)]);
         assert!(post.iter().all(|c| c.sync.is_none() && c.slots.is_none()), "default sync");
     }
 
