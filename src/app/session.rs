@@ -365,7 +365,10 @@ impl Session {
             };
             let images = PostImages::new(&ctx, post_extent, plan.slots, access)?;
             let mut resources = post_resources(&images, plan.post)?;
-            if export_sems {
+            // Only the timelines a GPU-synced post waits on and signals (`external`; `host-wait`
+            // imports timelines too); with binary pairs they are not exportable, and the post
+            // hand-off runs host-synchronously.
+            if export_sems && plan.export == Export::Timelines {
                 if let Some(t) = &sems.post {
                     resources.semaphores =
                         Some(PostSemaphores { posted: t.posted.export()?, presented: t.presented.export()? });
