@@ -1,0 +1,18 @@
+//! A frame-sync profiler for programs that hand work between Vulkan and CUDA, HIP or wgpu.
+//!
+//! (The adopter's guide and first example are written with the capture API: see
+//! `Profiler`.)
+#![warn(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+
+pub mod analysis;
+pub mod check;
+pub mod clock;
+pub mod model;
+pub mod perfetto;
+pub mod report;
+
+pub use model::{
+    Access, AccessKind, Api, Item, Names, ResourceId, Scope, SemaphoreId, Sink, Sync, SyncKind, Timeline,
+    TrackId,
+};
