@@ -1,1 +1,374 @@
-//! (to be written)
+//! One streaming pass over the timeline, in constant memory: the hazard checker
+//! ([`crate::check`](mod@crate::check)), the hand-offs, per-scope statistics and the frame
+//! figures. The result is a [`Summary`], which [`crate::report`] prints and tests read.
+//!
+//! - **Hand-offs**: for every wait met by a signal of another track on a semaphore that is not
+//!   internal: latency = the waiter's first work − the signal's time, and the *exposed* part =
+//!   first work − max(signal's time, end of the waiter's previous scope, the other signals the
+//!   same first work waited for): what the hand-off cost the waiter beyond what held it anyway
+//!   (its own work, or a submission that came later than this signal — the internal `submit`
+//!   semaphores count here, though they are not reported as hand-offs). A signal's time and
+//!   the first work are the checker's
+//!   (rule 3): the end of the last scope before a GPU signal, a host signal's own time; the
+//!   first scope after a wait, or when a host wait returned. Per edge (semaphore, signalling
+//!   track → waiting track): p50/p99 of both.
+//! - **Scopes**: per (track, name) the duration's distribution (every depth).
+//! - **Frames**: frame time from consecutive [`FrameEnd`]s; per frame the GPU busy time, the
+//!   union of the intervals of its top-level scopes on GPU tracks (the frame number a scope was
+//!   recorded in). A frame is summed once every GPU track has moved past it (or [`OPEN_FRAMES`]
+//!   newer frames exist); a scope arriving later for it is counted as late, not added.
+//!
+//! Every figure is an HDR histogram ([`Stat`]): memory does not grow with the run.
+
+use crate::check::{track_label, CheckReport, Checker, Handoff};
+use crate::model::{FrameEnd, Item, Names, Ns, SemaphoreId, Sink, Timeline, Track, TrackId};
+use crate::stats::{Figure, Stat};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// Frames kept open for late GPU scopes before they are summed anyway.
+pub const OPEN_FRAMES: usize = 64;
+/// Distinct (track, scope name) pairs with their own statistics; more are counted, not kept.
+pub const MAX_SCOPE_NAMES: usize = 256;
+/// Scope names listed as counting towards GPU busy.
+const MAX_BUSY_NAMES: usize = 64;
+
+/// One scope's (track, name) duration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScopeFigure {
+    pub track: TrackId,
+    pub track_label: String,
+    pub name: String,
+    pub duration: Figure,
+}
+
+/// One hand-off edge: a semaphore signalled on `from` and waited on `to`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HandoffFigure {
+    pub semaphore: String,
+    pub from: TrackId,
+    pub to: TrackId,
+    pub from_label: String,
+    pub to_label: String,
+    /// Signal → the waiter's first work.
+    pub latency: Figure,
+    /// The part of the latency not hidden behind the waiter's own previous work.
+    pub exposed: Figure,
+}
+
+/// Everything the report prints.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Summary {
+    pub tracks: Vec<Track>,
+    /// How the device clocks were mapped, one line per mapping.
+    pub clock_notes: Vec<String>,
+    /// The largest stated accuracy of any track's times, ns.
+    pub accuracy_ns: u64,
+    /// Frame ends seen.
+    pub frames: u64,
+    /// Between consecutive frame ends.
+    pub frame_time: Figure,
+    /// Per frame, the union of its top-level GPU scopes.
+    pub gpu_busy: Figure,
+    /// Which scopes count towards GPU busy: `vulkan queue "graphics": draw`.
+    pub gpu_busy_scopes: Vec<String>,
+    /// GPU scopes that arrived after their frame was summed.
+    pub late_scopes: u64,
+    pub scopes: Vec<ScopeFigure>,
+    /// Scopes not in [`Self::scopes`] because more than [`MAX_SCOPE_NAMES`] names were seen.
+    pub scopes_not_kept: u64,
+    pub handoffs: Vec<HandoffFigure>,
+    pub check: CheckReport,
+}
+
+impl Summary {
+    /// The figure of the scope `name` on the track named `track`.
+    pub fn scope(&self, track: &str, name: &str) -> Option<&ScopeFigure> {
+        self.scopes.iter().find(|s| s.name == name && self.tracks[s.track.0 as usize].name == track)
+    }
+
+    /// The hand-off edges of the semaphore `name`.
+    pub fn handoffs_of<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a HandoffFigure> + 'a {
+        self.handoffs.iter().filter(move |h| h.semaphore == name)
+    }
+}
+
+/// Analyse a whole timeline.
+pub fn analyze(timeline: &Timeline) -> Summary {
+    let mut a = Analysis { checker: Checker::for_timeline(timeline).recording_handoffs(), ..Analysis::new() };
+    a.set_clock_notes(timeline.clock_notes.clone());
+    timeline.replay(&mut a);
+    a.summary()
+}
+
+#[derive(Default)]
+struct Edge {
+    latency: Stat,
+    exposed: Stat,
+}
+
+/// The streaming analysis: a [`Sink`]. Feed it, then call [`Analysis::summary`].
+pub struct Analysis {
+    checker: Checker,
+    names: Names,
+    clock_notes: Vec<String>,
+    scopes: Vec<(TrackId, Arc<str>, Stat)>,
+    scope_index: HashMap<(TrackId, Arc<str>), usize>,
+    scopes_not_kept: u64,
+    edges: BTreeMap<(SemaphoreId, TrackId, TrackId), Edge>,
+    frame_time: Stat,
+    frames: u64,
+    last_end: Option<FrameEnd>,
+    busy: GpuBusy,
+}
+
+impl Default for Analysis {
+    fn default() -> Self {
+        Analysis::new()
+    }
+}
+
+impl Analysis {
+    pub fn new() -> Self {
+        Analysis {
+            checker: Checker::new().recording_handoffs(),
+            names: Names::default(),
+            clock_notes: Vec::new(),
+            scopes: Vec::new(),
+            scope_index: HashMap::new(),
+            scopes_not_kept: 0,
+            edges: BTreeMap::new(),
+            frame_time: Stat::default(),
+            frames: 0,
+            last_end: None,
+            busy: GpuBusy::default(),
+        }
+    }
+
+    /// How the device clocks were mapped (the report prints them; see
+    /// [`Timeline::clock_notes`]).
+    pub fn set_clock_notes(&mut self, notes: Vec<String>) {
+        self.clock_notes = notes;
+    }
+
+    /// The checker's findings so far (live: violations appear as the items that break a rule
+    /// arrive).
+    pub fn check_report(&self) -> CheckReport {
+        self.checker.report()
+    }
+
+    /// Finish the pass (blocked waits released as unverifiable, open frames summed) and
+    /// summarise. Items fed afterwards start a new, partial pass: call it once, at the end.
+    pub fn summary(&mut self) -> Summary {
+        self.checker.finish();
+        self.take_handoffs();
+        self.busy.finish();
+        let label = |t: TrackId| self.names.tracks.get(t.0 as usize).map(track_label).unwrap_or_default();
+        let scopes = self
+            .scopes
+            .iter()
+            .map(|(t, name, stat)| ScopeFigure {
+                track: *t,
+                track_label: label(*t),
+                name: name.to_string(),
+                duration: stat.figure(),
+            })
+            .collect();
+        let handoffs = self
+            .edges
+            .iter()
+            .map(|(&(sem, from, to), e)| HandoffFigure {
+                semaphore: self
+                    .names
+                    .semaphores
+                    .get(sem.0 as usize)
+                    .map(|s| s.name.clone())
+                    .unwrap_or_default(),
+                from,
+                to,
+                from_label: label(from),
+                to_label: label(to),
+                latency: e.latency.figure(),
+                exposed: e.exposed.figure(),
+            })
+            .collect();
+        Summary {
+            tracks: self.names.tracks.clone(),
+            clock_notes: self.clock_notes.clone(),
+            accuracy_ns: self.names.tracks.iter().map(|t| t.accuracy_ns).max().unwrap_or(0),
+            frames: self.frames,
+            frame_time: self.frame_time.figure(),
+            gpu_busy: self.busy.stat.figure(),
+            gpu_busy_scopes: self
+                .busy
+                .counted
+                .iter()
+                .map(|(t, name)| format!("{}: {name}", label(*t)))
+                .collect(),
+            late_scopes: self.busy.late,
+            scopes,
+            scopes_not_kept: self.scopes_not_kept,
+            handoffs,
+            check: self.checker.report(),
+        }
+    }
+
+    fn take_handoffs(&mut self) {
+        for h in self.checker.handoffs.drain(..) {
+            record_handoff(&mut self.edges, &self.names, &h);
+        }
+    }
+
+    fn scope_stat(&mut self, track: TrackId, name: &Arc<str>) -> Option<&mut Stat> {
+        let i = match self.scope_index.get(&(track, name.clone())) {
+            Some(&i) => i,
+            None if self.scopes.len() < MAX_SCOPE_NAMES => {
+                self.scopes.push((track, name.clone(), Stat::default()));
+                self.scope_index.insert((track, name.clone()), self.scopes.len() - 1);
+                self.scopes.len() - 1
+            }
+            None => {
+                self.scopes_not_kept += 1;
+                return None;
+            }
+        };
+        Some(&mut self.scopes[i].2)
+    }
+}
+
+fn record_handoff(edges: &mut BTreeMap<(SemaphoreId, TrackId, TrackId), Edge>, names: &Names, h: &Handoff) {
+    let internal = names.semaphores.get(h.semaphore.0 as usize).is_none_or(|s| s.internal);
+    let Some(signal) = h.signal_ns else { return };
+    if internal {
+        return;
+    }
+    let e = edges.entry((h.semaphore, h.from, h.to)).or_default();
+    e.latency.record(h.first_ns.saturating_sub(signal));
+    let ready = signal.max(h.ready_ns.unwrap_or(0));
+    e.exposed.record(h.first_ns.saturating_sub(ready));
+}
+
+impl Sink for Analysis {
+    fn names(&mut self, names: &Names) {
+        self.names = names.clone();
+        self.checker.names(names);
+        self.busy.gpu = names.tracks.iter().map(|t| t.api.is_gpu()).collect();
+        self.busy.latest.resize(names.tracks.len(), None);
+    }
+
+    fn item(&mut self, track: TrackId, item: &Item) {
+        self.checker.item(track, item);
+        if !self.checker.handoffs.is_empty() {
+            self.take_handoffs();
+        }
+        if let Item::Scope(s) = item {
+            if let Some(stat) = self.scope_stat(track, &s.name) {
+                stat.record(s.dur_ns());
+            }
+        }
+        self.busy.item(track, item);
+    }
+
+    fn frame_end(&mut self, end: FrameEnd) {
+        self.checker.frame_end(end);
+        self.frames += 1;
+        if let Some(last) = self.last_end {
+            if end.frame == last.frame + 1 {
+                self.frame_time.record(end.host_ns.saturating_sub(last.host_ns));
+            }
+        }
+        self.last_end = Some(end);
+    }
+}
+
+/// Per frame, the union of its top-level GPU scopes.
+#[derive(Default)]
+struct GpuBusy {
+    /// Per track: whether it is a GPU track, and the newest frame it delivered an item of.
+    gpu: Vec<bool>,
+    latest: Vec<Option<u64>>,
+    open: BTreeMap<u64, Vec<(Ns, Ns)>>,
+    /// Frames below this are summed.
+    summed_below: u64,
+    stat: Stat,
+    counted: Vec<(TrackId, Arc<str>)>,
+    late: u64,
+}
+
+impl GpuBusy {
+    fn item(&mut self, track: TrackId, item: &Item) {
+        let t = track.0 as usize;
+        if !self.gpu.get(t).copied().unwrap_or(false) {
+            return;
+        }
+        let frame = item.frame();
+        self.latest[t] = Some(self.latest[t].map_or(frame, |f| f.max(frame)));
+        if let Item::Scope(s) = item {
+            if s.depth == 0 {
+                if frame < self.summed_below {
+                    self.late += 1;
+                } else {
+                    self.open.entry(frame).or_default().push((s.start_ns, s.end_ns));
+                    if self.counted.len() < MAX_BUSY_NAMES
+                        && !self.counted.iter().any(|(ct, n)| *ct == track && *n == s.name)
+                    {
+                        self.counted.push((track, s.name.clone()));
+                    }
+                }
+            }
+        }
+        // Every GPU track that delivered anything has moved past the frames below `done`.
+        let done =
+            (0..self.gpu.len()).filter(|&i| self.gpu[i]).filter_map(|i| self.latest[i]).min().unwrap_or(0);
+        while let Some((&f, _)) = self.open.first_key_value() {
+            if f < done || self.open.len() > OPEN_FRAMES {
+                self.sum_first();
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn sum_first(&mut self) {
+        if let Some((f, mut spans)) = self.open.pop_first() {
+            self.summed_below = self.summed_below.max(f + 1);
+            self.stat.record(union_ns(&mut spans));
+        }
+    }
+
+    fn finish(&mut self) {
+        while !self.open.is_empty() {
+            self.sum_first();
+        }
+    }
+}
+
+/// Total length of the union of intervals.
+fn union_ns(spans: &mut [(Ns, Ns)]) -> u64 {
+    spans.sort_unstable();
+    let mut total = 0;
+    let mut cur: Option<(Ns, Ns)> = None;
+    for &(a, b) in spans.iter() {
+        match cur {
+            Some((ca, cb)) if a <= cb => cur = Some((ca, cb.max(b))),
+            Some((ca, cb)) => {
+                total += cb - ca;
+                cur = Some((a, b.max(a)));
+            }
+            None => cur = Some((a, b.max(a))),
+        }
+    }
+    total + cur.map_or(0, |(a, b)| b - a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn union_merges_overlaps_and_keeps_gaps() {
+        assert_eq!(union_ns(&mut []), 0);
+        assert_eq!(union_ns(&mut [(10, 20), (0, 5), (15, 30), (40, 41)]), 5 + 20 + 1);
+        assert_eq!(union_ns(&mut [(0, 100), (10, 20)]), 100);
+    }
+}

@@ -11,8 +11,16 @@ pub mod clock;
 pub mod model;
 pub mod perfetto;
 pub mod report;
+pub mod stats;
+#[cfg(feature = "tracy")]
+pub mod tracy;
 
+pub use analysis::{analyze, Analysis, Summary};
+pub use check::{check, CheckReport, Checker, Rule, Violation};
 pub use model::{
     Access, AccessKind, Api, Item, Names, ResourceId, Scope, SemaphoreId, Sink, Sync, SyncKind, Timeline,
     TrackId,
 };
+pub use perfetto::{TraceError, TraceRing};
+#[cfg(feature = "tracy")]
+pub use tracy::TracySink;
