@@ -84,7 +84,9 @@ pub struct Summary {
 impl Summary {
     /// The figure of the scope `name` on the track named `track`.
     pub fn scope(&self, track: &str, name: &str) -> Option<&ScopeFigure> {
-        self.scopes.iter().find(|s| s.name == name && self.tracks[s.track.0 as usize].name == track)
+        self.scopes
+            .iter()
+            .find(|s| s.name == name && self.tracks.get(s.track.0 as usize).is_some_and(|t| t.name == track))
     }
 
     /// The hand-off edges of the semaphore `name`.

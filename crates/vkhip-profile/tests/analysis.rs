@@ -159,3 +159,12 @@ fn many_scope_names_are_counted_not_kept() {
     assert_eq!(s.scopes_not_kept, 300 - 256);
     assert!(s.to_string().contains("(44 scopes of further names not kept)"));
 }
+
+#[test]
+fn the_sinks_can_move_to_another_thread() {
+    fn send<T: Send + 'static>() {}
+    send::<Analysis>();
+    send::<vkhip_profile::Checker>();
+    send::<vkhip_profile::TraceRing>();
+    send::<Box<dyn vkhip_profile::Sink + Send>>();
+}

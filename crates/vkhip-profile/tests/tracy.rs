@@ -44,3 +44,9 @@ fn without_a_viewer_the_sink_sends_nothing_keeps_nothing_and_never_blocks() {
     assert!(grown < 16 << 20, "resident memory grew by {} MiB", grown >> 20);
     assert!(took < Duration::from_secs(30), "{scopes} scopes took {took:?}");
 }
+
+#[test]
+fn the_sink_can_move_to_another_thread() {
+    fn send<T: Send + 'static>(_: &T) {}
+    send(&TracySink::new());
+}
