@@ -158,6 +158,21 @@ impl Unverifiable {
     }
 }
 
+/// How many comparisons one resource, semaphore or pair of tracks took part in, and how many of
+/// them were violations (all counted, not only the ones kept with their text).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub checked: u64,
+    pub violations: u64,
+}
+
+impl Counts {
+    fn add(&mut self, violated: bool) {
+        self.checked += 1;
+        self.violations += u64::from(violated);
+    }
+}
+
 /// What the checker found.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CheckReport {
@@ -175,6 +190,16 @@ pub struct CheckReport {
     pub tolerance_ns: u64,
     /// Frames the checked items span (first to last frame number).
     pub frames: u64,
+    /// Per resource (index: [`ResourceId`]): the access pairs compared on it (rules 1 and 2).
+    /// A program names what the checker proved for a group of its resources from these (the
+    /// app: its post stage's images).
+    pub by_resource: Vec<Counts>,
+    /// Per semaphore (index: [`SemaphoreId`]): the waits on it compared with their signal
+    /// (rule 3).
+    pub by_semaphore: Vec<Counts>,
+    /// Per pair of tracks (the lower id first): access pairs and waits compared between them
+    /// (what was proved between two tracks, e.g. on one clock domain).
+    pub by_tracks: BTreeMap<(TrackId, TrackId), Counts>,
 }
 
 impl CheckReport {
@@ -653,7 +678,10 @@ impl Checker {
         let tol = self.tolerance(ta, b.scope.track);
         self.report.tolerance_ns = self.report.tolerance_ns.max(tol);
         let seen = self.tracks[t].clock.get(ta.0 as usize).copied().unwrap_or(0);
-        if seen < a.epoch {
+        let unordered = seen < a.epoch;
+        let overlap = !unordered && b.scope.start_ns + tol < a.scope.end_ns;
+        self.count(Some(resource), None, ta, b.scope.track, unordered || overlap);
+        if unordered {
             let res = self.resource_name(resource);
             let overlap =
                 a.scope.end_ns.min(b.scope.end_ns) as i64 - a.scope.start_ns.max(b.scope.start_ns) as i64;
@@ -676,7 +704,7 @@ impl Checker {
                 verb(y.kind)
             );
             self.violation(Rule::Unordered, Some(res), a, b, overlap, tol, message);
-        } else if b.scope.start_ns + tol < a.scope.end_ns {
+        } else if overlap {
             let res = self.resource_name(resource);
             let by = a.scope.end_ns as i64 - b.scope.start_ns as i64;
             let message = format!(
@@ -720,7 +748,9 @@ impl Checker {
         let tol = self.tolerance(sig.track, TrackId(t as u32));
         self.report.tolerance_ns = self.report.tolerance_ns.max(tol);
         self.report.waits_checked += 1;
-        if first_ns + tol >= signal_ns {
+        let early = first_ns + tol < signal_ns;
+        self.count(None, Some(met.semaphore), sig.track, TrackId(t as u32), early);
+        if !early {
             return;
         }
         let by = signal_ns as i64 - first_ns as i64;
@@ -781,6 +811,34 @@ impl Checker {
     ) {
         let (a, b) = (self.endpoint(&a.scope, Some(a.kind)), self.endpoint(&b.scope, Some(b.kind)));
         self.push(Violation { rule, resource, a, b, by_ns, tolerance_ns: tol, message });
+    }
+
+    /// Count one comparison (and whether it was a violation) for its resource or semaphore and
+    /// its two tracks.
+    fn count(
+        &mut self,
+        resource: Option<ResourceId>,
+        semaphore: Option<SemaphoreId>,
+        a: TrackId,
+        b: TrackId,
+        violated: bool,
+    ) {
+        let r = &mut self.report;
+        if let Some(res) = resource {
+            let i = res.0 as usize;
+            if r.by_resource.len() <= i {
+                r.by_resource.resize(i + 1, Counts::default());
+            }
+            r.by_resource[i].add(violated);
+        }
+        if let Some(sem) = semaphore {
+            let i = sem.0 as usize;
+            if r.by_semaphore.len() <= i {
+                r.by_semaphore.resize(i + 1, Counts::default());
+            }
+            r.by_semaphore[i].add(violated);
+        }
+        r.by_tracks.entry((a.min(b), a.max(b))).or_default().add(violated);
     }
 
     fn push(&mut self, v: Violation) {

@@ -16,7 +16,7 @@ pub mod stats;
 pub mod tracy;
 
 pub use analysis::{analyze, Analysis, Summary};
-pub use check::{check, CheckReport, Checker, Rule, Violation};
+pub use check::{check, CheckReport, Checker, Counts, Rule, Violation};
 pub use model::{
     Access, AccessKind, Api, Item, Names, ResourceId, Scope, SemaphoreId, Sink, Sync, SyncKind, Timeline,
     TrackId,

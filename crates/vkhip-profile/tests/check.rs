@@ -426,3 +426,32 @@ fn a_wait_followed_by_a_signal_and_no_scope_has_no_work_to_check() {
     assert!(r.is_clean(), "{r}");
     assert_eq!(r.waits_checked, 0);
 }
+
+/// The counts per resource, semaphore and pair of tracks add up to the totals, and a violation
+/// is counted where it happened: what a program reads to say what was proved for a group of its
+/// resources, or between two tracks on one clock.
+#[test]
+fn comparisons_are_counted_per_resource_per_semaphore_and_per_pair_of_tracks() {
+    let r = check(&correct(30));
+    let sum = |c: &[vkhip_profile::check::Counts]| c.iter().map(|c| c.checked).sum::<u64>();
+    assert_eq!(sum(&r.by_resource), r.pairs_checked);
+    assert_eq!(sum(&r.by_semaphore), r.waits_checked);
+    assert_eq!(r.by_tracks.values().map(|c| c.checked).sum::<u64>(), r.pairs_checked + r.waits_checked);
+    assert!(r.by_tracks.values().chain(&r.by_resource).chain(&r.by_semaphore).all(|c| c.violations == 0));
+    // Resource 0 (heights[0]): frames 0, 3, …, 27 are drawn after their write (10 pairs), and
+    // 9 writes come after the slot's previous draw.
+    assert_eq!(r.by_resource[0].checked, 19);
+    // Frame 7's draw does not wait for `written` and reads while the kernel writes heights[1].
+    let broken = program(30, |f, fr| {
+        if f == 7 {
+            fr.wait_written = false;
+            fr.draw.0 = 200.0;
+        }
+    });
+    let r = check(&broken);
+    assert_eq!(r.violation_count, 1, "{r}");
+    assert_eq!(r.by_resource.iter().map(|c| c.violations).collect::<Vec<_>>(), [0, 1, 0]);
+    let (sim, graphics) = (TrackId(1), TrackId(2));
+    assert_eq!(r.by_tracks[&(sim, graphics)].violations, 1);
+    assert!(r.by_semaphore.iter().all(|c| c.violations == 0));
+}
