@@ -250,7 +250,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// Frames the trace keeps (the last N; memory stays bounded on any run length).
-    #[arg(long, value_name = "N", default_value_t = crate::profile::trace::DEFAULT_TRACE_FRAMES,
+    #[arg(long, value_name = "N", default_value_t = crate::profile::DEFAULT_TRACE_FRAMES,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub trace_frames: u32,
     /// Start with the frame-time overlay shown (G toggles it in a window; headless, --capture

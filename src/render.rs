@@ -6,7 +6,8 @@
 
 use crate::camera::OrbitCamera;
 use crate::overlay::OverlayHistory;
-use crate::profile::Span;
+use crate::profile::program;
+use crate::profile::{Phase, Span, Track};
 use crate::shaders::SurfacePush;
 use crate::sim::Grid;
 use crate::sync::{DrawSync, SyncError, HEIGHTS_READ_STAGE};
@@ -254,7 +255,20 @@ impl Renderer {
         }
         let d = &self.ctx.device;
         let mut recorded = Vec::with_capacity(jobs.len());
+        if let Some(first) = jobs.first() {
+            program::submit(Track::Queue, first.frame);
+        }
         for job in jobs {
+            // The profiler's record: each copy's waits, the copy, its signals (one batch each).
+            for &(sem, v) in &job.sync.profile_waits {
+                program::wait(Track::Queue, sem, v, job.frame);
+            }
+            if stage.copy_timer.is_some() {
+                program::scope(Track::Queue, Phase::PostCopy, job.frame..job.frame + 1);
+            }
+            for &(sem, v) in &job.sync.profile_signals {
+                program::signal(Track::Queue, sem, v, job.frame);
+            }
             let index = (job.frame % stage.copy_cmds.len() as u64) as usize;
             let cmd = stage.copy_cmds[index];
             if let Some(t) = stage.copy_timer.as_mut() {
@@ -340,6 +354,8 @@ impl Renderer {
             // The timestamps' host side: what the index's triple held is read before it is reused.
             t.prepare(index, frame);
         }
+        // What the command buffer holds, for the profiler's record of the queue (below).
+        let shape = (sync.joined, post.as_ref().map(|p| (p.on_queue, p.filter.is_some())));
         let joined = match (sync.joined, compute) {
             (true, Some(c)) => Some(c),
             (true, None) => {
@@ -366,6 +382,7 @@ impl Renderer {
             cmd
         };
 
+        record_draw(frame, sync, shape, self.timer.is_some());
         submit(&self.ctx, cmd, sync, extra_waits, extra_signals)?;
         if let Some(t) = self.timer.as_mut() {
             t.submitted(index);
@@ -603,6 +620,54 @@ impl Renderer {
 
 /// Submit `cmd` with `sync`'s waits and signals plus the target's binary ones (swapchain acquire
 /// at its stage, present).
+/// The profiler's record of a draw's submission ([`crate::profile::program`]), in the order
+/// the queue runs it: the render thread's submission, the waits of `sync`; in a one-submission
+/// frame the barrier before the write, the write (on the compute track: the same queue), the
+/// barrier after it; with the post stage on the queue the barrier from the filters before
+/// (the scene's previous reader); the draw; then the filter and the copy between their
+/// barriers; the signals of `sync` last. `shape`: (joined, post (on the queue, filter
+/// recorded)); `timed`: the draw's timestamps give the scopes their times.
+fn record_draw(frame: u64, sync: &DrawSync, shape: (bool, Option<(bool, bool)>), timed: bool) {
+    if !program::enabled() {
+        return;
+    }
+    let scope = |track, phase| {
+        if timed {
+            program::scope(track, phase, frame..frame + 1);
+        }
+    };
+    let (joined, post) = shape;
+    let on_queue = post.is_some_and(|(q, _)| q);
+    program::submit(Track::Queue, frame);
+    if joined || on_queue {
+        // The command buffer holds the compute track's work too.
+        program::submit(Track::Compute, frame);
+    }
+    for &(sem, v) in &sync.profile_waits {
+        program::wait(Track::Queue, sem, v, frame);
+    }
+    if joined {
+        program::barrier(Track::Queue, Track::Compute, frame);
+        scope(Track::Compute, Phase::Write);
+        program::barrier(Track::Compute, Track::Queue, frame);
+    }
+    if on_queue {
+        program::barrier(Track::Compute, Track::Queue, frame);
+    }
+    scope(Track::Queue, Phase::Draw);
+    if let Some((true, filter)) = post {
+        program::barrier(Track::Queue, Track::Compute, frame);
+        if filter {
+            scope(Track::Compute, Phase::PostFilter);
+        }
+        program::barrier(Track::Compute, Track::Queue, frame);
+        scope(Track::Queue, Phase::PostCopy);
+    }
+    for &(sem, v) in &sync.profile_signals {
+        program::signal(Track::Queue, sem, v, frame);
+    }
+}
+
 fn submit(
     ctx: &Context,
     cmd: vk::CommandBuffer,

@@ -46,13 +46,19 @@ fn trace_check_refuses_devices_pipes_and_broken_files_without_hanging() {
     let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
     assert!(made.success());
     refused(&fifo, "not a regular file");
+    refused(&dir, "not a regular file");
     // These were already refused: kept here so they stay so.
     for (name, bytes, why) in [
-        ("empty.json", &b""[..], "invalid JSON (EOF"),
-        ("truncated.json", &b"{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1"[..], "invalid JSON"),
-        ("text.json", &b"hello"[..], "invalid JSON"),
-        ("nan.json", &b"{\"traceEvents\":[{\"ts\":NaN}],\"otherData\":{\"slots\":3}}"[..], "invalid JSON"),
-        ("array.json", &b"[]"[..], "no traceEvents array"),
+        ("empty.json", &b""[..], "is not JSON: EOF"),
+        ("truncated.json", &b"{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1"[..], "is not JSON"),
+        ("text.json", &b"hello"[..], "is not JSON"),
+        ("nan.json", &b"{\"traceEvents\":[{\"ts\":NaN}],\"otherData\":{\"slots\":3}}"[..], "is not JSON"),
+        ("array.json", &b"[]"[..], "holds no trace events"),
+        (
+            "old.json",
+            &b"{\"traceEvents\":[{\"ph\":\"X\"}],\"otherData\":{\"slots\":3}}"[..],
+            "otherData.vkhip_profile is missing",
+        ),
     ] {
         let p = dir.join(name);
         std::fs::write(&p, bytes).unwrap();
@@ -61,44 +67,61 @@ fn trace_check_refuses_devices_pipes_and_broken_files_without_hanging() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A trace the profiler wrote, edited by hand: each damage is refused naming the event or the
+/// field, never read as a default, wrapped or overflowed.
 #[test]
 fn hand_edited_traces_are_refused_naming_the_field() {
     let dir = temp_dir("hostile-edits");
-    let span = |frame: u64, slot: u64, role: &str, ts: f64, dur: f64| {
-        format!(
-            r#"{{"ph":"X","name":"{role}","pid":1,"tid":3,"ts":{ts},"dur":{dur},"args":{{"frame":{frame},"slot":{slot},"role":"{role}"}}}}"#
-        )
-    };
-    let trace = |spans: &[String], other: &str| {
-        format!(r#"{{"traceEvents":[{}],"otherData":{{{other}}}}}"#, spans.join(","))
-    };
-    let good = |f: u64| {
-        [
-            span(f, f % 2, "write", 100.0 * f as f64, 10.0),
-            span(f, f % 2, "read", 100.0 * f as f64 + 20.0, 50.0),
-        ]
-    };
-    let mut spans: Vec<String> = (0..4).flat_map(good).collect();
     let clean = dir.join("clean.json");
-    std::fs::write(&clean, trace(&spans, r#""slots":2"#)).unwrap();
+    let o = run(vkhip()
+        .args([
+            "--headless",
+            "--frames",
+            "8",
+            "--size",
+            "64x48",
+            "--grid",
+            "16x16",
+            "--backend",
+            "cpu",
+            "--trace",
+        ])
+        .arg(&clean));
+    assert_ok(&o, "a trace to edit");
     let (code, out) = check(&clean);
     assert_eq!(code, Some(0), "{out}");
-    // Before: each of these passed the check (exit 0) or printed a 300-digit "µs".
-    spans[1] = span(0, 0, "read", 20.0, -1e6);
-    let cases = [
-        ("negative.json", trace(&spans, r#""slots":2"#), "dur -1000000"),
-        ("slot.json", trace(&[span(0, 7, "write", 0.0, 1.0)], r#""slots":2"#), "is on slot 7"),
-        ("huge.json", trace(&[span(0, 0, "write", 1e308, 1e308)], r#""slots":2"#), "a span is finite"),
-        ("slots.json", trace(&[], r#""slots":-3"#), "K must be a whole number"),
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&clean).unwrap()).unwrap();
+    let first_scope = |d: &mut serde_json::Value| -> usize {
+        d["traceEvents"].as_array().unwrap().iter().position(|e| e["ph"] == "X").unwrap()
+    };
+    type Damage = fn(&mut serde_json::Value, usize);
+    let cases: [(&str, Damage, &str); 7] = [
         (
-            "accuracy.json",
-            trace(&[], r#""slots":2,"vulkan_accuracy_ns":-5"#),
-            "otherData.vulkan_accuracy_ns is -5",
+            "negative.json",
+            |d, i| d["traceEvents"][i]["dur"] = (-1e6).into(),
+            "dur is -1000000.0 µs: not a time",
         ),
+        ("huge.json", |d, i| d["traceEvents"][i]["ts"] = 1e308.into(), "ts is 1e+308 µs: not a time"),
+        ("tid.json", |d, i| d["traceEvents"][i]["tid"] = 99.into(), "tid names no track"),
+        (
+            "resource.json",
+            |d, i| d["traceEvents"][i]["args"]["writes"] = serde_json::json!(["slot[9]"]),
+            "resource \"slot[9]\" is not in otherData.resources",
+        ),
+        ("seq.json", |d, i| d["traceEvents"][i]["args"]["seq"] = "1".into(), "args.seq is missing"),
+        (
+            "version.json",
+            |d, _| d["otherData"]["vkhip_profile"] = 2.into(),
+            "otherData.vkhip_profile is 2; this reader knows 1",
+        ),
+        ("api.json", |d, _| d["otherData"]["tracks"][0]["api"] = "metal".into(), "unknown api \"metal\""),
     ];
-    for (name, text, why) in cases {
+    for (name, damage, why) in cases {
+        let mut d = doc.clone();
+        let i = first_scope(&mut d);
+        damage(&mut d, i);
         let p = dir.join(name);
-        std::fs::write(&p, text).unwrap();
+        std::fs::write(&p, d.to_string()).unwrap();
         refused(&p, why);
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -211,8 +211,8 @@ fn post_batch_is_refused_where_it_means_nothing() {
     }
 }
 
-/// `--sync none` with a post stage runs and writes a trace with the post stage's spans for every
-/// frame, in which the checker finds races (the post stage's own rules are helper post-profile's,
+/// `--sync none` with a post stage runs and writes a trace with the post stage's scopes for every
+/// frame, in which the checker finds races (each of the post stage's orderings broken alone:
 /// tests/trace.rs).
 #[test]
 fn sync_none_with_post_leaves_a_trace() {
@@ -223,18 +223,26 @@ fn sync_none_with_post_leaves_a_trace() {
         .args(["--sync", "none", "--post", "outline", "--trace"])
         .arg(&trace));
     assert_ok(&o, "--sync none --post outline");
-    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
-    assert_eq!(doc["otherData"]["post"], "outline");
-    assert_eq!(doc["otherData"]["slots"], 3);
-    let events = doc["traceEvents"].as_array().unwrap();
-    // The bridge thread's post spans on the compute track (tid 4), the copies on the queue's (3):
-    // one of each for every frame.
-    for (phase, tid) in [("post wait", 4), ("post filter", 4), ("signal posted", 4), ("post copy", 3)] {
-        let n = events.iter().filter(|e| e["name"] == phase && e["tid"] == tid).count();
-        assert_eq!(n, 16, "{phase} on tid {tid}");
+    let (tl, extra) = vkhip_profile::perfetto::read(&trace).unwrap();
+    assert_eq!(extra["post"], "outline");
+    assert_eq!(extra["slots"], 3);
+    // The bridge thread's post scopes (the cpu backend filters on the host), the copies on the
+    // queue: one of each for every frame.
+    let count = |track: &str, name: &str| {
+        let t = tl.names.tracks.iter().position(|t| t.name == track).unwrap();
+        tl.items[t].iter().filter(|i| matches!(i, vkhip_profile::Item::Scope(s) if &*s.name == name)).count()
+    };
+    for (track, phase) in [
+        ("bridge", "post wait"),
+        ("bridge", "post filter"),
+        ("bridge", "signal posted"),
+        ("graphics", "post copy"),
+    ] {
+        assert_eq!(count(track, phase), 16, "{phase} on {track}");
     }
     let check = run(vkhip().args(["trace", "check"]).arg(&trace));
-    assert!(stdout(&check).contains("violation"), "{}", stdout(&check));
+    assert_eq!(check.status.code(), Some(1), "{}", stdout(&check));
+    assert!(stdout(&check).contains("  violation: unordered: "), "{}", stdout(&check));
 }
 
 /// A cpu run with a post stage, headless and verify, draws no message of the validation layer

@@ -29,6 +29,7 @@ pub mod panics;
 pub mod profiling;
 pub mod report;
 pub mod session;
+pub mod trace_check;
 pub mod verify;
 pub mod window;
 
@@ -103,7 +104,7 @@ pub fn is_environment_error(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<crate::cli::UsageError>().is_some()
             || c.downcast_ref::<crate::image::ImageError>().is_some()
-            || c.downcast_ref::<crate::profile::check::CheckError>().is_some()
+            || c.downcast_ref::<trace_check::TraceFileError>().is_some()
             || c.downcast_ref::<profiling::TraceError>().is_some()
             || c.downcast_ref::<panics::DependencyPanic>().is_some()
             || c.downcast_ref::<session::SessionError>().is_some_and(|s| s.is_environment())
@@ -140,9 +141,9 @@ fn trace_check(a: &crate::cli::TraceCheckArgs) -> anyhow::Result<ExitCode> {
             crate::cli::UsageError(format!("--tolerance-us {t} must be from 0 to 1000000 (1 s)")).into()
         );
     }
-    let report = crate::profile::check::check_file(&a.file, a.tolerance_us)?;
-    crate::output::print(&report.render(&a.file.display().to_string(), 20));
-    Ok(if report.clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    let check = trace_check::TraceCheck::run(&a.file, a.tolerance_us)?;
+    crate::output::print(&check.render(&a.file.display().to_string()));
+    Ok(if check.clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 fn compare_png(a: &crate::cli::CompareArgs) -> anyhow::Result<ExitCode> {

@@ -1,5 +1,7 @@
-//! The profiler of a frame loop (headless or window): gathers every actor's spans once per frame,
-//! maps them onto the host clock, and at the end writes the trace (`--trace`).
+//! The profiler of a frame loop (headless or window): gathers every actor's spans and recorded
+//! operations once per frame, maps them onto the host clock, feeds the app's own figures
+//! ([`Profiler`]) and the profiler crate's streaming analysis (checker, hand-offs, GPU busy) and,
+//! with `--trace`, its trace ring; at the end writes the trace.
 //!
 //! # Examples
 //!
@@ -23,21 +25,28 @@
 //! ```
 
 use super::session::Session;
+use crate::compute::BackendKind;
 use crate::pending::PendingFile;
-use crate::profile::clock::ClockInfo;
-use crate::profile::trace::{self, TraceMeta};
-use crate::profile::{Profiler, RenderMarks, Span};
+use crate::profile::clock::{host_now_ns, ClockInfo};
+use crate::profile::program::{self, Assembler, Both, Layout, Rec};
+use crate::profile::span::HostSpan;
+use crate::profile::{Profiler, RenderMarks, Span, Track};
 use crate::render::Renderer;
+use crate::sync::plan::MemoryPath;
+use crate::sync::SyncMode;
 use crate::vk::clock::GpuClock;
+use serde_json::{json, Value};
 use std::path::Path;
+use vkhip_profile::model::{Api, FrameEnd, Sink, Track as ModelTrack};
+use vkhip_profile::{Analysis, Summary, TraceRing};
 
 /// Errors writing the trace.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     #[error("cannot write the trace to {path}: {what}")]
     NotWritable { path: String, what: String },
-    #[error("cannot write the trace to {path}: {source}")]
-    Write { path: String, source: std::io::Error },
+    #[error("cannot write the trace to {path}: {what}")]
+    Write { path: String, what: String },
 }
 
 /// Create the trace's file before any frame, so an unwritable path fails at once (see
@@ -47,61 +56,153 @@ pub fn create_trace_file(path: &Path) -> Result<PendingFile, TraceError> {
         .map_err(|what| TraceError::NotWritable { path: path.display().to_string(), what })
 }
 
-/// One run's profiler and the buffer its spans pass through.
+/// One run's profiler: the app's own figures, and the crate's analysis and trace ring fed
+/// through [`Assembler`].
 pub struct FrameProfile {
     pub profiler: Profiler,
     /// Vulkan timestamps each frame writes, draw and compute together (0 with `--gpu-timing
     /// off`): what the profiler itself costs the GPU per frame (docs/ARCHITECTURE.md, "The
     /// profiler's own cost"). Known after the first frame.
     pub gpu_timestamps_per_frame: u32,
+    assembler: Assembler,
+    analysis: Analysis,
+    ring: Option<TraceRing>,
+    summary: Option<Summary>,
+    /// How the bridge thread's backend maps its times (it owns the backend while the run lasts).
+    bridge_clock: Option<ClockInfo>,
+    /// The newest frame ended.
+    frame: u64,
     scratch: Vec<Span>,
+    recs: Vec<Rec>,
 }
 
 impl FrameProfile {
-    /// `trace_frames`: keep the last N frames for `--trace` (None: statistics only).
+    /// `trace_frames`: keep the last N frames for `--trace` (None: statistics only). Starts the
+    /// render thread's record of the protocol's operations ([`program::enable`]): call it on the
+    /// render thread.
     pub fn new(session: &Session, trace_frames: Option<usize>) -> Self {
-        let mut profiler = Profiler::new(session.sync.slots(), trace_frames);
+        let mut profiler = Profiler::new();
         profiler.timestamp_period = session.clock.as_ref().map(|_| session.ctx.physical.timestamp_period);
-        FrameProfile { profiler, gpu_timestamps_per_frame: 0, scratch: Vec::new() }
+        let gpu_scopes = crate::profile::gpu_timing() && session.clock.is_some();
+        program::enable(Track::Render, gpu_scopes);
+        FrameProfile {
+            profiler,
+            gpu_timestamps_per_frame: 0,
+            assembler: Assembler::new(layout(session, None)),
+            analysis: Analysis::new(),
+            ring: trace_frames.map(TraceRing::new),
+            summary: None,
+            bridge_clock: None,
+            frame: 0,
+            scratch: Vec::new(),
+            recs: Vec::new(),
+        }
     }
 
-    fn gather(&mut self, session: &mut Session, renderer: &mut Renderer, finish: bool) {
+    /// Collect what every actor measured and recorded so far, and feed the sinks. `marks`: the
+    /// render thread's spans of the frame that just ended.
+    fn gather(&mut self, session: &mut Session, renderer: &mut Renderer, finish: bool, marks: &[HostSpan]) {
         self.gpu_timestamps_per_frame = gpu_timestamps_per_frame(session, renderer);
-        renderer.take_spans(&mut self.scratch, finish);
-        session.sync.take_spans(&mut self.scratch);
         let clock = session.clock.as_ref();
         let map = |t: u64| clock.map(|c| c.to_host_ns(t));
-        for s in self.scratch.drain(..) {
-            self.profiler.add(s, &map);
+        // The render thread's host items, ordered by time once all are in.
+        let mut render: Vec<(u64, Rec)> = marks
+            .iter()
+            .map(|s| (s.end_ns, Rec::Span(Span::host(self.frame, s.track, s.phase, s.start_ns, s.end_ns))))
+            .collect();
+        // 1. The render thread's operations (before any span: a span fills a placeholder).
+        self.recs.clear();
+        self.assembler.losses.ops_dropped += program::take(&mut self.recs);
+        for rec in self.recs.drain(..) {
+            match rec {
+                Rec::Op(op) if op.track.is_host() => render.push((op.host_ns.unwrap_or(0), Rec::Op(op))),
+                Rec::Op(op) => self.assembler.op(op),
+                Rec::Span(_) | Rec::Clock(_) => {}
+            }
         }
+        // 2. The bridge thread's records, in its order.
+        session.sync.take_records(&mut self.recs);
+        for rec in std::mem::take(&mut self.recs) {
+            match rec {
+                Rec::Op(op) if op.track.is_host() => self.assembler.host_rec(op.track, Rec::Op(op)),
+                Rec::Op(op) => self.assembler.op(op),
+                Rec::Span(s) => {
+                    if let Some(h) = self.profiler.add(s, &map) {
+                        if h.track.is_host() {
+                            let span = Span::host(s.frame, h.track, h.phase, h.start_ns, h.end_ns);
+                            self.assembler.host_rec(h.track, Rec::Span(span));
+                        } else {
+                            self.assembler.span(s.frame, h);
+                        }
+                    }
+                }
+                Rec::Clock(c) => self.bridge_clock = Some(c),
+            }
+        }
+        // 3. The GPU spans read back (and the render thread's own host steps).
+        renderer.take_spans(&mut self.scratch, finish);
+        session.sync.take_spans(&mut self.scratch);
+        for s in self.scratch.drain(..) {
+            let Some(h) = self.profiler.add(s, &map) else { continue };
+            if h.track.is_host() {
+                render
+                    .push((h.end_ns, Rec::Span(Span::host(s.frame, h.track, h.phase, h.start_ns, h.end_ns))));
+            } else {
+                self.assembler.span(s.frame, h);
+            }
+        }
+        self.assembler.host(Track::Render, render);
+        // The clocks' stated accuracy grows with the drift seen: the checker uses the latest.
+        let layout = layout(session, self.bridge_clock.clone());
+        for (t, info) in layout.tracks {
+            self.assembler.set_track(t, info);
+        }
+        let frame = if finish { u64::MAX } else { self.frame };
+        self.assembler.flush(frame, &mut Both(&mut self.analysis, self.ring.as_mut()));
     }
 
     /// The render thread finished a frame: collect what every actor measured so far.
     pub fn end_frame(&mut self, session: &mut Session, renderer: &mut Renderer, marks: RenderMarks) {
-        self.gather(session, renderer, false);
+        self.frame = marks.frame;
+        self.gather(session, renderer, false, marks.spans());
+        let end = FrameEnd { frame: marks.frame, host_ns: host_now_ns() };
+        Both(&mut self.analysis, self.ring.as_mut()).frame_end(end);
         self.profiler.end_frame(marks);
     }
 
-    /// The run is over and the protocol shut down (nothing pending): collect the rest and close
-    /// every frame; the last frame's draw finished at `end_ns`.
+    /// The run is over and the protocol shut down (nothing pending): collect the rest, close
+    /// every frame and summarise; the last frame's draw finished at `end_ns`.
     pub fn finish(&mut self, session: &mut Session, renderer: &mut Renderer, end_ns: u64) {
         if let Some(c) = &session.clock {
             c.recheck_idle(&session.ctx);
         }
-        self.gather(session, renderer, true);
+        self.gather(session, renderer, true, &[]);
+        self.assembler.finish(&mut Both(&mut self.analysis, self.ring.as_mut()));
         self.profiler.finish(end_ns);
+        let notes = clock_notes(session, self.bridge_clock.clone());
+        self.analysis.set_clock_notes(notes.clone());
+        if let Some(r) = self.ring.as_mut() {
+            r.set_clock_notes(notes);
+        }
+        self.summary = Some(self.analysis.summary());
+    }
+
+    /// The crate's summary of the run (after [`Self::finish`]): the checker over every frame,
+    /// the hand-offs, each frame's GPU busy time.
+    pub fn summary(&self) -> Option<&Summary> {
+        self.summary.as_ref()
+    }
+
+    /// What went missing between the actors and the analysis.
+    pub fn losses(&self) -> program::Losses {
+        self.assembler.losses
     }
 
     /// How each clock was aligned, for the report and the trace: (vulkan, compute). Compute
     /// times on the Vulkan device clock (GPU stamps) carry the Vulkan mapping's accuracy and
     /// drift: they go through its anchors and have none of their own.
     pub fn clocks(session: &Session) -> (ClockInfo, Option<ClockInfo>) {
-        let vk = session.clock.as_ref().map_or_else(
-            || ClockInfo { method: "no timestamps".into(), ..Default::default() },
-            GpuClock::info,
-        );
-        let compute = session.sync.compute_clock().map(|c| on_vulkan_clock(c, &vk));
-        (vk, compute)
+        clocks(session, None)
     }
 
     /// Write the trace (if tracing) into `file`; returns the report's line for it.
@@ -110,36 +211,139 @@ impl FrameProfile {
         session: &Session,
         file: PendingFile,
     ) -> Result<Option<(&'static str, String)>, TraceError> {
-        let Some(ring) = self.profiler.trace() else { return Ok(None) };
+        let Some(ring) = self.ring.as_ref() else { return Ok(None) };
         let shown = file.path().display().to_string();
-        let (vk, compute) = Self::clocks(session);
-        let compute = compute.unwrap_or_default();
-        let meta = TraceMeta {
-            backend: session.sync.backend_kind().to_string(),
-            launch: session.sync.backend_kind().launch_path().to_string(),
-            sync: session.sync.mode().to_string(),
-            slots: session.sync.slots(),
-            post: session.sync.post_kind().to_string(),
-            run_ahead: session.sync.plan().run_ahead,
-            batch: session.sync.plan().batch,
-            frames_in_flight: session.sync.plan().frames_in_flight,
-            grid: session.grid.to_string(),
-            device: session.ctx.physical.name.clone(),
-            vulkan_clock: vk.method,
-            vulkan_accuracy_ns: vk.accuracy_ns,
-            vulkan_drift_ns: vk.drift_ns,
-            compute_clock: compute.method,
-            compute_accuracy_ns: compute.accuracy_ns,
-            compute_drift_ns: compute.drift_ns,
-            compute_on_gpu_clock: compute.on_vulkan_clock,
-            compute_in_graphics_queue: session.sync.backend_kind().on_vulkan_queue(),
-            submit: session.sync.plan().submit.name().to_string(),
-            gpu_timestamps_per_frame: self.gpu_timestamps_per_frame,
-            late_spans: self.profiler.late_spans,
-        };
-        trace::write(file, ring, &meta)
-            .map_err(|source| TraceError::Write { path: shown.clone(), source })?;
-        Ok(Some(("trace", format!("{shown} (last {} frames; open in ui.perfetto.dev)", ring.len()))))
+        let extra = self.extra(session);
+        let err = |what: String| TraceError::Write { path: shown.clone(), what };
+        file.commit(
+            |out| ring.write_to(out, &extra).map_err(|e| err(e.to_string())),
+            |e| err(e.to_string()),
+        )?;
+        let kept = ring.timeline().frame_ends.len();
+        Ok(Some(("trace", format!("{shown} (last {kept} frames; open in ui.perfetto.dev)"))))
+    }
+
+    /// The run's configuration, in the trace's `otherData.extra` (what `vkhip trace check` and
+    /// the scripts read beside the timeline).
+    fn extra(&self, session: &Session) -> Value {
+        let sync = &session.sync;
+        let plan = sync.plan();
+        let (vk, compute) = clocks(session, self.bridge_clock.clone());
+        let clock =
+            |c: &ClockInfo| json!({"method": c.method, "accuracy_ns": c.accuracy_ns, "drift_ns": c.drift_ns});
+        let losses = self.assembler.losses;
+        json!({
+            "generator": concat!("vkhip ", env!("CARGO_PKG_VERSION")),
+            "backend": sync.backend_kind().name(),
+            "launch": sync.backend_kind().launch_path(),
+            "sync": sync.mode().name(),
+            "slots": sync.slots(),
+            "post": sync.post_kind().to_string(),
+            "post_batch": plan.post_batch,
+            "run_ahead": plan.run_ahead,
+            "batch": plan.batch,
+            "frames_in_flight": plan.frames_in_flight,
+            "submit": plan.submit.name(),
+            "grid": session.grid.to_string(),
+            "device": session.ctx.physical.name,
+            "vulkan_clock": clock(&vk),
+            "compute_clock": compute.as_ref().map(clock),
+            "compute_on_gpu_clock": compute.as_ref().is_some_and(|c| c.on_vulkan_clock),
+            "gpu_timestamps_per_frame": self.gpu_timestamps_per_frame,
+            "late_spans": self.profiler.late_spans,
+            "unmapped_spans": self.profiler.unmapped_spans,
+            "scopes_given_up": losses.scopes_given_up,
+            "ops_dropped": losses.ops_dropped,
+        })
+    }
+}
+
+impl Drop for FrameProfile {
+    fn drop(&mut self) {
+        program::disable();
+    }
+}
+
+/// (vulkan, compute) clock infos; `bridge`: the compute clock as the bridge thread last told.
+fn clocks(session: &Session, bridge: Option<ClockInfo>) -> (ClockInfo, Option<ClockInfo>) {
+    let vk = session
+        .clock
+        .as_ref()
+        .map_or_else(|| ClockInfo { method: "no timestamps".into(), ..Default::default() }, GpuClock::info);
+    let compute = session.sync.compute_clock().or(bridge).map(|c| on_vulkan_clock(c, &vk));
+    (vk, compute)
+}
+
+/// The clock notes of the trace and the crate's report: one line per mapping.
+fn clock_notes(session: &Session, bridge: Option<ClockInfo>) -> Vec<String> {
+    let (vk, compute) = clocks(session, bridge);
+    let line = |who: &str, c: &ClockInfo| {
+        format!(
+            "{who}: {}, ±{:.1} µs (largest drift between anchors {:.1} µs)",
+            c.method,
+            c.accuracy_ns as f64 / 1e3,
+            c.drift_ns as f64 / 1e3
+        )
+    };
+    let mut notes = vec![line("vulkan", &vk)];
+    notes.extend(compute.map(|c| line("compute", &c)));
+    notes
+}
+
+/// The model of this run: its tracks (with each one's clock), slots and post stage. The
+/// render thread and the graphics queue always; the bridge thread in `bridged` and `none`; the
+/// compute track unless the host writes (`cpu`). Vulkan timestamps and CUDA's GPU stamps share
+/// one clock domain; HIP's (and staged CUDA's) events and the host clock are apart.
+fn layout(session: &Session, bridge: Option<ClockInfo>) -> Layout {
+    let sync = &session.sync;
+    let backend = sync.backend_kind();
+    let (vk, compute) = clocks(session, bridge);
+    let host = |name: &str| ModelTrack {
+        name: name.into(),
+        api: Api::Host,
+        clock: "host clock (CLOCK_MONOTONIC)".into(),
+        accuracy_ns: 0,
+        clock_domain: None,
+    };
+    let mut tracks = vec![(Track::Render, host("render"))];
+    if matches!(sync.mode(), SyncMode::Bridged | SyncMode::Unsynchronized) {
+        tracks.push((Track::Bridge, host("bridge")));
+    }
+    let vulkan = |name: &str| ModelTrack {
+        name: name.into(),
+        api: Api::Vulkan,
+        clock: format!("Vulkan timestamps: {}", vk.method),
+        accuracy_ns: vk.accuracy_ns,
+        clock_domain: Some(0),
+    };
+    tracks.push((Track::Queue, vulkan("graphics")));
+    let compute_track = match backend {
+        BackendKind::Cpu | BackendKind::Auto => None,
+        BackendKind::Vulkan | BackendKind::CudaInVulkan => Some(vulkan("compute (graphics queue)")),
+        BackendKind::Cuda | BackendKind::Hip => {
+            let api = if backend == BackendKind::Cuda { Api::Cuda } else { Api::Hip };
+            // Before the bridge thread says: CUDA's kernels stamp the GPU timer unless staged.
+            let stamped = compute
+                .as_ref()
+                .map_or(backend == BackendKind::Cuda && sync.plan().memory != MemoryPath::Staged, |c| {
+                    c.on_vulkan_clock
+                });
+            let c = compute.unwrap_or_default();
+            Some(ModelTrack {
+                name: "compute".into(),
+                api,
+                clock: if c.method.is_empty() { format!("{} stream", api.name()) } else { c.method },
+                accuracy_ns: if stamped { vk.accuracy_ns } else { c.accuracy_ns },
+                clock_domain: stamped.then_some(0),
+            })
+        }
+    };
+    tracks.extend(compute_track.map(|t| (Track::Compute, t)));
+    Layout {
+        slots: sync.slots(),
+        post: sync.post_kind() != crate::compute::post::PostKind::None,
+        compute_on_gpu: !matches!(backend, BackendKind::Cpu | BackendKind::Auto),
+        tracks,
     }
 }
 

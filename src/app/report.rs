@@ -26,6 +26,7 @@
 //!     std::thread::sleep(std::time::Duration::from_millis(2));
 //! }
 //! profile.profiler.finish(vkhip::profile::clock::host_now_ns());
+//! // No frame went through the profiler crate's analysis: its lines say what is unknown.
 //! let report = vkhip::app::report::frame_report(&session, &profile, "offscreen 64x64", &[]);
 //! assert!(report.starts_with("vkhip frame report\n  frames       5 (offscreen 64x64), grid 32x32"), "{report}");
 //! let m = parse_report(&report).unwrap();
@@ -41,6 +42,8 @@ use crate::profile::clock::ClockInfo;
 use crate::profile::collect::Stats;
 use crate::profile::Stat;
 use std::fmt::Write as _;
+use vkhip_profile::analysis::HandoffFigure;
+use vkhip_profile::{CheckReport, Summary};
 
 fn ms_line(s: &Stat) -> String {
     format!("p50 {:.3} ms   p99 {:.3} ms", s.p50_ms(), s.p99_ms())
@@ -68,66 +71,91 @@ fn compute_on_gpu(session: &Session, st: &Stats) -> bool {
     !st.wait_signal.is_empty() || session.sync.compute_clock().is_some() || session.sync.plan().joined()
 }
 
-/// The `hand-off in` and `hand-off out` lines: the raw span's p50 and p99 (the trace holds each
-/// frame's raw span), then the part of it that frames in flight did not hide
-/// ([`crate::profile::collect::exposed_ns`]) as a p50 and as a share of the mean frame time. That
-/// part lies inside the graphics queue's idle time before the frame's draw, so its share stays
-/// at or under 100% where the raw span's can exceed it.
+/// The report's label of a hand-off edge: `hand-off in` (`rendered`, or `rendered[s]`, to
+/// whoever writes the slot), `hand-off out` (`computed` to the draw), `post in` (`scene` to the
+/// filter), `post out` (`posted` to the copy), `post reuse` (the filter waiting for the copy of
+/// frame f−K, the draw for its filter), `host wait` (the render thread waiting for a value).
+fn edge_label(h: &HandoffFigure, render: &str) -> (u8, &'static str) {
+    let base = h.semaphore.split('[').next().unwrap_or("");
+    let to_render = h.to_label == render;
+    match base {
+        _ if to_render => (5, "host wait"),
+        "rendered" => (0, "hand-off in"),
+        "computed" => (1, "hand-off out"),
+        "scene" => (2, "post in"),
+        "posted" => (3, "post out"),
+        _ => (4, "post reuse"),
+    }
+}
+
+/// The hand-off lines, one per edge (semaphore, signalling track → waiting track) of the
+/// profiler crate's summary: the part of the wait that the waiter could not hide behind its
+/// own work (*exposed*: the figure to act on) as p50, p99 and its mean as a share of the mean
+/// frame, then the edge and the raw latency from the signal to the waiter's first work (with K
+/// slots it starts K − 1 draws before the frame needs its heights, so it can be longer than a
+/// frame; the trace keeps each one). `render`: the render thread's label in the summary.
 ///
 /// ```
 /// use vkhip::app::report::handoff_lines;
-/// use vkhip::profile::collect::Stats;
+/// use vkhip_profile::analysis::{HandoffFigure, Summary};
+/// use vkhip_profile::stats::Figure;
+/// use vkhip_profile::TrackId;
 ///
-/// let mut st = Stats::default();
-/// for _ in 0..10 {
-///     st.frame.record(150_000); // 150 µs frames
-///     st.handoff_in.record(240_000); // `rendered` → kernel start: 160% of a frame …
-///     st.handoff_in_exposed.record(6_000); // … of which 6 µs with the queue idle
-/// }
-/// let lines = handoff_lines(&st);
-/// assert_eq!(lines.len(), 1, "no hand-off out measured");
-/// // (p50 and p99 come from a histogram: 3 significant digits, 240.1 µs here)
-/// assert!(lines[0].starts_with("  hand-off in  p50 240.1 µs   p99 240.1 µs   (GPU: 'rendered' → kernel start;"), "{}", lines[0]);
-/// assert!(lines[0].ends_with("not hidden by frames in flight: p50 6.0 µs, 4.0% of the frame)"), "{}", lines[0]);
+/// let fig = |p50_ns, p99_ns| Figure { count: 10, mean_ns: p50_ns as f64, p50_ns, p99_ns, max_ns: p99_ns };
+/// let edge = |sem: &str, from: &str, to: &str, exposed, latency| HandoffFigure {
+///     semaphore: sem.into(), from: TrackId(0), to: TrackId(1), from_label: from.into(), to_label: to.into(),
+///     latency, exposed,
+/// };
+/// let summary = Summary {
+///     handoffs: vec![
+///         edge("computed", "cuda stream \"compute\"", "vulkan queue \"graphics\"", fig(10_000, 12_000), fig(10_000, 12_000)),
+///         // `rendered` → kernel start: 240 µs, longer than the 150 µs frame, of which 6 µs exposed.
+///         edge("rendered", "vulkan queue \"graphics\"", "cuda stream \"compute\"", fig(6_000, 9_000), fig(240_000, 260_000)),
+///     ],
+///     ..Default::default()
+/// };
+/// let lines = handoff_lines(&summary, 0.150, "host thread \"render\"");
+/// assert_eq!(lines, [
+///     "  hand-off in  exposed p50 6.0 µs   p99 9.0 µs   (4.0% of the frame; 'rendered' vulkan queue \"graphics\" → cuda stream \"compute\"; latency p50 240.0 µs, p99 260.0 µs, 10 waits)",
+///     "  hand-off out exposed p50 10.0 µs   p99 12.0 µs   (6.7% of the frame; 'computed' cuda stream \"compute\" → vulkan queue \"graphics\"; latency p50 10.0 µs, p99 12.0 µs, 10 waits)",
+/// ]);
 /// ```
-pub fn handoff_lines(st: &Stats) -> Vec<String> {
-    let frame = st.frame.mean_ms();
-    let share = |h: &Stat| if frame > 0.0 { 100.0 * h.mean_ms() / frame } else { 0.0 };
-    let exposed = |h: &Stat| {
-        if h.is_empty() {
-            String::new()
-        } else {
+pub fn handoff_lines(summary: &Summary, frame_mean_ms: f64, render: &str) -> Vec<String> {
+    let mut edges: Vec<(u8, &'static str, &HandoffFigure)> = summary
+        .handoffs
+        .iter()
+        .map(|h| {
+            let (rank, label) = edge_label(h, render);
+            (rank, label, h)
+        })
+        .collect();
+    edges.sort_by(|a, b| (a.0, &a.2.semaphore).cmp(&(b.0, &b.2.semaphore)));
+    let us = |ns: u64| ns as f64 / 1e3;
+    edges
+        .into_iter()
+        .map(|(_, label, h)| {
+            let share =
+                if frame_mean_ms > 0.0 { 100.0 * h.exposed.mean_ns / 1e6 / frame_mean_ms } else { 0.0 };
             format!(
-                "; not hidden by frames in flight: p50 {:.1} µs, {:.1}% of the frame",
-                h.p50_ms() * 1e3,
-                share(h)
+                "  {label:<12} exposed p50 {:.1} µs   p99 {:.1} µs   ({share:.1}% of the frame; '{}' {} → {}; latency p50 {:.1} µs, p99 {:.1} µs, {} waits)",
+                us(h.exposed.p50_ns),
+                us(h.exposed.p99_ns),
+                h.semaphore,
+                h.from_label,
+                h.to_label,
+                us(h.latency.p50_ns),
+                us(h.latency.p99_ns),
+                h.latency.count
             )
-        }
-    };
-    let mut lines = Vec::new();
-    if !st.handoff_in.is_empty() {
-        lines.push(format!(
-            "  hand-off in  {}   (GPU: 'rendered' → kernel start{})",
-            us_line(&st.handoff_in),
-            exposed(&st.handoff_in_exposed)
-        ));
-    }
-    if !st.handoff_out.is_empty() {
-        lines.push(format!(
-            "  hand-off out {}   (GPU: kernel end → the draw's heights readable{})",
-            us_line(&st.handoff_out),
-            exposed(&st.handoff_out_exposed)
-        ));
-    }
-    lines
+        })
+        .collect()
 }
 
-/// The post stage's lines (`--post`; none without one): the filter's time, its two hand-offs
-/// (the draw into the rendered image ended → the filter started; the filter ended → the copy of
-/// its output started) and what the stage adds to a frame's way to the screen, the draw's end →
-/// the copy's end (GPU timestamps: with `--gpu-timing on`). Each as p50 (the median) and p99.
-/// `filter_on_gpu`: the filter is timed on the GPU (a kernel or dispatch), not on the host
-/// (`bridged`, `cpu`).
+/// The post stage's own lines (`--post`; none without one): the filter's time and what the
+/// stage adds to a frame's way to the screen, the draw's end → the copy's end (GPU timestamps:
+/// with `--gpu-timing on`). Each as p50 (the median) and p99. `filter_on_gpu`: the filter is
+/// timed on the GPU (a kernel or dispatch), not on the host (`bridged`, `cpu`). Its hand-offs
+/// are [`handoff_lines`]' `post in` and `post out`.
 ///
 /// ```
 /// use vkhip::app::report::post_lines;
@@ -137,15 +165,11 @@ pub fn handoff_lines(st: &Stats) -> Vec<String> {
 /// assert!(post_lines(&st, true).is_empty(), "no post stage, no lines");
 /// for _ in 0..10 {
 ///     st.post_filter.record(50_000);
-///     st.post_in.record(30_000);
-///     st.post_out.record(10_000);
 ///     st.post_latency.record(120_000);
 /// }
 /// let lines = post_lines(&st, true);
 /// assert_eq!(lines, [
 ///     "  post filter  p50 0.050 ms   p99 0.050 ms   (GPU: the filter reading the rendered image and writing the output)",
-///     "  post in      p50 30.0 µs   p99 30.0 µs   (GPU: the draw into the rendered image ended → the filter started)",
-///     "  post out     p50 10.0 µs   p99 10.0 µs   (GPU: the filter ended → the copy of its output started)",
 ///     "  post latency p50 0.120 ms   p99 0.120 ms   (GPU: the draw ended → the copy ended; how much later each frame is shown with the post stage)",
 /// ]);
 /// assert!(post_lines(&st, false)[0].ends_with("(host: the filter reading the rendered image and writing the output, on the bridge thread)"));
@@ -160,20 +184,6 @@ pub fn post_lines(st: &Stats, filter_on_gpu: bool) -> Vec<String> {
             ms_line(&st.post_filter)
         ));
     }
-    // The draw and the copy are GPU timestamps; the filter's end of each hand-off is on its clock.
-    let clock = if filter_on_gpu { "GPU" } else { "GPU and host clocks" };
-    if !st.post_in.is_empty() {
-        lines.push(format!(
-            "  post in      {}   ({clock}: the draw into the rendered image ended → the filter started)",
-            us_line(&st.post_in)
-        ));
-    }
-    if !st.post_out.is_empty() {
-        lines.push(format!(
-            "  post out     {}   ({clock}: the filter ended → the copy of its output started)",
-            us_line(&st.post_out)
-        ));
-    }
     if !st.post_latency.is_empty() {
         lines.push(format!(
             "  post latency {}   (GPU: the draw ended → the copy ended; how much later each frame is shown with the post stage)",
@@ -183,42 +193,106 @@ pub fn post_lines(st: &Stats, filter_on_gpu: bool) -> Vec<String> {
     lines
 }
 
-/// The text of the report's `GPU limit` line: the frame time's p50 against the GPU's own work per
-/// frame, the draw's p50 plus the kernel's (or dispatch's) p50, both from GPU timestamps of the
-/// same run; or why the limit is unknown (`gpu_timing`: `--gpu-timing on`; `compute_on_gpu`: the
-/// compute side's write is timed on the GPU).
+/// How the `GPU limit` line names a scope that counts towards GPU busy.
+fn busy_word(name: &str) -> &str {
+    match name {
+        "write slot" => "kernel",
+        other => other,
+    }
+}
+
+/// The text of the report's `GPU limit` line: the frame time's p50 against the GPU's own work
+/// per frame, from the profiler crate's summary of the same run: per frame, the union of every
+/// GPU scope of that frame the frame serialises (the draw, the kernel or dispatch, and with
+/// `--post` the filter and the copy), as a p50, with each one named and its own p50; or why the
+/// limit is unknown (`gpu_timing`: `--gpu-timing on`). `host_writes`: the compute side writes
+/// on the host (`cpu`), which is no GPU work and so not counted.
 ///
 /// ```
 /// use vkhip::app::report::limit_text;
-/// use vkhip::profile::collect::Stats;
+/// use vkhip_profile::analysis::{ScopeFigure, Summary};
+/// use vkhip_profile::stats::Figure;
+/// use vkhip_profile::TrackId;
 ///
-/// let mut st = Stats::default();
-/// for _ in 0..10 {
-///     st.frame.record(147_000);
-///     st.draw.record(126_000);
-///     st.compute.record(5_000);
-/// }
+/// let p50 = |ns| Figure { count: 10, mean_ns: ns as f64, p50_ns: ns, p99_ns: ns, max_ns: ns };
+/// let scope = |track: &str, name: &str, ns| ScopeFigure {
+///     track: TrackId(0), track_label: track.into(), name: name.into(), duration: p50(ns),
+/// };
+/// let summary = Summary {
+///     gpu_busy: p50(161_000),
+///     gpu_busy_scopes: vec![ // in the order the analysis first met them
+///         "vulkan queue \"graphics\": draw".into(),
+///         "cuda stream \"compute\": write slot".into(),
+///         "cuda stream \"compute\": post filter".into(),
+///         "vulkan queue \"graphics\": post copy".into(),
+///     ],
+///     scopes: vec![
+///         scope("vulkan queue \"graphics\"", "draw", 126_000),
+///         scope("cuda stream \"compute\"", "write slot", 5_000),
+///         scope("cuda stream \"compute\"", "post filter", 20_000),
+///         scope("vulkan queue \"graphics\"", "post copy", 10_000),
+///     ],
+///     ..Default::default()
+/// };
 /// assert_eq!(
-///     limit_text(&st, true, true),
-///     "frame p50 at 1.12× the GPU's limit: draw 0.126 + kernel 0.005 = 0.131 ms (GPU p50s)"
+///     limit_text(Some(&summary), 0.190, true, false),
+///     "frame p50 at 1.18× the GPU's limit: busy 0.161 ms per frame (p50 of each frame's union of kernel 0.005 ms, draw 0.126 ms, post filter 0.020 ms, post copy 0.010 ms: their p50s)"
 /// );
-/// assert!(limit_text(&st, true, false).starts_with("unknown: the compute side"));
-/// assert!(limit_text(&Stats::default(), false, true).starts_with("unknown: --gpu-timing off"));
+/// assert!(limit_text(Some(&Summary::default()), 0.2, true, false).starts_with("unknown: no GPU timestamps"));
+/// assert!(limit_text(None, 0.2, false, false).starts_with("unknown: --gpu-timing off"));
 /// ```
-pub fn limit_text(st: &Stats, gpu_timing: bool, compute_on_gpu: bool) -> String {
+pub fn limit_text(
+    summary: Option<&Summary>,
+    frame_p50_ms: f64,
+    gpu_timing: bool,
+    host_writes: bool,
+) -> String {
     if !gpu_timing {
         return "unknown: --gpu-timing off (no GPU timestamps of the draw and the kernel)".into();
     }
-    if st.draw.is_empty() {
+    let Some(s) = summary.filter(|s| s.gpu_busy.count > 0) else {
         return "unknown: no GPU timestamps of the draw (the device or queue has none)".into();
-    }
-    if !compute_on_gpu || st.compute.is_empty() {
-        return "unknown: the compute side writes on the host (cpu backend), not timed on the GPU".into();
-    }
-    let (draw, kernel) = (st.draw.p50_ms(), st.compute.p50_ms());
-    let limit = draw + kernel;
-    let ratio = if limit > 0.0 { st.frame.p50_ms() / limit } else { 0.0 };
-    format!("frame p50 at {ratio:.2}× the GPU's limit: draw {draw:.3} + kernel {kernel:.3} = {limit:.3} ms (GPU p50s)")
+    };
+    let busy = s.gpu_busy.p50_ns as f64 / 1e6;
+    let ratio = if busy > 0.0 { frame_p50_ms / busy } else { 0.0 };
+    let mut counted: Vec<_> = s
+        .gpu_busy_scopes
+        .iter()
+        .filter_map(|counted| s.scopes.iter().find(|f| format!("{}: {}", f.track_label, f.name) == *counted))
+        .collect();
+    // In the order a frame runs them.
+    let rank =
+        |name: &str| ["write slot", "draw", "post filter", "post copy"].iter().position(|n| *n == name);
+    counted.sort_by_key(|f| rank(&f.name).unwrap_or(usize::MAX));
+    let parts: Vec<String> = counted
+        .iter()
+        .map(|f| format!("{} {:.3} ms", busy_word(&f.name), f.duration.p50_ns as f64 / 1e6))
+        .collect();
+    let host = if host_writes { "; the host writes the slots (cpu backend): not GPU work" } else { "" };
+    format!(
+        "frame p50 at {ratio:.2}× the GPU's limit: busy {busy:.3} ms per frame (p50 of each frame's union of {}: their p50s){host}",
+        parts.join(", ")
+    )
+}
+
+/// The checker's lines: its verdict over every frame of the run (the profiler crate's streaming
+/// checker), then what it could not verify and the first violations, each on a line of its own.
+pub fn checker_lines(check: &CheckReport) -> Vec<String> {
+    let text = check.to_string();
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("").trim_start_matches("checker: ");
+    let mut out = vec![format!("  checker      {first}")];
+    out.extend(lines.map(|l| format!("             {l}")));
+    out
+}
+
+/// How long before its draw could read them the heights were written (run-ahead and batches):
+/// the raw latency of `computed` to the graphics queue.
+fn ready_before_draw(summary: Option<&Summary>) -> Option<String> {
+    let h =
+        summary?.handoffs.iter().find(|h| h.semaphore == "computed" && h.to_label.contains("graphics"))?;
+    let ms = |ns: u64| ns as f64 / 1e6;
+    Some(format!("p50 {:.3} ms   p99 {:.3} ms", ms(h.latency.p50_ns), ms(h.latency.p99_ns)))
 }
 
 /// Render the frame report.
@@ -267,8 +341,10 @@ pub fn frame_report(
         let what = if gpu { "GPU: kernel or dispatch" } else { "host: write and wait" };
         let _ = writeln!(out, "  compute      {}   ({what})", ms_line(&st.compute));
     }
-    let on_gpu = compute_on_gpu(session, st);
-    let _ = writeln!(out, "  GPU limit    {}", limit_text(st, crate::profile::gpu_timing(), on_gpu));
+    let summary = profile.summary();
+    let host_writes = sync.backend_kind() == crate::compute::BackendKind::Cpu;
+    let limit = limit_text(summary, st.frame.p50_ms(), crate::profile::gpu_timing(), host_writes);
+    let _ = writeln!(out, "  GPU limit    {limit}");
     if !st.wait_signal.is_empty() {
         let _ = writeln!(
             out,
@@ -276,14 +352,9 @@ pub fn frame_report(
             us_line(&st.wait_signal)
         );
     }
-    if !st.handoff.is_empty() {
-        let _ = writeln!(
-            out,
-            "  hand-off     {}   (compute signalled, or queue free if later → draw could read)",
-            us_line(&st.handoff)
-        );
-    }
-    for line in handoff_lines(st) {
+    let render = summary.and_then(|s| s.tracks.first()).map(vkhip_profile::check::track_label);
+    let handoffs = summary.map(|s| handoff_lines(s, st.frame.mean_ms(), render.as_deref().unwrap_or("")));
+    for line in handoffs.unwrap_or_default() {
         let _ = writeln!(out, "{line}");
     }
     let filter_on_gpu =
@@ -346,6 +417,16 @@ pub fn frame_report(
             (end as f64 - warm as f64) / (1024.0 * 1024.0)
         );
     }
+    match summary {
+        Some(sum) => {
+            for line in checker_lines(&sum.check) {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        None => {
+            let _ = writeln!(out, "  checker      not run: the run ended before the profiler summarised it");
+        }
+    }
     let (vk, compute) = FrameProfile::clocks(session);
     let _ = writeln!(out, "  clock        vulkan: {}", clock_line(&vk));
     if let Some(c) = compute {
@@ -380,7 +461,7 @@ pub fn frame_report(
             out,
             "  run-ahead    compute was handed frames up to {} ahead of the draw; heights were ready {} before their draw",
             plan.lead_frames(),
-            if st.handoff_out.is_empty() { "(not measured)".to_string() } else { ms_line(&st.handoff_out) }
+            ready_before_draw(summary).unwrap_or_else(|| "(not measured)".to_string())
         );
     }
     let _ = writeln!(
@@ -400,49 +481,88 @@ pub fn frame_report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{Phase, Profiler, RenderMarks, Span, Stamp, Track};
+    use crate::profile::program::{Assembler, Layout, Op, OpKind, Sem};
+    use crate::profile::span::HostSpan;
+    use crate::profile::{Phase, Track};
+    use vkhip_profile::model::{Api, Track as ModelTrack};
+    use vkhip_profile::Analysis;
 
-    /// K = 3 on a 150 µs frame: frame f's kernel runs at +20..+30 µs, its draw at +40..+140 µs.
-    /// `rendered` for frame f is draw f − 3's end, 330 µs (220% of a frame) before the kernel
-    /// starts, but the queue was busy with draws f − 2 and f − 1 until 30 µs before it.
+    /// K = 3 on a 150 µs frame: frame f's kernel runs at +20..+30 µs after waiting `rendered`
+    /// of frame f − 3, its draw at +40..+140 µs. `rendered` for frame f is draw f − 3's end,
+    /// 330 µs (220% of a frame) before the kernel starts, but the stream was busy until the
+    /// previous kernel ended and the submission came 10 µs before it: the report leads with the
+    /// exposed part, which is a share of the frame, and keeps the raw latency after it.
     #[test]
-    fn a_hand_off_longer_than_a_frame_reports_the_part_frames_in_flight_did_not_hide() {
+    fn a_hand_off_longer_than_a_frame_leads_with_the_part_the_waiter_could_not_hide() {
         let (us, base) = (1000u64, 1_000_000_000u64);
-        let mut p = Profiler::new(3, None);
-        let host = |f, track, phase, a, b| Span {
-            frame: f,
-            track,
-            phase,
-            start: Stamp::Host(a),
-            end: Stamp::Host(b),
+        let track = |name: &str, api: Api| ModelTrack {
+            name: name.into(),
+            api,
+            clock: String::new(),
+            accuracy_ns: 0,
+            clock_domain: api.is_gpu().then_some(0),
         };
-        let no_vk = |_: u64| None;
+        let mut a = Assembler::new(Layout {
+            slots: 3,
+            post: false,
+            compute_on_gpu: true,
+            tracks: vec![
+                (Track::Render, track("render", Api::Host)),
+                (Track::Queue, track("graphics", Api::Vulkan)),
+                (Track::Compute, track("compute", Api::Cuda)),
+            ],
+        });
+        let mut analysis = Analysis::new();
+        let op = |track, frame, kind, host_ns| Op { track, frame, kind, host_ns };
+        let span = |track, phase, start_ns, end_ns| HostSpan { track, phase, start_ns, end_ns };
         for f in 0..40u64 {
             let t0 = base + f * 150 * us;
-            p.add(host(f, Track::Render, Phase::Submit, t0 + 5 * us, t0 + 10 * us), &no_vk);
-            p.add(host(f, Track::Compute, Phase::Write, t0 + 20 * us, t0 + 30 * us), &no_vk);
-            p.add(host(f, Track::Queue, Phase::Draw, t0 + 40 * us, t0 + 140 * us), &no_vk);
-            let mut marks = RenderMarks::start(f);
-            marks.start_ns = t0;
-            p.end_frame(marks);
+            let submit = Sem::Submit(Track::Render, Track::Compute);
+            a.host(
+                Track::Render,
+                vec![(
+                    t0 + 10 * us,
+                    crate::profile::program::Rec::Op(op(
+                        Track::Render,
+                        f,
+                        OpKind::Signal(submit, f + 1),
+                        Some(t0 + 10 * us),
+                    )),
+                )],
+            );
+            a.op(op(Track::Compute, f, OpKind::Wait(submit, f + 1), None));
+            if f >= 3 {
+                a.op(op(Track::Compute, f, OpKind::Wait(Sem::Rendered, f - 2), None));
+            }
+            a.op(op(Track::Compute, f, OpKind::Scope(Phase::Write), None));
+            a.op(op(Track::Compute, f, OpKind::Signal(Sem::Computed, f + 1), None));
+            a.op(op(Track::Queue, f, OpKind::Wait(Sem::Computed, f + 1), None));
+            a.op(op(Track::Queue, f, OpKind::Scope(Phase::Draw), None));
+            a.op(op(Track::Queue, f, OpKind::Signal(Sem::Rendered, f + 1), None));
+            a.span(f, span(Track::Compute, Phase::Write, t0 + 20 * us, t0 + 30 * us));
+            a.span(f, span(Track::Queue, Phase::Draw, t0 + 40 * us, t0 + 140 * us));
+            a.flush(f, &mut analysis);
         }
-        p.finish(base + 40 * 150 * us);
-        let st = &p.stats;
-        assert!((st.frame.mean_ms() - 0.150).abs() < 1e-9, "{}", st.frame.mean_ms());
-        // The raw span, kept (the trace holds it per frame): 330 µs, more than the frame.
-        assert!((st.handoff_in.p50_ms() - 0.330).abs() < 0.001, "{}", st.handoff_in.p50_ms());
-        assert!(st.handoff_in.mean_ms() > st.frame.mean_ms());
-        let lines = handoff_lines(st);
+        a.finish(&mut analysis);
+        let summary = analysis.summary();
+        assert!(summary.check.is_clean(), "{}", summary.check);
+        let lines = handoff_lines(&summary, 0.150, "host thread \"render\"");
         assert_eq!(lines.len(), 2, "{lines:?}");
         let (into, out) = (&lines[0], &lines[1]);
-        assert!(into.starts_with("  hand-off in  p50 330."), "{into}");
-        assert!(into.ends_with("not hidden by frames in flight: p50 30.0 µs, 20.0% of the frame)"), "{into}");
-        assert!(out.ends_with("not hidden by frames in flight: p50 10.0 µs, 6.7% of the frame)"), "{out}");
-        // Every share in the lines is at most 100%; the old wording is gone.
+        // In: `rendered` (draw f − 3 ended at (f − 3)·150 + 140 µs) → the kernel at f·150 + 20:
+        // 330 µs raw; the stream's own work ended at (f − 1)·150 + 30, the submission came at
+        // f·150 + 10: 10 µs exposed.
+        assert!(into.starts_with("  hand-off in  exposed p50 10.0 µs"), "{into}");
+        assert!(into.contains("(6.7% of the frame; 'rendered' vulkan queue \"graphics\" → cuda stream \"compute\"; latency p50 330."), "{into}");
+        // Out: the kernel ended at +30, the queue's previous draw at −10: 10 µs, all exposed.
+        assert!(out.starts_with("  hand-off out exposed p50 10.0 µs"), "{out}");
         for line in &lines {
-            let share: f64 = line.rsplit_once("µs, ").unwrap().1.split('%').next().unwrap().parse().unwrap();
+            let share: f64 = line.split_once("   (").unwrap().1.split('%').next().unwrap().parse().unwrap();
             assert!((0.0..=100.0).contains(&share), "{line}");
-            assert!(!line.contains("frames in flight included"), "{line}");
         }
+        // Every frame's GPU work is the kernel and the draw: 110 µs busy; the line names both.
+        let text = limit_text(Some(&summary), 0.150, true, false);
+        assert!(text.starts_with("frame p50 at 1.36× the GPU's limit: busy 0.110 ms per frame"), "{text}");
+        assert!(text.contains("union of kernel 0.010 ms, draw 0.100 ms: their p50s"), "{text}");
     }
 }

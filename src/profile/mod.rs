@@ -1,29 +1,30 @@
-//! The frame-sync profiler: one timeline of every actor of the protocol, on one clock.
+//! The frame-sync profiler of the app, built on the `vkhip_profile` crate: the app measures its
+//! actors with its own, cheap stamps, records the protocol's operations in each actor's program
+//! order ([`program`]), and the crate checks, summarises and traces them.
 //!
 //! ## What is measured, by whom
-//! | track | spans | measured with |
+//! | track | spans (scopes) | measured with |
 //! |---|---|---|
-//! | render thread | throttle, compute hand-off, record+submit, present | host clock at each phase boundary ([`RenderMarks`]), and its CPU time (`CLOCK_THREAD_CPUTIME_ID`) |
-//! | bridge thread (`bridged`, `none`) | wait rendered, write slot, signal computed | host clock on the bridge thread, sent over a channel |
-//! | graphics queue | wait computed, draw | three Vulkan timestamps per draw: start of the command buffer; the moment the heights became readable; end |
-//! | compute (cuda) | write slot (the kernel) | the kernel's own two GPU stamps (`%globaltimer`: block (0,0,0) at entry, the last block at exit) in mapped host memory, read once one CUDA event per frame says the kernel completed (`compute::cuda::stamps`); `--memory staged` keeps the events of the hip row |
-//! | compute (hip) | wait rendered, write slot (the kernel), signal computed | four HIP events per frame, read back frames later without blocking |
-//! | compute (vulkan) | wait rendered, write slot (the dispatch) | Vulkan timestamps in the dispatch's command buffer |
-//! | render/bridge (cpu) | write slot | host clock around the host write |
-//! | hand-off (GPU) | rendered → kernel, kernel → draw | derived when a frame closes: from the end of the draw that last read the slot (frame f−K, or K frames before a batch's last frame: Vulkan signalled `rendered`) to the compute write's start, and from its end to the draw's "readable" timestamp |
-//! | post stage (`--post`) | post wait, post filter, signal posted (compute track); post copy (graphics queue) | as the compute side's spans of the same backend (GPU stamps or events, Vulkan timestamps around the filter in the graphics queue, the bridge thread's host clock); the copy between two Vulkan timestamps |
-//! | hand-off (GPU), post | draw → filter, filter → copy | derived when a frame closes ([`collect::post_spans`]): from the end of the draw into the rendered image to the filter's start, and from the filter's end to the copy's start; the report adds the latency draw end → copy end |
+//! | render thread | throttle, compute hand-off, record+submit, present; in `blocking` and `host-wait` its host steps, and in the reference modes the post hand-off | host clock at each phase boundary ([`RenderMarks`]), and its CPU time (`CLOCK_THREAD_CPUTIME_ID`) |
+//! | bridge thread (`bridged`, `none`) | wait rendered, write slot, signal computed; post wait, post filter, signal posted | host clock on the bridge thread, sent over a channel with its operations |
+//! | graphics queue | draw (from its heights readable to its end); post copy | Vulkan timestamps in the draw's and the copy's command buffers ([`crate::vk::timestamps`]) |
+//! | compute | write slot (the kernel or dispatch); post filter | cuda: the kernel's own GPU stamps (`%globaltimer` at entry and exit, `compute::cuda::stamps`); hip (and cuda with `--memory staged`): events read back frames later without blocking (`compute::timing`); vulkan and cuda-in-vulkan: Vulkan timestamps around the dispatch, or in the draw's command buffer in one-submission frames |
 //!
-//! A draw that a compute write of another frame overlapped is counted in the report (`overlap`)
-//! and labelled in the trace (the draw's `kernel_inside` argument).
+//! Beside the scopes, each track records the semaphore operations it performs, in order
+//! ([`program`]): the GPU waits and signals of each submission and enqueue, the host's waits and
+//! signals, submissions, host waits for a queue or stream, and the barriers between the write and
+//! the draw of a one-submission frame. The compute side's own GPU-side waits and signals (the
+//! spans `wait rendered` and `signal computed` of hip, vulkan and the draw's `wait computed`) are
+//! not scopes of the model: a wait is an instant between two scopes, and the time a queue spent
+//! waiting is what the hand-offs measure. They still give the report's `gpu draw` and
+//! `wait+signal` lines.
 //!
 //! The "readable" timestamp of a draw is sound, not a guess: the draw's submission waits
 //! `computed` at the vertex stage; its command buffer starts with a pipeline barrier whose source
 //! stage is that same vertex stage (so it chains with the semaphore wait: the pattern the Vulkan
 //! spec uses for a swapchain image's acquire semaphore) and whose destination is all commands,
-//! then writes a timestamp. That timestamp cannot be written before the wait was satisfied. The
-//! command buffer's first timestamp (top of pipe) can be, which is why the draw is split in two
-//! spans: "wait computed" (start → readable) and "draw" (readable → end).
+//! then writes a timestamp. That timestamp cannot be written before the wait was satisfied, so
+//! the draw's scope starts there, after its waits, as the checker's rule needs.
 //!
 //! ## One clock
 //! Everything is mapped onto the host's `CLOCK_MONOTONIC` ([`clock`]):
@@ -38,24 +39,26 @@
 //!   inside the host bracket of its launch in 2000/2000 trials; a kernel in Vulkan's queue reads
 //!   a value between the timestamps around it in 200/200). So a stamp is mapped as the Vulkan
 //!   timestamp [`span::gpu_ns_to_ticks`] makes of it, through the Vulkan clock's anchors: no host
-//!   anchor of its own, and the accuracy is the Vulkan mapping's (±2.9 µs measured). Kernel and
-//!   draw times are then compared on one clock; `vkhip trace check` proves per frame that the
-//!   kernel started after the `rendered` it waited on and ended before its draw could read, which
-//!   a different timer would break.
+//!   anchor of its own, and the accuracy is the Vulkan mapping's (±2.9 µs measured). The compute
+//!   track then shares the graphics queue's clock domain, and the checker compares the two with
+//!   the larger accuracy, not the sum.
 //! - **HIP events** (and CUDA's with `--memory staged`; `compute::timing`): an anchor event recorded on an idle stream of its
 //!   own, with host readings before the record and after the event completed; the narrowest of
 //!   several tries gives the anchor and its accuracy. Every event's time is the anchor's plus
 //!   the elapsed time from the anchor event to it. The anchor is re-taken every 250 ms, and the difference
 //!   between where the old anchor predicted the new one and where it was measured is the drift
-//!   (kept below 10 µs by the re-anchoring interval; the largest seen is in the trace).
+//!   (kept below 10 µs by the re-anchoring interval; the largest seen is in the trace). A clock
+//!   domain of its own.
 //!
-//! ## Figures, trace, checker
+//! ## Figures, checker, trace
 //! [`collect::Profiler`] keeps the last few frames open for late spans, then turns each frame
-//! into figures ([`collect::FrameFigures`]: frame time, draw, compute, hand-off latency, the GPU
-//! hand-off in and out, sync overhead, render-thread CPU time) recorded in constant-memory histograms ([`stats`]), and, with
-//! `--trace`, keeps the spans of the last N frames in a ring written as Chrome trace-event JSON at
-//! the end ([`trace`]). [`check`] reads such a file back and proves the protocol's two orderings,
-//! and with a post stage its four more (`vkhip trace check`).
+//! into the app's own figures ([`collect::FrameFigures`]: frame time, draw, compute, sync
+//! overhead, render-thread CPU time, the post filter and latency) in constant-memory histograms
+//! ([`stats`]). The same spans and the recorded operations go through [`program::Assembler`] to
+//! the crate's streaming `Analysis` (the hazard checker over every frame of the run, the
+//! hand-offs with their exposed part, each frame's GPU busy time) and, with `--trace`, to its
+//! `TraceRing`, written as Chrome trace-event JSON at the end. `vkhip trace check` reads such a
+//! file back and runs the crate's checker on it.
 //!
 //! # Examples
 //!
@@ -102,12 +105,14 @@
 //! assert!(spans.is_empty());
 //! ```
 
-pub mod check;
 pub mod clock;
 pub mod collect;
+pub mod program;
 pub mod span;
 pub mod stats;
-pub mod trace;
+
+/// Default `--trace-frames`.
+pub const DEFAULT_TRACE_FRAMES: u32 = 3000;
 
 pub use collect::{CpuSplit, FrameFigures, Profiler, RenderMarks};
 

@@ -6,60 +6,49 @@
 /// `cycles`): bounded memory whoever forgets to collect.
 pub const SPAN_BUFFER: usize = 4096;
 
-/// The actors of the protocol: one trace track each.
+/// The actors of the protocol: one track each (see [`crate::profile::program`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Track {
     /// The render thread: throttle, compute hand-off, record+submit, present.
     Render,
     /// The bridge thread (`bridged`, `none`): wait for `rendered`, write the slot, host signal.
     Bridge,
-    /// The graphics queue (GPU): the draw, split at the moment its heights became readable.
+    /// The graphics queue (GPU): the draw, and with `--post` the copy.
     Queue,
-    /// The compute side on the GPU: the CUDA/HIP stream, or the `vulkan` backend's dispatch.
+    /// The compute side on the GPU: the CUDA/HIP stream, or the `vulkan` backend's dispatch
+    /// (in the graphics queue).
     Compute,
-    /// The hand-off on the GPU, derived from the other GPU tracks: `rendered` signalled → the
-    /// kernel's start, and the kernel's end → the draw could read; with `--post`, the draw's end
-    /// → the filter's start, and the filter's end → the copy's start.
-    Handoff,
 }
 
 impl Track {
-    pub const ALL: [Track; 5] = [Track::Render, Track::Bridge, Track::Queue, Track::Compute, Track::Handoff];
+    pub const ALL: [Track; 4] = [Track::Render, Track::Bridge, Track::Queue, Track::Compute];
 
-    /// Trace thread id (stable: the checker and tests rely on it).
-    ///
-    /// # Examples
+    /// A host thread (its times are the host clock's own).
+    pub fn is_host(self) -> bool {
+        matches!(self, Track::Render | Track::Bridge)
+    }
+
+    /// The short name the model's internal semaphores use: `submit:render→graphics`.
     ///
     /// ```
     /// use vkhip::profile::span::Track;
     ///
-    /// let tids: Vec<u64> = Track::ALL.iter().map(|t| t.tid()).collect();
-    /// assert_eq!(tids, [1, 2, 3, 4, 5]); // `vkhip trace check` reads the compute track as tid 4
-    /// assert_eq!(Track::Compute.name(), "compute (GPU)");
+    /// let names: Vec<&str> = Track::ALL.iter().map(|t| t.short()).collect();
+    /// assert_eq!(names, ["render", "bridge", "graphics", "compute"]);
+    /// assert!(Track::Bridge.is_host() && !Track::Compute.is_host());
     /// ```
-    pub fn tid(self) -> u64 {
+    pub fn short(self) -> &'static str {
         match self {
-            Track::Render => 1,
-            Track::Bridge => 2,
-            Track::Queue => 3,
-            Track::Compute => 4,
-            Track::Handoff => 5,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Track::Render => "render thread (host)",
-            Track::Bridge => "bridge thread (host)",
-            Track::Queue => "graphics queue (GPU)",
-            Track::Compute => "compute (GPU)",
-            Track::Handoff => "hand-off (GPU)",
+            Track::Render => "render",
+            Track::Bridge => "bridge",
+            Track::Queue => "graphics",
+            Track::Compute => "compute",
         }
     }
 }
 
-/// What a span is. Names are the trace's slice names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// What a span is. Names are the trace's scope names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Phase {
     /// Render thread: the frames-in-flight throttle (host wait on `rendered`).
     Throttle,
@@ -84,11 +73,6 @@ pub enum Phase {
     WaitComputed,
     /// Graphics queue: the draw from the moment its heights were readable to its end.
     Draw,
-    /// Hand-off track: the draw that last read the slot ended (Vulkan signalled `rendered`) →
-    /// the kernel that writes it again started.
-    HandoffIn,
-    /// Hand-off track: the kernel ended → the draw of its frame could read the heights.
-    HandoffOut,
     /// Post stage (`--post`), compute side: waiting for `rendered` (the scene is drawn) and
     /// `presented` (the output's previous copy is done), on the GPU or the host.
     PostWait,
@@ -98,10 +82,6 @@ pub enum Phase {
     PostSignal,
     /// Post stage, graphics queue: the copy of the output to the swapchain image or target.
     PostCopy,
-    /// Hand-off track: the draw into the scene ended → the filter started.
-    SceneToFilter,
-    /// Hand-off track: the filter ended → the copy to the target started.
-    FilterToCopy,
 }
 
 impl Phase {
@@ -118,36 +98,10 @@ impl Phase {
             Phase::Signal => "signal computed",
             Phase::WaitComputed => "wait computed",
             Phase::Draw => "draw",
-            Phase::HandoffIn => "rendered → kernel",
-            Phase::HandoffOut => "kernel → draw",
             Phase::PostWait => "post wait",
             Phase::PostFilter => "post filter",
             Phase::PostSignal => "signal posted",
             Phase::PostCopy => "post copy",
-            Phase::SceneToFilter => "draw → filter",
-            Phase::FilterToCopy => "filter → copy",
-        }
-    }
-
-    /// The access a span stands for, for the protocol checker: `write` (the slot is being
-    /// written) or `read` (the draw may read it; with `--post`, also the draw writing the
-    /// rendered image), and for the post stage `filter` (the filter reads the rendered image and
-    /// writes the output image) or `copy` (the copy reads the output image).
-    ///
-    /// ```
-    /// use vkhip::profile::Phase;
-    ///
-    /// assert_eq!(Phase::PostFilter.role(), Some("filter"));
-    /// assert_eq!(Phase::PostCopy.role(), Some("copy"));
-    /// assert_eq!(Phase::PostWait.role(), None); // waiting touches no image
-    /// ```
-    pub fn role(self) -> Option<&'static str> {
-        match self {
-            Phase::Write => Some("write"),
-            Phase::Draw => Some("read"),
-            Phase::PostFilter => Some("filter"),
-            Phase::PostCopy => Some("copy"),
-            _ => None,
         }
     }
 }
@@ -165,6 +119,16 @@ pub enum Stamp {
     /// timestamp [`gpu_ns_to_ticks`] gives, through the same anchors; never through a host
     /// anchor of its own.
     Gpu(u64),
+}
+
+impl Stamp {
+    /// The host time, when this is one.
+    pub fn host_ns(self) -> Option<u64> {
+        match self {
+            Stamp::Host(ns) => Some(ns),
+            Stamp::Vulkan(_) | Stamp::Gpu(_) => None,
+        }
+    }
 }
 
 /// The Vulkan timestamp (ticks of `timestamp_period` ns) that a GPU timer reading of `ns`

@@ -3,10 +3,12 @@
 //! of the batch with the compute API's own wait, then host-signal `computed` once.
 
 use super::SyncError;
+use crate::compute::BackendKind;
 use crate::compute::ComputeBackend;
 use crate::profile::clock::host_now_ns;
+use crate::profile::program::{self, Rec, Sem};
 use crate::profile::span::SPAN_BUFFER;
-use crate::profile::{Phase, Span, Track};
+use crate::profile::{Phase, Track};
 use crate::sim::WaveParams;
 use crate::vk::device::Context;
 use ash::vk;
@@ -68,19 +70,40 @@ impl Bridge {
         post: Option<PostTimelineHandles>,
         capacity: usize,
         mut backend: Box<dyn ComputeBackend>,
-    ) -> Result<(Self, mpsc::Receiver<Span>), SyncError> {
+    ) -> Result<(Self, mpsc::Receiver<Rec>), SyncError> {
         // Bounded: in `none` nothing else ties the render thread to the bridge, and a slow writer
         // must not let jobs pile up. In `bridged` the plan already keeps the bridge within K + 2
         // frames, and a job's wait is for a draw submitted before the job was sent, so a full
         // queue cannot deadlock.
         let (tx, rx) = mpsc::sync_channel::<Job>(capacity);
-        let (span_tx, spans) = mpsc::sync_channel::<Span>(SPAN_BUFFER);
+        // The thread's operations and spans, in its order ([`program`]); its log is handed over
+        // after each job.
+        let (span_tx, spans) = mpsc::sync_channel::<Rec>(SPAN_BUFFER);
+        let gpu_scopes = crate::profile::gpu_timing();
         let failure = Arc::new(Mutex::new(None));
         let fail = failure.clone();
         let thread = std::thread::Builder::new()
             .name("vkhip-bridge".into())
             .spawn(move || {
+                program::enable(Track::Bridge, gpu_scopes);
+                let gpu = backend.kind() != BackendKind::Cpu;
                 let mut gpu_spans = Vec::new();
+                let mut recs = Vec::new();
+                // After each job: the backend's clock, then the job's records (a full channel
+                // means nobody collects: they are dropped).
+                let mut hand_over = |backend: &mut dyn ComputeBackend| {
+                    if let Some(c) = backend.clock_info() {
+                        let _ = span_tx.try_send(Rec::Clock(c));
+                    }
+                    backend.take_spans(&mut gpu_spans);
+                    for s in gpu_spans.drain(..) {
+                        program::push_span(s);
+                    }
+                    program::take(&mut recs);
+                    for r in recs.drain(..) {
+                        let _ = span_tx.try_send(r);
+                    }
+                };
                 // The last value this thread host-signalled on `posted` (0: none yet).
                 let mut last_posted = 0;
                 for job in rx.iter() {
@@ -88,17 +111,10 @@ impl Bridge {
                         Job::Heights(h) => h,
                         Job::Post(p) => {
                             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                run_post(
-                                    &ctx,
-                                    rendered,
-                                    post,
-                                    &p,
-                                    backend.as_mut(),
-                                    &span_tx,
-                                    &mut last_posted,
-                                )
+                                run_post(&ctx, rendered, post, &p, backend.as_mut(), gpu, &mut last_posted)
                             }))
                             .unwrap_or_else(|_| Err(SyncError::Bridge("the post filter panicked".into())));
+                            hand_over(backend.as_mut());
                             if let Err(e) = outcome {
                                 log::debug!("bridge thread, post of frame {}: {e}", p.frame);
                                 *fail.lock().unwrap_or_else(|p| p.into_inner()) =
@@ -111,34 +127,39 @@ impl Bridge {
                     };
                     let first = job.frames.first().map_or(0, |f| f.0);
                     let last = job.frames.last().map_or(0, |f| f.0);
-                    let span = |f, phase, a, b| {
-                        // A full channel means nobody collects: drop the span.
-                        let _ = span_tx.try_send(Span::host(f, Track::Bridge, phase, a, b));
-                    };
                     let mut step = || -> Result<(), SyncError> {
                         if let Some(v) = job.wait_rendered {
                             let t0 = host_now_ns();
                             ctx.wait_timeline(rendered, v, || {
                                 format!("'rendered' ≥ {v} (frame {} drawn) on the bridge thread", v - 1)
                             })?;
-                            span(first, Phase::WaitRendered, t0, host_now_ns());
+                            let t1 = host_now_ns();
+                            program::host_wait(Sem::Rendered, v, first, t1);
+                            program::host_span(first, Phase::WaitRendered, t0, t1);
                         }
                         for &(f, slot, ref params) in &job.frames {
                             let t1 = host_now_ns();
+                            if gpu {
+                                program::submit(Track::Compute, f);
+                                program::scope(Track::Compute, Phase::Write, f..f + 1);
+                            }
                             backend.write_slot_and_wait(f, slot, params)?;
-                            span(f, Phase::Write, t1, host_now_ns());
+                            let t2 = host_now_ns();
+                            if gpu {
+                                // The compute API's own event said the kernel finished.
+                                program::join(Track::Compute, f, t2);
+                            }
+                            program::host_span(f, Phase::Write, t1, t2);
                         }
                         let t2 = host_now_ns();
+                        program::host_signal(Sem::Computed, job.signal_computed, last);
                         ctx.signal_timeline(computed, job.signal_computed)?;
-                        span(last, Phase::Signal, t2, host_now_ns());
-                        backend.take_spans(&mut gpu_spans);
-                        for s in gpu_spans.drain(..) {
-                            let _ = span_tx.try_send(s);
-                        }
+                        program::host_span(last, Phase::Signal, t2, host_now_ns());
                         Ok(())
                     };
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut step))
                         .unwrap_or_else(|_| Err(SyncError::Bridge("the compute backend panicked".into())));
+                    hand_over(backend.as_mut());
                     if let Err(e) = outcome {
                         // Returned to the render thread on its next compute(): logged at debug only.
                         log::debug!("bridge thread, frames {first}..={last}: {e}");
@@ -187,38 +208,47 @@ impl Bridge {
 }
 
 /// One post job on the bridge thread: the host waits (Vulkan-signalled values only), the
-/// filter, the host signal, each timed on the host clock (Track::Compute, as POST.md's spans).
+/// filter, the host signal, each timed on the host clock and recorded in order
+/// ([`program`]); `gpu`: the filter runs on the compute API's stream (not the `cpu` backend's
+/// host).
 fn run_post(
     ctx: &Context,
     rendered: vk::Semaphore,
     post: Option<PostTimelineHandles>,
     job: &PostJob,
     backend: &mut dyn ComputeBackend,
-    span_tx: &mpsc::SyncSender<Span>,
+    gpu: bool,
     last_posted: &mut u64,
 ) -> Result<(), SyncError> {
     let Some(t) = post else {
         return Err(SyncError::Bridge("internal: a post job without the post timelines".into()));
     };
     let f = job.frame;
-    let span = |phase, a, b| {
-        let _ = span_tx.try_send(Span::host(f, Track::Compute, phase, a, b));
-    };
+    let span = |phase, a, b| program::host_span(f, phase, a, b);
     let t0 = host_now_ns();
     if let Some(v) = job.wait_rendered {
         ctx.wait_timeline(rendered, v, || {
             format!("'rendered' ≥ {v} (scene of frame {f}) on the bridge thread")
         })?;
+        program::host_wait(Sem::Scene, v, f, host_now_ns());
     }
     if let Some(v) = job.wait_presented {
         ctx.wait_timeline(t.presented, v, || {
             format!("'presented' ≥ {v} (frame {} copied out) on the bridge thread", v - 1)
         })?;
+        program::host_wait(Sem::Presented, v, f, host_now_ns());
     }
     let t1 = host_now_ns();
     span(Phase::PostWait, t0, t1);
+    if gpu {
+        program::submit(Track::Compute, f);
+        program::scope(Track::Compute, Phase::PostFilter, f..f + 1);
+    }
     backend.post_and_wait(f, job.pair)?;
     let t2 = host_now_ns();
+    if gpu {
+        program::join(Track::Compute, f, t2);
+    }
     span(Phase::PostFilter, t1, t2);
     if let Some(v) = job.signal_posted {
         // The copies that waited for the previous signal: done already in practice (they were
@@ -232,7 +262,10 @@ fn run_post(
             ctx.wait_timeline(t.presented, done, || {
                 format!("'presented' ≥ {done} (the copies behind 'posted' = {done}) on the bridge thread")
             })?;
+            program::host_wait(Sem::Presented, done, f, host_now_ns());
         }
+        program::host_signal(Sem::Posted, v, f);
+        program::host_signal(Sem::SceneFree, v, f);
         ctx.signal_timeline(t.posted, v)?;
         *last_posted = v;
     }

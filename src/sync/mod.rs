@@ -243,6 +243,7 @@ use crate::compute::post::{PostKind, PostSync};
 pub use crate::compute::SemaphoreHandles;
 use crate::compute::{BackendKind, ComputeBackend, ComputeError, GpuSync};
 use crate::profile::clock::{host_now_ns, ClockInfo};
+use crate::profile::program::{self, Rec, Sem};
 use crate::profile::span::SPAN_BUFFER;
 use crate::profile::{Phase, Span, Track};
 use crate::sim::WaveParams;
@@ -420,6 +421,22 @@ pub struct DrawSync {
     /// The frame's compute is recorded into the draw's own command buffer, before the draw
     /// ([`FrameSync::record_joined`]), ordered by barriers instead of semaphores.
     pub joined: bool,
+    /// The same waits and signals as the profiler names them ([`crate::profile::program`]),
+    /// recorded where the submission is made.
+    pub profile_waits: Vec<(Sem, u64)>,
+    pub profile_signals: Vec<(Sem, u64)>,
+}
+
+impl DrawSync {
+    fn wait(&mut self, sem: &Semaphore, value: u64, stage: vk::PipelineStageFlags, name: Sem) {
+        self.waits.push((sem.handle, value, stage));
+        self.profile_waits.push((name, value));
+    }
+
+    fn signal(&mut self, sem: &Semaphore, value: u64, name: Sem) {
+        self.signals.push((sem.handle, value));
+        self.profile_signals.push((name, value));
+    }
 }
 
 /// The `rendered` value the render thread's throttle host-waits for at frame `frame` (None: no
@@ -471,8 +488,9 @@ pub struct FrameSync {
     pub waits_elided: u64,
     /// Frames whose throttle host-waited.
     throttle_waits: std::cell::Cell<u64>,
-    /// The bridge thread's spans (bounded channel; `bridged` and `none`).
-    bridge_spans: Option<mpsc::Receiver<Span>>,
+    /// The bridge thread's spans and operations, in its order (bounded channel; `bridged` and
+    /// `none`).
+    bridge_spans: Option<mpsc::Receiver<Rec>>,
     /// Spans the render thread timed itself (`blocking`, `host-wait`), until taken.
     local_spans: Vec<Span>,
     /// One-submission frames: the frame handed over by [`Self::compute`], until its draw records
@@ -601,6 +619,7 @@ impl FrameSync {
                 format!("'rendered' ≥ {value}: frame {} was never drawn{}", value - 1, self.bridge_failure())
             })
             .map_err(SyncError::from)?;
+        program::host_wait(Sem::Rendered, value, value - 1, host_now_ns());
         self.rendered_seen.set(self.rendered_seen.get().max(value));
         Ok(())
     }
@@ -632,6 +651,7 @@ impl FrameSync {
                 )
             })
             .map_err(SyncError::from)?;
+        program::host_wait(Sem::Presented, value, value - 1, host_now_ns());
         self.presented_seen.set(self.presented_seen.get().max(value));
         Ok(())
     }
@@ -677,6 +697,18 @@ impl FrameSync {
             match (&mut self.driver, self.plan.mode) {
                 (Driver::Inline(b), SyncMode::External) => {
                     let sync = PostSync { wait_rendered, wait_presented, signal_posted };
+                    program::submit(Track::Compute, frame);
+                    if let Some(v) = wait_rendered {
+                        program::wait(Track::Compute, Sem::Scene, v, frame);
+                    }
+                    if let Some(v) = wait_presented {
+                        program::wait(Track::Compute, Sem::Presented, v, frame);
+                    }
+                    program::scope(Track::Compute, Phase::PostFilter, frame..frame + 1);
+                    if let Some(v) = signal_posted {
+                        program::signal(Track::Compute, Sem::Posted, v, frame);
+                        program::signal(Track::Compute, Sem::SceneFree, v, frame);
+                    }
                     b.enqueue_post_gpu_synced(frame, pair, sync)?;
                 }
                 // The reference samples' height schemes have no post protocol of their own: the
@@ -691,24 +723,38 @@ impl FrameSync {
                         self.ctx.wait_timeline(self.sems.rendered.handle, v, || {
                             format!("'rendered' ≥ {v} (scene of frame {frame}) before its filter")
                         })?;
+                        program::host_wait(Sem::Scene, v, frame, host_now_ns());
                     }
                     if let Some(v) = wait_presented {
                         self.ctx.wait_timeline(post.presented.handle, v, || {
                             format!("'presented' ≥ {v} (frame {} copied out) before the filter", v - 1)
                         })?;
+                        program::host_wait(Sem::Presented, v, frame, host_now_ns());
                     }
                     let t1 = host_now_ns();
+                    let gpu = b.kind() != BackendKind::Cpu;
+                    if gpu {
+                        program::submit(Track::Compute, frame);
+                        program::scope(Track::Compute, Phase::PostFilter, frame..frame + 1);
+                    }
                     b.post_and_wait(frame, pair)?;
                     let t2 = host_now_ns();
+                    if gpu {
+                        program::join(Track::Compute, frame, t2);
+                    }
                     if let Some(v) = signal_posted {
+                        program::host_signal(Sem::Posted, v, frame);
+                        program::host_signal(Sem::SceneFree, v, frame);
                         self.ctx.signal_timeline(post.posted.handle, v)?;
                     }
                     let t3 = host_now_ns();
+                    // The render thread's own work (the filter itself, with a GPU backend, is
+                    // on the compute track).
                     for (phase, a, z) in
                         [(Phase::PostWait, t0, t1), (Phase::PostFilter, t1, t2), (Phase::PostSignal, t2, t3)]
                     {
                         if self.local_spans.len() < SPAN_BUFFER {
-                            self.local_spans.push(Span::host(frame, Track::Compute, phase, a, z));
+                            self.local_spans.push(Span::host(frame, Track::Render, phase, a, z));
                         }
                     }
                 }
@@ -754,9 +800,9 @@ impl FrameSync {
         let mut s = DrawSync::default();
         if self.plan.mode != SyncMode::Unsynchronized {
             let posted = self.posted_requested.max(frame + 1);
-            s.waits.push((t.posted.handle, posted, vk::PipelineStageFlags::TRANSFER));
+            s.wait(&t.posted, posted, vk::PipelineStageFlags::TRANSFER, Sem::Posted);
         }
-        s.signals.push((t.presented.handle, frame + 1));
+        s.signal(&t.presented, frame + 1, Sem::Presented);
         Some(s)
     }
 
@@ -768,11 +814,15 @@ impl FrameSync {
         let Some(t) = &self.sems.post else { return };
         let k = self.plan.slots as u64;
         if self.plan.post_on_queue() {
-            s.signals.push((t.posted.handle, frame + 1));
-            s.signals.push((t.presented.handle, frame + 1));
-        } else if self.plan.mode != SyncMode::Unsynchronized && frame >= k {
+            s.signal(&t.posted, frame + 1, Sem::Posted);
+            s.signal(&t.presented, frame + 1, Sem::Presented);
+            return;
+        }
+        // The filter's wait on `rendered`, named apart (see [`Sem::Scene`]).
+        s.profile_signals.push((Sem::Scene, frame + 1));
+        if self.plan.mode != SyncMode::Unsynchronized && frame >= k {
             let stages = vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT | vk::PipelineStageFlags::TRANSFER;
-            s.waits.push((t.posted.handle, frame + 1 - k, stages));
+            s.wait(&t.posted, frame + 1 - k, stages, Sem::SceneFree);
         }
     }
 
@@ -785,6 +835,10 @@ impl FrameSync {
         if self.plan.elide_waits() {
             if self.rendered_seen.get() < v {
                 let now = self.ctx.timeline_value(self.sems.rendered.handle)?;
+                if now > self.rendered_seen.get() {
+                    // The host saw it: what it hands over next is ordered after that draw.
+                    program::host_wait(Sem::Rendered, now, now - 1, host_now_ns());
+                }
                 self.rendered_seen.set(self.rendered_seen.get().max(now));
             }
             if self.rendered_seen.get() >= v {
@@ -854,6 +908,12 @@ impl FrameSync {
         match (&mut self.driver, plan.mode) {
             (Driver::Inline(b), SyncMode::External | SyncMode::HostWait) => {
                 let sync = GpuSync::Timeline { wait_rendered: wait, signal_computed: Some(end) };
+                program::submit(Track::Compute, start);
+                if let Some(w) = wait {
+                    program::wait(Track::Compute, Sem::Rendered, w, start);
+                }
+                program::scope(Track::Compute, Phase::Write, start..end);
+                program::signal(Track::Compute, Sem::Computed, end, end - 1);
                 b.enqueue_batch_gpu_synced(&frames, sync)?;
                 if plan.mode == SyncMode::HostWait {
                     // simpleVulkan's shipped scheme: the host waits for the value the compute API
@@ -862,22 +922,44 @@ impl FrameSync {
                     self.ctx.wait_timeline(self.sems.computed.handle, end, || {
                         format!("'computed' ≥ {end} (host-wait mode)")
                     })?;
-                    push_span(&mut self.local_spans, start, Phase::WaitComputed, t0, host_now_ns());
+                    let t1 = host_now_ns();
+                    program::host_wait(Sem::Computed, end, end - 1, t1);
+                    push_span(&mut self.local_spans, start, Phase::WaitComputed, t0, t1);
                 }
             }
             (Driver::Inline(b), SyncMode::Binary) => {
                 for &(f, slot, ref p) in &frames {
                     let sync = GpuSync::Binary { slot, wait_rendered: f >= plan.slots as u64 };
+                    program::submit(Track::Compute, f);
+                    if f >= plan.slots as u64 {
+                        program::binary_wait(Track::Compute, Sem::BinaryRendered(slot as u8), f);
+                    }
+                    program::scope(Track::Compute, Phase::Write, f..f + 1);
+                    program::binary_signal(Track::Compute, Sem::BinaryComputed(slot as u8), f);
                     b.enqueue_gpu_synced(f, slot, p, sync)?;
                 }
             }
             (Driver::Inline(b), SyncMode::Blocking) => {
+                let gpu = b.kind() != BackendKind::Cpu;
                 for &(f, slot, ref p) in &frames {
                     let t0 = host_now_ns();
                     self.ctx.queue_wait_idle()?;
                     let t1 = host_now_ns();
+                    // The queue's work so far, the dispatches on it included, is done.
+                    program::join(Track::Queue, f, t1);
+                    if b.kind().on_vulkan_queue() {
+                        program::join(Track::Compute, f, t1);
+                    }
+                    if gpu {
+                        program::submit(Track::Compute, f);
+                        program::scope(Track::Compute, Phase::Write, f..f + 1);
+                    }
                     b.write_slot_and_wait(f, slot, p)?;
                     let t2 = host_now_ns();
+                    if gpu {
+                        program::join(Track::Compute, f, t2);
+                    }
+                    program::host_signal(Sem::Computed, f + 1, f);
                     self.ctx.signal_timeline(self.sems.computed.handle, f + 1)?;
                     let t3 = host_now_ns();
                     push_span(&mut self.local_spans, f, Phase::QueueIdle, t0, t1);
@@ -934,33 +1016,35 @@ impl FrameSync {
             // signals `computed` too, so the value still means "slot f mod K holds frame f"
             // (verify and teardown read it), if later than a split submission would.
             s.joined = true;
-            s.signals.push((self.sems.computed.handle, frame + 1));
-            s.signals.push((self.sems.rendered.handle, frame + 1));
+            s.signal(&self.sems.computed, frame + 1, Sem::Computed);
+            s.signal(&self.sems.rendered, frame + 1, Sem::Rendered);
             self.post_draw_sync(frame, &mut s);
             return s;
         }
         match self.plan.mode {
             SyncMode::Binary => {
                 let (computed, rendered) = &self.sems.binary[slot];
-                s.waits.push((computed.handle, 0, HEIGHTS_READ_STAGE));
-                s.signals.push((rendered.handle, 0));
+                s.wait(computed, 0, HEIGHTS_READ_STAGE, Sem::BinaryComputed(slot as u8));
+                s.signal(rendered, 0, Sem::BinaryRendered(slot as u8));
             }
             // No wait at all: the point of `none`.
             SyncMode::Unsynchronized => {}
             // simpleVulkan waits at the colour-attachment stage, after the vertex shader has read
             // the heights: wrong, and harmless there only because the host already waited.
-            SyncMode::HostWait => s.waits.push((
-                self.sems.computed.handle,
+            SyncMode::HostWait => s.wait(
+                &self.sems.computed,
                 self.plan.computed_for_draw(frame),
                 vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
-            )),
-            _ => s.waits.push((
-                self.sems.computed.handle,
+                Sem::Computed,
+            ),
+            _ => s.wait(
+                &self.sems.computed,
                 self.plan.computed_for_draw(frame),
                 HEIGHTS_READ_STAGE,
-            )),
+                Sem::Computed,
+            ),
         }
-        s.signals.push((self.sems.rendered.handle, frame + 1));
+        s.signal(&self.sems.rendered, frame + 1, Sem::Rendered);
         self.post_draw_sync(frame, &mut s);
         s
     }
@@ -1026,16 +1110,22 @@ impl FrameSync {
         Ok(())
     }
 
-    /// Move every compute-side span reported so far into `out`: the bridge thread's, the
-    /// render thread's own (`blocking`, `host-wait`), and the backend's GPU timing (when the
-    /// render thread owns the backend, or after shutdown). Never blocks.
+    /// Move every compute-side span reported so far into `out`: the render thread's own
+    /// (`blocking`, `host-wait`, the reference modes' post hand-off), and the backend's GPU
+    /// timing (when the render thread owns the backend, or after shutdown). Never blocks.
     pub fn take_spans(&mut self, out: &mut Vec<Span>) {
         out.append(&mut self.local_spans);
-        if let Some(rx) = &self.bridge_spans {
-            out.extend(rx.try_iter());
-        }
         if let Driver::Inline(b) | Driver::Stopped(b) = &mut self.driver {
             b.take_spans(out);
+        }
+    }
+
+    /// Move what the bridge thread reported so far (`bridged`, `none`) into `out`, in its order:
+    /// its operations, its host spans and its backend's GPU spans ([`crate::profile::program`]).
+    /// Never blocks.
+    pub fn take_records(&mut self, out: &mut Vec<Rec>) {
+        if let Some(rx) = &self.bridge_spans {
+            out.extend(rx.try_iter());
         }
     }
 

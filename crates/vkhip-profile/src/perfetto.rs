@@ -38,6 +38,10 @@ use std::path::Path;
 /// about 6 MB; parsing holds the whole document in memory, several times the file's size.)
 pub const MAX_TRACE_BYTES: u64 = 1 << 30;
 
+/// The largest `ts` or `dur` the reader accepts, µs: about 116 days (u64 ns from the origin
+/// hold 584 years; a trace's times are a run's).
+const MAX_US: f64 = 1e13;
+
 /// `otherData.vkhip_profile`: the version of this layout.
 pub const FORMAT_VERSION: u64 = 1;
 
@@ -330,9 +334,21 @@ pub fn parse(bytes: &[u8], name: &str) -> Result<(Timeline, Value), TraceError> 
         };
         let seq = num("seq")?;
         let item = if ph == "X" {
-            let at =
-                |key: &str| ev.get(key).and_then(Value::as_f64).ok_or_else(|| event(&format!("no {key}")));
-            let start_ns = origin + ns_of(at("ts")?);
+            // A time the writer could have written: finite, not negative, and within u64 ns of
+            // the origin (a hand-edited 1e308 is refused, not wrapped or saturated).
+            let at = |key: &str| {
+                let v = ev.get(key).ok_or_else(|| event(&format!("no {key}")))?;
+                let us = v.as_f64().ok_or_else(|| event(&format!("{key} is {v}, not a number")))?;
+                if !(0.0..=MAX_US).contains(&us) {
+                    return Err(event(&format!("{key} is {v} µs: not a time from 0 to {MAX_US:e} µs")));
+                }
+                Ok(ns_of(us))
+            };
+            let start_ns =
+                origin.checked_add(at("ts")?).ok_or_else(|| event("ts is past the clock's range"))?;
+            let end_ns = start_ns
+                .checked_add(at("dur")?)
+                .ok_or_else(|| event("ts + dur is past the clock's range"))?;
             let mut accesses = Vec::new();
             for (key, kind) in [("reads", AccessKind::Read), ("writes", AccessKind::Write)] {
                 for r in args.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default() {
@@ -349,7 +365,7 @@ pub fn parse(bytes: &[u8], name: &str) -> Result<(Timeline, Value), TraceError> 
                 name: ev.get("name").and_then(Value::as_str).ok_or_else(|| event("no name"))?.into(),
                 frame: num("frame")?,
                 start_ns,
-                end_ns: start_ns + ns_of(at("dur")?),
+                end_ns,
                 depth: args.get("depth").and_then(Value::as_u64).unwrap_or(0) as u32,
                 accesses,
             })

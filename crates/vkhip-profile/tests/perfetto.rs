@@ -177,6 +177,21 @@ fn the_reader_refuses_what_is_not_a_trace_with_one_error_type() {
     assert!(matches!(err, TraceError::Format { .. }), "{err:?}");
     assert!(text.contains(&format!("event {i} (")) && text.ends_with("args.seq is missing"), "{text}");
 
+    // Times a writer could not have written are refused, naming the event, never wrapped or
+    // saturated (a hand-edited 1e308 µs once panicked the reader on overflow).
+    for (name, key, value, why) in [
+        ("huge-ts", "ts", json!(1e308), "ts is 1e+308 µs: not a time from 0 to 1e13 µs"),
+        ("negative-dur", "dur", json!(-5.0), "dur is -5.0 µs: not a time from 0 to 1e13 µs"),
+    ] {
+        let mut doc = document(&correct(2), &json!({}));
+        let events = doc["traceEvents"].as_array_mut().unwrap();
+        let i = events.iter().position(|e| e["ph"] == "X").unwrap();
+        events[i][key] = value;
+        let (err, text) = read_err(name, doc.to_string().as_bytes());
+        assert!(matches!(err, TraceError::Format { .. }), "{name}: {err:?}");
+        assert!(text.contains(&format!("event {i} (")) && text.contains(why), "{name}: {text}");
+    }
+
     let missing = std::env::temp_dir().join("vkhip-profile-no-such-dir/trace.json");
     let err = read(&missing).unwrap_err();
     assert!(matches!(err, TraceError::Read { .. }));

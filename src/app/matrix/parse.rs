@@ -2,9 +2,10 @@
 //!
 //! The lines relied on (two spaces, the label padded to 12 characters, a space, the value):
 //! `frame time` (mean, p50, p99, fps), `render cpu` (p50, and the mean when there), `sync` (the resolved configuration,
-//! kept verbatim), `device`, and the optional `start-up`, `hand-off in` and `hand-off out` (their
-//! p50, with GPU timing on), `GPU limit` (the draw's and the kernel's GPU p50s, when known) and the
-//! post stage's `post filter`, `post in`, `post out` (p50s) and `post latency` (p50 and p99).
+//! kept verbatim), `device`, and the optional `start-up`, `hand-off in` and `hand-off out` (the
+//! p50 of their exposed part, with GPU timing on), `GPU limit` (the GPU's busy time per frame and
+//! the draw's and the kernel's GPU p50s, when known) and the post stage's `post filter`,
+//! `post in`, `post out` (p50s; the hand-offs' exposed part) and `post latency` (p50 and p99).
 //!
 //! # Examples
 //!
@@ -16,9 +17,9 @@
 //!   render cpu   p50 1.2 ms   p99 4.0 ms   mean 1.5 ms   (render thread CPU time per frame)
 //!   start-up     0.412 s to the first frame (process start → first draw finished)
 //!   sync         external, 8 slot(s), run-ahead 0, batch 7
-//!   hand-off in  p50 41.5 µs   p99 90.2 µs   (GPU: …; 2.1% of the frame)
-//!   hand-off out p50 12.0 µs   p99 30.0 µs   (GPU: …; 0.8% of the frame)
-//!   GPU limit    frame p50 at 1.15× the GPU's limit: draw 0.126 + kernel 0.005 = 0.131 ms (GPU p50s)
+//!   hand-off in  exposed p50 41.5 µs   p99 90.2 µs   (2.1% of the frame; 'rendered' …; latency p50 300.0 µs, …)
+//!   hand-off out exposed p50 12.0 µs   p99 30.0 µs   (0.8% of the frame; 'computed' …)
+//!   GPU limit    frame p50 at 1.15× the GPU's limit: busy 0.130 ms per frame (p50 of each frame's union of kernel 0.005 ms, draw 0.126 ms: their p50s)
 //!   device       NVIDIA H100 80GB HBM3 [discrete GPU]
 //! ";
 //! let m = parse_report(report).unwrap();
@@ -28,9 +29,10 @@
 //! assert_eq!(m.resolved, "external, 8 slot(s), run-ahead 0, batch 7");
 //! assert_eq!(m.device, "NVIDIA H100 80GB HBM3 [discrete GPU]");
 //! assert_eq!((m.handoff_in_us, m.handoff_out_us), (Some(41.5), Some(12.0)));
-//! assert_eq!(m.gpu_limit, Some(GpuLimit { draw_ms: 0.126, kernel_ms: 0.005 }));
+//! assert_eq!(m.gpu_limit, Some(GpuLimit { draw_ms: 0.126, kernel_ms: 0.005, busy_ms: Some(0.130) }));
+//! assert_eq!(m.gpu_limit.unwrap().total_ms(), 0.130);
 //! assert_eq!(m.post, None); // no post stage
-//! let unknown = report.replace("frame p50 at 1.15× the GPU's limit: draw 0.126 + kernel 0.005 = 0.131 ms (GPU p50s)", "unknown: --gpu-timing off");
+//! let unknown = report.replace("frame p50 at 1.15× the GPU's limit: busy 0.130 ms per frame (p50 of each frame's union of kernel 0.005 ms, draw 0.126 ms: their p50s)", "unknown: --gpu-timing off");
 //! assert_eq!(parse_report(&unknown).unwrap().gpu_limit, None);
 //!
 //! // A report cut short, and a line that is not what it should be.
@@ -56,8 +58,8 @@ pub struct Measurement {
     pub resolved: String,
     /// The text after `device`.
     pub device: String,
-    /// p50 of the GPU hand-off in (`rendered` → kernel start) and out (kernel end → draw
-    /// readable), µs, when the report has them (GPU timing on, a compute side with GPU spans).
+    /// p50 of the exposed part of the hand-off in (`rendered` → the compute side's first work)
+    /// and out (`computed` → the draw), µs, when the report has them (GPU timing on).
     pub handoff_in_us: Option<f64>,
     pub handoff_out_us: Option<f64>,
     /// The `GPU limit` line's draw and kernel GPU p50s, when the run measured them.
@@ -82,17 +84,22 @@ pub struct PostFigures {
 }
 
 /// The GPU's own work per frame in one run: the draw's and the kernel's (or dispatch's) GPU p50,
-/// ms. Their sum is the frame time the GPU could reach (the report's `GPU limit`).
+/// ms, and the p50 of each frame's GPU busy time (every GPU scope the frame serialises: with
+/// `--post` the filter and the copy too), the frame time the GPU could reach (the report's
+/// `GPU limit`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GpuLimit {
     pub draw_ms: f64,
+    /// 0 when the host writes (the `cpu` backend).
     pub kernel_ms: f64,
+    /// None in a table written before the busy time was measured.
+    pub busy_ms: Option<f64>,
 }
 
 impl GpuLimit {
-    /// Draw + kernel, ms.
+    /// The GPU busy time per frame (older tables: draw + kernel), ms.
     pub fn total_ms(&self) -> f64 {
-        self.draw_ms + self.kernel_ms
+        self.busy_ms.unwrap_or(self.draw_ms + self.kernel_ms)
     }
 }
 
@@ -167,15 +174,14 @@ pub fn parse_report(report: &str) -> Result<Measurement, ParseError> {
     let handoff = |label: &'static str| -> Result<Option<f64>, ParseError> {
         field(report, label).map(|l| number_after(l, "p50").ok_or_else(|| bad(label, l))).transpose()
     };
-    // `frame p50 at 1.15× the GPU's limit: draw 0.126 + kernel 0.005 = …`, or `unknown: why`.
+    // `frame p50 at 1.15× the GPU's limit: busy 0.130 ms per frame (… of kernel 0.005 ms, draw
+    // 0.126 ms: …)`, or `unknown: why`.
     let gpu_limit = match field(report, "GPU limit") {
-        Some(l) if !l.starts_with("unknown") => {
-            let (d, k) = (number_after(l, "draw"), number_after(l, "kernel"));
-            Some(GpuLimit {
-                draw_ms: d.ok_or_else(|| bad("GPU limit", l))?,
-                kernel_ms: k.ok_or_else(|| bad("GPU limit", l))?,
-            })
-        }
+        Some(l) if !l.starts_with("unknown") => Some(GpuLimit {
+            draw_ms: number_after(l, "draw").ok_or_else(|| bad("GPU limit", l))?,
+            kernel_ms: number_after(l, "kernel").unwrap_or(0.0),
+            busy_ms: Some(number_after(l, "busy").ok_or_else(|| bad("GPU limit", l))?),
+        }),
         _ => None,
     };
     let p50 = |label: &'static str| -> Result<Option<f64>, ParseError> {

@@ -96,7 +96,11 @@ pub fn read_csv<R: std::io::Read>(input: R) -> Result<(Vec<Panel>, CsvInfo), Rep
                 handoff_in_us: num("handoff_in_p50_us")?,
                 handoff_out_us: num("handoff_out_p50_us")?,
                 gpu_limit: match (num("gpu_draw_p50_ms")?, num("gpu_kernel_p50_ms")?) {
-                    (Some(draw_ms), Some(kernel_ms)) => Some(GpuLimit { draw_ms, kernel_ms }),
+                    (Some(draw_ms), kernel) => Some(GpuLimit {
+                        draw_ms,
+                        kernel_ms: kernel.unwrap_or(0.0),
+                        busy_ms: num("gpu_busy_p50_ms")?,
+                    }),
                     _ => None,
                 },
                 post: {

@@ -34,10 +34,10 @@
 //! let native = Summary::of(&[ok(1.5)]);
 //! assert_eq!(s.ratio_to(Some(&native)), Some(2.0));
 //!
-//! // The GPU limit row's value is its runs' draw + kernel, not their frame time.
+//! // The GPU limit row's value is its runs' GPU busy time (here: draw + kernel), not their frame time.
 //! use vkhip::app::matrix::parse::GpuLimit;
 //! let timed = |draw_ms, kernel_ms| match ok(2.0) {
-//!     Outcome::Ok(m) => Outcome::Ok(Measurement { gpu_limit: Some(GpuLimit { draw_ms, kernel_ms }), ..m }),
+//!     Outcome::Ok(m) => Outcome::Ok(Measurement { gpu_limit: Some(GpuLimit { draw_ms, kernel_ms, busy_ms: None }), ..m }),
 //!     o => o,
 //! };
 //! let limit = Summary::for_row(&[timed(1.0, 0.25), timed(1.2, 0.25), timed(0.9, 0.25)], true);

@@ -23,7 +23,7 @@
 //! assert!(lines[0].starts_with("label,backend,sync_requested,slots,run_ahead,batch,memory,resolved,grid"));
 //! assert_eq!(
 //!     lines[1],
-//!     r#"vulkan (native),vulkan,external,,,,,,64x64,160x90,1,60,,,,,,,,failed,"exit code 1: lost, the device",,,,,,,,,,,,,,"#
+//!     r#"vulkan (native),vulkan,external,,,,,,64x64,160x90,1,60,,,,,,,,failed,"exit code 1: lost, the device",,,,,,,,,,,,,,,"#
 //! );
 //! ```
 
@@ -75,6 +75,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "handoff_out_p50_us",
     "gpu_draw_p50_ms",
     "gpu_kernel_p50_ms",
+    "gpu_busy_p50_ms",
     "limit_ms",
     "ratio_to_limit",
     "post",
@@ -171,6 +172,7 @@ pub fn write_csv<W: std::io::Write>(out: W, results: &[CellResult], frames: u64)
                 m.and_then(|m| m.handoff_out_us).map(|v| v.to_string()).unwrap_or_default(),
                 m.and_then(|m| m.gpu_limit).map(|g| g.draw_ms.to_string()).unwrap_or_default(),
                 m.and_then(|m| m.gpu_limit).map(|g| g.kernel_ms.to_string()).unwrap_or_default(),
+                m.and_then(|m| m.gpu_limit?.busy_ms).map(|v| v.to_string()).unwrap_or_default(),
                 limit.map(round).unwrap_or_default(),
                 m.zip(limit).map(|(m, l)| round(m.mean_ms / l)).unwrap_or_default(),
                 c.post.unwrap_or("").to_string(),
@@ -325,7 +327,11 @@ mod tests {
     fn timed(mean: f64, draw: f64, kernel: f64) -> Outcome {
         match ok(mean) {
             Outcome::Ok(m) => Outcome::Ok(Measurement {
-                gpu_limit: Some(super::super::parse::GpuLimit { draw_ms: draw, kernel_ms: kernel }),
+                gpu_limit: Some(super::super::parse::GpuLimit {
+                    draw_ms: draw,
+                    kernel_ms: kernel,
+                    busy_ms: None,
+                }),
                 ..m
             }),
             o => o,
