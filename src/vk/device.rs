@@ -27,13 +27,17 @@ const VALIDATION_BACKOFF: wait::Backoff = wait::Backoff {
     max_sleep: Duration::from_millis(1),
 };
 
-/// A failed host wait of the interop crate as the app's error: a timeout names what was awaited
-/// (`what`); anything else (a lost device) keeps the crate's call and status.
+/// A failed host wait of the interop crate as the app's error, as the app's own waits report
+/// them: a timeout names what was awaited (`what`); a failed Vulkan call (a lost device) is that
+/// call and its result; anything else stays the crate's error.
 fn wait_error(e: vkhip_interop::Error, what: impl FnOnce() -> String) -> VkError {
-    if e.kind() == vkhip_interop::ErrorKind::Timeout {
-        VkError::Timeout { what: what(), seconds: WAIT_TIMEOUT.as_secs() }
-    } else {
-        VkError::Interop(e)
+    let result = e.status().and_then(|s| i32::try_from(s).ok()).map(vk::Result::from_raw);
+    match (e.kind(), e.api(), result) {
+        (vkhip_interop::ErrorKind::Timeout, ..) => {
+            VkError::Timeout { what: what(), seconds: WAIT_TIMEOUT.as_secs() }
+        }
+        (_, vkhip_interop::Api::Vulkan, Some(result)) => VkError::Call { call: e.call(), result },
+        _ => VkError::Interop(e),
     }
 }
 
@@ -792,7 +796,7 @@ mod tests {
     use super::*;
 
     /// The interop crate's wait errors become the app's: a timeout names what the run waited
-    /// for; a failed call keeps the crate's call and status.
+    /// for; a failed call is the call and its result.
     #[test]
     fn wait_errors_name_what_was_awaited() {
         let timeout = vkhip_interop::Error::timeout(
@@ -805,8 +809,17 @@ mod tests {
         assert_eq!(e.to_string(), "timed out after 30 s waiting for 'computed' ≥ 3 (host-wait mode)");
         let lost = vkhip_interop::Error::vulkan("vkGetSemaphoreCounterValue", vk::Result::ERROR_DEVICE_LOST);
         let e = wait_error(lost, || unreachable!("only a timeout asks what was awaited"));
-        assert!(matches!(&e, VkError::Interop(i) if i.status() == Some(-4)), "{e}");
-        assert!(e.to_string().contains("vkGetSemaphoreCounterValue failed (status -4)"), "{e}");
+        assert!(
+            matches!(
+                e,
+                VkError::Call { call: "vkGetSemaphoreCounterValue", result: vk::Result::ERROR_DEVICE_LOST }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().starts_with("vkGetSemaphoreCounterValue failed: VK_ERROR_DEVICE_LOST"), "{e}");
+        // Out of memory stays an environment error (exit 2), as it was from vkWaitSemaphores.
+        let oom = vkhip_interop::Error::vulkan("vkWaitSemaphores", vk::Result::ERROR_OUT_OF_HOST_MEMORY);
+        assert!(wait_error(oom, String::new).is_environment());
     }
 
     fn dev(index: usize, ty: vk::PhysicalDeviceType, uuid: u8) -> PhysicalDeviceInfo {
