@@ -354,12 +354,13 @@ fn run(a: &Args) -> Res<()> {
                 .push_next(&mut tl);
             // SAFETY: the device's queue, used by this thread only; the handles above are live.
             unsafe { d.queue_submit(queue, &[submit], vk::Fence::null()) }.map_err(vkerr("vkQueueSubmit"))?;
+            // `read` is Vulkan's own value: a blocking wait, as wgpu's `poll` is (issue 34).
             if f + 1 >= k {
-                read.wait(values.signal(f + 1 - k), WAIT)?;
+                read.wait_blocking(values.signal(f + 1 - k), WAIT)?;
             }
             Ok(())
         })?;
-        read.wait(values.signal(last), WAIT)?;
+        read.wait_blocking(values.signal(last), WAIT)?;
         cuda.synchronize()?;
         // Back to CUDA (at rest), then each buffer to the host once.
         vk.submit_one_shot(&[], &[], |cmd| {
