@@ -18,7 +18,7 @@
 #   E. bench-kernel (cuda) on 4096x4096 and on grids of the same width whose rows divide evenly
 #      among the row walkers (4096x4224, 4096x3960) or not (1024x16384, 16384x1024), 2 runs each
 #      of 1000 launches; then the register count of the cached sinewave cubin (cuobjdump if
-#      present, else the ELF's .text.sinewave section header)
+#      present, else the cubin's EIATTR_REGCOUNT records)
 #
 # Environment: DIAG_REPS (3), DIAG_FRAMES (2000), DIAG_WARMUP (200), DIAG_TIMING_FRAMES (3000),
 # DIAG_START_REPS (5), DIAG_TIMEOUT (seconds per run, 60), DIAG_SECTIONS (default "A B C D E").
@@ -320,12 +320,27 @@ shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
 def sh(i):
     return struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
 strtab = sh(shstrndx)
+names, bodies = {}, {}
 for i in range(shnum):
     name_off, _, _, _, off, size, link, info, _, _ = sh(i)
     end = data.index(b"\0", strtab[4] + name_off)
-    name = data[strtab[4] + name_off:end].decode()
-    if name.startswith(".text."):
-        print(f"{name[6:]}: {info >> 24} registers per thread (sh_info >> 24), {size} bytes of code")
+    bodies[data[strtab[4] + name_off:end].decode()] = data[off:off + size]
+# Function symbols by index (for EIATTR_REGCOUNT, which names its function by symbol).
+symtab, strs = bodies.get(".symtab", b""), bodies.get(".strtab", b"")
+for i in range(len(symtab) // 24):
+    st_name, = struct.unpack_from("<I", symtab, 24 * i)
+    names[i] = strs[st_name:strs.index(b"\0", st_name)].decode() if st_name < len(strs) else "?"
+# .nv.info: records of (format, attribute, size): EIATTR_REGCOUNT (0x2f) and EIATTR_FRAME_SIZE (0x12)
+# hold (symbol index, value).
+body, i = bodies.get(".nv.info", b""), 0
+while i + 4 <= len(body):
+    fmt, attr, size = body[i], body[i + 1], struct.unpack_from("<H", body, i + 2)[0]
+    payload = body[i + 4:i + 4 + size] if fmt == 4 else b""
+    i += 4 + (size if fmt == 4 else 0)
+    if attr in (0x2F, 0x12) and len(payload) == 8:
+        sym, value = struct.unpack("<II", payload)
+        what = "registers per thread" if attr == 0x2F else "bytes of local frame"
+        print(f"{names.get(sym, sym)}: {value} {what}")
 EOF
         fi
     done
