@@ -144,7 +144,7 @@ if has B; then
     say ""
     say "== B. start-up: process start → first draw finished, --headless --frames 10 (512² grid), warm kernel cache"
     TSV=$OUT/startup.tsv
-    printf 'backend\trep\tstartup_s\tinstance_ms\tprobed_ms\tdevice_ms\tslots_ms\tbackend_ms\trenderer_ms\tframe0_ms\tcuinit_ms\tprewarmed_ms\tstatus\n' >"$TSV"
+    printf 'backend\trep\tstartup_s\tinstance_ms\tprobed_ms\tdevice_ms\tslots_ms\tbackend_ms\trenderer_ms\tframe0_ms\tcuinit_ms\tcontext_ms\tkernel_ms\tnvrtc_ms\tprewarmed_ms\tstatus\n' >"$TSV"
     # One untimed run each first: kernel caches and the driver's own JIT cache warm.
     for b in vulkan cuda cuda-in-vulkan; do
         timeout "$TIMEOUT" "$BIN" --headless --backend "$b" --frames 10 >"$OUT/runs/startup-$b-warm.log" 2>&1
@@ -155,19 +155,28 @@ if has B; then
             RUST_LOG=vkhip=debug timeout "$TIMEOUT" "$BIN" --headless --backend "$b" --frames 10 >"$log" 2>&1
             rc=$?
             mark() { grep -m1 "start-up: $1" "$log" | sed 's/.* at \([0-9.]*\) ms.*/\1/'; }
-            ms() { grep -m1 "$1" "$log" | sed -n 's/.* in \([0-9.]*\)\(m\?s\).*/\1 \2/p' | awk '{ print ($2 == "s") ? $1 * 1000 : $1 }'; }
+            # The duration (Rust's `{:.1?}`: 12.3ms, 1.2s, 850.0µs) right after the text $2 on
+            # the first line holding $1, in ms.
+            ms() {
+                grep -m1 "$1" "$log" | sed -n "s/.*$2\([0-9.]*\)\(ms\|µs\|s\).*/\1 \2/p" |
+                    awk '{ print ($2 == "s") ? $1 * 1000 : ($2 == "ms") ? $1 : $1 / 1000 }'
+            }
             s=$(field '  start-up ' 2 "$log")
-            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$b" "$rep" "${s:--}" \
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$b" "$rep" "${s:--}" \
                 "$(mark 'Vulkan instance made')" "$(mark 'compute devices probed')" "$(mark 'Vulkan device created')" \
                 "$(mark 'clock calibrated')" "$(mark 'compute backend ready')" "$(mark 'renderer and target ready')" \
-                "$(mark 'frame 0 submitted')" "$(ms 'prewarm: libcuda + cuInit')" "$(ms 'cuda: prewarmed')" \
+                "$(mark 'frame 0 submitted')" "$(ms 'prewarm: libcuda + cuInit' ' in ')" \
+                "$(ms 'primary context and stream' 'primary context and stream ')" "$(ms 'primary context and stream' 'kernel ')" \
+                "$(ms 'prewarm: libnvrtc' ' in ')" "$(ms 'cuda: prewarmed' ' in ')" \
                 "$([ "$rc" -eq 0 ] && echo ok || echo "exit $rc")" >>"$TSV"
         done
     done
     sed -i 's/\t\t/\t-\t/g; s/\t\t/\t-\t/g; s/\t$/\t-/' "$TSV"
-    stats "$TSV" 1 3 4 5 6 7 8 9 10 11 12 | tee -a "$SUMMARY"
+    stats "$TSV" 1 3 4 5 6 7 8 9 10 11 12 13 14 15 | tee -a "$SUMMARY"
     failures "$TSV"
-    say "  (ms columns: the start-up timeline's marks after process start; cuinit/prewarmed: the cuda prewarm thread)"
+    say "  (ms columns: the start-up timeline's marks after process start; cuinit (libcuda + cuInit),"
+    say "   context (primary context and stream), kernel (cache + module load), nvrtc (libnvrtc load),"
+    say "   prewarmed (all of it): durations on the cuda prewarm thread)"
     say "  one cuda-in-vulkan timeline in full:"
     grep -E 'start-up|cuda|nvrtc|kernel cache|sinewave' "$OUT/runs/startup-cuda-in-vulkan-r1.log" | sed 's/^/    /' | tee -a "$SUMMARY"
     say "  one cuda timeline in full:"
