@@ -6,6 +6,9 @@
 //! device (architecture) and the driver version. A damaged or unreadable cache entry is a miss,
 //! never an error.
 //!
+//! `cuda-in-vulkan` also stores each image it loaded under a key Vulkan alone can make, so that
+//! its later starts need neither CUDA nor NVRTC (`compute::cuda::in_vulkan`, "Start-up").
+//!
 //! Where: `$VKHIP_KERNEL_CACHE` if set (`off` disables the cache), else
 //! `$XDG_CACHE_HOME/vkhip/kernels`, else `~/.cache/vkhip/kernels`.
 
@@ -39,7 +42,11 @@ pub struct SinewaveLaunch {
 
 /// The launch for `grid` on a device that keeps about `resident_blocks` blocks of
 /// [`SINEWAVE_BLOCK`] threads running at once: enough row walkers to fill it, never more than
-/// there are rows (nor than gridDim.y allows).
+/// there are rows (nor than gridDim.y allows), and every walker the same number of rows where the
+/// rows allow it. A walker count that does not divide the rows leaves the last row step to some
+/// walkers only (4096 rows over 264 walkers: 136 walk 16 rows, 128 walk 15, and the 16th step
+/// runs on half the GPU); the fewest walkers that keep the same number of steps (256 × 16)
+/// have no such tail.
 ///
 /// # Examples
 ///
@@ -47,9 +54,10 @@ pub struct SinewaveLaunch {
 /// use vkhip::compute::kernel::{sinewave_launch, SINEWAVE_BLOCK};
 /// use vkhip::sim::Grid;
 ///
-/// // 4096 columns = 1024 quads = 4 blocks across; 528 resident blocks = 132 row walkers.
+/// // 4096 columns = 1024 quads = 4 blocks across; 528 resident blocks = 132 row walkers,
+/// // which would walk 31 or 32 rows: 128 walkers of 32 rows each instead.
 /// let l = sinewave_launch(Grid { width: 4096, height: 4096 }, 528);
-/// assert_eq!((l.grid_x, l.grid_y, l.block_x), (4, 132, SINEWAVE_BLOCK));
+/// assert_eq!((l.grid_x, l.grid_y, l.block_x), (4, 128, SINEWAVE_BLOCK));
 /// // Every column is covered, and there are never more row walkers than rows.
 /// let l = sinewave_launch(Grid { width: 1000, height: 7 }, 10_000);
 /// assert!(l.grid_x * l.block_x * 4 >= 1000);
@@ -58,7 +66,10 @@ pub struct SinewaveLaunch {
 pub fn sinewave_launch(grid: Grid, resident_blocks: u32) -> SinewaveLaunch {
     let quads = grid.width.div_ceil(4);
     let grid_x = quads.div_ceil(SINEWAVE_BLOCK).max(1);
-    let grid_y = (resident_blocks.max(1) / grid_x).clamp(1, grid.height.min(65535));
+    let walkers = (resident_blocks.max(1) / grid_x).clamp(1, grid.height.min(65535));
+    // The row steps the longest walker takes; then as few walkers as that many steps need.
+    let steps = grid.height.div_ceil(walkers);
+    let grid_y = grid.height.div_ceil(steps);
     SinewaveLaunch { grid_x, grid_y, grid_z: 1, block_x: SINEWAVE_BLOCK }
 }
 
@@ -212,29 +223,44 @@ impl KernelCache {
         parts: &[&str],
         compile: impl FnOnce() -> Result<Vec<u8>, E>,
     ) -> Result<(Vec<u8>, CacheOutcome), E> {
-        let Some(dir) = &self.dir else {
+        if self.dir.is_none() {
             return compile().map(|b| (b, CacheOutcome::Uncached));
-        };
-        let path = dir.join(Self::entry_name(parts));
+        }
+        if let Some(bytes) = self.lookup(parts) {
+            return Ok((bytes, CacheOutcome::Hit));
+        }
+        let bytes = compile()?;
+        let outcome = if self.store(parts, &bytes) { CacheOutcome::Compiled } else { CacheOutcome::Uncached };
+        Ok((bytes, outcome))
+    }
+
+    /// The entry for `parts`, if there is a readable, non-empty one (None with the cache off).
+    pub fn lookup(&self, parts: &[&str]) -> Option<Vec<u8>> {
+        let path = self.dir.as_ref()?.join(Self::entry_name(parts));
         match std::fs::read(&path) {
             Ok(bytes) if !bytes.is_empty() => {
                 log::debug!("kernel cache hit: {}", path.display());
-                return Ok((bytes, CacheOutcome::Hit));
+                Some(bytes)
             }
-            _ => {}
+            _ => None,
         }
-        let bytes = compile()?;
-        let outcome = match store_atomically(dir, &path, &bytes) {
+    }
+
+    /// Store `bytes` as the entry for `parts`, replacing any (atomically: a reader sees the old
+    /// entry or the new one). Whether it was stored; a failure is logged, never an error.
+    pub fn store(&self, parts: &[&str], bytes: &[u8]) -> bool {
+        let Some(dir) = &self.dir else { return false };
+        let path = dir.join(Self::entry_name(parts));
+        match store_atomically(dir, &path, bytes) {
             Ok(()) => {
                 log::debug!("kernel cache stored: {}", path.display());
-                CacheOutcome::Compiled
+                true
             }
             Err(e) => {
                 log::warn!("kernel cache: could not write {}: {e}", path.display());
-                CacheOutcome::Uncached
+                false
             }
-        };
-        Ok((bytes, outcome))
+        }
     }
 }
 
@@ -295,10 +321,25 @@ mod tests {
 
     #[test]
     fn launch_fills_the_gpu_without_idle_walkers() {
-        // 4096 × 4096 on an H100/H200 (132 SMs × 8 resident blocks of 256): 4 column blocks,
-        // 264 row walkers each, 16 rows per walker.
+        // 4096 × 4096 on an H100/H200 (132 SMs × 8 resident blocks of 256): 4 column blocks;
+        // 264 row walkers would take 16 or 15 rows, so 256 walkers of exactly 16 rows.
         let l = sinewave_launch(Grid { width: 4096, height: 4096 }, 132 * 8);
-        assert_eq!(l, SinewaveLaunch { grid_x: 4, grid_y: 264, grid_z: 1, block_x: 256 });
+        assert_eq!(l, SinewaveLaunch { grid_x: 4, grid_y: 256, grid_z: 1, block_x: 256 });
+        // Where the rows divide evenly among the resident walkers, all of them walk.
+        assert_eq!(sinewave_launch(Grid { width: 4096, height: 4224 }, 132 * 8).grid_y, 264);
+        // Every walker takes the same number of rows, or one fewer, and no more steps than the
+        // resident walkers would take.
+        for (w, h, resident) in
+            [(4096, 4096, 1056), (1000, 777, 1056), (2048, 2048, 1056), (640, 100_000, 528)]
+        {
+            let grid = Grid { width: w, height: h };
+            let l = sinewave_launch(grid, resident);
+            let walkers = (resident / l.grid_x).clamp(1, h.min(65535));
+            let steps = h.div_ceil(l.grid_y);
+            assert_eq!(steps, h.div_ceil(walkers), "{grid}: {l:?}");
+            assert!(h > (steps - 1) * l.grid_y && h <= steps * l.grid_y, "{grid}: {l:?}");
+            assert!(l.grid_y <= walkers, "{grid}: {l:?}");
+        }
         // Never more walkers than rows.
         assert_eq!(sinewave_launch(Grid { width: 8, height: 3 }, 1056).grid_y, 3);
         // A grid wider than the device holds still launches one walker per column block.

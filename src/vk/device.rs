@@ -50,6 +50,8 @@ pub struct PhysicalDeviceInfo {
     pub device_type: vk::PhysicalDeviceType,
     /// Driver name and info (VkPhysicalDeviceDriverProperties).
     pub driver: String,
+    /// VkPhysicalDeviceProperties::driverVersion (vendor-encoded).
+    pub driver_version: u32,
     pub api_version: u32,
     pub uuid: [u8; 16],
     /// A queue family with graphics + compute + transfer.
@@ -343,6 +345,7 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError
             )
             .trim()
             .to_string(),
+            driver_version: props.driver_version,
             api_version: props.api_version,
             uuid: id.device_uuid,
             graphics_family,
