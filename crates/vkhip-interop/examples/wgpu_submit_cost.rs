@@ -66,10 +66,12 @@ fn main() -> ExitCode {
         })
     };
     let (src, dst) = (buffer(wgpu::BufferUsages::COPY_SRC), buffer(wgpu::BufferUsages::COPY_DST));
+    let info = adapter.get_info();
     println!(
-        "{} ({:?}); {frames} frames after 200, 3 in flight; us per frame, medians",
-        adapter.get_info().name,
-        adapter.get_info().backend
+        "{} ({:?}); {frames} frames after {}, 3 in flight; us per frame, medians",
+        info.name,
+        info.backend,
+        frames.min(200)
     );
     println!(
         "{:>2} {:>7} | {:>7} {:>7} {:>7} {:>7} | {:>7} {:>7} {:>7} {:>7} | {:>9}",
@@ -85,7 +87,8 @@ fn main() -> ExitCode {
             let mut pending = std::collections::VecDeque::new();
             let (mut frame, mut encode, mut submit, mut poll) = (vec![], vec![], vec![], vec![]);
             let mut last = Instant::now();
-            for f in 0..200 + frames {
+            let warmup = frames.min(200);
+            for f in 0..warmup + frames {
                 let t0 = Instant::now();
                 let encoders = if split { n } else { 1 };
                 let per = n / encoders;
@@ -111,7 +114,7 @@ fn main() -> ExitCode {
                     }
                 }
                 let t3 = Instant::now();
-                if f >= 200 {
+                if f >= warmup {
                     let us = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e6;
                     frame.push(us(last, t3));
                     encode.push(us(t0, t1));
