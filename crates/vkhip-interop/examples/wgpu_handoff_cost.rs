@@ -348,6 +348,8 @@ struct Step {
     cuda: Option<Instant>,
     record: Option<Instant>,
     submit: Option<Instant>,
+    /// Time in wgpu's non-blocking `Device::poll(Poll)` after the throttle's own wait.
+    maint: Duration,
 }
 
 impl Step {
@@ -360,6 +362,13 @@ impl Step {
     fn submitted(&mut self) {
         self.submit = Some(Instant::now());
     }
+    /// `device.poll(Poll)`, timed as wgpu's maintenance.
+    fn maintain(&mut self, device: &wgpu::Device) -> Res<()> {
+        let t = Instant::now();
+        device.poll(wgpu::PollType::Poll)?;
+        self.maint += t.elapsed();
+        Ok(())
+    }
 }
 
 /// One frame's marks: its start, after CUDA's calls, after recording, after the submit, after
@@ -367,12 +376,13 @@ impl Step {
 #[derive(Clone, Copy)]
 struct Marks([Instant; 5]);
 
-/// One run: µs per frame, the host phases of each frame (CUDA, record, submit, wait; µs), and
-/// the marks of every frame after the warm-up (traced runs only).
+/// One run: µs per frame, the host phases of each frame (CUDA, record, submit, the throttle's
+/// wait, wgpu's maintenance after it; µs), and the marks of every frame after the warm-up
+/// (traced runs only).
 #[derive(Default)]
 struct Run {
     frames: Vec<f64>,
-    phases: Vec<[f64; 4]>,
+    phases: Vec<[f64; 5]>,
     marks: Vec<Marks>,
 }
 
@@ -396,7 +406,8 @@ fn timed(
         let submit = s.submit.unwrap_or(record);
         if f >= warmup {
             run.frames.push(us(end - last));
-            run.phases.push([us(cuda - start), us(record - cuda), us(submit - record), us(end - submit)]);
+            let (wait, maint) = (us(end - submit) - us(s.maint), us(s.maint));
+            run.phases.push([us(cuda - start), us(record - cuda), us(submit - record), wait, maint]);
             if keep_marks {
                 run.marks.push(Marks([start, cuda, record, submit, end]));
             }
@@ -1374,7 +1385,7 @@ fn wgpu_loop(ctx: &Ctx<'_>, shape: WgpuShape, frames: u64, trace: bool) -> Res<(
         if shape.raw_subs {
             if f + 1 >= k {
                 own.wait(values.signal(f + 1 - k))?;
-                device.poll(wgpu::PollType::Poll)?;
+                step.maintain(device)?;
             }
             return Ok(());
         }
@@ -1383,7 +1394,7 @@ fn wgpu_loop(ctx: &Ctx<'_>, shape: WgpuShape, frames: u64, trace: bool) -> Res<(
             let (index, g) = pending.pop_front().expect("a frame");
             if shape.spin {
                 p.read.spin(values.signal(g))?;
-                device.poll(wgpu::PollType::Poll)?;
+                step.maintain(device)?;
             } else {
                 wait(index)?;
             }
@@ -1581,7 +1592,7 @@ fn host_pad(configs: &[Config], results: &[Vec<Run>]) -> Duration {
     let busy = |c: Config| {
         let i = configs.iter().position(|&x| x == c)?;
         let all: Vec<f64> =
-            results[i].iter().flat_map(|r| r.phases.iter().map(|p| p[0] + p[1] + p[2])).collect();
+            results[i].iter().flat_map(|r| r.phases.iter().map(|p| p[0] + p[1] + p[2] + p[4])).collect();
         (!all.is_empty()).then(|| median(&all))
     };
     match (busy(Config::Wgpu4), busy(Config::Raw8)) {
@@ -1600,8 +1611,8 @@ fn report(a: &Args, configs: &[Config], results: &[Vec<Run>], pad: Duration, tra
     )?;
     writeln!(
         out,
-        "{:<12} {:>8} {:>8} {:>8} {:>15}  | host (medians): {:>6} {:>6} {:>6} {:>6} {:>6}",
-        "config", "median", "p5", "p95", "round medians", "cuda", "record", "submit", "wait", "busy"
+        "{:<12} {:>8} {:>8} {:>8} {:>15}  | host (medians): {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}",
+        "config", "median", "p5", "p95", "round medians", "cuda", "record", "submit", "wait", "maint", "busy"
     )?;
     let med = |c: Config| -> Option<f64> {
         let i = configs.iter().position(|&x| x == c)?;
@@ -1616,11 +1627,14 @@ fn report(a: &Args, configs: &[Config], results: &[Vec<Run>], pad: Duration, tra
         let phase =
             |j: usize| median(&rounds.iter().flat_map(|r| r.phases.iter().map(|p| p[j])).collect::<Vec<_>>());
         let busy = median(
-            &rounds.iter().flat_map(|r| r.phases.iter().map(|p| p[0] + p[1] + p[2])).collect::<Vec<_>>(),
+            &rounds
+                .iter()
+                .flat_map(|r| r.phases.iter().map(|p| p[0] + p[1] + p[2] + p[4]))
+                .collect::<Vec<_>>(),
         );
         writeln!(
             out,
-            "{:<12} {:>8.1} {:>8.1} {:>8.1} {:>15}  |                 {:>6.1} {:>6.1} {:>6.1} {:>6.1} {:>6.1}",
+            "{:<12} {:>8.1} {:>8.1} {:>8.1} {:>15}  |                 {:>6.1} {:>6.1} {:>6.1} {:>6.1} {:>6.1} {:>6.1}",
             c.name(),
             quantile(&all, 0.5),
             quantile(&all, 0.05),
@@ -1630,9 +1644,17 @@ fn report(a: &Args, configs: &[Config], results: &[Vec<Run>], pad: Duration, tra
             phase(1),
             phase(2),
             phase(3),
+            phase(4),
             busy
         )?;
     }
+    writeln!(
+        out,
+        "  host: cuda = CUDA's calls; record = encoders or command buffers (wgpu: create_command_encoder .. finish, and the \
+         crate's acquire / release); submit = queue.submit (wgpu's includes its transit command buffers and maintain(Poll)) \
+         or vkQueueSubmit; wait = the throttle's (wgpu's poll(Wait) includes its clean-up); maint = poll(Poll) after a spin \
+         or a wait of the loop's own; busy = all but wait"
+    )?;
     // The ladder: each rung against the one it adds to.
     let rungs = [
         (Config::Ash, None),
