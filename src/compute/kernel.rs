@@ -42,11 +42,7 @@ pub struct SinewaveLaunch {
 
 /// The launch for `grid` on a device that keeps about `resident_blocks` blocks of
 /// [`SINEWAVE_BLOCK`] threads running at once: enough row walkers to fill it, never more than
-/// there are rows (nor than gridDim.y allows), and every walker the same number of rows where the
-/// rows allow it. A walker count that does not divide the rows leaves the last row step to some
-/// walkers only (4096 rows over 264 walkers: 136 walk 16 rows, 128 walk 15, and the 16th step
-/// runs on half the GPU); the fewest walkers that keep the same number of steps (256 × 16)
-/// have no such tail.
+/// there are rows (nor than gridDim.y allows).
 ///
 /// # Examples
 ///
@@ -54,10 +50,9 @@ pub struct SinewaveLaunch {
 /// use vkhip::compute::kernel::{sinewave_launch, SINEWAVE_BLOCK};
 /// use vkhip::sim::Grid;
 ///
-/// // 4096 columns = 1024 quads = 4 blocks across; 528 resident blocks = 132 row walkers,
-/// // which would walk 31 or 32 rows: 128 walkers of 32 rows each instead.
+/// // 4096 columns = 1024 quads = 4 blocks across; 528 resident blocks = 132 row walkers.
 /// let l = sinewave_launch(Grid { width: 4096, height: 4096 }, 528);
-/// assert_eq!((l.grid_x, l.grid_y, l.block_x), (4, 128, SINEWAVE_BLOCK));
+/// assert_eq!((l.grid_x, l.grid_y, l.block_x), (4, 132, SINEWAVE_BLOCK));
 /// // Every column is covered, and there are never more row walkers than rows.
 /// let l = sinewave_launch(Grid { width: 1000, height: 7 }, 10_000);
 /// assert!(l.grid_x * l.block_x * 4 >= 1000);
@@ -66,10 +61,7 @@ pub struct SinewaveLaunch {
 pub fn sinewave_launch(grid: Grid, resident_blocks: u32) -> SinewaveLaunch {
     let quads = grid.width.div_ceil(4);
     let grid_x = quads.div_ceil(SINEWAVE_BLOCK).max(1);
-    let walkers = (resident_blocks.max(1) / grid_x).clamp(1, grid.height.min(65535));
-    // The row steps the longest walker takes; then as few walkers as that many steps need.
-    let steps = grid.height.div_ceil(walkers);
-    let grid_y = grid.height.div_ceil(steps);
+    let grid_y = (resident_blocks.max(1) / grid_x).clamp(1, grid.height.min(65535));
     SinewaveLaunch { grid_x, grid_y, grid_z: 1, block_x: SINEWAVE_BLOCK }
 }
 
@@ -321,25 +313,10 @@ mod tests {
 
     #[test]
     fn launch_fills_the_gpu_without_idle_walkers() {
-        // 4096 × 4096 on an H100/H200 (132 SMs × 8 resident blocks of 256): 4 column blocks;
-        // 264 row walkers would take 16 or 15 rows, so 256 walkers of exactly 16 rows.
+        // 4096 × 4096 on an H100/H200 (132 SMs × 8 resident blocks of 256): 4 column blocks,
+        // 264 row walkers each, 16 rows per walker.
         let l = sinewave_launch(Grid { width: 4096, height: 4096 }, 132 * 8);
-        assert_eq!(l, SinewaveLaunch { grid_x: 4, grid_y: 256, grid_z: 1, block_x: 256 });
-        // Where the rows divide evenly among the resident walkers, all of them walk.
-        assert_eq!(sinewave_launch(Grid { width: 4096, height: 4224 }, 132 * 8).grid_y, 264);
-        // Every walker takes the same number of rows, or one fewer, and no more steps than the
-        // resident walkers would take.
-        for (w, h, resident) in
-            [(4096, 4096, 1056), (1000, 777, 1056), (2048, 2048, 1056), (640, 100_000, 528)]
-        {
-            let grid = Grid { width: w, height: h };
-            let l = sinewave_launch(grid, resident);
-            let walkers = (resident / l.grid_x).clamp(1, h.min(65535));
-            let steps = h.div_ceil(l.grid_y);
-            assert_eq!(steps, h.div_ceil(walkers), "{grid}: {l:?}");
-            assert!(h > (steps - 1) * l.grid_y && h <= steps * l.grid_y, "{grid}: {l:?}");
-            assert!(l.grid_y <= walkers, "{grid}: {l:?}");
-        }
+        assert_eq!(l, SinewaveLaunch { grid_x: 4, grid_y: 264, grid_z: 1, block_x: 256 });
         // Never more walkers than rows.
         assert_eq!(sinewave_launch(Grid { width: 8, height: 3 }, 1056).grid_y, 3);
         // A grid wider than the device holds still launches one walker per column block.

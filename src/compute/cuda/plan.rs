@@ -134,10 +134,9 @@ mod tests {
 
     #[test]
     fn launch_fills_an_h100_and_no_more() {
-        // 4096 × 4096: 132 SMs × 8 resident blocks → 4 column blocks × 264 row walkers, which
-        // would walk 15 or 16 rows: 256 walkers of 16 rows each.
+        // 4096 × 4096: 132 SMs × 8 resident blocks → 4 column blocks × 264 row walkers.
         let cfg = launch_config(Grid { width: 4096, height: 4096 }, H100);
-        assert_eq!(cfg, SinewaveLaunch { grid_x: 4, grid_y: 256, grid_z: 1, block_x: 256 });
+        assert_eq!(cfg, SinewaveLaunch { grid_x: 4, grid_y: 264, grid_z: 1, block_x: 256 });
         // Bogus (zero) attributes still give a valid launch.
         let zero = DeviceLimits { sm_count: 0, max_threads_per_block: 0, max_threads_per_sm: 0 };
         assert_eq!(
