@@ -50,8 +50,6 @@ pub struct PhysicalDeviceInfo {
     pub device_type: vk::PhysicalDeviceType,
     /// Driver name and info (VkPhysicalDeviceDriverProperties).
     pub driver: String,
-    /// VkPhysicalDeviceProperties::driverVersion (vendor-encoded).
-    pub driver_version: u32,
     pub api_version: u32,
     pub uuid: [u8; 16],
     /// A queue family with graphics + compute + transfer.
@@ -345,7 +343,6 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError
             )
             .trim()
             .to_string(),
-            driver_version: props.driver_version,
             api_version: props.api_version,
             uuid: id.device_uuid,
             graphics_family,
