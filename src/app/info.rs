@@ -103,7 +103,7 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
             return Ok(());
         }
     };
-    let uuids = choice.device_uuids(&devices);
+    let uuids: Vec<[u8; 16]> = choice.compute_devices.iter().map(|c| c.uuid).collect();
     match choose_device(&devices, args.device, &uuids) {
         Ok((i, why)) => {
             let d = &devices[i];

@@ -110,23 +110,8 @@ pub struct BackendChoice {
     pub reason: String,
 }
 
-impl BackendChoice {
-    /// The UUIDs of the devices the backend computes on, for [`choose_device`]: the compute
-    /// API's devices, or for `cuda-in-vulkan` the usable Vulkan devices that offer it.
-    pub fn device_uuids(&self, devices: &[PhysicalDeviceInfo]) -> Vec<[u8; 16]> {
-        if self.kind == BackendKind::CudaInVulkan {
-            let offers = |d: &&PhysicalDeviceInfo| d.usable() && d.cuda_in_vulkan.refusal().is_none();
-            return devices.iter().filter(offers).map(|d| d.uuid).collect();
-        }
-        self.compute_devices.iter().map(|c| c.uuid).collect()
-    }
-}
-
 /// Resolve `--backend auto` (and probe an explicit interop backend). `auto` prefers an interop
 /// backend whose device UUID matches a usable Vulkan device, else `vulkan`, and says why.
-/// `cuda-in-vulkan` is not probed: its kernel runs in Vulkan's queue, and CUDA is asked about
-/// the device only when the kernel is not cached for it ([`crate::compute::cuda::in_vulkan`]);
-/// its compute devices are the Vulkan devices that offer it.
 pub fn choose_backend(
     requested: BackendKind,
     devices: &[PhysicalDeviceInfo],
@@ -147,11 +132,6 @@ pub fn choose_backend(
                 ),
             });
         }
-        return Ok(BackendChoice {
-            kind: requested,
-            compute_devices: Vec::new(),
-            reason: "--backend".into(),
-        });
     }
     if requested != BackendKind::Auto {
         let compute_devices = probe_interop(requested)?;
@@ -285,8 +265,7 @@ impl Session {
         }
         let choice = choose_backend(args.backend, &devices, args.device)?;
         startup_mark("compute devices probed");
-        let in_queue = choice.kind == BackendKind::CudaInVulkan;
-        let uuids = choice.device_uuids(&devices);
+        let uuids: Vec<[u8; 16]> = choice.compute_devices.iter().map(|c| c.uuid).collect();
         let (index, device_reason) = choose_device(&devices, args.device, &uuids)?;
         let physical = devices[index].clone();
         log::info!(
@@ -314,16 +293,9 @@ impl Session {
             ))
             .into());
         }
-        if in_queue {
-            if let Some(why) = physical.cuda_in_vulkan.refusal() {
-                return Err(ComputeError::Unsupported {
-                    backend: choice.kind.name(),
-                    reason: format!("Vulkan device '{}': {why}", physical.name),
-                }
-                .into());
-            }
-        }
-        if interop && !uuids.contains(&physical.uuid) {
+        // The kernel in Vulkan's queue is CUDA's too: the device must be one CUDA sees.
+        let in_queue = choice.kind == BackendKind::CudaInVulkan;
+        if (interop || in_queue) && !uuids.contains(&physical.uuid) {
             return Err(ComputeError::Unavailable {
                 backend: choice.kind.name(),
                 reason: format!(

@@ -6,9 +6,6 @@
 //! device (architecture) and the driver version. A damaged or unreadable cache entry is a miss,
 //! never an error.
 //!
-//! `cuda-in-vulkan` also stores each image it loaded under a key Vulkan alone can make, so that
-//! its later starts need neither CUDA nor NVRTC (`compute::cuda::in_vulkan`, "Start-up").
-//!
 //! Where: `$VKHIP_KERNEL_CACHE` if set (`off` disables the cache), else
 //! `$XDG_CACHE_HOME/vkhip/kernels`, else `~/.cache/vkhip/kernels`.
 
@@ -215,44 +212,29 @@ impl KernelCache {
         parts: &[&str],
         compile: impl FnOnce() -> Result<Vec<u8>, E>,
     ) -> Result<(Vec<u8>, CacheOutcome), E> {
-        if self.dir.is_none() {
+        let Some(dir) = &self.dir else {
             return compile().map(|b| (b, CacheOutcome::Uncached));
-        }
-        if let Some(bytes) = self.lookup(parts) {
-            return Ok((bytes, CacheOutcome::Hit));
-        }
-        let bytes = compile()?;
-        let outcome = if self.store(parts, &bytes) { CacheOutcome::Compiled } else { CacheOutcome::Uncached };
-        Ok((bytes, outcome))
-    }
-
-    /// The entry for `parts`, if there is a readable, non-empty one (None with the cache off).
-    pub fn lookup(&self, parts: &[&str]) -> Option<Vec<u8>> {
-        let path = self.dir.as_ref()?.join(Self::entry_name(parts));
+        };
+        let path = dir.join(Self::entry_name(parts));
         match std::fs::read(&path) {
             Ok(bytes) if !bytes.is_empty() => {
                 log::debug!("kernel cache hit: {}", path.display());
-                Some(bytes)
+                return Ok((bytes, CacheOutcome::Hit));
             }
-            _ => None,
+            _ => {}
         }
-    }
-
-    /// Store `bytes` as the entry for `parts`, replacing any (atomically: a reader sees the old
-    /// entry or the new one). Whether it was stored; a failure is logged, never an error.
-    pub fn store(&self, parts: &[&str], bytes: &[u8]) -> bool {
-        let Some(dir) = &self.dir else { return false };
-        let path = dir.join(Self::entry_name(parts));
-        match store_atomically(dir, &path, bytes) {
+        let bytes = compile()?;
+        let outcome = match store_atomically(dir, &path, &bytes) {
             Ok(()) => {
                 log::debug!("kernel cache stored: {}", path.display());
-                true
+                CacheOutcome::Compiled
             }
             Err(e) => {
                 log::warn!("kernel cache: could not write {}: {e}", path.display());
-                false
+                CacheOutcome::Uncached
             }
-        }
+        };
+        Ok((bytes, outcome))
     }
 }
 

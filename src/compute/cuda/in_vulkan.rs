@@ -18,21 +18,10 @@
 //! D3D12-on-Vulkan layers implement NVAPI's `GetCudaSurfaceObject` for CUDA kernels launched through
 //! `VK_NVX_binary_import`). No spec text promises this layout: the GPU check
 //! (`tests/post_filters.rs`, `gpu_outline_cuda_in_vulkan_matches_the_reference`) is what says it holds.
-//!
-//! Start-up. Nothing of CUDA runs while the kernels do: CUDA and NVRTC are needed only to make
-//! the kernel image for the device. So once an image loaded, it is also cached under a key made
-//! of what Vulkan alone tells (`vulkan_key`: the source, the compile options, the device's name
-//! and UUID, the driver), with the launch limits CUDA gave for the device; a later start finds it
-//! there and never loads libcuda, calls `cuInit` or loads libnvrtc, the steps that set this
-//! backend's start-up apart from the `vulkan` backend's. A miss, or an entry that does not load,
-//! takes the `cuda` backend's way (CUDA's device list, the NVRTC cache key, compile on a miss) and
-//! stores the image again. What decides whether the image runs is in the key: the device (its
-//! architecture) and the driver that loads it; an NVRTC updated since would compile it anew
-//! through the `cuda` backend's key, but the image it made before still runs here.
 
 use super::plan::{check_grid_fits, launch_config, DeviceLimits};
-use super::{compile_fault, load_kernel, Result, NVRTC_OPTIONS};
-use crate::compute::kernel::{KernelCache, SinewaveArgs, SINEWAVE_ENTRY, SINEWAVE_SOURCE};
+use super::{compile_fault, load_kernel, load_sinewave, Result};
+use crate::compute::kernel::{SinewaveArgs, SINEWAVE_ENTRY};
 use crate::compute::outline::{image_views, outline_launch, OutlineArgs, OUTLINE_ENTRY, OUTLINE_SOURCE};
 use crate::compute::post::PostResources;
 use crate::compute::ComputeError;
@@ -55,6 +44,11 @@ impl SinewaveInVulkan {
     /// Compile (or take from the cache) and load `sinewave` into `ctx`'s device, made with
     /// [`Context::new_with`] for kernels in the queue, for the device-addressed `slots`.
     pub fn new(ctx: &Context, slots: &[Slot]) -> Result<Self> {
+        let unavailable = |reason: String| ComputeError::Unavailable { backend: "cuda-in-vulkan", reason };
+        let devices = interop::devices().map_err(|e| unavailable(e.message().to_string()))?;
+        let device = devices.into_iter().find(|d| d.uuid == ctx.physical.uuid).ok_or_else(|| {
+            unavailable(format!("no CUDA device is the Vulkan device '{}' (UUID)", ctx.physical.name))
+        })?;
         let slots = slots
             .iter()
             .map(|s| {
@@ -67,7 +61,8 @@ impl SinewaveInVulkan {
             })
             .collect::<Result<Vec<_>>>()?;
         compile_fault()?;
-        let (kernel, limits) = load_in_vulkan(ctx, (SINEWAVE_SOURCE, "sinewave.hip"), |image| {
+        let driver_version = interop::driver_version()?;
+        let kernel = load_sinewave(&device, driver_version, "cuda-in-vulkan", |image| {
             // SAFETY: `ctx.device` was made from `ctx.instance` with VK_NVX_binary_import
             // (`new_with`; the slots' addresses above prove it); the backend that holds this
             // value drops it before its `Arc<Context>` and after its last submission finished.
@@ -75,11 +70,11 @@ impl SinewaveInVulkan {
             Ok(module.function(SINEWAVE_ENTRY)?)
         })?;
         log::info!(
-            "cuda-in-vulkan: {} ({} SMs): sinewave loaded into the Vulkan device",
-            ctx.physical.name,
-            limits.sm_count
+            "cuda-in-vulkan: {} (sm_{}): sinewave loaded into the Vulkan device",
+            device.name,
+            device.arch()
         );
-        Ok(SinewaveInVulkan { kernel, slots, limits })
+        Ok(SinewaveInVulkan { kernel, slots, limits: DeviceLimits::of(&device) })
     }
 
     /// Record the launch that writes slot `slot` for `params` into `cmd`.
@@ -128,6 +123,10 @@ impl OutlineInVulkan {
             )));
         }
         let views = image_views("cuda-in-vulkan", &post.pairs)?;
+        let devices = interop::devices().map_err(|e| unsupported(e.message().to_string()))?;
+        let device = devices.into_iter().find(|d| d.uuid == ctx.physical.uuid).ok_or_else(|| {
+            unsupported(format!("no CUDA device is the Vulkan device '{}'", ctx.physical.name))
+        })?;
         let nvx = ash::nvx::image_view_handle::Device::new(&ctx.instance.instance, &ctx.device);
         let handle = |view: vk::ImageView| {
             let info = vk::ImageViewHandleInfoNVX::default()
@@ -139,12 +138,19 @@ impl OutlineInVulkan {
         };
         let pairs = views.iter().map(|&(s, o)| (handle(s), handle(o))).collect();
 
-        let (kernel, _) = load_in_vulkan(ctx, (OUTLINE_SOURCE, "outline.hip"), |image| {
-            // SAFETY: as for `SinewaveInVulkan::new`: the device has VK_NVX_binary_import, and
-            // the backend drops this value before its `Arc<Context>`, after its last submission.
-            let module = unsafe { CuModule::load(&ctx.instance.instance, &ctx.device, image) }?;
-            Ok(module.function(OUTLINE_ENTRY)?)
-        })?;
+        let driver_version = interop::driver_version()?;
+        let kernel = load_kernel(
+            (OUTLINE_SOURCE, "outline.hip"),
+            &device,
+            driver_version,
+            "cuda-in-vulkan",
+            |image| {
+                // SAFETY: as for `SinewaveInVulkan::new`: the device has VK_NVX_binary_import, and
+                // the backend drops this value before its `Arc<Context>`, after its last submission.
+                let module = unsafe { CuModule::load(&ctx.instance.instance, &ctx.device, image) }?;
+                Ok(module.function(OUTLINE_ENTRY)?)
+            },
+        )?;
         log::info!("cuda-in-vulkan: outline loaded into the Vulkan device, {} pair(s)", views.len());
         Ok(OutlineInVulkan { kernel, pairs, width: post.width, height: post.height })
     }
@@ -171,92 +177,6 @@ impl OutlineInVulkan {
     }
 }
 
-/// The kernel cache's key for kernel `source` in the queue of device `p`, from Vulkan alone (see the module
-/// note, "Start-up").
-fn vulkan_key(p: &crate::vk::device::PhysicalDeviceInfo, source: &str) -> [String; 5] {
-    [
-        source.to_string(),
-        "VK_NVX_binary_import".to_string(),
-        NVRTC_OPTIONS.join(" "),
-        format!("{} {}", p.name, crate::vk::device::uuid_string(&p.uuid)),
-        format!("driver {}", p.driver),
-    ]
-}
-
-/// What a Vulkan-keyed entry starts with, before the launch limits and the image.
-const ENTRY_MAGIC: &[u8; 8] = b"vkhipnx1";
-
-/// A Vulkan-keyed entry: [`ENTRY_MAGIC`], the three [`DeviceLimits`] as little-endian u32, the
-/// image.
-fn encode_entry(limits: DeviceLimits, image: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(ENTRY_MAGIC.len() + 12 + image.len());
-    out.extend_from_slice(ENTRY_MAGIC);
-    for v in [limits.sm_count, limits.max_threads_per_block, limits.max_threads_per_sm] {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out.extend_from_slice(image);
-    out
-}
-
-/// The limits and image of a Vulkan-keyed entry (None: not one, or truncated).
-fn decode_entry(bytes: &[u8]) -> Option<(DeviceLimits, &[u8])> {
-    let rest = bytes.strip_prefix(ENTRY_MAGIC)?;
-    let u32_at = |i: usize| Some(u32::from_le_bytes(rest.get(4 * i..4 * i + 4)?.try_into().ok()?));
-    let limits = DeviceLimits {
-        sm_count: u32_at(0)?,
-        max_threads_per_block: u32_at(1)?,
-        max_threads_per_sm: u32_at(2)?,
-    };
-    let image = &rest[12..];
-    (!image.is_empty()).then_some((limits, image))
-}
-
-/// Kernel `(source, file)` loaded into `ctx`'s device by `load`, and the device's launch limits:
-/// from the Vulkan-keyed cache entry when one loads (no CUDA call), else made the `cuda`
-/// backend's way for the CUDA device with the Vulkan device's UUID, then cached under the
-/// Vulkan key (see the module note, "Start-up").
-fn load_in_vulkan<T>(
-    ctx: &Context,
-    source: (&str, &str),
-    load: impl Fn(&[u8]) -> Result<T>,
-) -> Result<(T, DeviceLimits)> {
-    let cache = KernelCache::from_env();
-    let key = vulkan_key(&ctx.physical, source.0);
-    let parts: Vec<&str> = key.iter().map(String::as_str).collect();
-    if let Some(entry) = cache.lookup(&parts) {
-        match decode_entry(&entry).map(|(limits, image)| (limits, load(image))) {
-            Some((limits, Ok(kernel))) => {
-                log::info!("cuda-in-vulkan: {} from the kernel cache by the Vulkan device's key", source.1);
-                return Ok((kernel, limits));
-            }
-            Some((_, Err(e))) => {
-                log::warn!("cuda-in-vulkan: the cached {} did not load ({e}); building it again", source.1)
-            }
-            None => {
-                log::warn!("cuda-in-vulkan: the cache entry for {} is damaged; building it again", source.1)
-            }
-        }
-    }
-    let unavailable = |reason: String| ComputeError::Unavailable { backend: "cuda-in-vulkan", reason };
-    let devices = interop::devices().map_err(|e| unavailable(e.message().to_string()))?;
-    let device = devices.into_iter().find(|d| d.uuid == ctx.physical.uuid).ok_or_else(|| {
-        unavailable(format!("no CUDA device is the Vulkan device '{}' (UUID)", ctx.physical.name))
-    })?;
-    let driver_version = interop::driver_version()?;
-    let loaded = std::cell::RefCell::new(None);
-    let kernel = load_kernel(source, &device, driver_version, "cuda-in-vulkan", |image| {
-        let kernel = load(image)?;
-        *loaded.borrow_mut() = Some(image.to_vec());
-        Ok(kernel)
-    })?;
-    let limits = DeviceLimits::of(&device);
-    log::info!("cuda-in-vulkan: {} (sm_{}): {} built through CUDA", device.name, device.arch(), source.1);
-    if let Some(image) = loaded.into_inner() {
-        cache.store(&parts, &encode_entry(limits, &image));
-    }
-    Ok((kernel, limits))
-}
-
 /// `outline`'s parameters, in `OutlineArgs::SIGNATURE` order (null stamp pointers: a kernel in
 /// the queue is timed by the queue's timestamps).
 fn outline_params(a: &OutlineArgs) -> Params {
@@ -281,44 +201,6 @@ fn launch_params(a: &SinewaveArgs) -> Params {
 mod tests {
     use super::*;
     use crate::sim::Grid;
-
-    /// A Vulkan-keyed entry gives back the limits and the image it was made of; anything else
-    /// (another file, a truncated one, no image) is no entry.
-    #[test]
-    fn vulkan_keyed_entries_round_trip_and_reject_the_rest() {
-        let limits = DeviceLimits { sm_count: 132, max_threads_per_block: 1024, max_threads_per_sm: 2048 };
-        let entry = encode_entry(limits, b"\x7fELF cubin");
-        assert_eq!(decode_entry(&entry), Some((limits, &b"\x7fELF cubin"[..])));
-        assert_eq!(decode_entry(b"\x7fELF cubin"), None, "an NVRTC-keyed entry is a bare image");
-        assert_eq!(decode_entry(&entry[..ENTRY_MAGIC.len() + 12]), None, "no image");
-        assert_eq!(decode_entry(&entry[..ENTRY_MAGIC.len() + 5]), None, "truncated limits");
-    }
-
-    /// The Vulkan key changes with the source, the device and the driver, and names no entry
-    /// of the NVRTC key.
-    #[test]
-    fn vulkan_key_covers_source_device_and_driver() {
-        use crate::vk::device::PhysicalDeviceInfo;
-        let gpu = PhysicalDeviceInfo {
-            name: "NVIDIA H200".into(),
-            uuid: [7; 16],
-            driver: "NVIDIA 580.159.04".into(),
-            ..Default::default()
-        };
-        let name = |p: &PhysicalDeviceInfo, src: &str| {
-            let key = vulkan_key(p, src);
-            KernelCache::entry_name(&key.iter().map(String::as_str).collect::<Vec<_>>())
-        };
-        let base = name(&gpu, SINEWAVE_SOURCE);
-        assert_eq!(base, name(&gpu.clone(), SINEWAVE_SOURCE));
-        assert_ne!(base, name(&gpu, OUTLINE_SOURCE));
-        assert_ne!(base, name(&PhysicalDeviceInfo { uuid: [8; 16], ..gpu.clone() }, SINEWAVE_SOURCE));
-        assert_ne!(
-            base,
-            name(&PhysicalDeviceInfo { driver: "NVIDIA 580.160".into(), ..gpu.clone() }, SINEWAVE_SOURCE)
-        );
-        assert!(vulkan_key(&gpu, SINEWAVE_SOURCE).iter().any(|p| p == "VK_NVX_binary_import"));
-    }
 
     /// The outline launch passes the stream path's bytes, parameter by parameter.
     #[test]
