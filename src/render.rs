@@ -73,7 +73,10 @@ pub const CLEAR_COLOR: [f32; 4] = [0.055, 0.063, 0.086, 1.0];
 /// buffers in all; a window re-records when the camera moves or the swapchain changes). What
 /// changes every frame, the waits and signals, is given at submit time. With the overlay on, the
 /// draw is recorded afresh each frame (its vertex data does change), and so is a one-submission
-/// frame (its compute's parameters change).
+/// frame (its compute's parameters change) and a post stage on Vulkan's queue (the filter it
+/// records). With a post stage off the queue the draw into scene `slot` and its hand-off of the
+/// scene are the same every time, and are reused as well; so is each copy command buffer while
+/// its pair, source and destination stay the same ([`Self::copy`]).
 pub struct Renderer {
     timer: Option<DrawTimer>,
     pool: vk::CommandPool,
@@ -101,8 +104,11 @@ struct PostStage {
     framebuffers: Vec<Framebuffer>,
     /// Their depth attachment (after them: field order is drop order).
     _depth: Image,
-    /// One copy command buffer per frame-in-flight index (off Vulkan's queue).
+    /// The copy submissions' command buffers, a ring (off Vulkan's queue).
     copy_cmds: Vec<vk::CommandBuffer>,
+    /// What each copy command buffer holds (None: not recorded yet, or its recording failed):
+    /// recorded again only when that changes.
+    copy_keys: Vec<Option<CopyKey>>,
     /// Timestamps around the copy submissions (PostCopy spans).
     copy_timer: Option<DrawTimer>,
 }
@@ -113,6 +119,16 @@ struct DrawKey {
     framebuffer: vk::Framebuffer,
     extent: vk::Extent2D,
     push: SurfacePush,
+    /// The post stage's pair whose scene the draw renders and hands over (off Vulkan's queue).
+    post_pair: Option<usize>,
+}
+
+/// What a copy command buffer was recorded for ([`Renderer::copy`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct CopyKey {
+    pair: usize,
+    source: Which,
+    dest: CopyDest,
 }
 
 /// A command buffer recorded once and submitted every time its (index, slot) comes round.
@@ -223,7 +239,8 @@ impl Renderer {
         let copy_cmds =
             unsafe { self.ctx.device.allocate_command_buffers(&alloc) }.call("vkAllocateCommandBuffers")?;
         let copy_timer = DrawTimer::new(&self.ctx, copies, Layout::PostCopy)?;
-        self.post = Some(PostStage { framebuffers, _depth: depth, copy_cmds, copy_timer });
+        let copy_keys = vec![None; copy_cmds.len()];
+        self.post = Some(PostStage { framebuffers, _depth: depth, copy_cmds, copy_keys, copy_timer });
         Ok(())
     }
 
@@ -239,7 +256,9 @@ impl Renderer {
     /// target's own waits and signals (swapchain acquire / present). A post batch's P copies go
     /// together this way. The caller made sure each index's copy command buffer is free: its last
     /// user, the copy of frame f − [`Self::copy_buffers`], finished (`presented` reached it); the
-    /// jobs are fewer than the ring, so no two share a buffer.
+    /// jobs are fewer than the ring, so no two share a buffer. A command buffer is recorded
+    /// again only when its pair, source or destination changed: a copy depends on nothing else
+    /// (its timestamps on the ring index alone), and the waits and signals are given at submit.
     pub fn copy(&mut self, jobs: &[CopyJob<'_>]) -> Result<(), DrawError> {
         let stage = self
             .post
@@ -274,22 +293,27 @@ impl Renderer {
             if let Some(t) = stage.copy_timer.as_mut() {
                 t.prepare(index, job.frame);
             }
-            // SAFETY: the caller saw this index's last copy (frame f − copy_buffers) finish;
-            // the pool allows resets; every handle recorded outlives the submission (teardown
-            // order).
-            unsafe {
-                d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty())
-                    .call("vkResetCommandBuffer")?;
-                d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
-                    .call("vkBeginCommandBuffer")?;
-                if let Some(t) = stage.copy_timer.as_ref() {
-                    t.record_begin(cmd, index, vk::PipelineStageFlags::TRANSFER);
+            let key = Some(CopyKey { pair: job.post.pair, source: job.post.source, dest: job.post.dest });
+            if stage.copy_keys[index] != key {
+                stage.copy_keys[index] = None;
+                // SAFETY: the caller saw this index's last copy (frame f − copy_buffers) finish;
+                // the pool allows resets; every handle recorded outlives the submission (teardown
+                // order).
+                unsafe {
+                    d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty())
+                        .call("vkResetCommandBuffer")?;
+                    d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
+                        .call("vkBeginCommandBuffer")?;
+                    if let Some(t) = stage.copy_timer.as_ref() {
+                        t.record_begin(cmd, index, vk::PipelineStageFlags::TRANSFER);
+                    }
+                    job.post.images.cmd_copy_out(cmd, job.post.pair, job.post.source, &job.post.dest);
+                    if let Some(t) = stage.copy_timer.as_ref() {
+                        t.end(cmd, index);
+                    }
+                    d.end_command_buffer(cmd).call("vkEndCommandBuffer")?;
                 }
-                job.post.images.cmd_copy_out(cmd, job.post.pair, job.post.source, &job.post.dest);
-                if let Some(t) = stage.copy_timer.as_ref() {
-                    t.end(cmd, index);
-                }
-                d.end_command_buffer(cmd).call("vkEndCommandBuffer")?;
+                stage.copy_keys[index] = key;
             }
             let waits: Vec<_> = job
                 .sync
@@ -366,17 +390,21 @@ impl Renderer {
             }
             (false, _) => None,
         };
-        let cmd = if overlay.is_some() || joined.is_some() || post.is_some() {
+        let post_on_queue = post.as_ref().is_some_and(|p| p.on_queue);
+        let cmd = if overlay.is_some() || joined.is_some() || post_on_queue {
             let cmd = self.cmds[index];
             self.record(cmd, index, slot, framebuffer, extent, push, overlay, joined, post)?;
             cmd
         } else {
-            let key = Some(DrawKey { framebuffer, extent, push: *push });
+            // Off Vulkan's queue the post stage adds only the scene's hand-off, which depends on
+            // the pair alone (the filter and the copy are not in this command buffer).
+            let key =
+                Some(DrawKey { framebuffer, extent, push: *push, post_pair: post.as_ref().map(|p| p.pair) });
             let i = index * self.slots + slot;
             let cmd = self.reused[i].cmd;
             if self.reused[i].key != key {
                 self.reused[i].key = None;
-                self.record(cmd, index, slot, framebuffer, extent, push, None, None, None)?;
+                self.record(cmd, index, slot, framebuffer, extent, push, None, None, post)?;
                 self.reused[i].key = key;
             }
             cmd
@@ -394,6 +422,9 @@ impl Renderer {
     /// (a swapchain re-creation), since a new one may reuse its handle.
     pub fn forget_recorded(&mut self) {
         self.reused.iter_mut().for_each(|r| r.key = None);
+        if let Some(p) = self.post.as_mut() {
+            p.copy_keys.iter_mut().for_each(|k| *k = None);
+        }
     }
 
     /// Record into `cmd` (not pending): with `compute` (a one-submission frame), the write of

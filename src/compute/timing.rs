@@ -324,8 +324,12 @@ impl<E: TimedEvent> StreamTimer<E> {
         if self.stamped {
             let mut order: Vec<usize> = (0..DEPTH).filter(|&i| self.ring[i].frame.is_some()).collect();
             order.sort_by_key(|&i| self.ring[i].frame);
+            // One stream, frames in order: once a witness event has not completed, no later one
+            // has, so the render thread queries one pending event per call, not every one.
             for i in order {
-                self.collect_stamped(i, stamps);
+                if !self.collect_stamped(i, stamps) {
+                    break;
+                }
             }
             out.append(&mut self.spans);
             return;
@@ -424,27 +428,28 @@ impl<E: TimedEvent> StreamTimer<E> {
 
     /// A GPU-stamped entry: once its witness event completed, its stamps become the frame's
     /// kernel span (for every frame of a batch); a pair that is not a valid span is dropped.
-    fn collect_stamped(&mut self, i: usize, stamps: StampReader<'_>) {
+    /// Returns false when the entry's witness event has not completed yet (the entry stays).
+    fn collect_stamped(&mut self, i: usize, stamps: StampReader<'_>) -> bool {
         let e = &self.ring[i];
-        let Some(frame) = e.frame else { return };
+        let Some(frame) = e.frame else { return true };
         if !e.used[Mark::AfterKernel as usize].get() {
             self.ring[i].frame = None;
-            return;
+            return true;
         }
         let done = e.events[Mark::AfterKernel as usize].is_done();
         if let Ok(false) = done {
-            return;
+            return false;
         }
         let covers = e.covers;
         self.ring[i].frame = None;
         if let Err(err) = done {
             log::debug!("{}: event of frame {frame}: {err}", self.api);
             self.dropped += 1;
-            return;
+            return true;
         }
         let Some((start, end)) = stamps(i) else {
             self.dropped += 1;
-            return;
+            return true;
         };
         for f in frame..frame + covers {
             if self.spans.len() < SPAN_BUFFER {
@@ -458,6 +463,7 @@ impl<E: TimedEvent> StreamTimer<E> {
                 self.spans.push(span);
             }
         }
+        true
     }
 
     /// Turn entry `i` into spans if its last event completed (then the entry is free).
@@ -606,6 +612,11 @@ mod tests {
         at: Cell<Option<u64>>,
     }
 
+    thread_local! {
+        /// How many times this thread asked a fake event whether it completed.
+        static QUERIES: Cell<u32> = const { Cell::new(0) };
+    }
+
     impl TimedEvent for FakeEvent {
         type Stream = FakeStream;
         fn record_on(&self, s: &FakeStream) -> Result<()> {
@@ -613,6 +624,7 @@ mod tests {
             Ok(())
         }
         fn is_done(&self) -> Result<bool> {
+            QUERIES.with(|q| q.set(q.get() + 1));
             Ok(self.at.get().is_some_and(|t| FAKE_EPOCH_NS + host_now_ns() >= t))
         }
         fn ms_since(&self, earlier: &Self) -> Result<f32> {
@@ -783,6 +795,37 @@ mod tests {
         t.mark(j, Mark::AfterKernel, &FakeStream { delay_ns: 0 }).unwrap();
         t.take_spans_with(&mut out, &|_| None);
         assert_eq!((out.len(), t.dropped), (2, 1));
+    }
+
+    /// One stream runs the frames in order: the walk over pending frames stops at the first
+    /// whose witness has not completed, so each call asks one pending event, not every one.
+    #[test]
+    fn a_gpu_stamped_timer_stops_at_the_first_pending_frame() {
+        let mut t = StreamTimer::gpu_stamped("fake", FakeStream { delay_ns: 0 }, event).unwrap();
+        let slow = FakeStream { delay_ns: 60_000_000_000 };
+        for f in 0..4 {
+            let i = t.begin(f);
+            t.mark(i, Mark::AfterKernel, &slow).unwrap();
+        }
+        let mut out = Vec::new();
+        QUERIES.with(|q| q.set(0));
+        t.take_spans_with(&mut out, &|_| Some((1, 2)));
+        assert!(out.is_empty());
+        assert_eq!(QUERIES.with(Cell::get), 1, "frames 1..3 run after frame 0");
+        // Frames 0 and 1 complete: both are read, and frame 2 ends the walk.
+        for f in 0..2 {
+            t.ring[f].events[Mark::AfterKernel as usize].at.set(Some(0));
+        }
+        QUERIES.with(|q| q.set(0));
+        t.take_spans_with(&mut out, &|_| Some((1, 2)));
+        assert_eq!(out.iter().map(|s| s.frame).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(QUERIES.with(Cell::get), 3);
+        // The rest complete later and are read then, in order.
+        for f in 2..4 {
+            t.ring[f].events[Mark::AfterKernel as usize].at.set(Some(0));
+        }
+        t.take_spans_with(&mut out, &|_| Some((1, 2)));
+        assert_eq!(out.iter().map(|s| s.frame).collect::<Vec<_>>(), [0, 1, 2, 3]);
     }
 
     #[test]

@@ -17,9 +17,10 @@
 //!    reached. When the host has not seen that yet, it host-waits until only one draw is left in
 //!    flight (`rendered ≥ f−1`): with F = 2 that is every frame, with F = 4 once per 3 frames, so
 //!    the thread sleeps and wakes less often, and the GPU always keeps a draw queued
-//!    ([`throttle_wait`]). This is the only host wait of the render thread, and it waits only for
-//!    values Vulkan signals, never for one the compute API signals (docs/ARCHITECTURE.md: such a
-//!    wait costs ≈ 10 ms on NVIDIA).
+//!    ([`throttle_wait`]). It waits only for values Vulkan signals, never for one the compute API
+//!    signals (a `vkWaitSemaphores` on such a value wakes ≈ 10 ms late on NVIDIA:
+//!    docs/ARCHITECTURE.md; the one host wait on a compute-signalled value, in `host-wait` mode
+//!    below, reads the counter instead, [`Context::wait_compute_timeline`]).
 //! 2. **compute** — [`FrameSync::compute`] hands the compute side the frames that are due
 //!    ([`FrameSync::due`]): with the defaults of most modes just frame f; with run-ahead R and
 //!    batches of B, whole batches up to R frames ahead (below). Each hand-off first waits
@@ -97,11 +98,15 @@
 //!   wait for the kernel after it, then the host signals `computed`. A measured baseline only.
 //! - `host-wait` — cuda-samples simpleVulkan's shipped scheme, reproduced as a baseline: one slot;
 //!   the compute side waits for the previous draw and signals `computed` on the GPU, then the
-//!   *host* waits for that compute-signalled value (`vkWaitSemaphores`) before submitting the
-//!   draw, which waits for it again at the colour-attachment-output stage (after the vertex shader
-//!   that reads the heights: the wrong stage, covered only by the host wait). simpleVulkan uses
-//!   one timeline for both directions (values 2n and 2n+1); vkhip keeps its two timelines, which
-//!   gives the same waits in the same order.
+//!   *host* waits for that compute-signalled value before submitting the draw, which waits for it
+//!   again at the colour-attachment-output stage (after the vertex shader that reads the heights:
+//!   the wrong stage, covered only by the host wait). simpleVulkan uses one timeline for both
+//!   directions (values 2n and 2n+1); vkhip keeps its two timelines, which gives the same waits
+//!   in the same order. simpleVulkan's host wait is `vkWaitSemaphores`, which on NVIDIA wakes
+//!   ≈ 10 ms after a CUDA signal (9.4 ms a frame at 256², issue 34); vkhip's reads the counter
+//!   (the interop crate's polling wait, [`Context::wait_compute_timeline`]), so the baseline
+//!   measures the scheme, not that trap. It is the only host wait on a value the compute API
+//!   signals.
 //! - `auto` — `external` when the backend can wait/signal on the GPU (vulkan; cuda when the driver
 //!   exports timeline semaphores), else `bridged`.
 //! - `none` — **unsafe, for demonstration only**: the bridge thread writes each slot as soon as it
@@ -917,9 +922,11 @@ impl FrameSync {
                 b.enqueue_batch_gpu_synced(&frames, sync)?;
                 if plan.mode == SyncMode::HostWait {
                     // simpleVulkan's shipped scheme: the host waits for the value the compute API
-                    // signalled before the draw is submitted (the trap this mode measures).
+                    // signalled before the draw is submitted. It reads the counter (the interop
+                    // crate's polling wait): simpleVulkan's vkWaitSemaphores woke ≈ 10 ms late on
+                    // NVIDIA (issue 34), a trap of the wait, not of the scheme.
                     let t0 = host_now_ns();
-                    self.ctx.wait_timeline(self.sems.computed.handle, end, || {
+                    self.ctx.wait_compute_timeline(self.sems.computed.handle, end, || {
                         format!("'computed' ≥ {end} (host-wait mode)")
                     })?;
                     let t1 = host_now_ns();

@@ -13,10 +13,33 @@ use std::ffi::CStr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use vkhip_interop::cuda_in_vulkan::Support as CudaInVulkanSupport;
-use vkhip_interop::vulkan::{requirements, Device as InteropDevice, Importer};
+use vkhip_interop::vulkan::{requirements, wait, Device as InteropDevice, Importer};
 
 /// How long a host wait on a Vulkan semaphore may take before the run fails with a clear message.
 pub const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The schedule of [`Context::wait_timeline`] in validation runs, where it polls instead of
+/// blocking (see `Context::poll_timeline`): Vulkan's own values, so no spin, and sleeps from
+/// 20 µs growing to 1 ms.
+const VALIDATION_BACKOFF: wait::Backoff = wait::Backoff {
+    spin: Duration::ZERO,
+    first_sleep: Duration::from_micros(20),
+    max_sleep: Duration::from_millis(1),
+};
+
+/// A failed host wait of the interop crate as the app's error, as the app's own waits report
+/// them: a timeout names what was awaited (`what`); a failed Vulkan call (a lost device) is that
+/// call and its result; anything else stays the crate's error.
+fn wait_error(e: vkhip_interop::Error, what: impl FnOnce() -> String) -> VkError {
+    let result = e.status().and_then(|s| i32::try_from(s).ok()).map(vk::Result::from_raw);
+    match (e.kind(), e.api(), result) {
+        (vkhip_interop::ErrorKind::Timeout, ..) => {
+            VkError::Timeout { what: what(), seconds: WAIT_TIMEOUT.as_secs() }
+        }
+        (_, vkhip_interop::Api::Vulkan, Some(result)) => VkError::Call { call: e.call(), result },
+        _ => VkError::Interop(e),
+    }
+}
 
 /// What vkhip needs to know about one physical device.
 #[derive(Clone, Debug, Default)]
@@ -619,7 +642,11 @@ impl Context {
         unsafe { self.device.queue_wait_idle(*q) }.call("vkQueueWaitIdle")
     }
 
-    /// Host wait until timeline `sem` ≥ `value`, failing after [`WAIT_TIMEOUT`] with `what`.
+    /// Host wait until timeline `sem` ≥ `value`, a value **Vulkan** signals (a draw, a copy, or
+    /// the host), failing after [`WAIT_TIMEOUT`] with `what`: blocks in `vkWaitSemaphores`
+    /// (the interop crate's [`wait_blocking`](vkhip_interop::vulkan::wait::wait_blocking)),
+    /// using no CPU. Never for a value the compute API signals: on NVIDIA that wakes ≈ 10 ms late
+    /// (docs/ARCHITECTURE.md); use [`Self::wait_compute_timeline`] for those.
     pub fn wait_timeline(
         &self,
         sem: vk::Semaphore,
@@ -627,50 +654,49 @@ impl Context {
         what: impl FnOnce() -> String,
     ) -> Result<(), VkError> {
         if self.instance.validation {
-            return self.poll_timeline(sem, value, what);
+            return self.poll_timeline(sem, value, &VALIDATION_BACKOFF, what);
         }
-        let sems = [sem];
-        let values = [value];
-        let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
-        // SAFETY: valid timeline semaphore of this device.
-        match unsafe { self.device.wait_semaphores(&info, WAIT_TIMEOUT.as_nanos() as u64) } {
-            Ok(()) => Ok(()),
-            Err(vk::Result::TIMEOUT) => {
-                Err(VkError::Timeout { what: what(), seconds: WAIT_TIMEOUT.as_secs() })
-            }
-            Err(e) => Err(VkError::Call { call: "vkWaitSemaphores", result: e }),
-        }
+        // SAFETY: a timeline semaphore of this device (the caller's), alive for the call.
+        let waited = unsafe { wait::wait_blocking(&self.device, sem, value, WAIT_TIMEOUT) };
+        waited.map_err(|e| wait_error(e, what))
     }
 
-    /// [`Self::wait_timeline`] for validation runs: poll vkGetSemaphoreCounterValue instead of
-    /// blocking in vkWaitSemaphores. Khronos validation 1.3.239 (Debian 12) follows a successful
-    /// vkWaitSemaphores with a wait on its own model of the timeline, which misses values another
-    /// thread host-signals and stalls 10 s per wait (UNASSIGNED-VkSemaphore-state-timeout; fixed
-    /// upstream in 2024). A counter query only moves the model forward, so validation runs stay
-    /// fast and every other check stays on. Costs up to 1 ms of latency per wait (validation only).
-    /// Residual: a query landing between another thread's vkSignalSemaphore and the layer's
-    /// record of it still stalls once (about one `cycles --validation` run in 30 on lavapipe).
-    fn poll_timeline(
+    /// Host wait until timeline `sem` ≥ `value`, a value the **compute API** signals (CUDA or
+    /// HIP on its stream), failing after [`WAIT_TIMEOUT`] with `what`: reads the counter, back to
+    /// back for 50 µs, then between sleeps growing from 10 to 100 µs (the interop crate's
+    /// [`wait_polling`](vkhip_interop::vulkan::wait::wait_polling) with its default schedule), so
+    /// it returns within about 100 µs of the signal where `vkWaitSemaphores` woke ≈ 10 ms late on
+    /// NVIDIA (issue 34), and a long wait keeps no core busy. Right for any signaller, at some CPU
+    /// cost; [`Self::wait_timeline`] is cheaper for Vulkan's own values.
+    pub fn wait_compute_timeline(
         &self,
         sem: vk::Semaphore,
         value: u64,
         what: impl FnOnce() -> String,
     ) -> Result<(), VkError> {
-        let start = std::time::Instant::now();
-        let mut nap = Duration::from_micros(20);
-        loop {
-            // SAFETY: valid timeline semaphore of this device.
-            let now =
-                unsafe { self.device.get_semaphore_counter_value(sem) }.call("vkGetSemaphoreCounterValue")?;
-            if now >= value {
-                return Ok(());
-            }
-            if start.elapsed() >= WAIT_TIMEOUT {
-                return Err(VkError::Timeout { what: what(), seconds: WAIT_TIMEOUT.as_secs() });
-            }
-            std::thread::sleep(nap);
-            nap = (nap * 2).min(Duration::from_millis(1));
-        }
+        self.poll_timeline(sem, value, &wait::Backoff::DEFAULT, what)
+    }
+
+    /// Poll `sem`'s counter on `backoff`'s schedule (the interop crate's `wait_polling`).
+    ///
+    /// [`Self::wait_timeline`] polls too in validation runs, on [`VALIDATION_BACKOFF`]: Khronos
+    /// validation 1.3.239 (Debian 12) follows a successful vkWaitSemaphores with a wait on its own
+    /// model of the timeline, which misses values another thread host-signals and stalls 10 s per
+    /// wait (UNASSIGNED-VkSemaphore-state-timeout; fixed upstream in 2024). A counter query only
+    /// moves the model forward, so validation runs stay fast and every other check stays on.
+    /// Costs up to 1 ms of latency per wait (validation only). Residual: a query landing between
+    /// another thread's vkSignalSemaphore and the layer's record of it still stalls once (about
+    /// one `cycles --validation` run in 30 on lavapipe).
+    fn poll_timeline(
+        &self,
+        sem: vk::Semaphore,
+        value: u64,
+        backoff: &wait::Backoff,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), VkError> {
+        // SAFETY: a timeline semaphore of this device (the caller's), alive for the call.
+        let waited = unsafe { wait::wait_polling(&self.device, sem, value, WAIT_TIMEOUT, backoff) };
+        waited.map_err(|e| wait_error(e, what))
     }
 
     /// Host signal of timeline `sem` to `value`.
@@ -768,6 +794,33 @@ impl Drop for Context {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The interop crate's wait errors become the app's: a timeout names what the run waited
+    /// for; a failed call is the call and its result.
+    #[test]
+    fn wait_errors_name_what_was_awaited() {
+        let timeout = vkhip_interop::Error::timeout(
+            vkhip_interop::Api::Vulkan,
+            "vkGetSemaphoreCounterValue",
+            "timeline value 3 (at 2)",
+            30,
+        );
+        let e = wait_error(timeout, || "'computed' ≥ 3 (host-wait mode)".into());
+        assert_eq!(e.to_string(), "timed out after 30 s waiting for 'computed' ≥ 3 (host-wait mode)");
+        let lost = vkhip_interop::Error::vulkan("vkGetSemaphoreCounterValue", vk::Result::ERROR_DEVICE_LOST);
+        let e = wait_error(lost, || unreachable!("only a timeout asks what was awaited"));
+        assert!(
+            matches!(
+                e,
+                VkError::Call { call: "vkGetSemaphoreCounterValue", result: vk::Result::ERROR_DEVICE_LOST }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().starts_with("vkGetSemaphoreCounterValue failed: VK_ERROR_DEVICE_LOST"), "{e}");
+        // Out of memory stays an environment error (exit 2), as it was from vkWaitSemaphores.
+        let oom = vkhip_interop::Error::vulkan("vkWaitSemaphores", vk::Result::ERROR_OUT_OF_HOST_MEMORY);
+        assert!(wait_error(oom, String::new).is_environment());
+    }
 
     fn dev(index: usize, ty: vk::PhysicalDeviceType, uuid: u8) -> PhysicalDeviceInfo {
         PhysicalDeviceInfo {

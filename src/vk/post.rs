@@ -128,7 +128,7 @@ pub enum Which {
 }
 
 /// Where a frame's copy goes: the swapchain image or the offscreen target's colour image.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CopyDest {
     pub image: vk::Image,
     pub format: vk::Format,

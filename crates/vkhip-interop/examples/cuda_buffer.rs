@@ -93,7 +93,7 @@ fn run() -> Result<(), Box<dyn Error>> {
 
         // Vulkan's turn, as a draw would do it: wait `written` ≥ f + 1 on the GPU, read the
         // buffer (here: copy it to the host), signal `read` = f + 1. The host waits only on a
-        // fence of Vulkan's own, never on the value CUDA signals (≈ 10 ms on NVIDIA).
+        // fence of Vulkan's own, never on the value CUDA signals (see `vulkan::wait`).
         let v = values.signal(f);
         let got = vk.read_buffer(&buffers[slot], Some((&written, v)), Some((&read, v)))?;
         for (i, chunk) in got.chunks_exact(4).enumerate() {

@@ -105,8 +105,8 @@ fn run() -> Result<(), Box<dyn Error>> {
             pass.dispatch_workgroups(N.div_ceil(64), 1, 1);
         }
         gpu.signal_next_submit(&ready, f + 1)?;
-        let [general, release] = gpu.release(&[], &[&a]);
-        queue.submit([gpu.acquire(&[], &[&a]), encoder.finish(), general, release]);
+        let [work, release] = gpu.finish_and_release(encoder, &[], &[&a]);
+        queue.submit([gpu.acquire(&[], &[&a]), work, release]);
         // CUDA: wait for `ready` = f + 1, b = 2a + 1, signal `done` = f + 1. The host returns at once.
         cuda.frame(Some((&cuda_ready, f + 1)), Some((&cuda_done, f + 1)), |cuda| {
             let (mut pa, mut pb, mut n) = (cuda_a.device_ptr(), cuda_b.device_ptr(), N);
@@ -123,8 +123,8 @@ fn run() -> Result<(), Box<dyn Error>> {
         gpu.wait_next_submit(&done, f + 1)?;
         let mut encoder = device.create_command_encoder(&Default::default());
         encoder.copy_buffer_to_buffer(b.buffer(), 0, &host, 0, None);
-        let [general, release] = gpu.release(&[], &[&b]);
-        queue.submit([gpu.acquire(&[], &[&b]), encoder.finish(), general, release]);
+        let [work, release] = gpu.finish_and_release(encoder, &[], &[&b]);
+        queue.submit([gpu.acquire(&[], &[&b]), work, release]);
         host.map_async(wgpu::MapMode::Read, .., |r| r.expect("map the read-back buffer"));
         device.poll(wgpu::PollType::wait_indefinitely())?;
         for (i, v) in host.get_mapped_range(..)?.chunks_exact(4).enumerate() {

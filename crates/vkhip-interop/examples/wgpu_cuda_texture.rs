@@ -195,8 +195,8 @@ fn run() -> Result<(), Box<dyn Error>> {
         let layout = wgpu::TexelCopyBufferLayout { bytes_per_row: Some(padded), ..Default::default() };
         let to_host = wgpu::TexelCopyBufferInfo { buffer: host, layout };
         encoder.copy_texture_to_buffer(target.as_image_copy(), to_host, size);
-        let [general, release] = gpu.release(&[texture], &[]);
-        let index = queue.submit([gpu.acquire(&[texture], &[]), encoder.finish(), general, release]);
+        let [work, release] = gpu.finish_and_release(encoder, &[texture], &[]);
+        let index = queue.submit([gpu.acquire(&[texture], &[]), work, release]);
         host.map_async(wgpu::MapMode::Read, .., |r| r.expect("map the read-back buffer"));
         pending.push_back((f, s, index));
         while pending.len() as u64 > K - 1 {

@@ -100,8 +100,8 @@ fn run() -> Result<(), Box<dyn Error>> {
             pass.set_bind_group(0, &bind, &[]);
             pass.dispatch_workgroups(N.div_ceil(64), 1, 1);
         }
-        let [general, release] = gpu.release(&[], &[&a]);
-        queue.submit([gpu.acquire(&[], &[&a]), encoder.finish(), general, release]);
+        let [work, release] = gpu.finish_and_release(encoder, &[], &[&a]);
+        queue.submit([gpu.acquire(&[], &[&a]), work, release]);
         // HIP, once wgpu is done with `a`: b = 2a + 1, then the host waits for HIP's stream.
         device.poll(wgpu::PollType::wait_indefinitely())?;
         hip.frame(None, None, |hip| {
@@ -119,8 +119,8 @@ fn run() -> Result<(), Box<dyn Error>> {
         // wgpu: take `b`, copy it to the host, hand it back.
         let mut encoder = device.create_command_encoder(&Default::default());
         encoder.copy_buffer_to_buffer(b.buffer(), 0, &host, 0, None);
-        let [general, release] = gpu.release(&[], &[&b]);
-        queue.submit([gpu.acquire(&[], &[&b]), encoder.finish(), general, release]);
+        let [work, release] = gpu.finish_and_release(encoder, &[], &[&b]);
+        queue.submit([gpu.acquire(&[], &[&b]), work, release]);
         host.map_async(wgpu::MapMode::Read, .., |r| r.expect("map the read-back buffer"));
         device.poll(wgpu::PollType::wait_indefinitely())?;
         for (i, v) in host.get_mapped_range(..)?.chunks_exact(4).enumerate() {

@@ -21,21 +21,37 @@
 //! (`TextureUses::STORAGE_READ_WRITE`, which wgpu-hal maps to `GENERAL`):
 //!
 //! ```text
-//!  submit([ acquire(..),   ownership EXTERNAL → wgpu's family, GENERAL kept   (crate, hal)
-//!           your work,     wgpu: GENERAL → what you use, barriers of its own  (wgpu)
-//!           release(..) ]) wgpu: → GENERAL (transition_resources),            (wgpu)
-//!                          then ownership wgpu's family → EXTERNAL, GENERAL   (crate, hal)
+//!  submit([ acquire(..),               ownership EXTERNAL → wgpu's family, GENERAL kept (crate, hal)
+//!           your work,                 wgpu: GENERAL → what you use, barriers of its own (wgpu)
+//!           finish_and_release(..) ])  wgpu: → GENERAL at the end of your last encoder (wgpu),
+//!                                      then ownership wgpu's family → EXTERNAL, GENERAL (crate, hal)
 //! ```
 //!
 //! Between a release and the next acquire, wgpu's tracker says `STORAGE_READ_WRITE` and the image
-//! is in `GENERAL`: the two agree at every submit boundary. A new texture is prepared for a
-//! compute API that writes first by a [`WgpuDevice::release`] alone (its UNDEFINED → GENERAL
-//! transition is wgpu's), finished before the compute API writes (`Device::poll`, or a signal it
-//! waits on). Semaphores order the APIs: [`WgpuDevice::wait_next_submit`] and
-//! [`WgpuDevice::signal_next_submit`] attach a timeline wait and signal to wgpu's next submit
-//! (wgpu-hal's `Queue::add_wait_semaphore` / `add_signal_semaphore`). Without semaphore export
-//! (HIP on Linux, lavapipe) order them on the host: the compute stream synchronised before the
-//! submit, `Device::poll` before the compute API touches the memory again.
+//! is in `GENERAL`: the two agree at every submit boundary. [`WgpuDevice::release`] does the same
+//! with wgpu's transition in an encoder of its own (for a new texture, or after an encoder recorded
+//! through `as_hal_mut`); a new texture is prepared for a compute API that writes first by a
+//! [`WgpuDevice::release`] alone (its UNDEFINED → GENERAL transition is wgpu's), finished before
+//! the compute API writes (`Device::poll`, or a signal it waits on). Semaphores order the APIs:
+//! [`WgpuDevice::wait_next_submit`] and [`WgpuDevice::signal_next_submit`] attach a timeline wait
+//! and signal to wgpu's next submit (wgpu-hal's `Queue::add_wait_semaphore` /
+//! `add_signal_semaphore`). Without semaphore export (HIP on Linux, lavapipe) order them on the
+//! host: the compute stream synchronised before the submit, `Device::poll` before the compute API
+//! touches the memory again.
+//!
+//! **What a hand-off costs on wgpu's side** (wgpu 30, read in wgpu-core's `Queue::submit` and
+//! wgpu-hal's Vulkan `Queue::submit`): one `queue.submit` is one `vkQueueSubmit`, whatever the
+//! number of command buffers. wgpu records a command buffer of its own (its barriers, "Transit")
+//! in front of every `wgpu::CommandBuffer`, empty or not, so `[acquire, work, release]` is six
+//! Vulkan command buffers (the older `[acquire, work, general, release]` eight). The submission
+//! waits on the crate's semaphore (at every stage) and on wgpu's binary "relay" semaphore from its
+//! previous submission (top of pipe), and signals the crate's semaphore, the next relay semaphore
+//! and wgpu's own timeline (its fence). `Device::poll(Wait)` is a `vkWaitSemaphores` on that
+//! timeline — a value Vulkan signals, never a value the compute API signals — and then wgpu's
+//! cleanup: every finished encoder's command pool is reset (`vkResetCommandPool`) and returned to
+//! wgpu's pool. Each encoder is created, finished (wgpu encodes at `finish`), submitted and reset
+//! once per frame: the fewer command buffers, the less of this. `wgpu_handoff_cost` measures each
+//! part against the crate's plain-ash path (docs/ARCHITECTURE.md, "The wgpu hand-off").
 //!
 //! # The smallest program
 //!
@@ -82,8 +98,8 @@
 //!         gpu.signal_next_submit(&read, f + 1)?;
 //!         let encoder = gpu.device().create_command_encoder(&Default::default());
 //!         // … your passes sample, copy or render into texture.texture() …
-//!         let [general, release] = gpu.release(&[&texture], &[]);
-//!         gpu.queue().submit([gpu.acquire(&[&texture], &[]), encoder.finish(), general, release]);
+//!         let [work, release] = gpu.finish_and_release(encoder, &[&texture], &[]);
+//!         gpu.queue().submit([gpu.acquire(&[&texture], &[]), work, release]);
 //!     }
 //!     gpu.device().poll(wgpu::PollType::wait_indefinitely())?;
 //!     cuda.synchronize()?;
@@ -436,34 +452,104 @@ impl WgpuDevice {
     /// transfers from `VK_QUEUE_FAMILY_EXTERNAL`, layout `GENERAL` kept (module note). Submit it
     /// first, in the same `queue.submit` as the work that uses them.
     pub fn acquire(&self, textures: &[&WgpuTexture], buffers: &[&WgpuBuffer]) -> wgpu::CommandBuffer {
-        self.hal_barriers(textures, buffers, true)
+        // SAFETY: records nothing of its own.
+        unsafe { self.acquire_with(textures, buffers, |_| {}) }
+    }
+
+    /// [`Self::acquire`], then raw Vulkan commands of yours in the same command buffer, after the
+    /// crate's barriers (a timestamp, say: what the crate's benchmark writes, and a profiler
+    /// would). `record` gets the command buffer, recording, on wgpu's queue family; record with
+    /// [`WgpuDevice::vulkan`]`().ash()`.
+    ///
+    /// # Safety
+    /// `record` records only valid commands for a primary command buffer of this device's queue
+    /// family, outside any render pass, on objects of this device that live until the submission
+    /// has finished; it changes no layout and no ownership of any resource wgpu tracks, and does
+    /// not end the command buffer.
+    pub unsafe fn acquire_with(
+        &self,
+        textures: &[&WgpuTexture],
+        buffers: &[&WgpuBuffer],
+        record: impl FnOnce(vk::CommandBuffer),
+    ) -> wgpu::CommandBuffer {
+        // SAFETY: per this function's contract.
+        unsafe { self.hal_barriers(textures, buffers, true, record) }
+    }
+
+    /// `encoder`, finished with wgpu's own transition of `textures` to `GENERAL`
+    /// (`STORAGE_READ_WRITE`), and the command buffer that then hands `textures` and `buffers` to
+    /// the compute API (the ownership transfers to `VK_QUEUE_FAMILY_EXTERNAL`, `GENERAL` kept).
+    /// `encoder` is your last one that uses them this frame, recorded through wgpu's API (not
+    /// `as_hal_mut`). Submit both last, in the same `queue.submit`, after [`Self::acquire`]:
+    /// `[acquire, your command buffers…, these two]`, three command buffers for one encoder of
+    /// yours — one fewer than [`Self::release`], whose transition is an encoder of its own.
+    pub fn finish_and_release(
+        &self,
+        encoder: wgpu::CommandEncoder,
+        textures: &[&WgpuTexture],
+        buffers: &[&WgpuBuffer],
+    ) -> [wgpu::CommandBuffer; 2] {
+        // SAFETY: records nothing of its own.
+        unsafe { self.finish_and_release_with(encoder, textures, buffers, |_| {}) }
+    }
+
+    /// [`Self::finish_and_release`], then raw Vulkan commands of yours after the crate's barriers,
+    /// in the release's command buffer (a timestamp of the hand-off's end, say).
+    ///
+    /// # Safety
+    /// As [`Self::acquire_with`].
+    pub unsafe fn finish_and_release_with(
+        &self,
+        mut encoder: wgpu::CommandEncoder,
+        textures: &[&WgpuTexture],
+        buffers: &[&WgpuBuffer],
+        record: impl FnOnce(vk::CommandBuffer),
+    ) -> [wgpu::CommandBuffer; 2] {
+        to_general(&mut encoder, textures);
+        // SAFETY: per this function's contract.
+        [encoder.finish(), unsafe { self.hal_barriers(textures, buffers, false, record) }]
     }
 
     /// The command buffers that hand `textures` and `buffers` to the compute API after wgpu's
-    /// last use: wgpu's own transition to `GENERAL` (`STORAGE_READ_WRITE`), then the ownership
-    /// transfers to `VK_QUEUE_FAMILY_EXTERNAL`. Submit them last, in the same `queue.submit` as
-    /// that use; on a new texture they prepare it for a compute API that writes first (which must
-    /// then wait for that submit: `Device::poll`, or [`Self::signal_next_submit`]).
+    /// last use: wgpu's own transition to `GENERAL` (`STORAGE_READ_WRITE`) in an encoder of its
+    /// own, then the ownership transfers to `VK_QUEUE_FAMILY_EXTERNAL`. Submit them last, in the
+    /// same `queue.submit` as that use; on a new texture they prepare it for a compute API that
+    /// writes first (which must then wait for that submit: `Device::poll`, or
+    /// [`Self::signal_next_submit`]). After your own encoders prefer [`Self::finish_and_release`]
+    /// (one command buffer fewer per frame); this one serves where there is no encoder to finish
+    /// (a new texture) or your last one was recorded through `as_hal_mut`.
     pub fn release(&self, textures: &[&WgpuTexture], buffers: &[&WgpuBuffer]) -> [wgpu::CommandBuffer; 2] {
+        // SAFETY: records nothing of its own.
+        unsafe { self.release_with(textures, buffers, |_| {}) }
+    }
+
+    /// [`Self::release`], then raw Vulkan commands of yours after the crate's barriers, in the
+    /// release's command buffer.
+    ///
+    /// # Safety
+    /// As [`Self::acquire_with`].
+    pub unsafe fn release_with(
+        &self,
+        textures: &[&WgpuTexture],
+        buffers: &[&WgpuBuffer],
+        record: impl FnOnce(vk::CommandBuffer),
+    ) -> [wgpu::CommandBuffer; 2] {
         let mut general = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("vkhip-interop: to GENERAL"),
         });
-        general.transition_resources(
-            std::iter::empty(),
-            textures.iter().map(|t| wgpu::TextureTransition {
-                texture: &t.texture,
-                selector: None,
-                state: wgpu::TextureUses::STORAGE_READ_WRITE,
-            }),
-        );
-        [general.finish(), self.hal_barriers(textures, buffers, false)]
+        to_general(&mut general, textures);
+        // SAFETY: per this function's contract.
+        [general.finish(), unsafe { self.hal_barriers(textures, buffers, false, record) }]
     }
 
-    fn hal_barriers(
+    /// # Safety
+    /// As [`Self::acquire_with`], for `record`.
+    unsafe fn hal_barriers(
         &self,
         textures: &[&WgpuTexture],
         buffers: &[&WgpuBuffer],
         acquire: bool,
+        record: impl FnOnce(vk::CommandBuffer),
     ) -> wgpu::CommandBuffer {
         let label = if acquire { "vkhip-interop: acquire" } else { "vkhip-interop: release" };
         let mut encoder =
@@ -471,7 +557,8 @@ impl WgpuDevice {
         let all = vk::PipelineStageFlags::ALL_COMMANDS;
         // SAFETY: the encoder is new and used through wgpu-hal only; the command buffer is
         // recording for wgpu's queue family, which is the crate's device's; the images and
-        // buffers are the crate's, in GENERAL while the compute API owns them (module note).
+        // buffers are the crate's, in GENERAL while the compute API owns them (module note);
+        // `record` keeps to the caller's contract.
         unsafe {
             encoder.as_hal_mut::<Vulkan, _, _>(|hal| {
                 let Some(hal) = hal else { return };
@@ -490,10 +577,27 @@ impl WgpuDevice {
                         b.shared.cmd_release(cmd, (all, vk::AccessFlags::MEMORY_WRITE));
                     }
                 }
+                record(cmd);
             })
         };
         encoder.finish()
     }
+}
+
+/// wgpu's own transition of `textures` to `STORAGE_READ_WRITE` (layout `GENERAL`), recorded in
+/// `encoder`: its tracker and the image then agree with the release that follows.
+fn to_general(encoder: &mut wgpu::CommandEncoder, textures: &[&WgpuTexture]) {
+    if textures.is_empty() {
+        return;
+    }
+    encoder.transition_resources(
+        std::iter::empty(),
+        textures.iter().map(|t| wgpu::TextureTransition {
+            texture: &t.texture,
+            selector: None,
+            state: wgpu::TextureUses::STORAGE_READ_WRITE,
+        }),
+    );
 }
 
 fn semaphore_is_timeline(semaphore: &SharedSemaphore) -> Result<()> {

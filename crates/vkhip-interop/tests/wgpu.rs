@@ -2,10 +2,12 @@
 //! crate and imported into a second Vulkan device that plays the compute API, both ways — wgpu
 //! writes, the second device reads (every byte checked) and writes, wgpu reads back (every byte
 //! checked) — with wgpu's own validation and the Khronos layer (synchronization validation on)
-//! reporting nothing. lavapipe exports memory but no semaphores: the host orders the two devices
-//! (`Device::poll`, the second device's fences). A control shows the messenger hears a release
-//! that skips wgpu's transition to GENERAL. And a device opened without the crate's extensions
-//! is refused in one line naming what it lacks.
+//! reporting nothing, through both shapes of the hand-off (`finish_and_release`, three command
+//! buffers, whose hooks write timestamps that must land in order; and `release`, four).
+//! lavapipe exports memory but no semaphores: the host orders the two devices (`Device::poll`, the
+//! second device's fences). A control shows the messenger hears a release that skips wgpu's
+//! transition to GENERAL. And a device opened without the crate's extensions is refused in one
+//! line naming what it lacks.
 
 #[path = "common/skip.rs"]
 mod skip;
@@ -81,9 +83,73 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed ^ (i / 253) as u8)).collect()
 }
 
+/// The two shapes of a hand-off on wgpu's queue.
+#[derive(Clone, Copy, Debug)]
+enum Shape {
+    /// `[acquire_with, your encoder + wgpu's transition, release]`: `finish_and_release_with`,
+    /// each hook writing a timestamp.
+    Three,
+    /// `[acquire, your encoder, general, release]`: `release`.
+    Four,
+}
+
+/// Two timestamps on `device`, reset; destroyed on drop (after the device is idle).
+struct Stamps(ash::Device, vk::QueryPool);
+
+impl Stamps {
+    fn new(device: &Device) -> Stamps {
+        let d = device.ash();
+        let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(2);
+        // SAFETY: the live device; `Stamps` destroys the pool.
+        let pool = unsafe { d.create_query_pool(&info, None) }.expect("a timestamp pool");
+        // SAFETY: a one-shot command buffer of `device`, recording; the pool is new.
+        device
+            .submit_one_shot(&[], &[], |cmd| unsafe { d.cmd_reset_query_pool(cmd, pool, 0, 2) })
+            .expect("reset");
+        Stamps(d.clone(), pool)
+    }
+
+    /// A hook that writes timestamp `i` once everything before it in the queue completed.
+    fn write(&self, i: u32) -> impl FnOnce(vk::CommandBuffer) + '_ {
+        // SAFETY: the caller passes it to a hook of the crate (a command buffer of the pool's
+        // device, recording, outside a render pass); each query is written once after its reset.
+        move |cmd| unsafe {
+            self.0.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, self.1, i)
+        }
+    }
+
+    /// Both timestamps (waiting for them).
+    fn read(&self) -> [u64; 2] {
+        let mut v = [0u64; 2];
+        // SAFETY: the pool holds two queries, both written by submitted work.
+        unsafe {
+            self.0.get_query_pool_results(
+                self.1,
+                0,
+                &mut v,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+        }
+        .expect("the timestamps");
+        v
+    }
+}
+
+impl Drop for Stamps {
+    fn drop(&mut self) {
+        // SAFETY: the pool is ours; the work that wrote it finished (`read` waited).
+        unsafe { self.0.destroy_query_pool(self.1, None) };
+    }
+}
+
 /// Copy `texture` and `buffer` to the host through wgpu: acquire → copies → release, in one
-/// submit. Returns (texels, tightly packed; buffer bytes).
-fn wgpu_read(shared: &WgpuDevice, texture: &WgpuTexture, buffer: &WgpuBuffer) -> (Vec<u8>, Vec<u8>) {
+/// submit of `shape`. Returns (texels, tightly packed; buffer bytes).
+fn wgpu_read(
+    shared: &WgpuDevice,
+    texture: &WgpuTexture,
+    buffer: &WgpuBuffer,
+    shape: Shape,
+) -> (Vec<u8>, Vec<u8>) {
     let device = shared.device();
     let texel = texture.image().format().texel_bytes();
     let row = WIDTH * texel;
@@ -115,12 +181,37 @@ fn wgpu_read(shared: &WgpuDevice, texture: &WgpuTexture, buffer: &WgpuBuffer) ->
         wgpu::Extent3d { width: WIDTH, height: HEIGHT, depth_or_array_layers: 1 },
     );
     encoder.copy_buffer_to_buffer(buffer.buffer(), 0, &bytes, 0, BUFFER_BYTES);
-    let [general, release] = shared.release(&[texture], &[buffer]);
-    shared.queue().submit([shared.acquire(&[texture], &[buffer]), encoder.finish(), general, release]);
+    let stamps = Stamps::new(shared.vulkan());
+    match shape {
+        Shape::Three => {
+            // SAFETY: the hooks write a timestamp each (`Stamps::write`).
+            let acquire = unsafe { shared.acquire_with(&[texture], &[buffer], stamps.write(0)) };
+            // SAFETY: as above.
+            let [work, release] =
+                unsafe { shared.finish_and_release_with(encoder, &[texture], &[buffer], stamps.write(1)) };
+            shared.queue().submit([acquire, work, release]);
+        }
+        Shape::Four => {
+            let [general, release] = shared.release(&[texture], &[buffer]);
+            shared.queue().submit([
+                shared.acquire(&[texture], &[buffer]),
+                encoder.finish(),
+                general,
+                release,
+            ]);
+        }
+    }
     for b in [&texels, &bytes] {
         b.map_async(wgpu::MapMode::Read, .., |r| r.expect("map"));
     }
     device.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+    if let Shape::Three = shape {
+        let [after_acquire, after_release] = stamps.read();
+        assert!(
+            after_acquire > 0 && after_release >= after_acquire,
+            "the hooks' timestamps: after the acquire {after_acquire}, after the release {after_release}"
+        );
+    }
     let t = texels.get_mapped_range(..).expect("mapped");
     let packed: Vec<u8> = t.chunks(padded as usize).flat_map(|r| r[..row as usize].iter().copied()).collect();
     let b = bytes.get_mapped_range(..).expect("mapped").to_vec();
@@ -268,11 +359,15 @@ fn wgpu_textures_and_a_buffer_round_trip_through_a_second_device_with_no_validat
                 buffer_read, wgpu_bytes,
                 "{format}: the buffer wgpu wrote, as the second device reads it"
             );
-            let (image_back, buffer_back) = wgpu_read(&shared, &texture, &buffer);
-            assert_eq!(image_back, b_image, "{format}: what the second device wrote, read back through wgpu");
+            let shape = if seed % 8 == 0 { Shape::Three } else { Shape::Four };
+            let (image_back, buffer_back) = wgpu_read(&shared, &texture, &buffer, shape);
+            assert_eq!(
+                image_back, b_image,
+                "{format}: what the second device wrote, read back through wgpu ({shape:?})"
+            );
             assert_eq!(
                 buffer_back, b_bytes,
-                "{format}: the buffer the second device wrote, read back through wgpu"
+                "{format}: the buffer the second device wrote, read back through wgpu ({shape:?})"
             );
         }
         shared.device().poll(wgpu::PollType::wait_indefinitely()).expect("poll");

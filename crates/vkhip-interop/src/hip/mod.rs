@@ -27,7 +27,11 @@
 //! handle type at all, so [`Hip::import_timeline`] is refused there without a call and
 //! [`Hip::import_binary`] / [`Hip::import_timeline`] fail on Linux. Hand off on the host instead:
 //! [`Hip::synchronize`] after the kernel, then let Vulkan read (`examples/hip_buffer.rs` does).
-//! The calls are kept so that a runtime that implements them is used without a change.
+//! The calls are kept so that a runtime that implements them is used without a change. Where one
+//! does and HIP signals a timeline, host-wait on it as on one CUDA signals, with
+//! [`SharedSemaphore::wait`](crate::vulkan::SharedSemaphore::wait), which reads the counter
+//! ([`crate::vulkan::wait`]): whether AMD's Vulkan driver wakes a blocking `vkWaitSemaphores`
+//! late on a foreign signal, as NVIDIA's does, is unknown, since that path never ran on AMD.
 //!
 //! **File descriptors.** Both HIP imports *borrow* the fd: the crate closes it after the call,
 //! whatever the outcome ([`MEMORY_FD_OWNERSHIP`], [`SEMAPHORE_FD_OWNERSHIP`], also

@@ -28,6 +28,7 @@ mod memory;
 mod objects;
 mod one_shot;
 mod submit;
+pub mod wait;
 
 pub use device::{Capabilities, Device};
 pub use handoff::ImageAccess;
