@@ -457,7 +457,7 @@ for spec in "cuda external 3 256x256" "cuda external 3 1024x1024" "cuda external
     fi
     report="$out/$name.stdout"
     pick() { grep -m 1 "^  $1" "$report" | tr -s ' ' | cut -d ' ' -f "$2"; }
-    figure="frame $(pick 'frame time' 4-6); draw $(pick 'draw  ' 3-5); hand-off $(pick hand-off 3-5); overhead $(pick 'sync overhead' 4-6)"
+    figure="frame $(pick 'frame time' 4-6); draw $(pick 'draw  ' 3-5); hand-off exposed in $(pick 'hand-off in ' 6-7) out $(pick 'hand-off out' 6-7); overhead $(pick 'sync overhead' 4-6)"
     run "$name-check" "$bin" trace check "$out/$name.json"
     overlap=$(grep -m 1 'running inside them' "$out/$name-check.stdout" | sed 's/^ *draws //')
     if [ "$rc" -eq 0 ]; then

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """scripts/trace-frame.py TRACE.json OUT.png [FRAME] — draw one frame of a vkhip trace.
 
-Every span of frames FRAME-1 .. FRAME+1 (default: the middle frame of the trace), one row per
-track of the trace (render thread, bridge thread, graphics queue, compute, hand-off), on the
-trace's one clock, FRAME's own spans solid and its neighbours' faded. The hand-off track shows
-the two GPU spans the profiler derives: 'rendered → kernel' and 'kernel → draw'. Needs
-matplotlib (pip install matplotlib); what Perfetto shows of the same file, as a picture for docs.
+Every scope of frames FRAME-1 .. FRAME+1 (default: the middle frame of the trace), one row per
+track of the trace (render thread, bridge thread, graphics queue, compute), on the trace's one
+clock, FRAME's own scopes solid and its neighbours' faded. The hand-offs between them are the
+trace's flows (Perfetto draws them as arrows; the report gives their latency and exposed part).
+Needs matplotlib (pip install matplotlib); what Perfetto shows of the same file, as a picture
+for docs.
 """
 import json
 import sys
@@ -47,7 +48,7 @@ def main():
                         va="center", fontsize=7)
     ax.set_yticks(range(len(tids)), [names.get(t, str(t)) for t in reversed(tids)], fontsize=8)
     ax.set_xlabel(f"µs from frame {frame}'s first span (frames {frame - 1} and {frame + 1} faded)")
-    meta = trace.get("otherData", {})
+    meta = trace.get("otherData", {}).get("extra", {})
     ax.set_title(f"vkhip trace, frame {frame}: {meta.get('backend', '?')}, {meta.get('sync', '?')}, "
                  f"K={meta.get('slots', '?')}, grid {meta.get('grid', '?')}, {meta.get('device', '')}",
                  fontsize=9)

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """scripts/trace-gaps.py TRACE.json [...] — where a frame's time goes between the two GPU APIs.
 
-Reads traces written by `vkhip --trace` and prints, per trace (medians over all traced frames):
+Reads traces written by `vkhip --trace` (the vkhip-profile trace format: the tracks are named in
+otherData.tracks, the run's configuration is otherData.extra) and prints, per trace (medians over
+all traced frames):
   draw         the draw from heights readable to its end (graphics queue)
-  queue gap    from the end of draw f to the start of draw f+1's command buffer: time the graphics
-               queue had nothing of vkhip's to run
+  queue gap    from the end of draw f to the start of draw f+1 (the moment its heights were
+               readable, after its wait for `computed`): time the graphics queue ran nothing of
+               vkhip's draws
   kernel       the compute side's write (CUDA kernel / Vulkan dispatch)
   inside       how many draws had a kernel (of another frame) start and end inside them, and where
                in the draw it started (0 = at its start, 1 = at its end)
   draw->kernel from the end of draw f to the start of the next kernel that follows it
-  kernel->draw from the end of a kernel to the start of the next draw command buffer after it
+  kernel->draw from the end of a kernel to the start of the next draw after it
 Needs only Python 3's standard library.
 """
 import json
@@ -19,11 +22,19 @@ import sys
 
 def spans(path):
     doc = json.load(open(path))
+    other = doc["otherData"]
+    # A thread per track: tid = the track's index + 1.
+    names = {i + 1: t["name"] for i, t in enumerate(other.get("tracks", []))}
     out = {}
     for e in doc["traceEvents"]:
         if e.get("ph") == "X":
-            out.setdefault((e["tid"], e["name"]), {})[e["args"]["frame"]] = (e["ts"], e["ts"] + e["dur"])
-    return doc["otherData"], out
+            track = names.get(e["tid"], str(e["tid"]))
+            out.setdefault((track, e["name"]), {})[e["args"]["frame"]] = (e["ts"], e["ts"] + e["dur"])
+    return other.get("extra", {}), out
+
+
+def compute_track(s):
+    return next((t for (t, n) in s if n == "write slot" and t.startswith("compute")), None)
 
 
 def med(values):
@@ -33,11 +44,10 @@ def med(values):
 def main(paths):
     for path in paths:
         meta, s = spans(path)
-        draw = s.get((3, "draw"), {})
-        start = s.get((3, "wait computed"), {})
-        kernel = s.get((4, "write slot"), {})
+        draw = s.get(("graphics", "draw"), {})
+        kernel = s.get((compute_track(s), "write slot"), {})
         frames = sorted(draw)
-        gaps = [start[f + 1][0] - draw[f][1] for f in frames if f + 1 in start]
+        gaps = [draw[f + 1][0] - draw[f][1] for f in frames if f + 1 in draw]
         inside, where = 0, []
         for f in frames:
             a, b = draw[f]
@@ -45,7 +55,7 @@ def main(paths):
             inside += bool(hits)
             where += [(k[0] - a) / (b - a) for k in hits if b > a]
         kstarts = sorted(k[0] for k in kernel.values())
-        dstarts = sorted(v[0] for v in start.values())
+        dstarts = sorted(v[0] for v in draw.values())
 
         def next_after(t, starts):
             return next((x for x in starts if x >= t), None)
