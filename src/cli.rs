@@ -123,8 +123,9 @@ pub enum Command {
 
 #[derive(Subcommand, Debug)]
 pub enum TraceCommand {
-    /// Prove from the timeline that no draw read a slot before its write finished and no write
-    /// began before the slot's previous draw finished (exit 0 clean, 1 violations, 2 bad file).
+    /// Prove from the timeline that every two conflicting accesses to a slot or a post image are
+    /// ordered by a chain of semaphores and held that order on the clock, and that every wait's
+    /// work started after its signal (exit 0 clean, 1 violations, 2 not a trace).
     Check(TraceCheckArgs),
 }
 
@@ -245,8 +246,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "FPS", default_value_t = 0.0, value_parser = parse_max_fps, allow_hyphen_values = true)]
     pub max_fps: f64,
     /// Write a timeline of the last --trace-frames frames (render thread, bridge thread, graphics
-    /// queue, compute stream) as Chrome trace-event JSON: open it in ui.perfetto.dev, check it
-    /// with `vkhip trace check FILE`.
+    /// queue, compute stream, with the protocol's semaphore operations) as the profiler's Chrome
+    /// trace-event JSON: open it in ui.perfetto.dev, check it with `vkhip trace check FILE`.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// Frames the trace keeps (the last N; memory stays bounded on any run length).

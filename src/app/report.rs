@@ -365,7 +365,7 @@ pub fn frame_report(
     if st.draws > 0 && !st.compute.is_empty() {
         let _ = writeln!(
             out,
-            "  overlap      {} of {} draws had a GPU kernel or dispatch of another frame running inside them (trace: the draw's kernel_inside)",
+            "  overlap      {} of {} draws had a GPU kernel or dispatch of another frame running inside them (`vkhip trace check` counts them from the trace)",
             st.overlapped_draws, st.draws
         );
     }

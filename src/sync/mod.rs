@@ -195,9 +195,15 @@
 //!
 //! ## What the profiler sees
 //! Every actor reports its spans ([`crate::profile`]): the bridge thread times its wait, writes and
-//! signal on the host clock and sends them over a bounded channel; `blocking` and `host-wait` time
-//! their host steps on the render thread; GPU-side backends time their own stream or queue.
-//! [`FrameSync::take_spans`] gathers them all for the render thread's profiler.
+//! signal on the host clock; `blocking` and `host-wait` time their host steps, and the reference
+//! modes their post hand-offs, on the render thread; GPU-side backends time their own stream or
+//! queue. Beside them, each thread records the protocol's operations where it performs them, in
+//! its order ([`crate::profile::program`]): the compute side's enqueues with their waits and
+//! signals (below, in [`FrameSync::compute`] and [`FrameSync::post`]), host waits and signals,
+//! submissions and host waits for a queue or a stream; a draw's and a copy's waits and signals
+//! travel in [`DrawSync`] to the renderer, which records them where it submits. The bridge thread
+//! sends its spans and operations over one bounded channel ([`FrameSync::take_records`]);
+//! [`FrameSync::take_spans`] gathers the rest for the render thread's profiler.
 //!
 //! ## Teardown
 //! [`FrameSync::shutdown`] stops the bridge thread (joining it), waits for the compute side

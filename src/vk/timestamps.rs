@@ -12,7 +12,8 @@
 //!    this timestamp is written only once `computed` was reached. At the wait's stage (not bottom
 //!    of pipe) it does not also wait for the previous draw's fragment work. The spec lets an
 //!    implementation write a timestamp at any later stage, so "readable" is an upper bound of the
-//!    moment the wait was satisfied; the checker treats it as the start of the draw's reads.
+//!    moment the wait was satisfied; the profiler's draw scope starts there, after the draw's
+//!    waits (a wait is an instant before its first work in the profiler's model).
 //! 3. **end** — bottom of pipe, last command: the draw finished.
 //!
 //! [`Layout::Joined`] — one-submission frames (dispatch → barrier → draw; see `sync`'s module note), four
@@ -20,8 +21,9 @@
 //! orders the write after the slot's previous draw), **write end** (compute stage, after the
 //! dispatch), **readable** (vertex stage, after the barrier from the write to the draw's reads),
 //! **end** (bottom of pipe). They leave as the compute track's write span and the queue's
-//! "wait computed" (write end → readable: the barrier) and draw spans, so the checker proves the
-//! same two orders as for two submissions.
+//! "wait computed" (write end → readable: the barrier) and draw spans; the profiler records the
+//! two barriers between the write and the draw (`crate::render`), so the checker proves the same
+//! two orders as for two submissions.
 //!
 //! **The profiler's own cost.** Where the device has `hostQueryReset` (Vulkan 1.2; lavapipe and
 //! NVIDIA do), each set is reset from the host in [`DrawTimer::prepare`] instead of by a
