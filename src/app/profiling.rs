@@ -1,7 +1,8 @@
 //! The profiler of a frame loop (headless or window): gathers every actor's spans and recorded
 //! operations once per frame, maps them onto the host clock, feeds the app's own figures
-//! ([`Profiler`]) and the profiler crate's streaming analysis (checker, hand-offs, GPU busy) and,
-//! with `--trace`, its trace ring; at the end writes the trace.
+//! ([`Profiler`]) and hands the rest to the profiler crate's streaming analysis (checker,
+//! hand-offs, GPU busy) and, with `--trace`, its trace ring, on a thread of their own
+//! ([`Feed`]); at the end writes the trace.
 //!
 //! # Examples
 //!
@@ -28,7 +29,8 @@ use super::session::Session;
 use crate::compute::BackendKind;
 use crate::pending::PendingFile;
 use crate::profile::clock::{host_now_ns, ClockInfo};
-use crate::profile::program::{self, Assembler, Both, Layout, Rec};
+use crate::profile::feed::{Batch, Feed, Outcome};
+use crate::profile::program::{self, Layout, Rec};
 use crate::profile::span::HostSpan;
 use crate::profile::{Profiler, RenderMarks, Span, Track};
 use crate::render::Renderer;
@@ -37,8 +39,11 @@ use crate::sync::SyncMode;
 use crate::vk::clock::GpuClock;
 use serde_json::{json, Value};
 use std::path::Path;
-use vkhip_profile::model::{Api, FrameEnd, Sink, Track as ModelTrack};
-use vkhip_profile::{Analysis, Summary, TraceRing};
+use vkhip_profile::model::{Api, FrameEnd, Track as ModelTrack};
+use vkhip_profile::Summary;
+
+/// Frames between two updates of the tracks' clocks for the checker.
+const TRACKS_EVERY: u64 = 64;
 
 /// Errors writing the trace.
 #[derive(Debug, thiserror::Error)]
@@ -56,20 +61,20 @@ pub fn create_trace_file(path: &Path) -> Result<PendingFile, TraceError> {
         .map_err(|what| TraceError::NotWritable { path: path.display().to_string(), what })
 }
 
-/// One run's profiler: the app's own figures, and the crate's analysis and trace ring fed
-/// through [`Assembler`].
+/// One run's profiler: the app's own figures, and the profiler crate's analysis and trace ring
+/// on a thread of their own ([`Feed`]).
 pub struct FrameProfile {
     pub profiler: Profiler,
     /// Vulkan timestamps each frame writes, draw and compute together (0 with `--gpu-timing
     /// off`): what the profiler itself costs the GPU per frame (docs/ARCHITECTURE.md, "The
     /// profiler's own cost"). Known after the first frame.
     pub gpu_timestamps_per_frame: u32,
-    assembler: Assembler,
-    analysis: Analysis,
-    ring: Option<TraceRing>,
-    summary: Option<Summary>,
+    feed: Feed,
+    /// The analysis thread's results, after [`Self::finish`].
+    outcome: Option<Outcome>,
     /// How the bridge thread's backend maps its times (it owns the backend while the run lasts).
     bridge_clock: Option<ClockInfo>,
+    bridge_clock_changed: bool,
     /// The newest frame ended.
     frame: u64,
     scratch: Vec<Span>,
@@ -88,85 +93,88 @@ impl FrameProfile {
         FrameProfile {
             profiler,
             gpu_timestamps_per_frame: 0,
-            assembler: Assembler::new(layout(session, None)),
-            analysis: Analysis::new(),
-            ring: trace_frames.map(TraceRing::new),
-            summary: None,
+            feed: Feed::start(layout(session, None), trace_frames),
+            outcome: None,
             bridge_clock: None,
+            bridge_clock_changed: false,
             frame: 0,
             scratch: Vec::new(),
             recs: Vec::new(),
         }
     }
 
-    /// Collect what every actor measured and recorded so far, and feed the sinks. `marks`: the
-    /// render thread's spans of the frame that just ended.
-    fn gather(&mut self, session: &mut Session, renderer: &mut Renderer, finish: bool, marks: &[HostSpan]) {
+    /// Collect what every actor measured and recorded so far: the app's own figures here, the
+    /// rest to the analysis thread. `marks`: the render thread's spans of the frame that just
+    /// ended.
+    fn gather(
+        &mut self,
+        session: &mut Session,
+        renderer: &mut Renderer,
+        last: bool,
+        marks: &[HostSpan],
+    ) -> Batch {
         self.gpu_timestamps_per_frame = gpu_timestamps_per_frame(session, renderer);
         let clock = session.clock.as_ref();
         let map = |t: u64| clock.map(|c| c.to_host_ns(t));
-        // The render thread's host items, ordered by time once all are in.
-        let mut render: Vec<(u64, Rec)> = marks
+        let frame = self.frame;
+        let mut b = Batch { frame, last, ..Batch::default() };
+        // The render thread's host items, ordered by time on the other side.
+        b.render = marks
             .iter()
-            .map(|s| (s.end_ns, Rec::Span(Span::host(self.frame, s.track, s.phase, s.start_ns, s.end_ns))))
+            .map(|s| (s.end_ns, Rec::Span(Span::host(frame, s.track, s.phase, s.start_ns, s.end_ns))))
             .collect();
-        // 1. The render thread's operations (before any span: a span fills a placeholder).
-        self.recs.clear();
-        self.assembler.losses.ops_dropped += program::take(&mut self.recs);
+        // The render thread's operations.
+        b.dropped = program::take(&mut self.recs);
         for rec in self.recs.drain(..) {
             match rec {
-                Rec::Op(op) if op.track.is_host() => render.push((op.host_ns.unwrap_or(0), Rec::Op(op))),
-                Rec::Op(op) => self.assembler.op(op),
+                Rec::Op(op) if op.track.is_host() => b.render.push((op.host_ns.unwrap_or(0), Rec::Op(op))),
+                Rec::Op(op) => b.ops.push(op),
                 Rec::Span(_) | Rec::Clock(_) => {}
             }
         }
-        // 2. The bridge thread's records, in its order.
+        // The bridge thread's records, in its order, spans mapped.
         session.sync.take_records(&mut self.recs);
-        for rec in std::mem::take(&mut self.recs) {
+        for rec in self.recs.drain(..) {
             match rec {
-                Rec::Op(op) if op.track.is_host() => self.assembler.host_rec(op.track, Rec::Op(op)),
-                Rec::Op(op) => self.assembler.op(op),
                 Rec::Span(s) => {
                     if let Some(h) = self.profiler.add(s, &map) {
-                        if h.track.is_host() {
-                            let span = Span::host(s.frame, h.track, h.phase, h.start_ns, h.end_ns);
-                            self.assembler.host_rec(h.track, Rec::Span(span));
-                        } else {
-                            self.assembler.span(s.frame, h);
-                        }
+                        b.bridge.push(Rec::Span(Span::host(s.frame, h.track, h.phase, h.start_ns, h.end_ns)));
                     }
                 }
-                Rec::Clock(c) => self.bridge_clock = Some(c),
+                Rec::Clock(c) => {
+                    self.bridge_clock_changed |= self.bridge_clock.as_ref() != Some(&c);
+                    self.bridge_clock = Some(c);
+                }
+                op => b.bridge.push(op),
             }
         }
-        // 3. The GPU spans read back (and the render thread's own host steps).
-        renderer.take_spans(&mut self.scratch, finish);
+        // The GPU spans read back (and the render thread's own host steps).
+        renderer.take_spans(&mut self.scratch, last);
         session.sync.take_spans(&mut self.scratch);
         for s in self.scratch.drain(..) {
             let Some(h) = self.profiler.add(s, &map) else { continue };
             if h.track.is_host() {
-                render
+                b.render
                     .push((h.end_ns, Rec::Span(Span::host(s.frame, h.track, h.phase, h.start_ns, h.end_ns))));
             } else {
-                self.assembler.span(s.frame, h);
+                b.spans.push((s.frame, h));
             }
         }
-        self.assembler.host(Track::Render, render);
-        // The clocks' stated accuracy grows with the drift seen: the checker uses the latest.
-        let layout = layout(session, self.bridge_clock.clone());
-        for (t, info) in layout.tracks {
-            self.assembler.set_track(t, info);
+        // The clocks' stated accuracy grows with the drift seen: the checker uses the latest,
+        // taken every TRACKS_EVERY frames (the clock's description is a formatted string).
+        if last || frame % TRACKS_EVERY == 0 || self.bridge_clock_changed {
+            b.tracks = layout(session, self.bridge_clock.clone()).tracks;
+            self.bridge_clock_changed = false;
         }
-        let frame = if finish { u64::MAX } else { self.frame };
-        self.assembler.flush(frame, &mut Both(&mut self.analysis, self.ring.as_mut()));
+        b
     }
 
     /// The render thread finished a frame: collect what every actor measured so far.
     pub fn end_frame(&mut self, session: &mut Session, renderer: &mut Renderer, marks: RenderMarks) {
         self.frame = marks.frame;
-        self.gather(session, renderer, false, marks.spans());
-        let end = FrameEnd { frame: marks.frame, host_ns: host_now_ns() };
-        Both(&mut self.analysis, self.ring.as_mut()).frame_end(end);
+        let mut batch = self.gather(session, renderer, false, marks.spans());
+        batch.end = Some(FrameEnd { frame: marks.frame, host_ns: host_now_ns() });
+        self.feed.send(batch);
         self.profiler.end_frame(marks);
     }
 
@@ -176,26 +184,21 @@ impl FrameProfile {
         if let Some(c) = &session.clock {
             c.recheck_idle(&session.ctx);
         }
-        self.gather(session, renderer, true, &[]);
-        self.assembler.finish(&mut Both(&mut self.analysis, self.ring.as_mut()));
+        let batch = self.gather(session, renderer, true, &[]);
+        self.feed.send(batch);
         self.profiler.finish(end_ns);
-        let notes = clock_notes(session, self.bridge_clock.clone());
-        self.analysis.set_clock_notes(notes.clone());
-        if let Some(r) = self.ring.as_mut() {
-            r.set_clock_notes(notes);
-        }
-        self.summary = Some(self.analysis.summary());
+        self.outcome = self.feed.finish(clock_notes(session, self.bridge_clock.clone()));
     }
 
     /// The crate's summary of the run (after [`Self::finish`]): the checker over every frame,
     /// the hand-offs, each frame's GPU busy time.
     pub fn summary(&self) -> Option<&Summary> {
-        self.summary.as_ref()
+        self.outcome.as_ref().map(|o| &o.summary)
     }
 
-    /// What went missing between the actors and the analysis.
+    /// What went missing between the actors and the analysis (after [`Self::finish`]).
     pub fn losses(&self) -> program::Losses {
-        self.assembler.losses
+        self.outcome.as_ref().map(|o| o.losses).unwrap_or_default()
     }
 
     /// How each clock was aligned, for the report and the trace: (vulkan, compute). Compute
@@ -211,7 +214,7 @@ impl FrameProfile {
         session: &Session,
         file: PendingFile,
     ) -> Result<Option<(&'static str, String)>, TraceError> {
-        let Some(ring) = self.ring.as_ref() else { return Ok(None) };
+        let Some(ring) = self.outcome.as_ref().and_then(|o| o.ring.as_ref()) else { return Ok(None) };
         let shown = file.path().display().to_string();
         let extra = self.extra(session);
         let err = |what: String| TraceError::Write { path: shown.clone(), what };
@@ -231,7 +234,7 @@ impl FrameProfile {
         let (vk, compute) = clocks(session, self.bridge_clock.clone());
         let clock =
             |c: &ClockInfo| json!({"method": c.method, "accuracy_ns": c.accuracy_ns, "drift_ns": c.drift_ns});
-        let losses = self.assembler.losses;
+        let losses = self.losses();
         json!({
             "generator": concat!("vkhip ", env!("CARGO_PKG_VERSION")),
             "backend": sync.backend_kind().name(),

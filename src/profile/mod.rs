@@ -54,8 +54,8 @@
 //! [`collect::Profiler`] keeps the last few frames open for late spans, then turns each frame
 //! into the app's own figures ([`collect::FrameFigures`]: frame time, draw, compute, sync
 //! overhead, render-thread CPU time, the post filter and latency) in constant-memory histograms
-//! ([`stats`]). The same spans and the recorded operations go through [`program::Assembler`] to
-//! the crate's streaming `Analysis` (the hazard checker over every frame of the run, the
+//! ([`stats`]). The same spans and the recorded operations go, on a thread of their own
+//! ([`feed`]), through [`program::Assembler`] to the crate's streaming `Analysis` (the hazard checker over every frame of the run, the
 //! hand-offs with their exposed part, each frame's GPU busy time) and, with `--trace`, to its
 //! `TraceRing`, written as Chrome trace-event JSON at the end. `vkhip trace check` reads such a
 //! file back and runs the crate's checker on it.
@@ -107,6 +107,7 @@
 
 pub mod clock;
 pub mod collect;
+pub mod feed;
 pub mod program;
 pub mod span;
 pub mod stats;
