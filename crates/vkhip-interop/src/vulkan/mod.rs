@@ -24,6 +24,7 @@
 
 mod device;
 pub mod handoff;
+mod limits;
 mod memory;
 mod objects;
 mod one_shot;
