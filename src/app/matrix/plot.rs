@@ -1,8 +1,9 @@
 //! bench.png: "how far is each configuration from native?" at a glance. One panel per
 //! grid@size ([`super::panel`]), one horizontal bar per configuration (its median frame time),
-//! each bar carrying its value and its ratio to `vulkan (native)` and to the grid's GPU limit; one
-//! colour per family ([`Family`]: the GPU limit, native, the reference schemes, the interop
-//! modes, in-queue); a dashed line at native's value; a light major grid, no minor grid.
+//! each bar carrying its value and its ratio to `vulkan (native)` and to the grid's GPU limit;
+//! one colour per family ([`super::panel::Family`]: the GPU limit, native, the reference schemes,
+//! the interop modes, in-queue); a dashed line at native's value; a light major grid, no minor
+//! grid.
 //! [`super::layout`] places everything; [`render`] paints it with plotters into an RGB buffer
 //! (text from the embedded DejaVu Sans, no system fonts), encoded with `png`.
 //!
@@ -10,7 +11,7 @@
 //! ([`super::panel::handoff_note`]) when its runs measured it (`vkhip bench --gpu-timing on`).
 
 use super::layout::{layout, TextBox, CAPTION_SIZE, LABEL_SIZE, TICK_SIZE, TITLE_SIZE};
-use super::panel::{Family, Panel};
+use super::panel::Panel;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -161,6 +162,7 @@ pub fn write_png<W: std::io::Write>(out: W, image: &Image) -> Result<(), PlotErr
 mod tests {
     use super::*;
     use crate::app::matrix::panel::fixtures::h100_panels;
+    use crate::app::matrix::panel::Family;
 
     /// Drawn, each family's colour is there (and no colour of a family not in the matrix).
     #[test]
