@@ -27,6 +27,7 @@ use vkhip::sync::{FrameSemaphores, SyncMode, SyncPlan, SyncRequest};
 use vkhip::vk::device::{enumerate, Context};
 use vkhip::vk::external::{Slot, SlotMemory};
 use vkhip::vk::instance::{Instance, ValidationCounts};
+use vkhip::vk::post::layout_barrier;
 
 /// Odd sizes: a single texel, partial workgroups in both directions, a row wider than 4096.
 const SIZES: [(u32, u32); 3] = [(1, 1), (333, 77), (4097, 3)];
@@ -194,30 +195,6 @@ fn color_range() -> vk::ImageSubresourceRange {
         .layer_count(1)
 }
 
-/// One image barrier (old → new layout) between two stages.
-fn barrier(
-    ctx: &Context,
-    cmd: vk::CommandBuffer,
-    image: vk::Image,
-    layouts: (vk::ImageLayout, vk::ImageLayout),
-    src: (vk::PipelineStageFlags, vk::AccessFlags),
-    dst: (vk::PipelineStageFlags, vk::AccessFlags),
-) {
-    let b = vk::ImageMemoryBarrier::default()
-        .image(image)
-        .old_layout(layouts.0)
-        .new_layout(layouts.1)
-        .src_access_mask(src.1)
-        .dst_access_mask(dst.1)
-        .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-        .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-        .subresource_range(color_range());
-    // SAFETY: recording `cmd` outside a render pass; the image is alive.
-    unsafe {
-        ctx.device.cmd_pipeline_barrier(cmd, src.0, dst.0, vk::DependencyFlags::empty(), &[], &[], &[b])
-    };
-}
-
 /// Upload `scenes[i]` into pair i's scene, filter every pair with `backend.record_post` in one
 /// command buffer (the frame's barriers around it), read every output back.
 fn filter_on_queue(
@@ -234,15 +211,14 @@ fn filter_on_queue(
     let mut recorded = Ok(());
     ctx.one_shot(&[], |cmd| {
         let d = &ctx.device;
+        // SAFETY (every barrier below): recording `cmd` outside a render pass; the images are
+        // alive.
+        let barrier = |image, src, dst| unsafe { layout_barrier(d, cmd, image, src, dst) };
         for (i, (scene, output)) in pairs.iter().enumerate() {
-            let to_transfer = (S::TRANSFER, A::TRANSFER_WRITE);
             barrier(
-                ctx,
-                cmd,
                 scene.image,
-                (L::UNDEFINED, L::TRANSFER_DST_OPTIMAL),
-                (S::TOP_OF_PIPE, A::empty()),
-                to_transfer,
+                (S::TOP_OF_PIPE, A::empty(), L::UNDEFINED),
+                (S::TRANSFER, A::TRANSFER_WRITE, L::TRANSFER_DST_OPTIMAL),
             );
             // SAFETY: recording outside a render pass; buffer and image alive and large enough.
             unsafe {
@@ -254,30 +230,19 @@ fn filter_on_queue(
                     &[scene.copy_region()],
                 )
             };
-            let compute_read = (S::COMPUTE_SHADER, A::SHADER_READ);
-            barrier(ctx, cmd, scene.image, (L::TRANSFER_DST_OPTIMAL, L::GENERAL), to_transfer, compute_read);
-            let compute_write = (S::COMPUTE_SHADER, A::SHADER_WRITE);
             barrier(
-                ctx,
-                cmd,
-                output.image,
-                (L::UNDEFINED, L::GENERAL),
-                (S::TOP_OF_PIPE, A::empty()),
-                compute_write,
+                scene.image,
+                (S::TRANSFER, A::TRANSFER_WRITE, L::TRANSFER_DST_OPTIMAL),
+                (S::COMPUTE_SHADER, A::SHADER_READ, L::GENERAL),
             );
+            let compute_write = (S::COMPUTE_SHADER, A::SHADER_WRITE, L::GENERAL);
+            barrier(output.image, (S::TOP_OF_PIPE, A::empty(), L::UNDEFINED), compute_write);
             // SAFETY: recording outside a render pass on the backend's device; both images are
             // GENERAL when the filter runs, and outlive the one-shot submission.
             if let Err(e) = unsafe { backend.record_post(cmd, i) } {
                 recorded = Err(e);
             }
-            barrier(
-                ctx,
-                cmd,
-                output.image,
-                (L::GENERAL, L::TRANSFER_SRC_OPTIMAL),
-                compute_write,
-                (S::TRANSFER, A::TRANSFER_READ),
-            );
+            barrier(output.image, compute_write, (S::TRANSFER, A::TRANSFER_READ, L::TRANSFER_SRC_OPTIMAL));
             // SAFETY: as above.
             unsafe {
                 d.cmd_copy_image_to_buffer(
