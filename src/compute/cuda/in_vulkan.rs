@@ -223,7 +223,7 @@ fn load_in_vulkan<T>(
     let cache = KernelCache::from_env();
     let key = vulkan_key(&ctx.physical, source.0);
     let parts: Vec<&str> = key.iter().map(String::as_str).collect();
-    if let Some(entry) = cache.lookup(&parts) {
+    if let Some(entry) = cache.lookup(source.1, &parts) {
         match decode_entry(&entry).map(|(limits, image)| (limits, load(image))) {
             Some((limits, Ok(kernel))) => {
                 log::info!("cuda-in-vulkan: {} from the kernel cache by the Vulkan device's key", source.1);
@@ -252,7 +252,7 @@ fn load_in_vulkan<T>(
     let limits = DeviceLimits::of(&device);
     log::info!("cuda-in-vulkan: {} (sm_{}): {} built through CUDA", device.name, device.arch(), source.1);
     if let Some(image) = loaded.into_inner() {
-        cache.store(&parts, &encode_entry(limits, &image));
+        cache.store(source.1, &parts, &encode_entry(limits, &image));
     }
     Ok((kernel, limits))
 }
@@ -307,7 +307,7 @@ mod tests {
         };
         let name = |p: &PhysicalDeviceInfo, src: &str| {
             let key = vulkan_key(p, src);
-            KernelCache::entry_name(&key.iter().map(String::as_str).collect::<Vec<_>>())
+            KernelCache::entry_name("sinewave.hip", &key.iter().map(String::as_str).collect::<Vec<_>>())
         };
         let base = name(&gpu, SINEWAVE_SOURCE);
         assert_eq!(base, name(&gpu.clone(), SINEWAVE_SOURCE));
