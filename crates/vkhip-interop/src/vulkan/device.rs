@@ -3,7 +3,7 @@
 
 use super::limits::{self, DeviceLimits};
 use super::one_shot::OneShot;
-use super::{requirements, uuid_string, version_string, Importer};
+use super::{compute_queue_family, requirements, uuid_string, version_string, Importer};
 use crate::error::{Api, Error, Result};
 use ash::{khr, vk};
 use std::ffi::{c_char, CStr};
@@ -238,20 +238,13 @@ impl Device {
             let caps = unsafe { Capabilities::probe(instance, p) }?;
             // SAFETY: as above.
             let families = unsafe { instance.get_physical_device_queue_family_properties(p) };
-            // A graphics and compute family first (shared images are render targets too), else a
-            // compute and transfer one.
-            let family = [
-                vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE,
-                vk::QueueFlags::COMPUTE | vk::QueueFlags::TRANSFER,
-            ]
-            .iter()
-            .find_map(|&want| families.iter().position(|f| f.queue_flags.contains(want)));
+            let family = compute_queue_family(&families);
             // SAFETY: as above.
             let props = unsafe { instance.get_physical_device_properties(p) };
             match (caps.refusal(importer), family) {
                 (Some(why), _) => refusals.push(why),
                 (None, None) => refusals.push(format!("{} has no compute queue", caps.name)),
-                (None, Some(family)) => candidates.push((p, caps, family as u32, props.device_type)),
+                (None, Some(family)) => candidates.push((p, caps, family, props.device_type)),
             }
         }
         let rank = |t: vk::PhysicalDeviceType| match t {

@@ -114,6 +114,28 @@ pub fn requirements(importer: Importer) -> Requirements {
     }
 }
 
+/// The queue family to create a device's queue in, from `vkGetPhysicalDeviceQueueFamilyProperties`:
+/// the first with graphics and compute (shared images are render targets too), else the first
+/// with compute; None when no family can compute. What [`Device::open`] uses, and
+/// [`crate::cuda_in_vulkan::supported`] reports.
+///
+/// ```
+/// use ash::vk::{QueueFamilyProperties as F, QueueFlags as Q};
+/// use vkhip_interop::vulkan::compute_queue_family;
+/// let family = |queue_flags| F { queue_flags, queue_count: 1, ..Default::default() };
+/// // A transfer-only family first, then compute only, then graphics and compute.
+/// let families = [family(Q::TRANSFER), family(Q::COMPUTE), family(Q::GRAPHICS | Q::COMPUTE)];
+/// assert_eq!(compute_queue_family(&families), Some(2));
+/// assert_eq!(compute_queue_family(&families[..2]), Some(1));
+/// assert_eq!(compute_queue_family(&[family(Q::GRAPHICS), family(Q::TRANSFER)]), None);
+/// ```
+pub fn compute_queue_family(families: &[vk::QueueFamilyProperties]) -> Option<u32> {
+    [vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE, vk::QueueFlags::COMPUTE]
+        .iter()
+        .find_map(|&want| families.iter().position(|f| f.queue_count > 0 && f.queue_flags.contains(want)))
+        .map(|i| i as u32)
+}
+
 /// `VK_API_VERSION_MAJOR.MINOR.PATCH`.
 pub(crate) fn version_string(v: u32) -> String {
     format!("{}.{}.{}", vk::api_version_major(v), vk::api_version_minor(v), vk::api_version_patch(v))
