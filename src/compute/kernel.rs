@@ -205,7 +205,7 @@ impl KernelCache {
         self.dir.as_deref()
     }
 
-    /// The file name for kernel `file` ("outline.hip": the entry is "outline-<hash>.bin") and a
+    /// The file name for kernel `file` (`outline.hip`: the entry is `outline-<hash>.bin`) and a
     /// key made of `parts` (source, compiler, options, device, driver...).
     pub fn entry_name(file: &str, parts: &[&str]) -> String {
         // Two independent FNV-1a 64 hashes: 128 bits, stable across Rust versions and platforms.

@@ -1,6 +1,8 @@
 //! The bridge thread of `bridged` (and `none`): it owns the backend while the run lasts and
-//! serves one batch at a time — host-wait `rendered` (a Vulkan-signalled value), write each slot
-//! of the batch with the compute API's own wait, then host-signal `computed` once.
+//! serves its jobs in the order the render thread sent them. A heights job is one batch:
+//! host-wait `rendered` (a Vulkan-signalled value), write each slot of the batch with the compute
+//! API's own wait, then host-signal `computed` once. A post job is one post hand-off
+//! ([`run_post`], which the reference modes also run on the render thread).
 
 use super::SyncError;
 use crate::compute::ComputeBackend;

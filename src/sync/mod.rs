@@ -196,7 +196,8 @@
 //! ## What the profiler sees
 //! Every actor reports its spans ([`crate::profile`]): the bridge thread times its wait, writes and
 //! signal on the host clock and sends them over a bounded channel; `blocking` and `host-wait` time
-//! their host steps on the render thread; GPU-side backends time their own stream or queue.
+//! their host steps, and the reference modes their post hand-offs, on the render thread; GPU-side
+//! backends time their own stream or queue.
 //! [`FrameSync::take_spans`] gathers them all for the render thread's profiler.
 //!
 //! ## Teardown

@@ -6,7 +6,10 @@
 //! when the driver prefers or requires it (`VkMemoryDedicatedRequirements`), and the importer is
 //! then told so. The importer imports the allocation's size (`VkMemoryRequirements::size`), not
 //! the object's. Sub-allocated exports gave CUDA wrong pointers (vulkano PR #1700), so nothing
-//! here shares an allocation.
+//! here shares an allocation. An object the device cannot hold (larger than `maxBufferSize`, its
+//! memory heap, `maxMemoryAllocationSize`, the format's `maxExtent` or `maxResourceSize`, …) is
+//! refused before any Vulkan call is made for it, with an error naming the limit
+//! ([`crate::Error::limit`], [`crate::Limit`]).
 //!
 //! **Images** are 2D, one mip level, one layer, optimal tiling, in exclusive sharing mode, usable
 //! as a render target where the format allows ([`SharedImage::usage`]). Ownership moves between
