@@ -27,7 +27,8 @@ use vkhip::sync::{FrameSemaphores, SyncMode, SyncPlan, SyncRequest};
 use vkhip::vk::device::{enumerate, Context};
 use vkhip::vk::external::{Slot, SlotMemory};
 use vkhip::vk::instance::{Instance, ValidationCounts};
-use vkhip::vk::post::layout_barrier;
+use vkhip::vk::post::{layout_barrier, region};
+use vkhip::vk::target::subresource;
 
 /// Odd sizes: a single texel, partial workgroups in both directions, a row wider than 4096.
 const SIZES: [(u32, u32); 3] = [(1, 1), (333, 77), (4097, 3)];
@@ -119,7 +120,7 @@ impl TestImage {
                 .image(image)
                 .view_type(vk::ImageViewType::TYPE_2D)
                 .format(vk::Format::R8G8B8A8_UNORM)
-                .subresource_range(color_range());
+                .subresource_range(subresource(vk::ImageAspectFlags::COLOR));
             let view = d.create_image_view(&view_info, None).unwrap();
             let bytes = u64::from(width) * u64::from(height) * 4;
             let binfo = vk::BufferCreateInfo::default()
@@ -163,14 +164,7 @@ impl TestImage {
     }
 
     fn copy_region(&self) -> vk::BufferImageCopy {
-        vk::BufferImageCopy::default()
-            .image_subresource(vk::ImageSubresourceLayers {
-                aspect_mask: vk::ImageAspectFlags::COLOR,
-                mip_level: 0,
-                base_array_layer: 0,
-                layer_count: 1,
-            })
-            .image_extent(vk::Extent3D { width: self.width, height: self.height, depth: 1 })
+        region(self.width, self.height)
     }
 }
 
@@ -186,13 +180,6 @@ impl Drop for TestImage {
             d.free_memory(self.staging_memory, None);
         }
     }
-}
-
-fn color_range() -> vk::ImageSubresourceRange {
-    vk::ImageSubresourceRange::default()
-        .aspect_mask(vk::ImageAspectFlags::COLOR)
-        .level_count(1)
-        .layer_count(1)
 }
 
 /// Upload `scenes[i]` into pair i's scene, filter every pair with `backend.record_post` in one
@@ -497,14 +484,14 @@ fn gpu_outline_cuda_matches_the_reference() {
                         scene.image(),
                         write.layout(),
                         &colour(bg),
-                        &[color_range()],
+                        &[subresource(vk::ImageAspectFlags::COLOR)],
                     );
                     d.cmd_clear_color_image(
                         cmd,
                         output.image(),
                         write.layout(),
                         &colour(ink),
-                        &[color_range()],
+                        &[subresource(vk::ImageAspectFlags::COLOR)],
                     );
                     output.cmd_transition(cmd, write, read);
                     scene.cmd_transition(cmd, write, write);

@@ -482,7 +482,7 @@ unsafe fn general_barrier(d: &ash::Device, cmd: vk::CommandBuffer, image: vk::Im
 }
 
 /// The copy region of a whole `w` × `h` colour image, tightly packed.
-fn region(w: u32, h: u32) -> vk::BufferImageCopy {
+pub fn region(w: u32, h: u32) -> vk::BufferImageCopy {
     vk::BufferImageCopy::default()
         .image_subresource(vk::ImageSubresourceLayers {
             aspect_mask: vk::ImageAspectFlags::COLOR,
