@@ -130,15 +130,16 @@ fn buffers_above_the_memory_heap_are_refused_before_vk_allocate_memory() {
             (Limit::MaxMemoryAllocationSize, f.max_memory_allocation_size)
         };
         let bytes = max + 4096;
-        assert!(bytes <= f.max_buffer_size, "{bytes} bytes would exceed maxBufferSize first");
         {
             let device = engine.hand_over().expect("hand over");
-            let e = device.shared_buffer(bytes).err().expect("more than the device can allocate");
-            assert_refused(&e, limit, &format!("{max} bytes"));
-            assert!(
-                e.to_string().contains(&format!("the allocation of {bytes} bytes for a shared buffer")),
-                "{e}"
-            );
+            if bytes <= f.max_buffer_size {
+                let e = device.shared_buffer(bytes).err().expect("more than the device can allocate");
+                assert_refused(&e, limit, &format!("{max} bytes"));
+                let what = format!("the allocation of {bytes} bytes for a shared buffer");
+                assert!(e.to_string().contains(&what), "{e}");
+            } else {
+                eprintln!("{test}: {bytes} bytes exceed maxBufferSize first here");
+            }
             // An import of an allocation that large (the exporter's word) is refused the same way.
             let buffer = device.shared_buffer(4096).expect("a buffer");
             let mut memory = buffer.export().expect("export");
