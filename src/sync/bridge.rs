@@ -1,6 +1,8 @@
 //! The bridge thread of `bridged` (and `none`): it owns the backend while the run lasts and
-//! serves one batch at a time — host-wait `rendered` (a Vulkan-signalled value), write each slot
-//! of the batch with the compute API's own wait, then host-signal `computed` once.
+//! serves its jobs in the order the render thread sent them. A heights job is one batch:
+//! host-wait `rendered` (a Vulkan-signalled value), write each slot of the batch with the compute
+//! API's own wait, then host-signal `computed` once. A post job is one post hand-off
+//! ([`run_post`], which the reference modes also run on the render thread).
 
 use super::SyncError;
 use crate::compute::ComputeBackend;
@@ -88,15 +90,12 @@ impl Bridge {
                         Job::Heights(h) => h,
                         Job::Post(p) => {
                             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                run_post(
-                                    &ctx,
-                                    rendered,
-                                    post,
-                                    &p,
-                                    backend.as_mut(),
-                                    &span_tx,
-                                    &mut last_posted,
-                                )
+                                // A full channel means nobody collects: drop the span.
+                                let mut span = |s| {
+                                    let _ = span_tx.try_send(s);
+                                };
+                                let last = Some(&mut last_posted);
+                                run_post(&ctx, rendered, post, &p, backend.as_mut(), &mut span, last)
                             }))
                             .unwrap_or_else(|_| Err(SyncError::Bridge("the post filter panicked".into())));
                             if let Err(e) = outcome {
@@ -186,33 +185,34 @@ impl Bridge {
     }
 }
 
-/// One post job on the bridge thread: the host waits (Vulkan-signalled values only), the
-/// filter, the host signal, each timed on the host clock (Track::Compute, as POST.md's spans).
-fn run_post(
+/// One post hand-off, on the bridge thread (`bridged`, `none`) or on the render thread (the
+/// reference modes, `FrameSync::post_batch`): the host waits (Vulkan-signalled values only), the
+/// filter, the host signal, each timed on the host clock (Track::Compute, as POST.md's spans) and
+/// given to `span`. `last_posted`, the bridge thread's: the last value it host-signalled on
+/// `posted`, whose copies are host-waited before the next signal (see there).
+pub(super) fn run_post(
     ctx: &Context,
     rendered: vk::Semaphore,
     post: Option<PostTimelineHandles>,
     job: &PostJob,
     backend: &mut dyn ComputeBackend,
-    span_tx: &mpsc::SyncSender<Span>,
-    last_posted: &mut u64,
+    span: &mut dyn FnMut(Span),
+    last_posted: Option<&mut u64>,
 ) -> Result<(), SyncError> {
     let Some(t) = post else {
-        return Err(SyncError::Bridge("internal: a post job without the post timelines".into()));
+        return Err(SyncError::Bridge("internal: a post hand-off without the post timelines".into()));
     };
     let f = job.frame;
-    let span = |phase, a, b| {
-        let _ = span_tx.try_send(Span::host(f, Track::Compute, phase, a, b));
-    };
+    let mut span = |phase, a, b| span(Span::host(f, Track::Compute, phase, a, b));
     let t0 = host_now_ns();
     if let Some(v) = job.wait_rendered {
         ctx.wait_timeline(rendered, v, || {
-            format!("'rendered' ≥ {v} (scene of frame {f}) on the bridge thread")
+            format!("'rendered' ≥ {v} (scene of frame {f}) before its filter")
         })?;
     }
     if let Some(v) = job.wait_presented {
         ctx.wait_timeline(t.presented, v, || {
-            format!("'presented' ≥ {v} (frame {} copied out) on the bridge thread", v - 1)
+            format!("'presented' ≥ {v} (frame {} copied out) before the filter", v - 1)
         })?;
     }
     let t1 = host_now_ns();
@@ -227,14 +227,15 @@ fn run_post(
         // it, with post batches (nothing else host-waits `presented` then), every host signal of
         // `posted` was reported as exceeding a "pending" one (VUID-VkSemaphoreSignalInfo-value-03259,
         // on the H100), although no queue signals `posted` in this mode.
-        if *last_posted > 0 {
-            let done = *last_posted;
+        if let Some(&done) = last_posted.as_deref().filter(|done| **done > 0) {
             ctx.wait_timeline(t.presented, done, || {
                 format!("'presented' ≥ {done} (the copies behind 'posted' = {done}) on the bridge thread")
             })?;
         }
         ctx.signal_timeline(t.posted, v)?;
-        *last_posted = v;
+        if let Some(last) = last_posted {
+            *last = v;
+        }
     }
     span(Phase::PostSignal, t2, host_now_ns());
     Ok(())

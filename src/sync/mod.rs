@@ -196,7 +196,8 @@
 //! ## What the profiler sees
 //! Every actor reports its spans ([`crate::profile`]): the bridge thread times its wait, writes and
 //! signal on the host clock and sends them over a bounded channel; `blocking` and `host-wait` time
-//! their host steps on the render thread; GPU-side backends time their own stream or queue.
+//! their host steps, and the reference modes their post hand-offs, on the render thread; GPU-side
+//! backends time their own stream or queue.
 //! [`FrameSync::take_spans`] gathers them all for the render thread's profiler.
 //!
 //! ## Teardown
@@ -378,6 +379,13 @@ pub struct PostTimelines {
 }
 
 impl FrameSemaphores {
+    /// The post timelines' handles, for a post hand-off off Vulkan's queue (None without `--post`).
+    fn post_handles(&self) -> Option<PostTimelineHandles> {
+        self.post
+            .as_ref()
+            .map(|t| PostTimelineHandles { posted: t.posted.handle, presented: t.presented.handle })
+    }
+
     /// Create them for `plan`, exportable where the plan says the compute API will import them.
     pub fn new(ctx: &Arc<Context>, plan: &SyncPlan) -> Result<Self, VkError> {
         let export_timeline = plan.export == Export::Timelines;
@@ -504,10 +512,7 @@ impl FrameSync {
         let driver = if matches!(plan.mode, SyncMode::Bridged | SyncMode::Unsynchronized) {
             let capacity = plan.slots + plan.frames_in_flight as usize;
             let (computed, rendered) = (sems.computed.handle, sems.rendered.handle);
-            let post = sems
-                .post
-                .as_ref()
-                .map(|t| PostTimelineHandles { posted: t.posted.handle, presented: t.presented.handle });
+            let post = sems.post_handles();
             // Each frame may queue a post job beside its heights job.
             let capacity = if post.is_some() { 2 * capacity } else { capacity };
             let (bridge, spans) = Bridge::start(ctx.clone(), computed, rendered, post, capacity, backend)?;
@@ -686,36 +691,18 @@ impl FrameSync {
                 }
                 // The reference samples' height schemes have no post protocol of their own: the
                 // render thread runs the post hand-off host-synchronously, as `blocking` does the
-                // heights (host-wait the Vulkan-signalled values, filter and wait, host-signal).
+                // heights (host-wait the Vulkan-signalled values, filter and wait, host-signal),
+                // as the bridge thread runs it.
                 (Driver::Inline(b), SyncMode::Binary | SyncMode::Blocking | SyncMode::HostWait) => {
-                    let post = self.sems.post.as_ref().ok_or_else(|| {
-                        SyncError::Bridge("internal: a post hand-off without the post timelines".into())
-                    })?;
-                    let t0 = host_now_ns();
-                    if let Some(v) = wait_rendered {
-                        self.ctx.wait_timeline(self.sems.rendered.handle, v, || {
-                            format!("'rendered' ≥ {v} (scene of frame {frame}) before its filter")
-                        })?;
-                    }
-                    if let Some(v) = wait_presented {
-                        self.ctx.wait_timeline(post.presented.handle, v, || {
-                            format!("'presented' ≥ {v} (frame {} copied out) before the filter", v - 1)
-                        })?;
-                    }
-                    let t1 = host_now_ns();
-                    b.post_and_wait(frame, pair)?;
-                    let t2 = host_now_ns();
-                    if let Some(v) = signal_posted {
-                        self.ctx.signal_timeline(post.posted.handle, v)?;
-                    }
-                    let t3 = host_now_ns();
-                    for (phase, a, z) in
-                        [(Phase::PostWait, t0, t1), (Phase::PostFilter, t1, t2), (Phase::PostSignal, t2, t3)]
-                    {
-                        if self.local_spans.len() < SPAN_BUFFER {
-                            self.local_spans.push(Span::host(frame, Track::Compute, phase, a, z));
+                    let job = PostJob { frame, pair, wait_rendered, wait_presented, signal_posted };
+                    let spans = &mut self.local_spans;
+                    let mut span = |s| {
+                        if spans.len() < SPAN_BUFFER {
+                            spans.push(s);
                         }
-                    }
+                    };
+                    let (rendered, post) = (self.sems.rendered.handle, self.sems.post_handles());
+                    bridge::run_post(&self.ctx, rendered, post, &job, b.as_mut(), &mut span, None)?;
                 }
                 (Driver::Bridged(bridge), _) => bridge.send(Job::Post(PostJob {
                     frame,

@@ -299,16 +299,16 @@ impl WgpuDevice {
             // crate's device keeps a clone of `device`, so they outlive it; it submits to that
             // queue only in its one-shot helpers (documented on `WgpuDevice::vulkan`).
             unsafe {
-                vulkan::Device::from_raw_keeping(
+                vulkan::Device::from_raw(
                     shared.entry(),
                     instance,
                     physical,
                     hal.raw_device(),
                     hal.queue_family_index(),
                     importer,
-                    Box::new(device.clone()),
                 )
             }?
+            .keeping(Box::new(device.clone()))
         };
         Ok(WgpuDevice { vulkan, device, queue })
     }

@@ -1,12 +1,14 @@
 //! The device the crate exports from: borrowed from an engine ([`Device::from_raw`]) or opened
 //! here for samples ([`Device::open`]).
 
+use super::limits::{self, DeviceLimits};
 use super::one_shot::OneShot;
-use super::{requirements, uuid_string, version_string, Importer};
+use super::{compute_queue_family, requirements, uuid_string, version_string, Importer};
 use crate::error::{Api, Error, Result};
 use ash::{khr, vk};
 use std::ffi::{c_char, CStr};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What the crate knows about a physical device: identity and export capabilities.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -130,7 +132,11 @@ pub(crate) struct Inner {
     owned: Option<ash::Entry>,
     /// What must outlive this device's handles when they are borrowed from another owner (the
     /// wgpu device of `crate::wgpu_interop`); dropped after everything above.
-    _keep_alive: Option<Box<dyn std::any::Any + Send + Sync>>,
+    _keep_alive: OnceLock<Box<dyn std::any::Any + Send + Sync>>,
+    /// What the device allows a shared object ([`super::limits`]).
+    pub(crate) limits: DeviceLimits,
+    /// The device memory allocations the crate made that are alive (`memory::reserve`, `memory::free`).
+    pub(crate) allocations: AtomicU32,
 }
 
 impl Device {
@@ -161,28 +167,15 @@ impl Device {
         unsafe { Device::wrap(instance.clone(), physical, device.clone(), queue_family, importer, None) }
     }
 
-    /// [`Device::from_raw`], and `keep_alive` kept until the last clone of the returned device
-    /// is dropped: the owner of the borrowed handles, which then outlives them.
-    ///
-    /// # Safety
-    /// As [`Device::from_raw`], with "outlive" guaranteed by `keep_alive` holding the owner.
+    /// Keep `owner` until the last clone of this device is dropped: the owner of the handles
+    /// [`Device::from_raw`] borrowed (wgpu's device), which then outlives them. Call it on the
+    /// device `from_raw` returned, before anything is made from it.
     #[cfg(feature = "wgpu")]
-    pub(crate) unsafe fn from_raw_keeping(
-        entry: &ash::Entry,
-        instance: &ash::Instance,
-        physical: vk::PhysicalDevice,
-        device: &ash::Device,
-        queue_family: u32,
-        importer: Importer,
-        keep_alive: Box<dyn std::any::Any + Send + Sync>,
-    ) -> Result<Self> {
-        // SAFETY: per this function's contract.
-        let mut made =
-            unsafe { Device::from_raw(entry, instance, physical, device, queue_family, importer) }?;
-        if let Some(inner) = Arc::get_mut(&mut made.inner) {
-            inner._keep_alive = Some(keep_alive);
+    pub(crate) fn keeping(self, owner: Box<dyn std::any::Any + Send + Sync>) -> Self {
+        if self.inner._keep_alive.set(owner).is_err() {
+            log::warn!("vulkan: the borrowed device's owner was kept already; the second is dropped");
         }
-        Ok(made)
+        self
     }
 
     /// Open a device of the crate's own (samples, tests, tools without an engine): the first
@@ -245,20 +238,13 @@ impl Device {
             let caps = unsafe { Capabilities::probe(instance, p) }?;
             // SAFETY: as above.
             let families = unsafe { instance.get_physical_device_queue_family_properties(p) };
-            // A graphics and compute family first (shared images are render targets too), else a
-            // compute and transfer one.
-            let family = [
-                vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE,
-                vk::QueueFlags::COMPUTE | vk::QueueFlags::TRANSFER,
-            ]
-            .iter()
-            .find_map(|&want| families.iter().position(|f| f.queue_flags.contains(want)));
+            let family = compute_queue_family(&families);
             // SAFETY: as above.
             let props = unsafe { instance.get_physical_device_properties(p) };
             match (caps.refusal(importer), family) {
                 (Some(why), _) => refusals.push(why),
                 (None, None) => refusals.push(format!("{} has no compute queue", caps.name)),
-                (None, Some(family)) => candidates.push((p, caps, family as u32, props.device_type)),
+                (None, Some(family)) => candidates.push((p, caps, family, props.device_type)),
             }
         }
         let rank = |t: vk::PhysicalDeviceType| match t {
@@ -381,6 +367,8 @@ impl Device {
         // SAFETY: valid handles.
         let memory_properties = unsafe { instance.get_physical_device_memory_properties(physical) };
         let external_memory_fd = khr::external_memory_fd::Device::new(&instance, &device);
+        // SAFETY: `physical` belongs to `instance`; Vulkan 1.2 at least (`refusal` above).
+        let limits = unsafe { DeviceLimits::probe(&instance, physical) };
         log::debug!(
             "vulkan: {} ({}), {} device, deviceUUID {}, queue family {queue_family}",
             caps.name,
@@ -401,7 +389,9 @@ impl Device {
                 external_semaphore_fd,
                 one_shot: Mutex::new(None),
                 owned,
-                _keep_alive: None,
+                _keep_alive: OnceLock::new(),
+                limits,
+                allocations: AtomicU32::new(0),
             }),
         })
     }
@@ -458,6 +448,14 @@ impl Device {
 
     pub fn importer(&self) -> Importer {
         self.inner.importer
+    }
+}
+
+impl Inner {
+    /// Refuse a buffer of `bytes` (`what`, for the error) above the device's `maxBufferSize`,
+    /// before `vkCreateBuffer` ([`limits::buffer`]).
+    pub(crate) fn check_buffer_size(&self, bytes: u64, what: &str) -> Result<()> {
+        limits::buffer(&self.limits, bytes).map_err(|over| over.error(&self.caps.name, what))
     }
 }
 
