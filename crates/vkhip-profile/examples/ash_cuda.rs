@@ -122,13 +122,15 @@ fn run() -> Result<Outcome, Box<dyn Error>> {
         }
         cuda.signal(&cuda_written, v)?;
         stream.signal(&p_written, v); // profile
-                                      // Vulkan: a command buffer that reads the buffer, submitted to wait for `written` ≥ f + 1
-                                      // and to signal `read` = f + 1.
+
+        // Vulkan: a command buffer that reads the buffer, submitted to wait for `written` ≥ f + 1
+        // and to signal `read` = f + 1.
         let cmd = frames.begin(s)?;
         {
             // SAFETY: `cmd` records (begun above) until `frames.submit` ends it, after this scope.
             let _draw = unsafe { queue.scope(cmd, "draw") }.reads(&p_heights[s]).writes(&p_spots[s]); // profile
-                                                                                                      // SAFETY: as above; the buffer holds n floats.
+
+            // SAFETY: as above; the buffer holds n floats.
             unsafe { frames.record_read(cmd, s, &heights[s], n) };
         }
         frames.submit(s, &[(&written, v)], &[(&read, v)])?;

@@ -16,7 +16,7 @@
 //! a Vulkan scope compare with no host anchor between them. The CUDA device must be the
 //! profiler's Vulkan GPU (same UUID): another GPU's timer is another clock.
 //!
-//! **The slots** are a ring ([`crate::ring`]), two per scope. A slot is zero until its stamp
+//! **The slots** are a ring (`src/ring.rs`), two per scope. A slot is zero until its stamp
 //! lands (a timer reading is never 0), so the host reads it without any event: non-zero means
 //! done. Once both of a scope's stamps are read they are zeroed and the slots go back to the
 //! ring; a slot is handed out again only after that.
@@ -361,7 +361,7 @@ mod tests {
     #[test]
     fn zero_means_pending_and_a_read_slot_is_zeroed_before_reuse() {
         // The ring and the zero rule without a GPU: a "device" writes slots in plain memory.
-        let mut memory = vec![0u64; 4];
+        let mut memory = [0u64; 4];
         let mut ring = Ring::new(4);
         let a = ring.alloc(2).unwrap();
         assert_eq!(stamp_pair(memory[ring.index(a) as usize], memory[ring.index(a + 1) as usize]), None);

@@ -6,8 +6,8 @@
 //! edges of the profiler's module note ([`crate::profiler`]).
 
 use crate::clock::host_now_ns;
-use crate::model::{Access, Api, Track, TrackId};
-use crate::profiler::{Entry, Kind, Marks, Profiler, Resource, ScopeCore, Shared};
+use crate::model::{Access, Api, SyncKind, Track, TrackId};
+use crate::profiler::{Entry, Kind, Marks, Profiler, Resource, ScopeCore, Semaphore, Shared};
 use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -80,6 +80,28 @@ impl HostThread {
             },
             _thread: PhantomData,
         }
+    }
+
+    /// This thread signalled `semaphore` = `value` on the host just now (`vkSignalSemaphore`, or
+    /// a hand-off of your own between threads).
+    pub fn signal(&self, semaphore: &Semaphore, value: u64) {
+        self.host_sync(semaphore, value, SyncKind::Signal);
+    }
+
+    /// This thread's wait for `semaphore` ≥ `value` returned just now (`vkWaitSemaphores`, or a
+    /// hand-off of your own between threads).
+    pub fn wait(&self, semaphore: &Semaphore, value: u64) {
+        self.host_sync(semaphore, value, SyncKind::Wait);
+    }
+
+    fn host_sync(&self, semaphore: &Semaphore, value: u64, kind: SyncKind) {
+        let Some(s) = &self.shared else { return };
+        if semaphore.profiler != s.id {
+            return;
+        }
+        let mut st = s.lock();
+        let sync = st.sync(semaphore.id, value, kind, Some(host_now_ns()));
+        st.push(self.track, Entry::Sync(sync));
     }
 
     /// The track's id in the timeline.

@@ -19,17 +19,17 @@ use std::sync::Arc;
 /// Nanoseconds of `CLOCK_MONOTONIC`.
 pub type Ns = u64;
 
-/// A track: index into [`Timeline::tracks`].
+/// A track: index into [`Names::tracks`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TrackId(pub u32);
 
 /// A shared buffer or image (or a part of one) that scopes declare they read or write: index
-/// into [`Timeline::resources`].
+/// into [`Names::resources`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ResourceId(pub u32);
 
 /// A semaphore (timeline values; a binary semaphore is counted as a timeline by its signals):
-/// index into [`Timeline::semaphores`].
+/// index into [`Names::semaphores`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SemaphoreId(pub u32);
 

@@ -1,7 +1,7 @@
 //! A Vulkan queue's track: scopes in your command buffers, timed by the profiler's own
 //! timestamp queries.
 //!
-//! **The queries.** Each queue track has one query pool, used as a ring ([`crate::ring`]): a
+//! **The queries.** Each queue track has one query pool, used as a ring (`src/ring.rs`): a
 //! scope takes two queries when it begins and gives them back once both results were read
 //! (`vkGetQueryPoolResults` with availability, never waiting). With `hostQueryReset` the
 //! profiler resets them on the host as they come back, before they are handed out again;
@@ -502,5 +502,35 @@ impl<'q> VulkanScope<'q> {
 impl Drop for VulkanScope<'_> {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+/// What a device should enable for the profiler's best path ([`requirements`]). Both are
+/// optional: without calibrated timestamps the GPU clock is calibrated once on the idle queue
+/// (its accuracy stated, its drift checked after the run); without `hostQueryReset` queries are
+/// reset in the command buffer (scopes then begin and end outside render passes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Requirements {
+    /// Enable the first of these the device offers with the `DEVICE` and `CLOCK_MONOTONIC`
+    /// time domains (EXT first: validation layers older than 1.3.255 do not know the KHR name).
+    /// The profiler finds it enabled on its own.
+    pub calibrated_timestamps: [&'static std::ffi::CStr; 2],
+    /// Enable `VkPhysicalDeviceVulkan12Features::hostQueryReset` where supported, and say so
+    /// with [`crate::Options::host_query_reset`] on a borrowed device (Vulkan cannot be asked).
+    pub host_query_reset: bool,
+}
+
+/// What to enable on your device for the profiler's best path. The interop crate's
+/// `vulkan::Device::open` and `WgpuDevice::open` enable both where the device has them.
+///
+/// ```
+/// let need = vkhip_profile::requirements();
+/// assert_eq!(need.calibrated_timestamps[0].to_str().unwrap(), "VK_EXT_calibrated_timestamps");
+/// assert!(need.host_query_reset);
+/// ```
+pub fn requirements() -> Requirements {
+    Requirements {
+        calibrated_timestamps: [ash::ext::calibrated_timestamps::NAME, ash::khr::calibrated_timestamps::NAME],
+        host_query_reset: true,
     }
 }
