@@ -5,9 +5,10 @@
 //!
 //!     cargo run --release -p vkhip-profile --example ash_cuda -- [--frames N] [--size N] [--no-profile] [--trace PATH]
 //!
-//! The lines that profile it end in `// profile` (18 of them). At the end: the trace (Chrome/Perfetto
-//! JSON, for ui.perfetto.dev), the report, and the checker's verdict on every pair of conflicting
-//! accesses from different APIs. `--size N`: the buffers hold N × N floats (default 256).
+//! The lines that profile it end in `// profile`: 19 of them, and one `use` — 20 lines to adopt
+//! the profiler. At the end: the trace (Chrome/Perfetto JSON, for ui.perfetto.dev), the report,
+//! and the checker's verdict on every pair of conflicting accesses from different APIs.
+//! `--size N`: the buffers hold N × N floats (default 256).
 //! `--no-profile`: the same loop with the profiler switched off (no GPU work of its own).
 //!
 //! Exit codes (every example of this crate): 0 the checker found no hazard and every value was as

@@ -511,6 +511,12 @@ impl GpuClock {
         Ok(())
     }
 
+    /// The stated error of a mapped time so far, ns ([`ClockInfo::accuracy_ns`], without the
+    /// rest).
+    pub fn accuracy_ns(&self) -> u64 {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).clock.accuracy_ns()
+    }
+
     /// How the mapping was made and how accurate it is.
     pub fn info(&self) -> ClockInfo {
         let s = self.state.lock().unwrap_or_else(|p| p.into_inner());

@@ -161,6 +161,10 @@ impl EventTrack {
         }
     }
 
+    pub(crate) fn accuracy_ns(&self) -> u64 {
+        self.clock.accuracy_ns()
+    }
+
     pub(crate) fn clock_info(&self) -> ClockInfo {
         ClockInfo {
             method: format!(

@@ -464,12 +464,13 @@ impl Profiler {
         Ok(Profiler::make(options, Some(gpu), sinks))
     }
 
-    /// A profiler of host threads only (no GPU track can be made): for tests and tools.
-    pub fn host_only(options: Options) -> Profiler {
+    /// A profiler of host threads only (no GPU track can be made), feeding `sinks`: for tests
+    /// and tools.
+    pub fn host_only(options: Options, sinks: Vec<Box<dyn Sink + Send>>) -> Profiler {
         if !options.enabled {
             return Profiler::disabled();
         }
-        Profiler::make(options, None, Vec::new())
+        Profiler::make(options, None, sinks)
     }
 
     fn make(options: Options, gpu: Option<Gpu>, sinks: Vec<Box<dyn Sink + Send>>) -> Profiler {
@@ -728,18 +729,19 @@ impl State {
         }
         // The clocks' stated accuracy, on every track they map.
         if let Some(gpu) = &shared.gpu {
-            let info = gpu.clock.info();
+            let accuracy_ns = gpu.clock.accuracy_ns();
             for i in 0..self.tracks.len() {
                 if matches!(self.tracks[i].kind, Kind::Vulkan(_) | Kind::Cuda(_)) {
-                    self.set_accuracy(TrackId(i as u32), info.accuracy_ns, None);
+                    self.set_accuracy(TrackId(i as u32), accuracy_ns, None);
                 }
             }
         }
         #[cfg(feature = "hip")]
         for i in 0..self.tracks.len() {
             if let Kind::Hip(h) = &self.tracks[i].kind {
-                let info = h.clock_info();
-                self.set_accuracy(TrackId(i as u32), info.accuracy_ns, Some(&info.method));
+                // The method (with its anchor count) only at the end: names change rarely.
+                let method = last.then(|| h.clock_info().method);
+                self.set_accuracy(TrackId(i as u32), h.accuracy_ns(), method.as_deref());
             }
         }
         match first_error {
