@@ -649,8 +649,9 @@ mod tests {
         .unwrap();
         assert!(!clock.is_calibrated());
         assert_eq!(clock.info().accuracy_ns, 200);
-        assert_eq!(clock.to_host_ns(107), 20_300); // the anchor: tick 7 at 20_200 ±200
-                                                   // After the run: tick 1_007 at 21_300, where the anchor predicted 21_200.
+        // The anchor: tick 7 at 20_200 ±200.
+        assert_eq!(clock.to_host_ns(107), 20_300);
+        // After the run: tick 1_007 at 21_300, where the anchor predicted 21_200.
         clock
             .recheck(|| Ok::<_, ()>(OneOffReading { ticks: 1_007, before_ns: 21_200, after_ns: 21_400 }))
             .unwrap();
