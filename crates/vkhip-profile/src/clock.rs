@@ -360,9 +360,38 @@ enum Calibrator {
 
 struct ClockState {
     clock: Anchored,
-    /// When the current anchor was taken (host ns).
+    /// When the current anchor was taken, or the last re-anchor refused (host ns).
     taken_at_ns: u64,
+    /// When the current anchor was taken (host ns).
+    anchored_at_ns: u64,
+    /// The narrowest calibrated anchor seen (`maxDeviation`), ns.
+    best_ns: u64,
+    /// Re-anchors refused for a deviation much wider than the best.
+    refused: u64,
 }
+
+/// Whether a re-anchor of deviation `accuracy_ns` is taken when the best seen is `best_ns`: a
+/// much wider one (the calling thread was preempted between the two clock reads) would widen the
+/// stated accuracy of every time mapped after it, while the current anchor with its fitted rate
+/// maps well for a while longer; after [`REFUSE_AT_MOST_NS`] without an anchor the next is taken
+/// whatever its width (the drift it reveals is stated).
+///
+/// ```
+/// use vkhip_profile::clock::accept_reanchor;
+/// assert!(accept_reanchor(1_200, 1_000, 50_000_000));
+/// assert!(accept_reanchor(1_450, 1_000, 50_000_000)); // within 500 ns of the best
+/// assert!(!accept_reanchor(9_000, 1_000, 50_000_000)); // preempted: wait for a better one
+/// assert!(accept_reanchor(9_000, 1_000, 1_000_000_000)); // a second without an anchor: take it
+/// ```
+pub fn accept_reanchor(accuracy_ns: u64, best_ns: u64, since_last_ns: u64) -> bool {
+    accuracy_ns <= (best_ns + best_ns / 2).max(best_ns + 500) || since_last_ns >= REFUSE_AT_MOST_NS
+}
+
+/// See [`accept_reanchor`].
+pub const REFUSE_AT_MOST_NS: u64 = 1_000_000_000;
+
+/// How soon a refused re-anchor is tried again, ns.
+const RETRY_NS: u64 = 5_000_000;
 
 /// The GPU's clock (Vulkan timestamps, and CUDA's `%globaltimer` on NVIDIA) on the host clock:
 /// see the module note. Shared by every track of one device; thread-safe.
@@ -444,6 +473,9 @@ impl GpuClock {
             state: Mutex::new(ClockState {
                 clock: Anchored::new(first, mask, period),
                 taken_at_ns: host_now_ns(),
+                anchored_at_ns: host_now_ns(),
+                best_ns: first.accuracy_ns,
+                refused: 0,
             }),
             mask,
             period,
@@ -494,10 +526,21 @@ impl GpuClock {
             return;
         }
         match calibrated_anchor(c, s.clock.anchor().ns_per_unit) {
-            Ok(a) => s.clock.reanchor(a),
-            Err(e) => log::debug!("re-anchoring the gpu clock failed: {e}"),
+            Ok(a) if accept_reanchor(a.accuracy_ns, s.best_ns, now.saturating_sub(s.anchored_at_ns)) => {
+                s.best_ns = s.best_ns.min(a.accuracy_ns);
+                s.clock.reanchor(a);
+                s.anchored_at_ns = now;
+                s.taken_at_ns = now;
+            }
+            Ok(_) => {
+                s.refused += 1;
+                s.taken_at_ns = now.saturating_sub(REANCHOR_NS - RETRY_NS);
+            }
+            Err(e) => {
+                log::debug!("re-anchoring the gpu clock failed: {e}");
+                s.taken_at_ns = now;
+            }
         }
-        s.taken_at_ns = now;
     }
 
     /// With a one-off clock, read once more (the queue idle again: after the run) and keep how
@@ -521,7 +564,7 @@ impl GpuClock {
     pub fn info(&self) -> ClockInfo {
         let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let method = if self.calibrator.is_some() {
-            format!("{} ({} anchors)", self.method, s.clock.anchors())
+            format!("{} ({} anchors, {} refused as too wide)", self.method, s.clock.anchors(), s.refused)
         } else {
             self.method.clone()
         };
