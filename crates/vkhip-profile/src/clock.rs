@@ -488,6 +488,12 @@ impl GpuClock {
         self.calibrator.is_some()
     }
 
+    /// How the clock is anchored, without the counts of [`GpuClock::info`]: "VK_EXT_calibrated_timestamps,
+    /// re-anchored every 50 ms, rate fitted", or "one-off calibration on the idle queue".
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
     /// `timestampPeriod`, ns per tick.
     pub fn period(&self) -> f64 {
         self.period

@@ -157,13 +157,13 @@ impl Profiler {
         let capacity = s.options.stamps_per_stream.max(2);
         let memory = cuda.alloc_host(u64::from(capacity) * 8)?;
         let base = memory.device_ptr();
-        let info = gpu.clock.info();
+        let accuracy_ns = gpu.clock.accuracy_ns();
         let track = s.lock().add_track(
             Track {
                 name: name.into(),
                 api: Api::Cuda,
-                clock: format!("%globaltimer stamps on the Vulkan clock: {}", info.method),
-                accuracy_ns: info.accuracy_ns,
+                clock: format!("%globaltimer stamps on the Vulkan clock: {}", gpu.clock.method()),
+                accuracy_ns,
                 clock_domain: Some(0),
             },
             Kind::Cuda(StampTrack { memory, ring: Ring::new(capacity) }),
@@ -179,6 +179,9 @@ impl CudaStream<'_> {
         let (Some(s), Some(kernel)) = (&self.shared, &self.kernel) else { return Ok(CudaScope::inert(self)) };
         let now = host_now_ns();
         let mut st = s.lock();
+        if st.finished {
+            return Ok(CudaScope::inert(self));
+        }
         self.edge(&mut st, now);
         let marks = match &mut st.tracks[self.track.0 as usize].kind {
             Kind::Cuda(c) => c.ring.alloc(2).map(|b| Marks { begin: b, end: b + 1 }),

@@ -232,6 +232,9 @@ impl HipStream<'_> {
         let Some(s) = &self.shared else { return Ok(HipScope::inert(self)) };
         let now = host_now_ns();
         let mut st = s.lock();
+        if st.finished {
+            return Ok(HipScope::inert(self));
+        }
         self.edge(&mut st, now);
         let Some(events) = self.events(&mut st) else { return Ok(HipScope::inert(self)) };
         events.maybe_reanchor(self.hip)?;

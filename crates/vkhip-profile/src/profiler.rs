@@ -229,7 +229,8 @@ pub(crate) struct State {
     host_tracks: usize,
     interned: HashSet<Arc<str>>,
     pub(crate) stats: Stats,
-    finished: bool,
+    /// `finish` ran: nothing more is recorded.
+    pub(crate) finished: bool,
 }
 
 impl State {
@@ -306,8 +307,11 @@ impl State {
         }
     }
 
-    /// Push `entry` at the end of `track`'s program order.
+    /// Push `entry` at the end of `track`'s program order (nothing once finished).
     pub(crate) fn push(&mut self, track: TrackId, entry: Entry) {
+        if self.finished {
+            return;
+        }
         let t = &mut self.tracks[track.0 as usize];
         t.entries.push_back(entry);
         t.pushed += 1;

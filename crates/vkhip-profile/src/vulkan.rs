@@ -307,14 +307,15 @@ impl Profiler {
         let mask = timestamp_mask(&gpu.device);
         let queries = QueryTrack::new(&gpu.device, s.options.queries_per_queue, gpu.host_query_reset, mask)?;
         let (pool, host_reset) = (queries.pool, queries.host_reset);
-        let info = gpu.clock.info();
+        let method = gpu.clock.method();
         let clock = if api == Api::Wgpu {
-            format!("Vulkan timestamps (wgpu's device): {}", info.method)
+            format!("Vulkan timestamps (wgpu's device): {method}")
         } else {
-            format!("Vulkan timestamps: {}", info.method)
+            format!("Vulkan timestamps: {method}")
         };
+        let accuracy_ns = gpu.clock.accuracy_ns();
         let track = s.lock().add_track(
-            Track { name: name.into(), api, clock, accuracy_ns: info.accuracy_ns, clock_domain: Some(0) },
+            Track { name: name.into(), api, clock, accuracy_ns, clock_domain: Some(0) },
             Kind::Vulkan(queries),
         );
         Ok(VulkanQueue {
@@ -340,6 +341,9 @@ impl VulkanQueue {
         let (Some(s), Some(d)) = (&self.shared, &self.device) else { return VulkanScope::inert(self, cmd) };
         let now = host_now_ns();
         let mut st = s.lock();
+        if st.finished {
+            return VulkanScope::inert(self, cmd);
+        }
         let marks = match &mut st.tracks[self.track.0 as usize].kind {
             Kind::Vulkan(q) => q.alloc(),
             _ => None,

@@ -45,6 +45,9 @@ impl WgpuQueue {
         let Some(s) = &self.queue.shared else { return WgpuScope::inert(self) };
         let now = host_now_ns();
         let mut st = s.lock();
+        if st.finished {
+            return WgpuScope::inert(self);
+        }
         let track = self.queue.track;
         let marks = match &mut st.tracks[track.0 as usize].kind {
             Kind::Vulkan(q) => q.alloc(),
