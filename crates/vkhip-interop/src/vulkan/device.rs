@@ -108,6 +108,50 @@ impl Capabilities {
     }
 }
 
+/// What a device has enabled beyond [`requirements`] that a profiler uses (the vkhip-profile
+/// crate): [`Device::open`] enables both where the device has them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OptionalFeatures {
+    /// `hostQueryReset` (Vulkan 1.2): query pools reset from the host. Unknown (false) on a
+    /// borrowed device: Vulkan cannot be asked which features a device was created with.
+    pub host_query_reset: bool,
+    /// `VK_EXT_calibrated_timestamps` or `VK_KHR_calibrated_timestamps`, with the device and
+    /// `CLOCK_MONOTONIC` time domains: enabled on the device (a borrowed one too: its entry point
+    /// resolves).
+    pub calibrated_timestamps: Option<&'static CStr>,
+}
+
+/// The calibrated-timestamps extension `physical` offers (EXT first: layers older than 1.3.255
+/// do not know the KHR name) when it can read the device clock and `CLOCK_MONOTONIC` together.
+///
+/// # Safety
+/// `instance` was created from `entry` and is live; `physical` belongs to it.
+pub(crate) unsafe fn calibrated_extension(
+    entry: &ash::Entry,
+    instance: &ash::Instance,
+    physical: vk::PhysicalDevice,
+    has: &dyn Fn(&CStr) -> bool,
+) -> Option<&'static CStr> {
+    let domains = if has(ash::ext::calibrated_timestamps::NAME) {
+        let f = ash::ext::calibrated_timestamps::Instance::new(entry, instance);
+        // SAFETY: per this function's contract; the extension is present.
+        (ash::ext::calibrated_timestamps::NAME, unsafe {
+            f.get_physical_device_calibrateable_time_domains(physical)
+        })
+    } else if has(khr::calibrated_timestamps::NAME) {
+        let f = khr::calibrated_timestamps::Instance::new(entry, instance);
+        // SAFETY: as above.
+        (khr::calibrated_timestamps::NAME, unsafe {
+            f.get_physical_device_calibrateable_time_domains(physical)
+        })
+    } else {
+        return None;
+    };
+    let (name, domains) = (domains.0, domains.1.ok()?);
+    (domains.contains(&vk::TimeDomainKHR::DEVICE) && domains.contains(&vk::TimeDomainKHR::CLOCK_MONOTONIC))
+        .then_some(name)
+}
+
 /// The device everything is exported from, with the loaders of the export entry points. Cheap to
 /// clone (shared); the objects made from it keep it alive.
 #[derive(Clone)]
@@ -128,6 +172,7 @@ pub(crate) struct Inner {
     /// The command pool and fence of [`Device::read_buffer`] / [`Device::read_image`] /
     /// [`Device::submit_one_shot`], made on first use, destroyed with this.
     pub(crate) one_shot: Mutex<Option<OneShot>>,
+    pub(crate) optional: OptionalFeatures,
     /// `Some` when the crate created the instance and device, and so destroys them.
     owned: Option<ash::Entry>,
     /// What must outlive this device's handles when they are borrowed from another owner (the
@@ -164,7 +209,33 @@ impl Device {
         // Taken for symmetry with `open` and future instance-level checks.
         let _ = entry;
         // SAFETY: per this function's contract.
-        unsafe { Device::wrap(instance.clone(), physical, device.clone(), queue_family, importer, None) }
+        let mut made = unsafe {
+            Device::wrap(instance.clone(), physical, device.clone(), queue_family, importer, None)
+        }?;
+        // An extension's entry point resolves only when it was enabled.
+        let resolves = |name: &CStr| {
+            // SAFETY: valid instance and device; `name` is NUL-terminated.
+            unsafe { (instance.fp_v1_0().get_device_proc_addr)(device.handle(), name.as_ptr()) }.is_some()
+        };
+        let calibrated = [
+            (c"vkGetCalibratedTimestampsEXT", ash::ext::calibrated_timestamps::NAME),
+            (c"vkGetCalibratedTimestampsKHR", khr::calibrated_timestamps::NAME),
+        ]
+        .into_iter()
+        .find_map(|(function, name)| resolves(function).then_some(name));
+        made.set_optional_features(OptionalFeatures {
+            host_query_reset: false,
+            calibrated_timestamps: calibrated,
+        });
+        Ok(made)
+    }
+
+    /// Record what the device was created with beyond [`requirements`] (the crate's own
+    /// devices, before anything else holds them).
+    pub(crate) fn set_optional_features(&mut self, optional: OptionalFeatures) {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.optional = optional;
+        }
     }
 
     /// Keep `owner` until the last clone of this device is dropped: the owner of the handles
@@ -206,9 +277,12 @@ impl Device {
             .map_err(|r| Error::vulkan("vkCreateInstance", r))?;
         // SAFETY: `instance` was just created; on failure nothing else refers to it.
         match unsafe { Device::open_on(&entry, &instance, prefer, importer) } {
-            Ok((physical, device, family)) => {
+            Ok((physical, device, family, optional)) => {
                 // SAFETY: made above with `requirements(importer)`; ownership passes to `Inner`.
-                unsafe { Device::wrap(instance, physical, device, family, importer, Some(entry)) }
+                let mut made =
+                    unsafe { Device::wrap(instance, physical, device, family, importer, Some(entry)) }?;
+                made.set_optional_features(optional);
+                Ok(made)
             }
             Err(e) => {
                 // SAFETY: nothing was created from the instance that still lives.
@@ -218,16 +292,17 @@ impl Device {
         }
     }
 
-    /// Choose the physical device and create the logical device with one queue.
+    /// Choose the physical device and create the logical device with one queue, and with the
+    /// [`OptionalFeatures`] it has.
     ///
     /// # Safety
     /// `instance` is live and was created from `entry`.
     unsafe fn open_on(
-        _entry: &ash::Entry,
+        entry: &ash::Entry,
         instance: &ash::Instance,
         prefer: &[[u8; 16]],
         importer: Importer,
-    ) -> Result<(vk::PhysicalDevice, ash::Device, u32)> {
+    ) -> Result<(vk::PhysicalDevice, ash::Device, u32, OptionalFeatures)> {
         // SAFETY: live instance.
         let physicals = unsafe { instance.enumerate_physical_devices() }
             .map_err(|r| Error::vulkan("vkEnumeratePhysicalDevices", r))?;
@@ -273,11 +348,26 @@ impl Device {
         let has = |n: &CStr| available.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
         let mut exts: Vec<*const c_char> = need.device_extensions.iter().map(|n| n.as_ptr()).collect();
         exts.extend(need.optional_device_extensions.iter().filter(|n| has(n)).map(|n| n.as_ptr()));
+        // For profilers (OptionalFeatures): calibrated timestamps and hostQueryReset where present.
+        // SAFETY: `physical` belongs to the live instance, made from `entry`.
+        let calibrated = unsafe { calibrated_extension(entry, instance, *physical, &has) };
+        exts.extend(calibrated.map(CStr::as_ptr));
+        let mut v12_supported = vk::PhysicalDeviceVulkan12Features::default();
+        {
+            let mut features = vk::PhysicalDeviceFeatures2::default().push_next(&mut v12_supported);
+            // SAFETY: `physical` belongs to the live instance (Vulkan 1.2, refusal() checked); live locals.
+            unsafe { instance.get_physical_device_features2(*physical, &mut features) };
+        }
+        let optional = OptionalFeatures {
+            host_query_reset: v12_supported.host_query_reset == vk::TRUE,
+            calibrated_timestamps: calibrated,
+        };
         let priorities = [1.0f32];
         let queues =
             [vk::DeviceQueueCreateInfo::default().queue_family_index(*family).queue_priorities(&priorities)];
-        let mut v12 =
-            vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(need.timeline_semaphore);
+        let mut v12 = vk::PhysicalDeviceVulkan12Features::default()
+            .timeline_semaphore(need.timeline_semaphore)
+            .host_query_reset(optional.host_query_reset);
         let mut v13 = vk::PhysicalDeviceVulkan13Features::default();
         if caps.api_version >= vk::API_VERSION_1_3 {
             let mut features = vk::PhysicalDeviceFeatures2::default().push_next(&mut v13);
@@ -298,7 +388,7 @@ impl Device {
         // SAFETY: `physical` belongs to the live instance; `info` points at live locals.
         let device = unsafe { instance.create_device(*physical, &info, None) }
             .map_err(|r| Error::vulkan("vkCreateDevice", r).context(&caps.name))?;
-        Ok((*physical, device, *family))
+        Ok((*physical, device, *family, optional))
     }
 
     /// # Safety
@@ -388,6 +478,7 @@ impl Device {
                 external_memory_fd,
                 external_semaphore_fd,
                 one_shot: Mutex::new(None),
+                optional: OptionalFeatures::default(),
                 owned,
                 _keep_alive: OnceLock::new(),
                 limits,
@@ -448,6 +539,11 @@ impl Device {
 
     pub fn importer(&self) -> Importer {
         self.inner.importer
+    }
+
+    /// What the device has enabled beyond [`requirements`] that a profiler uses.
+    pub fn optional_features(&self) -> OptionalFeatures {
+        self.inner.optional
     }
 }
 

@@ -34,7 +34,9 @@ mod one_shot;
 mod submit;
 pub mod wait;
 
-pub use device::{Capabilities, Device};
+#[cfg(feature = "wgpu")]
+pub(crate) use device::calibrated_extension;
+pub use device::{Capabilities, Device, OptionalFeatures};
 pub use handoff::ImageAccess;
 pub use objects::{ImportedBuffer, SharedBuffer, SharedImage, SharedSemaphore};
 pub use submit::{Wait, ONE_SHOT_TIMEOUT};
