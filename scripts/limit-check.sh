@@ -1,29 +1,43 @@
 #!/usr/bin/env bash
-# scripts/limit-check.sh BIN OUTDIR — frames against the GPU's own limit (issue 27), on the GPU.
+# scripts/limit-check.sh BIN OUTDIR — frames against the GPU's own limit, and the report's and the
+# bench's `GPU limit` (issue 27), on the GPU.
 #
-# For `vulkan` and `cuda-in-vulkan`, K = 1, at 256x256@320x180 and 1024x1024@1280x720, runs
-#   --submit joined | split   (one submission per frame, or dispatch and draw apart)
-#   --gpu-timing on | off     (the profiler's timestamps, or none)
-# headless with --time frame, LIMIT_FRAMES measured frames after LIMIT_WARMUP warm-up frames
-# (`--frames WARMUP+FRAMES --warmup-frames WARMUP`: the report's statistics start after the
-# warm-up), LIMIT_REPS interleaved repetitions (every cell once per repetition, the order
-# reversed every other repetition). Then prints, per cell, the median and spread (min–max) of
-# the frame time (the report's mean) and, from the gpu-timing-on runs, of draw + kernel (the
-# report's GPU draw p50 + compute p50), and the ratios issue 27 sets targets for:
-#   frame(gpu-timing off) / (draw + kernel)   ≤ 1.03 at 256², ≤ 1.005 at 1024²   (joined)
-#   frame(on) / frame(off)                    ≤ 1.02 at 256²                      (joined)
-# and joined / split (gpu-timing off), which should be ≤ 1.
+# 1. The matrix. For `vulkan` and `cuda-in-vulkan`, K = 1, at 256x256@320x180 and
+#    1024x1024@1280x720, runs
+#      --submit joined | split   (one submission per frame, or dispatch and draw apart)
+#      --gpu-timing on | off     (the profiler's timestamps, or none)
+#    headless with --time frame, LIMIT_FRAMES measured frames after LIMIT_WARMUP warm-up frames
+#    (`--frames WARMUP+FRAMES --warmup-frames WARMUP`: the report's statistics start after the
+#    warm-up), LIMIT_REPS interleaved repetitions (every cell once per repetition, the order
+#    reversed every other repetition). Then prints, per cell, the median and spread (min–max) of
+#    the frame time (the report's mean) and, from the gpu-timing-on runs, of draw + kernel (the
+#    report's GPU draw p50 + compute p50), and the ratios issue 27 sets targets for:
+#      frame(gpu-timing off) / (draw + kernel)   ≤ 1.03 at 256², ≤ 1.005 at 1024²   (joined)
+#      frame(on) / frame(off)                    ≤ 1.02 at 256²                      (joined)
+#    and joined / split (gpu-timing off), which should be ≤ 1. Every gpu-timing-on run's
+#    `GPU limit` line must give a ratio equal to frame p50 / its GPU busy time per frame (the p50
+#    of each frame's union of its GPU scopes: at least the draw's and the kernel's p50) within
+#    the printing's rounding (a run whose line does not is failed).
+# 2. The report's `GPU limit` line in other shapes, once per grid (LIMIT_LINE_SHAPES, default
+#    "vulkan:3 cuda-in-vulkan:3 cuda:default": K = 3 with --sync external --run-ahead 0
+#    --batch 1, and cuda's defaults; empty: none), checked as in 1.
+# 3. `vkhip bench` of native, the reference and cuda-in-vulkan at the grids (LIMIT_REPS reps):
+#    bench.md must have a `GPU limit` row per grid and a `vs GPU limit` column, bench.csv the
+#    columns limit_ms and ratio_to_limit; then `vkhip bench --replot` of that CSV writes the
+#    chart beside it (look at it, and at bench/bench.png). The preset's frame counts unless
+#    LIMIT_FRAMES or LIMIT_WARMUP is set. LIMIT_BENCH=0 skips it.
 #
 # Environment: LIMIT_FRAMES (default 3000), LIMIT_WARMUP (300), LIMIT_REPS (3, at least 1),
 # LIMIT_TIMEOUT (seconds per run, 120), LIMIT_GRIDS (default "256x256@320x180
-# 1024x1024@1280x720"), LIMIT_BACKENDS (default "vulkan cuda-in-vulkan"). On an H100 the
-# default takes about 4 minutes. Needs bash, coreutils, awk, grep, sort; no cargo. A backend
-# the machine cannot run (cuda-in-vulkan without VK_NVX_binary_import or NVRTC: exit 2) is
-# reported as unavailable, not failed. Exit 0 when every available run succeeded (targets met or
-# not: the table says), 1 when a run failed, 2 for bad usage.
+# 1024x1024@1280x720"), LIMIT_BACKENDS (default "vulkan cuda-in-vulkan"), LIMIT_LINE_SHAPES,
+# LIMIT_BENCH (1). On an H100 the default takes about 9 minutes. Needs bash, coreutils, awk,
+# grep, sort; no cargo. A backend the machine cannot run (cuda-in-vulkan without
+# VK_NVX_binary_import or NVRTC, cuda without a CUDA device: exit 2) is reported as unavailable,
+# not failed. Exit 0 when every available run and check succeeded (targets met or not: the table
+# says), 1 when one failed, 2 for bad usage.
 #
 # Logs: OUTDIR/runs/<cell>-r<rep>.log (each run's full output), OUTDIR/results.tsv (one line
-# per run), OUTDIR/summary.txt (what is printed).
+# per run of 1), OUTDIR/summary.txt (what is printed), OUTDIR/bench/ (3).
 set -u
 set -o pipefail
 
@@ -39,6 +53,8 @@ REPS=${LIMIT_REPS:-3}
 TIMEOUT=${LIMIT_TIMEOUT:-120}
 GRIDS=${LIMIT_GRIDS:-"256x256@320x180 1024x1024@1280x720"}
 BACKENDS=${LIMIT_BACKENDS:-"vulkan cuda-in-vulkan"}
+LINE_SHAPES=${LIMIT_LINE_SHAPES-"vulkan:3 cuda-in-vulkan:3 cuda:default"}
+BENCH=${LIMIT_BENCH:-1}
 for n in "$FRAMES" "$WARMUP" "$REPS" "$TIMEOUT"; do
     case $n in
         '' | *[!0-9]*) echo "limit-check: LIMIT_FRAMES/WARMUP/REPS/TIMEOUT must be numbers" >&2; exit 2 ;;
@@ -66,6 +82,30 @@ fi
 # The value after "<label>" in a report line: `value LINE_PREFIX FIELD` (awk field number).
 value() {
     awk -v p="$1" -v f="$2" 'index($0, p) == 1 { print $f; exit }' "$3"
+}
+
+# `limit_line LOG`: "ok", or what is wrong with the report's `GPU limit` line: its ratio must be
+# the frame time's p50 / the GPU busy time per frame (`busy X ms`) within the printing's
+# rounding, and the busy time at least the longer of the draw's and the kernel's p50s it names.
+limit_line() {
+    local line p50
+    line=$(grep -m 1 '^  GPU limit ' "$1")
+    [ -n "$line" ] || { echo "no GPU limit line"; return; }
+    p50=$(grep -m 1 '^  frame time' "$1" | awk '{for (i = 1; i < NF; i++) if ($i == "p50") { print $(i + 1); exit }}')
+    echo "$line" | awk -v p50="$p50" '{
+        for (i = 1; i < NF; i++) {
+            if ($i == "at") r = $(i + 1); if ($i == "busy") b = $(i + 1)
+            if ($i == "draw") d = $(i + 1); if ($i == "kernel") k = $(i + 1)
+        }
+        sub("×", "", r)
+        if (b <= 0 || d <= 0 || k <= 0 || p50 == "") { print "no busy time, draw and kernel in: " $0; exit }
+        longest = (d > k) ? d : k
+        if (b + 0.0015 < longest) { print "busy " b " below the draw or the kernel: " $0; exit }
+        want = p50 / b
+        tol = 0.005 + r * (0.0005 / p50 + 0.0005 / b)
+        diff = r - want; if (diff < 0) diff = -diff
+        print (diff <= tol) ? "ok" : sprintf("ratio %s is not frame p50 %s / busy %s = %.4f: %s", r, p50, b, want, $0)
+    }'
 }
 
 cells=()
@@ -104,6 +144,10 @@ for rep in $(seq 1 "$REPS"); do
             failed=1
         elif [ "$submit" = joined ] && ! grep -q 'one submission per frame' "$log"; then
             status="failed(not joined)"
+            failed=1
+        elif [ "$timing" = on ] && [ "$(limit_line "$log")" != ok ]; then
+            status="failed(GPU limit line)"
+            echo "$log: $(limit_line "$log")" >&2
             failed=1
         fi
         mean=$(value '  frame time ' 4 "$log")
@@ -170,8 +214,88 @@ END {
     }
 }' "$RESULTS" | tee "$OUT/summary.txt"
 
+# 2 and 3: one row per check.
+rows=()
+check() { # NAME PASS|FAIL|UNAVAILABLE DETAIL
+    rows+=("$1|$2|$3")
+    [ "$2" != FAIL ] || failed=1
+}
+
+for shape in $LINE_SHAPES; do
+    backend=${shape%%:*} k=${shape#*:}
+    flags=(--sync external --slots "$k" --run-ahead 0 --batch 1)
+    [ "$k" = default ] && flags=()
+    for grid_size in $GRIDS; do
+        grid=${grid_size%@*} size=${grid_size#*@}
+        name="line-$backend-k$k-$grid-$size"
+        log="$OUT/runs/$name.log"
+        timeout "$TIMEOUT" "$BIN" --headless --time frame --backend "$backend" "${flags[@]}" \
+            --grid "$grid" --size "$size" --frames $((WARMUP + FRAMES)) --warmup-frames "$WARMUP" >"$log" 2>&1
+        rc=$?
+        verdict=$(limit_line "$log")
+        if [ "$rc" -eq 2 ]; then
+            check "$name" UNAVAILABLE "$(tail -n 1 "$log")"
+        elif [ "$rc" -ne 0 ]; then
+            check "$name" FAIL "exit $rc (see $log)"
+        elif [ "$verdict" = ok ]; then
+            check "$name" PASS "$(grep -m 1 '^  GPU limit ' "$log" | sed 's/^  GPU limit *//')"
+        else
+            check "$name" FAIL "$verdict"
+        fi
+    done
+done
+
+if [ "$BENCH" != 0 ]; then
+    bench="$OUT/bench"
+    grids=$(echo $GRIDS | tr ' ' ,)
+    # The preset's frames unless LIMIT_FRAMES / LIMIT_WARMUP say otherwise.
+    counts=()
+    [ -n "${LIMIT_FRAMES:-}" ] && counts+=(--frames "$FRAMES")
+    [ -n "${LIMIT_WARMUP:-}" ] && counts+=(--warmup "$WARMUP")
+    timeout 600 "$BIN" bench --only native --only reference --only cuda-in-vulkan \
+        --grids "$grids" --reps "$REPS" "${counts[@]}" --out "$bench" >"$OUT/bench.log" 2>&1
+    rc=$?
+    md="$bench/bench.md"
+    ngrids=$(echo "$GRIDS" | wc -w)
+    if [ "$rc" -ne 0 ] || [ ! -f "$md" ]; then
+        check bench FAIL "exit $rc (see $OUT/bench.log)"
+    elif [ "$(grep -c '^| GPU limit |' "$md")" -ne "$ngrids" ] || ! grep -q '| vs GPU limit |' "$md"; then
+        check bench FAIL "$md lacks a GPU limit row per grid or the vs GPU limit column"
+    else
+        check bench PASS "$(grep -c '^| ' "$md") table lines"
+        # One row per configuration: frame time, vs native, vs GPU limit.
+        while IFS='|' read -r _ label _ ms _ native limit _; do
+            check "bench:$(echo "$label" | xargs)" PASS "$(echo "$ms" | xargs) ms, $(echo "$native" | xargs) native, $(echo "$limit" | xargs) limit"
+        done < <(grep -E '^\| (GPU limit|vulkan|reference|cuda-in-vulkan)' "$md")
+        cols=$(head -1 "$bench/bench.csv")
+        case $cols in
+            *limit_ms,ratio_to_limit*) check bench-csv PASS "limit_ms, ratio_to_limit" ;;
+            *) check bench-csv FAIL "columns: $cols" ;;
+        esac
+        cp "$bench/bench.csv" "$OUT/replot.csv"
+        "$BIN" bench --replot "$OUT/replot.csv" >"$OUT/replot.log" 2>&1
+        rc=$?
+        if [ "$rc" -eq 0 ] && [ -s "$OUT/replot.png" ]; then
+            check replot PASS "$OUT/replot.png (look at it, and at $bench/bench.png)"
+        else
+            check replot FAIL "exit $rc (see $OUT/replot.log)"
+        fi
+    fi
+fi
+
+if [ "${#rows[@]}" -gt 0 ]; then
+    {
+        echo
+        printf '%-40s %-11s %s\n' CHECK RESULT DETAIL
+        for r in "${rows[@]}"; do
+            IFS='|' read -r n s d <<<"$r"
+            printf '%-40s %-11s %s\n' "$n" "$s" "$d"
+        done
+    } | tee -a "$OUT/summary.txt"
+fi
+
 if [ "$failed" -ne 0 ]; then
-    echo "limit-check: a run failed; see $OUT/runs/ and $RESULTS" >&2
+    echo "limit-check: a run or check failed; see $OUT/runs/, $RESULTS and $OUT/summary.txt" >&2
     exit 1
 fi
 exit 0

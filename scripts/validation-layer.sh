@@ -7,6 +7,9 @@
 #   vl_env BASE          sets the array VL_ENV: the environment that loads the layer for one run,
 #                        with a settings file BASE.vk_layer_settings.txt that sends every message
 #                        (errors, warnings, performance warnings and information) to BASE.validation.log
+#                        and turns off the layer's shader validation cache (a file of its own under
+#                        $XDG_CACHE_HOME, $TMPDIR or /tmp: shaders are validated all the same, only
+#                        not remembered between runs)
 #   env "${VL_ENV[@]}" PROGRAM ARGS...
 #   vl_check BASE        after the run: sets VL_SUMMARY to one line and returns 0 only if the layer
 #                        loaded (its "Khronos Validation Layer Active" message, sent at
@@ -15,6 +18,12 @@
 #                        log at all) passes with "no Vulkan instance"
 #   VL_FOREIGN=1 vl_check BASE   counts apart the four VUIDs the layer reports when CUDA signals an
 #                        imported semaphore it cannot see (as the app's --validation does)
+#
+# The layer's messages about its own environment (VL_LAYER_ENV_IDS: it could not read, write or
+# hold its shader validation cache, e.g. UNASSIGNED-cache-file-error "Cannot open shader
+# validation cache at … for reading (it may not exist yet)", which a fresh machine or an
+# unwritable cache directory draws) are no message of the program: vl_check counts them apart and
+# lists them in VL_SUMMARY; they do not fail it. Every other message does.
 #
 # A layer that is not installed, or not found, leaves no status message: vl_check fails then, it
 # does not pass for want of messages.
@@ -29,9 +38,13 @@ vl_env() {
         echo "khronos_validation.report_flags = error,warn,perf,info"
         echo "khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG"
         echo "khronos_validation.log_filename = $base.validation.log"
+        echo "khronos_validation.disables = VK_VALIDATION_FEATURE_DISABLE_SHADER_VALIDATION_CACHE_EXT"
     } >"$base.vk_layer_settings.txt"
     VL_ENV=(VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation "VK_LAYER_SETTINGS_PATH=$base.vk_layer_settings.txt")
 }
+
+# The ids of the layer's messages about its own environment (its shader validation cache file).
+VL_LAYER_ENV_IDS='^UNASSIGNED-cache-(file|write|memory)-error$'
 
 vl_check() {
     local log=$1.validation.log
@@ -61,13 +74,22 @@ vl_check() {
         foreign=$(printf '%s\n' "$found" | grep -cE "$pattern" || true)
         found=$(printf '%s\n' "$found" | grep -vE "$pattern" || true)
     fi
+    # The layer's own environment (its cache file): listed, not counted as the program's.
+    local layer_env layer_env_ids
+    layer_env=$(printf '%s\n' "$found" | grep -cE "$VL_LAYER_ENV_IDS" || true)
+    layer_env_ids=$(printf '%s\n' "$found" | grep -E "$VL_LAYER_ENV_IDS" | sort | uniq -c | awk '{printf " %s x%s", $2, $1}')
+    found=$(printf '%s\n' "$found" | grep -vE "$VL_LAYER_ENV_IDS" || true)
     n=$(printf '%s' "$found" | grep -c .)
     ids=$(printf '%s\n' "$found" | grep . | sort | uniq -c | awk '{printf " %s x%s", $2, $1}')
+    local apart=""
+    if [ "$layer_env" -ne 0 ]; then
+        apart=" (and $layer_env about the layer's own environment, not the program:$layer_env_ids)"
+    fi
     if [ "$n" -ne 0 ]; then
-        VL_SUMMARY="layer loaded, $n validation messages:$ids (see $log)"
+        VL_SUMMARY="layer loaded, $n validation messages:$ids$apart (see $log)"
         return 1
     fi
-    VL_SUMMARY="layer loaded, 0 validation messages"
+    VL_SUMMARY="layer loaded, 0 validation messages$apart"
     if [ "$foreign" -ne 0 ]; then
         VL_SUMMARY+=" (and $foreign known false positives from foreign semaphore signals)"
     fi

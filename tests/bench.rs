@@ -8,7 +8,8 @@ use common::*;
 use std::collections::HashMap;
 use std::path::Path;
 use vkhip::app::matrix::layout::PANELS_TOP;
-use vkhip::app::matrix::plot::{Family, BACKGROUND};
+use vkhip::app::matrix::panel::Family;
+use vkhip::app::matrix::plot::BACKGROUND;
 
 struct Png {
     width: usize,

@@ -138,6 +138,32 @@ fn examples_stay_one_short_file() {
     }
 }
 
+/// An example that makes its own device takes the queue family that can compute
+/// (`cuda_in_vulkan::Support::check`, `vulkan::compute_queue_family`), never a literal index, in
+/// every place a family is named. Before (issue 33): `cuda_in_vulkan` assumed family 0.
+#[test]
+fn examples_name_no_literal_queue_family() {
+    for path in CRATE_EXAMPLES {
+        let text = source(path);
+        for call in ["queue_family_index(", "get_device_queue("] {
+            for (at, _) in text.match_indices(call) {
+                let arg = text[at + call.len()..].trim_start();
+                assert!(
+                    !arg.starts_with(|c: char| c.is_ascii_digit()),
+                    "{path}: {call}{} names a literal queue family",
+                    &arg[..arg.find(')').unwrap_or(arg.len())]
+                );
+            }
+        }
+        if text.contains("create_command_pool(") {
+            assert!(
+                text.contains(".queue_family_index("),
+                "{path}: a command pool of queue family 0 (the default)"
+            );
+        }
+    }
+}
+
 /// The kernel source of an example: its `const KERNEL: &str = r#"…"#;`.
 fn example_kernel(path: &str) -> String {
     let text = source(path);

@@ -1,9 +1,14 @@
-//! Arrows point down: no import circle between modules, in the app or the interop crate.
+//! Arrows point down: no import circle between modules or between files, in the app, the interop
+//! crate or the profile crate.
 //!
 //! Every `crate::a::b…` path in a module's code (its `use` items and its expressions and types)
 //! is an arrow from that module to `a` (between top-level modules) and, inside one top-level
 //! module, from a child to its sibling `a::b`. Both graphs must be acyclic, and the interop crate
-//! must not name the app. No GPU, no Vulkan: this reads the sources with `syn`.
+//! must not name the app. Between files, the same paths are arrows from the file that names them
+//! to the file that defines the module they reach (the longest prefix that is a file), test
+//! modules (`#[cfg(test)]`) left out: that graph must be acyclic too, at any depth. A directory
+//! module's (`mod.rs`, `lib.rs`, `main.rs`) arrows to its own children are its declarations and
+//! re-exports, not uses, and do not count. No GPU, no Vulkan: this reads the sources with `syn`.
 
 use proc_macro2::{TokenStream, TokenTree};
 use std::collections::{BTreeMap, BTreeSet};
@@ -50,6 +55,12 @@ fn crate_paths(tokens: TokenStream, here: &[String], out: &mut Vec<Vec<String>>)
                     path.pop();
                 }
                 Some(TokenTree::Ident(id)) => path.push(id.to_string()),
+                // `super::*`: the module itself.
+                Some(TokenTree::Punct(p)) if p.as_char() == '*' => {
+                    segments += 1;
+                    j += 3;
+                    break;
+                }
                 // `crate::{a, b::c}`: each leaf of the group.
                 Some(TokenTree::Group(g)) => {
                     use_group(g.stream(), &path, out);
@@ -90,14 +101,30 @@ fn use_group(tokens: TokenStream, prefix: &[String], out: &mut Vec<Vec<String>>)
     }
 }
 
-/// The paths a file names, with the module each use sits in (inline modules included).
+/// The paths a file names, with the module each use sits in (inline modules included; test
+/// modules too unless `skip_tests`).
 struct Paths {
     here: Vec<String>,
     found: Vec<Vec<String>>,
+    skip_tests: bool,
+}
+
+/// `#[cfg(test)]` (or `#[cfg(all(test, …))]`) among `attrs`.
+fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && quote::ToTokens::to_token_stream(&a.meta)
+                .to_string()
+                .split(|c: char| !c.is_alphanumeric() && c != '_')
+                .any(|w| w == "test")
+    })
 }
 
 impl<'ast> Visit<'ast> for Paths {
     fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        if self.skip_tests && is_test_only(&item.attrs) {
+            return;
+        }
         self.here.push(item.ident.to_string());
         visit::visit_item_mod(self, item);
         self.here.pop();
@@ -141,7 +168,7 @@ fn arrows(root: &Path, level: usize) -> BTreeMap<(String, String), String> {
         }
         let source = std::fs::read_to_string(&file).unwrap();
         let parsed = syn::parse_file(&source).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        let mut paths = Paths { here: module.clone(), found: Vec::new() };
+        let mut paths = Paths { here: module.clone(), found: Vec::new(), skip_tests: false };
         paths.visit_file(&parsed);
         for path in paths.found {
             if path.len() < level || path[..level - 1] != module[..level - 1] {
@@ -189,9 +216,45 @@ fn find_cycle(edges: &BTreeMap<(String, String), String>) -> Option<Vec<String>>
     next.keys().find_map(|&n| dfs(n, &next, &mut Vec::new(), &mut done))
 }
 
+/// Arrows between the files under `root` (one crate's sources): from each file to the file of
+/// every module it names (the longest prefix of the path that is a file), its test modules left
+/// out; a directory module's arrows to its own children (declarations, re-exports) left out.
+/// Each arrow is labelled with the first path that makes it.
+fn file_arrows(root: &Path) -> BTreeMap<(String, String), String> {
+    let mut files = Vec::new();
+    rust_files(root, &mut files);
+    let modules: BTreeMap<Vec<String>, PathBuf> =
+        files.iter().map(|f| (module_of(root, f), f.clone())).collect();
+    let name = |m: &[String]| modules[m].strip_prefix(root).unwrap().display().to_string();
+    let mut out = BTreeMap::new();
+    for (module, file) in &modules {
+        let source = std::fs::read_to_string(file).unwrap();
+        let parsed = syn::parse_file(&source).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let mut paths = Paths { here: module.clone(), found: Vec::new(), skip_tests: true };
+        paths.visit_file(&parsed);
+        let directory = matches!(file.file_stem().and_then(|s| s.to_str()), Some("mod" | "lib" | "main"));
+        for path in paths.found {
+            let Some(target) = (0..=path.len()).rev().map(|n| &path[..n]).find(|p| modules.contains_key(*p))
+            else {
+                continue;
+            };
+            let own_child =
+                directory && target.len() == module.len() + 1 && target[..module.len()] == module[..];
+            if target != &module[..] && !own_child {
+                out.entry((name(module), name(target))).or_insert_with(|| path.join("::"));
+            }
+        }
+    }
+    out
+}
+
 fn assert_acyclic(root: &Path, level: usize) {
-    let edges = arrows(root, level);
-    if let Some(cycle) = find_cycle(&edges) {
+    report_cycle(root, &arrows(root, level));
+}
+
+/// Fail with the circle, each arrow with what makes it, if `edges` have one.
+fn report_cycle(root: &Path, edges: &BTreeMap<(String, String), String>) {
+    if let Some(cycle) = find_cycle(edges) {
         let why: Vec<String> = cycle
             .windows(2)
             .map(|w| format!("{} → {} ({})", w[0], w[1], edges[&(w[0].clone(), w[1].clone())]))
@@ -208,6 +271,16 @@ fn manifest() -> PathBuf {
 fn no_import_circle_between_the_apps_modules() {
     assert_acyclic(&manifest().join("src"), 1);
     assert_acyclic(&manifest().join("src"), 2);
+}
+
+/// Before: src/app/matrix/layout.rs and plot.rs imported each other, which the module levels
+/// above (top-level modules, and siblings under one top-level module) did not see.
+#[test]
+fn no_import_circle_between_any_files_of_any_crate() {
+    let roots = ["src", "crates/vkhip-interop/src", "crates/vkhip-profile/src"];
+    for root in roots.iter().map(|r| manifest().join(r)).filter(|r| r.is_dir()) {
+        report_cycle(&root, &file_arrows(&root));
+    }
 }
 
 #[test]
@@ -234,6 +307,35 @@ fn no_module_below_the_cli_knows_clap() {
         let source = std::fs::read_to_string(&file).unwrap();
         assert!(!source.contains("clap"), "{} knows clap", file.display());
     }
+}
+
+/// The file graph on a small crate written here: a circle of two files deep in a module is found,
+/// a directory module re-exporting its children and the children naming their parent is not
+/// one, and neither are test modules.
+#[test]
+fn the_file_checker_finds_a_circle_between_two_files_at_any_depth() {
+    let root = std::env::temp_dir().join(format!("vkhip-module-graph-{}", std::process::id()));
+    let write = |file: &str, text: &str| {
+        let path = root.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("lib.rs", "pub mod app; pub use app::Top;");
+    write("app/mod.rs", "pub mod deep; pub struct Top; pub use deep::a::A;");
+    write("app/deep/mod.rs", "pub mod a; pub mod b; use super::Top;");
+    write("app/deep/a.rs", "use super::b::B; pub struct A(B, crate::Top);");
+    write("app/deep/b.rs", "pub struct B; #[cfg(test)] mod tests { use super::super::a::A; fn f(_: A) {} }");
+    let edges = file_arrows(&root);
+    assert_eq!(find_cycle(&edges), None, "{edges:?}");
+    assert!(edges.contains_key(&("app/deep/a.rs".into(), "app/deep/b.rs".into())), "{edges:?}");
+    assert!(edges.contains_key(&("app/deep/a.rs".into(), "lib.rs".into())), "{edges:?}");
+    assert!(!edges.contains_key(&("app/mod.rs".into(), "app/deep/mod.rs".into())), "{edges:?}");
+    // b names a through a glob of its parent's child: the circle is found.
+    write("app/deep/b.rs", "pub struct B; use super::a::*; fn f(_: A) {}");
+    let cycle = find_cycle(&file_arrows(&root)).expect("a circle between a.rs and b.rs");
+    assert_eq!(cycle.len(), 3, "{cycle:?}");
+    assert!(cycle.contains(&"app/deep/a.rs".to_string()) && cycle.contains(&"app/deep/b.rs".to_string()));
+    std::fs::remove_dir_all(&root).unwrap();
 }
 
 #[test]

@@ -27,6 +27,8 @@ use vkhip::sync::{FrameSemaphores, SyncMode, SyncPlan, SyncRequest};
 use vkhip::vk::device::{enumerate, Context};
 use vkhip::vk::external::{Slot, SlotMemory};
 use vkhip::vk::instance::{Instance, ValidationCounts};
+use vkhip::vk::post::{layout_barrier, region};
+use vkhip::vk::target::subresource;
 
 /// Odd sizes: a single texel, partial workgroups in both directions, a row wider than 4096.
 const SIZES: [(u32, u32); 3] = [(1, 1), (333, 77), (4097, 3)];
@@ -118,7 +120,7 @@ impl TestImage {
                 .image(image)
                 .view_type(vk::ImageViewType::TYPE_2D)
                 .format(vk::Format::R8G8B8A8_UNORM)
-                .subresource_range(color_range());
+                .subresource_range(subresource(vk::ImageAspectFlags::COLOR));
             let view = d.create_image_view(&view_info, None).unwrap();
             let bytes = u64::from(width) * u64::from(height) * 4;
             let binfo = vk::BufferCreateInfo::default()
@@ -162,14 +164,7 @@ impl TestImage {
     }
 
     fn copy_region(&self) -> vk::BufferImageCopy {
-        vk::BufferImageCopy::default()
-            .image_subresource(vk::ImageSubresourceLayers {
-                aspect_mask: vk::ImageAspectFlags::COLOR,
-                mip_level: 0,
-                base_array_layer: 0,
-                layer_count: 1,
-            })
-            .image_extent(vk::Extent3D { width: self.width, height: self.height, depth: 1 })
+        region(self.width, self.height)
     }
 }
 
@@ -185,37 +180,6 @@ impl Drop for TestImage {
             d.free_memory(self.staging_memory, None);
         }
     }
-}
-
-fn color_range() -> vk::ImageSubresourceRange {
-    vk::ImageSubresourceRange::default()
-        .aspect_mask(vk::ImageAspectFlags::COLOR)
-        .level_count(1)
-        .layer_count(1)
-}
-
-/// One image barrier (old → new layout) between two stages.
-fn barrier(
-    ctx: &Context,
-    cmd: vk::CommandBuffer,
-    image: vk::Image,
-    layouts: (vk::ImageLayout, vk::ImageLayout),
-    src: (vk::PipelineStageFlags, vk::AccessFlags),
-    dst: (vk::PipelineStageFlags, vk::AccessFlags),
-) {
-    let b = vk::ImageMemoryBarrier::default()
-        .image(image)
-        .old_layout(layouts.0)
-        .new_layout(layouts.1)
-        .src_access_mask(src.1)
-        .dst_access_mask(dst.1)
-        .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-        .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-        .subresource_range(color_range());
-    // SAFETY: recording `cmd` outside a render pass; the image is alive.
-    unsafe {
-        ctx.device.cmd_pipeline_barrier(cmd, src.0, dst.0, vk::DependencyFlags::empty(), &[], &[], &[b])
-    };
 }
 
 /// Upload `scenes[i]` into pair i's scene, filter every pair with `backend.record_post` in one
@@ -234,15 +198,14 @@ fn filter_on_queue(
     let mut recorded = Ok(());
     ctx.one_shot(&[], |cmd| {
         let d = &ctx.device;
+        // SAFETY (every barrier below): recording `cmd` outside a render pass; the images are
+        // alive.
+        let barrier = |image, src, dst| unsafe { layout_barrier(d, cmd, image, src, dst) };
         for (i, (scene, output)) in pairs.iter().enumerate() {
-            let to_transfer = (S::TRANSFER, A::TRANSFER_WRITE);
             barrier(
-                ctx,
-                cmd,
                 scene.image,
-                (L::UNDEFINED, L::TRANSFER_DST_OPTIMAL),
-                (S::TOP_OF_PIPE, A::empty()),
-                to_transfer,
+                (S::TOP_OF_PIPE, A::empty(), L::UNDEFINED),
+                (S::TRANSFER, A::TRANSFER_WRITE, L::TRANSFER_DST_OPTIMAL),
             );
             // SAFETY: recording outside a render pass; buffer and image alive and large enough.
             unsafe {
@@ -254,30 +217,19 @@ fn filter_on_queue(
                     &[scene.copy_region()],
                 )
             };
-            let compute_read = (S::COMPUTE_SHADER, A::SHADER_READ);
-            barrier(ctx, cmd, scene.image, (L::TRANSFER_DST_OPTIMAL, L::GENERAL), to_transfer, compute_read);
-            let compute_write = (S::COMPUTE_SHADER, A::SHADER_WRITE);
             barrier(
-                ctx,
-                cmd,
-                output.image,
-                (L::UNDEFINED, L::GENERAL),
-                (S::TOP_OF_PIPE, A::empty()),
-                compute_write,
+                scene.image,
+                (S::TRANSFER, A::TRANSFER_WRITE, L::TRANSFER_DST_OPTIMAL),
+                (S::COMPUTE_SHADER, A::SHADER_READ, L::GENERAL),
             );
+            let compute_write = (S::COMPUTE_SHADER, A::SHADER_WRITE, L::GENERAL);
+            barrier(output.image, (S::TOP_OF_PIPE, A::empty(), L::UNDEFINED), compute_write);
             // SAFETY: recording outside a render pass on the backend's device; both images are
             // GENERAL when the filter runs, and outlive the one-shot submission.
             if let Err(e) = unsafe { backend.record_post(cmd, i) } {
                 recorded = Err(e);
             }
-            barrier(
-                ctx,
-                cmd,
-                output.image,
-                (L::GENERAL, L::TRANSFER_SRC_OPTIMAL),
-                compute_write,
-                (S::TRANSFER, A::TRANSFER_READ),
-            );
+            barrier(output.image, compute_write, (S::TRANSFER, A::TRANSFER_READ, L::TRANSFER_SRC_OPTIMAL));
             // SAFETY: as above.
             unsafe {
                 d.cmd_copy_image_to_buffer(
@@ -532,14 +484,14 @@ fn gpu_outline_cuda_matches_the_reference() {
                         scene.image(),
                         write.layout(),
                         &colour(bg),
-                        &[color_range()],
+                        &[subresource(vk::ImageAspectFlags::COLOR)],
                     );
                     d.cmd_clear_color_image(
                         cmd,
                         output.image(),
                         write.layout(),
                         &colour(ink),
-                        &[color_range()],
+                        &[subresource(vk::ImageAspectFlags::COLOR)],
                     );
                     output.cmd_transition(cmd, write, read);
                     scene.cmd_transition(cmd, write, write);

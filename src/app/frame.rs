@@ -1,4 +1,5 @@
-//! The per-frame sequence shared by every mode: throttle → compute → draw (see [`crate::sync`]).
+//! The per-frame sequence shared by every mode: throttle → compute → draw, and with `--post` off
+//! Vulkan's queue the post hand-off and the copies after it (see [`crate::sync`]).
 
 use super::session::Session;
 use crate::cli::TimeMode;
@@ -96,6 +97,15 @@ pub enum FrameError {
     Vulkan(#[from] VkError),
 }
 
+impl From<DrawError> for FrameError {
+    fn from(e: DrawError) -> Self {
+        match e {
+            DrawError::Vulkan(e) => FrameError::Vulkan(e),
+            DrawError::Compute(e) => FrameError::Sync(e),
+        }
+    }
+}
+
 impl FrameError {
     /// An environment gap or an impossible request (exit code 2) rather than a failure.
     pub fn is_environment(&self) -> bool {
@@ -179,25 +189,19 @@ pub fn compute_and_draw(
     let waits = acquire_stage(target.extra_waits);
     let (draw_waits, draw_signals): (&[_], &[_]) =
         if target_sems_on_draw { (&waits, target.extra_signals) } else { (&[], &[]) };
-    let to_frame_error = |e| match e {
-        DrawError::Vulkan(e) => FrameError::Vulkan(e),
-        DrawError::Compute(e) => FrameError::Sync(e),
-    };
-    renderer
-        .draw(
-            frame,
-            slot,
-            target.framebuffer,
-            target.extent,
-            &target.push,
-            &sync,
-            draw_waits,
-            draw_signals,
-            target.overlay,
-            compute,
-            post_frame(post, slot, on_queue, on_queue.then_some(&mut filter)),
-        )
-        .map_err(to_frame_error)?;
+    renderer.draw(
+        frame,
+        slot,
+        target.framebuffer,
+        target.extent,
+        &target.push,
+        &sync,
+        draw_waits,
+        draw_signals,
+        target.overlay,
+        compute,
+        post_frame(post, slot, on_queue, on_queue.then_some(&mut filter)),
+    )?;
     let fs = fs.into_inner();
     let mut copied = frame..frame;
     if post.is_some() {
@@ -260,10 +264,7 @@ fn submit_copies(
         return Ok(());
     }
     // One submission: the batch's copies, in frame order.
-    renderer.copy(&jobs).map_err(|e| match e {
-        DrawError::Vulkan(e) => FrameError::Vulkan(e),
-        DrawError::Compute(e) => FrameError::Sync(e),
-    })
+    Ok(renderer.copy(&jobs)?)
 }
 
 /// Frame `pair`'s post stage for the renderer, if the run has one.

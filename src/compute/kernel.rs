@@ -1,10 +1,12 @@
-//! The interop kernel (`kernels/sinewave.hip`) and the on-disk cache of its compiled form.
+//! The interop kernel (`kernels/sinewave.hip`) and the on-disk cache of the compiled kernels (it,
+//! and the post filter's `kernels/outline.hip`).
 //!
-//! CUDA (NVRTC → cubin, PTX only as a fallback) and HIP (hiprtc → code object) compile the same source at run time. The
-//! first start on a machine compiles and stores the result; later starts load it. The cache key
-//! covers everything that changes the output: the source text, the compiler and its options, the
-//! device (architecture) and the driver version. A damaged or unreadable cache entry is a miss,
-//! never an error.
+//! CUDA (NVRTC → cubin, PTX only as a fallback) and HIP (hiprtc → code object) compile the same
+//! source at run time. The first start on a machine compiles and stores the result; later starts
+//! load it. The cache key covers everything that changes the output: the source text, the
+//! compiler and its options, the device (architecture) and the driver version; each entry is
+//! named after its kernel (`outline-<key hash>.bin`). A damaged or unreadable cache entry is a
+//! miss, never an error.
 //!
 //! Where: `$VKHIP_KERNEL_CACHE` if set (`off` disables the cache), else
 //! `$XDG_CACHE_HOME/vkhip/kernels`, else `~/.cache/vkhip/kernels`.
@@ -192,8 +194,9 @@ impl KernelCache {
         self.dir.as_deref()
     }
 
-    /// The file name for a key made of `parts` (source, compiler, options, device, driver...).
-    pub fn entry_name(parts: &[&str]) -> String {
+    /// The file name for kernel `file` (`outline.hip`: the entry is `outline-<hash>.bin`) and a
+    /// key made of `parts` (source, compiler, options, device, driver...).
+    pub fn entry_name(file: &str, parts: &[&str]) -> String {
         // Two independent FNV-1a 64 hashes: 128 bits, stable across Rust versions and platforms.
         let mut a: u64 = 0xcbf2_9ce4_8422_2325;
         let mut b: u64 = 0x8422_2325_cbf2_9ce4;
@@ -203,38 +206,65 @@ impl KernelCache {
                 b = (b ^ (byte as u64).rotate_left(3)).wrapping_mul(0x0000_0100_0000_01b3);
             }
         }
-        format!("sinewave-{a:016x}{b:016x}.bin")
+        let stem: String = file
+            .split('.')
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+            .collect();
+        format!("{stem}-{a:016x}{b:016x}.bin")
     }
 
-    /// Load the entry for `parts`, or compile it with `compile` and store the result.
+    /// Load the entry of kernel `file` for `parts`, or compile it with `compile` and store the
+    /// result ([`Self::entry_name`]).
     pub fn get_or_compile<E>(
         &self,
+        file: &str,
         parts: &[&str],
         compile: impl FnOnce() -> Result<Vec<u8>, E>,
     ) -> Result<(Vec<u8>, CacheOutcome), E> {
-        let Some(dir) = &self.dir else {
+        if self.dir.is_none() {
             return compile().map(|b| (b, CacheOutcome::Uncached));
-        };
-        let path = dir.join(Self::entry_name(parts));
+        }
+        if let Some(bytes) = self.lookup(file, parts) {
+            return Ok((bytes, CacheOutcome::Hit));
+        }
+        let bytes = compile()?;
+        let outcome =
+            if self.store(file, parts, &bytes) { CacheOutcome::Compiled } else { CacheOutcome::Uncached };
+        Ok((bytes, outcome))
+    }
+
+    /// The entry of kernel `file` for `parts`, if there is a readable, non-empty one (None with
+    /// the cache off).
+    pub fn lookup(&self, file: &str, parts: &[&str]) -> Option<Vec<u8>> {
+        let path = self.dir.as_ref()?.join(Self::entry_name(file, parts));
         match std::fs::read(&path) {
             Ok(bytes) if !bytes.is_empty() => {
                 log::debug!("kernel cache hit: {}", path.display());
-                return Ok((bytes, CacheOutcome::Hit));
+                Some(bytes)
             }
-            _ => {}
+            _ => None,
         }
-        let bytes = compile()?;
-        let outcome = match store_atomically(dir, &path, &bytes) {
+    }
+
+    /// Store `bytes` as the entry of kernel `file` for `parts`, replacing any (atomically: a
+    /// reader sees the old entry or the new one). Whether it was stored; a failure is logged,
+    /// never an error.
+    pub fn store(&self, file: &str, parts: &[&str], bytes: &[u8]) -> bool {
+        let Some(dir) = &self.dir else { return false };
+        let path = dir.join(Self::entry_name(file, parts));
+        match store_atomically(dir, &path, bytes) {
             Ok(()) => {
                 log::debug!("kernel cache stored: {}", path.display());
-                CacheOutcome::Compiled
+                true
             }
             Err(e) => {
                 log::warn!("kernel cache: could not write {}: {e}", path.display());
-                CacheOutcome::Uncached
+                false
             }
-        };
-        Ok((bytes, outcome))
+        }
     }
 }
 
@@ -310,26 +340,52 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("vkhip-kcache-{}", std::process::id()));
         let cache = KernelCache::at(Some(dir.clone()));
         let parts = ["src", "nvrtc 13.0", "sm_90", "driver 580"];
-        let (a, o1) = cache.get_or_compile(&parts, || Ok::<_, ()>(b"ptx".to_vec())).unwrap();
+        let (a, o1) = cache.get_or_compile("sinewave.hip", &parts, || Ok::<_, ()>(b"ptx".to_vec())).unwrap();
         assert_eq!((a.as_slice(), o1), (&b"ptx"[..], CacheOutcome::Compiled));
-        let (b, o2) =
-            cache.get_or_compile(&parts, || -> Result<Vec<u8>, ()> { panic!("must not recompile") }).unwrap();
+        let recompile = || -> Result<Vec<u8>, ()> { panic!("must not recompile") };
+        let (b, o2) = cache.get_or_compile("sinewave.hip", &parts, recompile).unwrap();
         assert_eq!((b.as_slice(), o2), (&b"ptx"[..], CacheOutcome::Hit));
         // Any change of a key part is a different entry.
         let other = ["src", "nvrtc 13.0", "sm_90", "driver 581"];
-        assert_ne!(KernelCache::entry_name(&parts), KernelCache::entry_name(&other));
+        assert_ne!(
+            KernelCache::entry_name("sinewave.hip", &parts),
+            KernelCache::entry_name("sinewave.hip", &other)
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
     fn disabled_cache_always_compiles() {
         let cache = KernelCache::at(None);
-        let (_, o) = cache.get_or_compile(&["x"], || Ok::<_, ()>(vec![1])).unwrap();
+        let (_, o) = cache.get_or_compile("sinewave.hip", &["x"], || Ok::<_, ()>(vec![1])).unwrap();
         assert_eq!(o, CacheOutcome::Uncached);
     }
 
     #[test]
     fn key_parts_are_not_ambiguous() {
-        assert_ne!(KernelCache::entry_name(&["ab", "c"]), KernelCache::entry_name(&["a", "bc"]));
+        assert_ne!(
+            KernelCache::entry_name("k.hip", &["ab", "c"]),
+            KernelCache::entry_name("k.hip", &["a", "bc"])
+        );
+    }
+
+    /// Before (issue 33): every entry was "sinewave-<hash>.bin", the outline kernel's too.
+    #[test]
+    fn entries_are_named_after_their_kernel() {
+        let dir = std::env::temp_dir().join(format!("vkhip-kcache-names-{}", std::process::id()));
+        let cache = KernelCache::at(Some(dir.clone()));
+        for file in ["outline.hip", "sinewave.hip"] {
+            cache.get_or_compile(file, &["src", "nvrtc 13.0"], || Ok::<_, ()>(b"cubin".to_vec())).unwrap();
+        }
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(names[0].starts_with("outline-") && names[0].ends_with(".bin"), "{names:?}");
+        assert!(names[1].starts_with("sinewave-"), "{names:?}");
+        assert_eq!(KernelCache::entry_name("a/b c.hip", &[]).split('-').next(), Some("a_b_c"));
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -145,9 +145,9 @@ pub enum ComputeError {
     /// A call into the compute API failed.
     #[error("{api} call {call} failed: {message}")]
     Api { api: &'static str, call: &'static str, message: String },
-    /// The run-time compiler rejected the kernel.
-    #[error("{api}: compiling kernels/sinewave.hip failed: {log}")]
-    Compile { api: &'static str, log: String },
+    /// The run-time compiler rejected the kernel `kernels/{file}`.
+    #[error("{api}: compiling kernels/{file} failed: {log}")]
+    Compile { api: &'static str, file: &'static str, log: String },
     /// A Vulkan call made by a backend (the vulkan backend, or host-side sync) failed; the error
     /// keeps the call and its `VkResult`.
     #[error("vulkan: {0}")]
@@ -541,6 +541,16 @@ pub struct KernelBenchmark {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Before (issue 33): every rejected kernel read "compiling kernels/sinewave.hip failed",
+    /// the outline filter's too.
+    #[test]
+    fn a_rejected_kernel_is_named_by_its_own_source() {
+        let e =
+            ComputeError::Compile { api: "hiprtc", file: "outline.hip", log: "no `outline` kernel".into() };
+        assert_eq!(e.to_string(), "hiprtc: compiling kernels/outline.hip failed: no `outline` kernel");
+        assert!(!e.is_environment());
+    }
 
     #[test]
     fn timeline_plan_waits_only_when_asked() {

@@ -223,6 +223,11 @@ pub fn disable() {
     LOG.with(|l| *l.borrow_mut() = Log::default());
 }
 
+/// The host track this thread records as (the render thread's unless told otherwise).
+pub fn host_track() -> Track {
+    LOG.with(|l| l.borrow().host())
+}
+
 /// Whether this thread records.
 pub fn enabled() -> bool {
     LOG.with(|l| l.borrow().enabled)

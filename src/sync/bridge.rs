@@ -1,6 +1,8 @@
 //! The bridge thread of `bridged` (and `none`): it owns the backend while the run lasts and
-//! serves one batch at a time — host-wait `rendered` (a Vulkan-signalled value), write each slot
-//! of the batch with the compute API's own wait, then host-signal `computed` once.
+//! serves its jobs in the order the render thread sent them. A heights job is one batch:
+//! host-wait `rendered` (a Vulkan-signalled value), write each slot of the batch with the compute
+//! API's own wait, then host-signal `computed` once. A post job is one post hand-off
+//! ([`run_post`], which the reference modes also run on the render thread).
 
 use super::SyncError;
 use crate::compute::BackendKind;
@@ -8,7 +10,7 @@ use crate::compute::ComputeBackend;
 use crate::profile::clock::host_now_ns;
 use crate::profile::program::{self, Rec, Sem};
 use crate::profile::span::SPAN_BUFFER;
-use crate::profile::{Phase, Track};
+use crate::profile::{Phase, Span, Track};
 use crate::sim::WaveParams;
 use crate::vk::device::Context;
 use ash::vk;
@@ -111,7 +113,10 @@ impl Bridge {
                         Job::Heights(h) => h,
                         Job::Post(p) => {
                             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                run_post(&ctx, rendered, post, &p, backend.as_mut(), gpu, &mut last_posted)
+                                // A full channel means nobody collects: the log drops them.
+                                let mut span = program::push_span;
+                                let last = Some(&mut last_posted);
+                                run_post(&ctx, rendered, post, &p, backend.as_mut(), &mut span, last)
                             }))
                             .unwrap_or_else(|_| Err(SyncError::Bridge("the post filter panicked".into())));
                             hand_over(backend.as_mut());
@@ -207,34 +212,38 @@ impl Bridge {
     }
 }
 
-/// One post job on the bridge thread: the host waits (Vulkan-signalled values only), the
-/// filter, the host signal, each timed on the host clock and recorded in order
-/// ([`program`]); `gpu`: the filter runs on the compute API's stream (not the `cpu` backend's
-/// host).
-fn run_post(
+/// One post hand-off, on the bridge thread (`bridged`, `none`) or on the render thread (the
+/// reference modes, `FrameSync::post_batch`): the host waits (Vulkan-signalled values only), the
+/// filter, the host signal, each timed on the host clock (on the thread's own track) and given
+/// to `span`, and recorded in order for the profiler ([`program`]: the filter on the compute
+/// track when it is GPU work). `last_posted`, the bridge thread's: the last value it
+/// host-signalled on `posted`, whose copies are host-waited before the next signal (see there).
+pub(super) fn run_post(
     ctx: &Context,
     rendered: vk::Semaphore,
     post: Option<PostTimelineHandles>,
     job: &PostJob,
     backend: &mut dyn ComputeBackend,
-    gpu: bool,
-    last_posted: &mut u64,
+    span: &mut dyn FnMut(Span),
+    last_posted: Option<&mut u64>,
 ) -> Result<(), SyncError> {
     let Some(t) = post else {
-        return Err(SyncError::Bridge("internal: a post job without the post timelines".into()));
+        return Err(SyncError::Bridge("internal: a post hand-off without the post timelines".into()));
     };
     let f = job.frame;
-    let span = |phase, a, b| program::host_span(f, phase, a, b);
+    let host = program::host_track();
+    let gpu = backend.kind() != BackendKind::Cpu;
+    let mut span = |phase, a, b| span(Span::host(f, host, phase, a, b));
     let t0 = host_now_ns();
     if let Some(v) = job.wait_rendered {
         ctx.wait_timeline(rendered, v, || {
-            format!("'rendered' ≥ {v} (scene of frame {f}) on the bridge thread")
+            format!("'rendered' ≥ {v} (scene of frame {f}) before its filter")
         })?;
         program::host_wait(Sem::Scene, v, f, host_now_ns());
     }
     if let Some(v) = job.wait_presented {
         ctx.wait_timeline(t.presented, v, || {
-            format!("'presented' ≥ {v} (frame {} copied out) on the bridge thread", v - 1)
+            format!("'presented' ≥ {v} (frame {} copied out) before the filter", v - 1)
         })?;
         program::host_wait(Sem::Presented, v, f, host_now_ns());
     }
@@ -257,8 +266,7 @@ fn run_post(
         // it, with post batches (nothing else host-waits `presented` then), every host signal of
         // `posted` was reported as exceeding a "pending" one (VUID-VkSemaphoreSignalInfo-value-03259,
         // on the H100), although no queue signals `posted` in this mode.
-        if *last_posted > 0 {
-            let done = *last_posted;
+        if let Some(&done) = last_posted.as_deref().filter(|done| **done > 0) {
             ctx.wait_timeline(t.presented, done, || {
                 format!("'presented' ≥ {done} (the copies behind 'posted' = {done}) on the bridge thread")
             })?;
@@ -267,7 +275,9 @@ fn run_post(
         program::host_signal(Sem::Posted, v, f);
         program::host_signal(Sem::SceneFree, v, f);
         ctx.signal_timeline(t.posted, v)?;
-        *last_posted = v;
+        if let Some(last) = last_posted {
+            *last = v;
+        }
     }
     span(Phase::PostSignal, t2, host_now_ns());
     Ok(())

@@ -189,9 +189,11 @@
 //! transfer; scenes go to the compute API after the draw and come back before the next one,
 //! outputs come to Vulkan for each copy and go back after it. Teardown host-signals `posted`
 //! up to the last value promised, as it does `computed`, so no copy or draw waits forever after
-//! a failure. The profiler sees the filter as PostWait/PostFilter/PostSignal on the compute
-//! track (the bridge thread's host clock, the CUDA stream's events, or Vulkan timestamps around
-//! the recorded filter) and the copy as PostCopy on the queue's (Vulkan timestamps).
+//! a failure. The profiler sees the post wait, the filter and the signal on the host thread that
+//! runs the hand-off (the bridge thread's, or the render thread's in the reference modes) and
+//! the filter itself on the compute track when it is GPU work (the CUDA stream's stamps or
+//! events, or Vulkan timestamps around the recorded filter), the copy on the queue's (Vulkan
+//! timestamps).
 //!
 //! ## What the profiler sees
 //! Every actor reports its spans ([`crate::profile`]): the bridge thread times its wait, writes and
@@ -385,6 +387,13 @@ pub struct PostTimelines {
 }
 
 impl FrameSemaphores {
+    /// The post timelines' handles, for a post hand-off off Vulkan's queue (None without `--post`).
+    fn post_handles(&self) -> Option<PostTimelineHandles> {
+        self.post
+            .as_ref()
+            .map(|t| PostTimelineHandles { posted: t.posted.handle, presented: t.presented.handle })
+    }
+
     /// Create them for `plan`, exportable where the plan says the compute API will import them.
     pub fn new(ctx: &Arc<Context>, plan: &SyncPlan) -> Result<Self, VkError> {
         let export_timeline = plan.export == Export::Timelines;
@@ -528,10 +537,7 @@ impl FrameSync {
         let driver = if matches!(plan.mode, SyncMode::Bridged | SyncMode::Unsynchronized) {
             let capacity = plan.slots + plan.frames_in_flight as usize;
             let (computed, rendered) = (sems.computed.handle, sems.rendered.handle);
-            let post = sems
-                .post
-                .as_ref()
-                .map(|t| PostTimelineHandles { posted: t.posted.handle, presented: t.presented.handle });
+            let post = sems.post_handles();
             // Each frame may queue a post job beside its heights job.
             let capacity = if post.is_some() { 2 * capacity } else { capacity };
             let (bridge, spans) = Bridge::start(ctx.clone(), computed, rendered, post, capacity, backend)?;
@@ -724,50 +730,18 @@ impl FrameSync {
                 }
                 // The reference samples' height schemes have no post protocol of their own: the
                 // render thread runs the post hand-off host-synchronously, as `blocking` does the
-                // heights (host-wait the Vulkan-signalled values, filter and wait, host-signal).
+                // heights (host-wait the Vulkan-signalled values, filter and wait, host-signal),
+                // as the bridge thread runs it.
                 (Driver::Inline(b), SyncMode::Binary | SyncMode::Blocking | SyncMode::HostWait) => {
-                    let post = self.sems.post.as_ref().ok_or_else(|| {
-                        SyncError::Bridge("internal: a post hand-off without the post timelines".into())
-                    })?;
-                    let t0 = host_now_ns();
-                    if let Some(v) = wait_rendered {
-                        self.ctx.wait_timeline(self.sems.rendered.handle, v, || {
-                            format!("'rendered' ≥ {v} (scene of frame {frame}) before its filter")
-                        })?;
-                        program::host_wait(Sem::Scene, v, frame, host_now_ns());
-                    }
-                    if let Some(v) = wait_presented {
-                        self.ctx.wait_timeline(post.presented.handle, v, || {
-                            format!("'presented' ≥ {v} (frame {} copied out) before the filter", v - 1)
-                        })?;
-                        program::host_wait(Sem::Presented, v, frame, host_now_ns());
-                    }
-                    let t1 = host_now_ns();
-                    let gpu = b.kind() != BackendKind::Cpu;
-                    if gpu {
-                        program::submit(Track::Compute, frame);
-                        program::scope(Track::Compute, Phase::PostFilter, frame..frame + 1);
-                    }
-                    b.post_and_wait(frame, pair)?;
-                    let t2 = host_now_ns();
-                    if gpu {
-                        program::join(Track::Compute, frame, t2);
-                    }
-                    if let Some(v) = signal_posted {
-                        program::host_signal(Sem::Posted, v, frame);
-                        program::host_signal(Sem::SceneFree, v, frame);
-                        self.ctx.signal_timeline(post.posted.handle, v)?;
-                    }
-                    let t3 = host_now_ns();
-                    // The render thread's own work (the filter itself, with a GPU backend, is
-                    // on the compute track).
-                    for (phase, a, z) in
-                        [(Phase::PostWait, t0, t1), (Phase::PostFilter, t1, t2), (Phase::PostSignal, t2, t3)]
-                    {
-                        if self.local_spans.len() < SPAN_BUFFER {
-                            self.local_spans.push(Span::host(frame, Track::Render, phase, a, z));
+                    let job = PostJob { frame, pair, wait_rendered, wait_presented, signal_posted };
+                    let spans = &mut self.local_spans;
+                    let mut span = |s| {
+                        if spans.len() < SPAN_BUFFER {
+                            spans.push(s);
                         }
-                    }
+                    };
+                    let (rendered, post) = (self.sems.rendered.handle, self.sems.post_handles());
+                    bridge::run_post(&self.ctx, rendered, post, &job, b.as_mut(), &mut span, None)?;
                 }
                 (Driver::Bridged(bridge), _) => bridge.send(Job::Post(PostJob {
                     frame,

@@ -435,11 +435,12 @@ impl PostImages {
     }
 }
 
-/// One colour layout transition of `image` (whole image).
+/// One colour layout transition of `image` (whole image, one level, one layer): `src` and `dst`
+/// are (stage, access, layout) before and after.
 ///
 /// # Safety
 /// `cmd` is recording, outside a render pass; `image` is a live colour image of the device.
-unsafe fn layout_barrier(
+pub unsafe fn layout_barrier(
     d: &ash::Device,
     cmd: vk::CommandBuffer,
     image: vk::Image,
@@ -481,7 +482,7 @@ unsafe fn general_barrier(d: &ash::Device, cmd: vk::CommandBuffer, image: vk::Im
 }
 
 /// The copy region of a whole `w` × `h` colour image, tightly packed.
-fn region(w: u32, h: u32) -> vk::BufferImageCopy {
+pub fn region(w: u32, h: u32) -> vk::BufferImageCopy {
     vk::BufferImageCopy::default()
         .image_subresource(vk::ImageSubresourceLayers {
             aspect_mask: vk::ImageAspectFlags::COLOR,

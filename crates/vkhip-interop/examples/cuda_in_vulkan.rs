@@ -64,27 +64,26 @@ fn run() -> Result<(), Error> {
         unsafe { entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None) }
             .map_err(vkerr("vkCreateInstance"))?;
     let mut gpu = Gpu { instance, device: None, objects: null, _entry: entry };
-    // 1. A device that offers the extension; the last refusal says why when none does.
+    // 1. A device that offers the extension, with its compute family; else the last refusal says why.
     let mut chosen = Err(Error::unavailable(Api::Vulkan, "", "no Vulkan device"));
     // SAFETY: the live instance, and physical devices enumerated from it.
     for p in
         unsafe { gpu.instance.enumerate_physical_devices() }.map_err(vkerr("vkEnumeratePhysicalDevices"))?
     {
         // SAFETY: as above.
-        chosen = unsafe { supported(&gpu.instance, p) }?.check().map(|()| p);
+        chosen = unsafe { supported(&gpu.instance, p) }?.check().map(|family| (p, family));
         if chosen.is_ok() {
             break;
         }
     }
-    let physical = chosen?;
+    let (physical, family) = chosen?;
     // SAFETY: a physical device of the live instance.
     let uuid = unsafe { Capabilities::probe(&gpu.instance, physical) }?.uuid;
-    let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(0).queue_priorities(&[1.0])];
+    let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&[1.0])];
     let exts: Vec<_> = need.device_extensions.iter().map(|e| e.as_ptr()).collect();
     let mut v12 = vk::PhysicalDeviceVulkan12Features::default().buffer_device_address(true);
     let info = vk::DeviceCreateInfo::default().queue_create_infos(&queues).enabled_extension_names(&exts);
-    // SAFETY: as above; `info` points at live locals. (Family 0 is the graphics + compute one on
-    // NVIDIA's driver, the only one that offers the extension.)
+    // SAFETY: as above; `info` points at live locals.
     let device = unsafe { gpu.instance.create_device(physical, &info.push_next(&mut v12), None) }
         .map_err(vkerr("vkCreateDevice"))?;
     let device = gpu.device.insert(device).clone();
@@ -120,8 +119,8 @@ fn run() -> Result<(), Error> {
         device.bind_buffer_memory(gpu.objects.0, gpu.objects.1, 0).map_err(vkerr("vkBindBufferMemory"))?;
         let mapped = device.map_memory(gpu.objects.1, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty());
         // Each frame begins `cmd` again, which resets it: its pool must allow that.
-        let pool =
-            vk::CommandPoolCreateInfo::default().flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+        let reset = vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER;
+        let pool = vk::CommandPoolCreateInfo::default().queue_family_index(family).flags(reset);
         gpu.objects.2 = device.create_command_pool(&pool, None).map_err(vkerr("vkCreateCommandPool"))?;
         let alloc =
             vk::CommandBufferAllocateInfo::default().command_pool(gpu.objects.2).command_buffer_count(1);
@@ -161,7 +160,7 @@ fn run() -> Result<(), Error> {
             square_add.record_launch(cmd, launch, &Params::new().address(b).address(a).u32(N).f32(add))?;
             barrier(vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ);
             device.end_command_buffer(cmd).map_err(vkerr("vkEndCommandBuffer"))?;
-            let queue = device.get_device_queue(0, 0);
+            let queue = device.get_device_queue(family, 0);
             let submit = vk::SubmitInfo::default().command_buffers(std::slice::from_ref(&cmd));
             device.queue_submit(queue, &[submit], vk::Fence::null()).map_err(vkerr("vkQueueSubmit"))?;
             device.queue_wait_idle(queue).map_err(vkerr("vkQueueWaitIdle"))?;

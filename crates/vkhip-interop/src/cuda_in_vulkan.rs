@@ -52,6 +52,9 @@ pub struct Support {
     pub extension: bool,
     /// `VkPhysicalDeviceVulkan12Features::bufferDeviceAddress` (pointer parameters).
     pub buffer_device_address: bool,
+    /// The queue family to create the device's queue in and launch in: one that can compute
+    /// ([`crate::vulkan::compute_queue_family`]); None when no family can.
+    pub queue_family: Option<u32>,
 }
 
 impl Support {
@@ -66,14 +69,18 @@ impl Support {
         if !self.buffer_device_address {
             return Some("the Vulkan device has no bufferDeviceAddress feature".into());
         }
+        if self.queue_family.is_none() {
+            return Some("the Vulkan device has no queue family that can compute".into());
+        }
         None
     }
 
-    /// [`Self::refusal`] as a typed error ([`crate::ErrorKind::Unsupported`], an environment gap).
-    pub fn check(&self) -> Result<()> {
-        match self.refusal() {
-            Some(why) => Err(Error::unsupported(Api::Vulkan, why)),
-            None => Ok(()),
+    /// The queue family to launch in ([`Self::queue_family`]), or [`Self::refusal`] as a typed
+    /// error ([`crate::ErrorKind::Unsupported`], an environment gap).
+    pub fn check(&self) -> Result<u32> {
+        match (self.refusal(), self.queue_family) {
+            (None, Some(family)) => Ok(family),
+            (why, _) => Err(Error::unsupported(Api::Vulkan, why.unwrap_or_default())),
         }
     }
 }
@@ -91,7 +98,13 @@ pub unsafe fn supported(instance: &ash::Instance, physical: vk::PhysicalDevice) 
     let mut features = vk::PhysicalDeviceFeatures2::default().push_next(&mut v12);
     // SAFETY: per this function's contract; `features` chains live locals.
     unsafe { instance.get_physical_device_features2(physical, &mut features) };
-    Ok(Support { extension, buffer_device_address: v12.buffer_device_address == vk::TRUE })
+    // SAFETY: per this function's contract.
+    let families = unsafe { instance.get_physical_device_queue_family_properties(physical) };
+    Ok(Support {
+        extension,
+        buffer_device_address: v12.buffer_device_address == vk::TRUE,
+        queue_family: crate::vulkan::compute_queue_family(&families),
+    })
 }
 
 /// What to enable on the device: Vulkan 1.2, [`EXTENSION`] and `bufferDeviceAddress`. Nothing is
@@ -445,15 +458,16 @@ mod tests {
 
     #[test]
     fn a_device_without_the_extension_is_refused_in_one_line() {
-        let none = Support { extension: false, buffer_device_address: true };
+        let all = Support { extension: true, buffer_device_address: true, queue_family: Some(1) };
+        let none = Support { extension: false, ..all };
         let why = none.refusal().unwrap();
         assert!(why.contains("VK_NVX_binary_import") && !why.contains('\n'), "{why}");
         let e = none.check().unwrap_err();
         assert!(e.is_environment(), "{e}");
-        assert!(Support { extension: true, buffer_device_address: false }
-            .refusal()
-            .unwrap()
-            .contains("bufferDeviceAddress"));
-        assert_eq!(Support { extension: true, buffer_device_address: true }.refusal(), None);
+        let no_address = Support { buffer_device_address: false, ..all };
+        assert!(no_address.refusal().unwrap().contains("bufferDeviceAddress"));
+        let no_compute = Support { queue_family: None, ..all };
+        assert!(no_compute.refusal().unwrap().contains("no queue family that can compute"));
+        assert_eq!((all.refusal(), all.check()), (None, Ok(1)));
     }
 }

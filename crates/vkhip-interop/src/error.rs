@@ -93,6 +93,65 @@ pub enum ErrorKind {
     Timeout,
 }
 
+/// A limit of the device that a shared object would exceed ([`Error::limit`]): the crate
+/// refuses such an object before the Vulkan call the specification forbids for it, and the
+/// error's message names the limit as the specification does, with the device's value.
+///
+/// ```
+/// use vkhip_interop::{Api, Error, ErrorKind, Limit};
+/// let e = Error::exceeds(Api::Vulkan, Limit::MaxBufferSize, "gpu: a buffer of 8 GiB exceeds maxBufferSize (4 GiB)");
+/// assert_eq!((e.kind(), e.limit()), (ErrorKind::Unsupported, Some(Limit::MaxBufferSize)));
+/// assert_eq!(Limit::MaxBufferSize.name(), "maxBufferSize");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Limit {
+    /// `VkPhysicalDeviceMaintenance4Properties::maxBufferSize` (Vulkan 1.3 or
+    /// `VK_KHR_maintenance4`): the largest `VkBufferCreateInfo::size`.
+    MaxBufferSize,
+    /// `VkPhysicalDeviceMaintenance3Properties::maxMemoryAllocationSize` (Vulkan 1.1): the
+    /// largest allocation the device promises to make.
+    MaxMemoryAllocationSize,
+    /// `VkMemoryHeap::size` of the heap the allocation's memory type is in: no allocation may be
+    /// larger (`VUID-vkAllocateMemory-pAllocateInfo-01713`).
+    MemoryHeapSize,
+    /// `VkPhysicalDeviceLimits::maxMemoryAllocationCount`: allocations alive at once (the crate
+    /// counts its own; an engine's allocations on a borrowed device are its own business).
+    MaxMemoryAllocationCount,
+    /// `VkImageFormatProperties::maxExtent` of the format, with the image's usage and OPAQUE_FD
+    /// export (`imageCreateMaxExtent`).
+    MaxExtent,
+    /// `VkImageFormatProperties::maxResourceSize` of the format, with the image's usage and
+    /// OPAQUE_FD export: the image's bytes.
+    MaxResourceSize,
+    /// `VkPhysicalDeviceLimits::maxFramebufferWidth`, for an image that can be a render target.
+    MaxFramebufferWidth,
+    /// `VkPhysicalDeviceLimits::maxFramebufferHeight`, for an image that can be a render target.
+    MaxFramebufferHeight,
+}
+
+impl Limit {
+    /// The limit's name in the Vulkan specification ("maxBufferSize", "VkMemoryHeap::size", …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::MaxBufferSize => "maxBufferSize",
+            Limit::MaxMemoryAllocationSize => "maxMemoryAllocationSize",
+            Limit::MemoryHeapSize => "VkMemoryHeap::size",
+            Limit::MaxMemoryAllocationCount => "maxMemoryAllocationCount",
+            Limit::MaxExtent => "VkImageFormatProperties::maxExtent",
+            Limit::MaxResourceSize => "VkImageFormatProperties::maxResourceSize",
+            Limit::MaxFramebufferWidth => "maxFramebufferWidth",
+            Limit::MaxFramebufferHeight => "maxFramebufferHeight",
+        }
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// A failed interop call or a refused request: the API, the C call, its numeric status and the
 /// kind of failure. Statuses stay integers (no Rust enum can hold a value a newer driver returns).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -102,6 +161,7 @@ pub struct Error {
     call: &'static str,
     status: Option<i64>,
     kind: ErrorKind,
+    limit: Option<Limit>,
     message: String,
 }
 
@@ -109,7 +169,7 @@ impl Error {
     /// `call` returned the failure status `status`; `message` says what it means (the status'
     /// name and description, and any hint).
     pub fn failed(api: Api, call: &'static str, status: i64, message: impl Into<String>) -> Self {
-        Error { api, call, status: Some(status), kind: ErrorKind::Call, message: message.into() }
+        Error { api, call, status: Some(status), kind: ErrorKind::Call, limit: None, message: message.into() }
     }
 
     /// A Vulkan call failed with `result` (ash's `vk::Result` is a plain `i32` newtype).
@@ -123,28 +183,48 @@ impl Error {
 
     /// The library or the device is not there. `call` may be "" when no call was made.
     pub fn unavailable(api: Api, call: &'static str, reason: impl Into<String>) -> Self {
-        Error { api, call, status: None, kind: ErrorKind::Unavailable, message: reason.into() }
+        Error { api, call, status: None, kind: ErrorKind::Unavailable, limit: None, message: reason.into() }
     }
 
     /// The device or driver cannot do what was asked.
     pub fn unsupported(api: Api, reason: impl Into<String>) -> Self {
-        Error { api, call: "", status: None, kind: ErrorKind::Unsupported, message: reason.into() }
+        Error {
+            api,
+            call: "",
+            status: None,
+            kind: ErrorKind::Unsupported,
+            limit: None,
+            message: reason.into(),
+        }
+    }
+
+    /// The device cannot hold what was asked: it would exceed `limit`, which `reason` names
+    /// with the device's value ([`ErrorKind::Unsupported`], [`Error::limit`]).
+    pub fn exceeds(api: Api, limit: Limit, reason: impl Into<String>) -> Self {
+        Error {
+            api,
+            call: "",
+            status: None,
+            kind: ErrorKind::Unsupported,
+            limit: Some(limit),
+            message: reason.into(),
+        }
     }
 
     /// The run-time compiler rejected a kernel: `log` is its output.
     pub fn compile(api: Api, call: &'static str, status: Option<i64>, log: impl Into<String>) -> Self {
-        Error { api, call, status, kind: ErrorKind::Compile, message: log.into() }
+        Error { api, call, status, kind: ErrorKind::Compile, limit: None, message: log.into() }
     }
 
     /// The caller asked for something the crate refuses.
     pub fn invalid(api: Api, reason: impl Into<String>) -> Self {
-        Error { api, call: "", status: None, kind: ErrorKind::Invalid, message: reason.into() }
+        Error { api, call: "", status: None, kind: ErrorKind::Invalid, limit: None, message: reason.into() }
     }
 
     /// A host wait on `what` ran past `seconds`.
     pub fn timeout(api: Api, call: &'static str, what: impl fmt::Display, seconds: u64) -> Self {
         let message = format!("timed out after {seconds} s waiting for {what}");
-        Error { api, call, status: None, kind: ErrorKind::Timeout, message }
+        Error { api, call, status: None, kind: ErrorKind::Timeout, limit: None, message }
     }
 
     /// The API the failure belongs to.
@@ -166,6 +246,11 @@ impl Error {
 
     pub fn kind(&self) -> ErrorKind {
         self.kind
+    }
+
+    /// The device limit the request would exceed, when that is why it was refused.
+    pub fn limit(&self) -> Option<Limit> {
+        self.limit
     }
 
     /// What went wrong, without the API and call (the status' name and description, a compile

@@ -124,7 +124,7 @@ pub mod vulkan;
 #[cfg(feature = "wgpu")]
 pub mod wgpu_interop;
 
-pub use error::{Api, Error, ErrorKind, Result};
+pub use error::{Api, Error, ErrorKind, Limit, Result};
 pub use export::{ChannelType, ExportedImage, ExportedMemory, ImageFormat, ImageShape};
 pub use fd::{FdOwnership, ImportFd};
 

@@ -148,6 +148,14 @@ fn lacks(what: &str, importer: Importer, missing: &[String], hint: &str) -> Erro
     )
 }
 
+/// `f` as wgpu-hal's device callback, its `'this` tied to what `f` borrows (a closure's own
+/// argument type would leave it free, and a borrowed feature struct would need `'static`).
+fn device_callback<'this>(
+    f: impl for<'arg, 'pnext> FnOnce(hal_vk::CreateDeviceCallbackArgs<'arg, 'pnext, 'this>) + 'this,
+) -> Box<hal_vk::CreateDeviceCallback<'this>> {
+    Box::new(f)
+}
+
 /// The wgpu format of the crate's image format.
 pub fn texture_format(format: ImageFormat) -> wgpu::TextureFormat {
     match format {
@@ -227,13 +235,42 @@ impl WgpuDevice {
         }
         let mut add: Vec<&'static CStr> = need.device_extensions.clone();
         add.extend(need.optional_device_extensions.iter().filter(|n| has(n)));
-        let callback = move |args: hal_vk::CreateDeviceCallbackArgs<'_, '_, '_>| {
+        // For profilers, as vulkan::Device::open does: calibrated timestamps and hostQueryReset
+        // where the device has them (vulkan::OptionalFeatures).
+        // SAFETY: the adapter's physical device belongs to its live instance, made from this entry.
+        let calibrated = unsafe {
+            vulkan::calibrated_extension(
+                hal.shared_instance().entry(),
+                instance,
+                hal.raw_physical_device(),
+                &has,
+            )
+        };
+        add.extend(calibrated);
+        let mut query_reset = vk::PhysicalDeviceHostQueryResetFeatures::default();
+        {
+            let mut features = vk::PhysicalDeviceFeatures2::default().push_next(&mut query_reset);
+            // SAFETY: as above; live locals.
+            unsafe { instance.get_physical_device_features2(hal.raw_physical_device(), &mut features) };
+        }
+        let optional = vulkan::OptionalFeatures {
+            host_query_reset: query_reset.host_query_reset == vk::TRUE,
+            calibrated_timestamps: calibrated,
+        };
+        // wgpu-hal chains its own per-feature structs (never VkPhysicalDeviceVulkan12Features),
+        // so hostQueryReset's own struct may be added.
+        let mut enable_reset = vk::PhysicalDeviceHostQueryResetFeatures::default().host_query_reset(true);
+        let enable_reset = &mut enable_reset;
+        let callback = device_callback(move |args| {
             for name in add {
                 if !args.extensions.contains(&name) {
                     args.extensions.push(name);
                 }
             }
-        };
+            if optional.host_query_reset {
+                *args.create_info = args.create_info.push_next(enable_reset);
+            }
+        });
         // SAFETY: the callback only adds extensions the physical device offers (checked above)
         // and removes nothing.
         let open = unsafe {
@@ -241,7 +278,7 @@ impl WgpuDevice {
                 desc.required_features,
                 &desc.required_limits,
                 &desc.memory_hints,
-                Some(Box::new(callback)),
+                Some(callback),
             )
         }
         .map_err(|e| Error::unavailable(Api::Vulkan, "vkCreateDevice", format!("{what}: wgpu-hal: {e}")))?;
@@ -249,7 +286,9 @@ impl WgpuDevice {
         // SAFETY: `open` was opened on this adapter's hal adapter, with `desc`'s features and limits.
         let (device, queue) = unsafe { adapter.create_device_from_hal(open, desc) }
             .map_err(|e| Error::unavailable(Api::Vulkan, "create_device_from_hal", format!("{what}: {e}")))?;
-        WgpuDevice::from_wgpu(device, queue, importer)
+        let mut made = WgpuDevice::from_wgpu(device, queue, importer)?;
+        made.vulkan.set_optional_features(optional);
+        Ok(made)
     }
 
     /// Borrow a device you opened yourself. Refused, in one error naming each missing
@@ -299,16 +338,16 @@ impl WgpuDevice {
             // crate's device keeps a clone of `device`, so they outlive it; it submits to that
             // queue only in its one-shot helpers (documented on `WgpuDevice::vulkan`).
             unsafe {
-                vulkan::Device::from_raw_keeping(
+                vulkan::Device::from_raw(
                     shared.entry(),
                     instance,
                     physical,
                     hal.raw_device(),
                     hal.queue_family_index(),
                     importer,
-                    Box::new(device.clone()),
                 )
             }?
+            .keeping(Box::new(device.clone()))
         };
         Ok(WgpuDevice { vulkan, device, queue })
     }

@@ -12,7 +12,7 @@ mod skip;
 use ash::vk;
 use engine::{Engine, Shape};
 use vkhip_interop::vulkan::{Device, ImageAccess, Importer, SharedImage};
-use vkhip_interop::{ErrorKind, ImageFormat};
+use vkhip_interop::{ErrorKind, ImageFormat, Limit};
 
 const WIDTH: u32 = 13;
 const HEIGHT: u32 = 7;
@@ -326,8 +326,10 @@ fn hostile_images_are_refused_and_drop_order_is_free() {
             let e = a.shared_image(ImageFormat::Rgba32Float, w, h).err().expect("huge image refused");
             assert!(e.is_environment(), "{e}");
             let text = e.to_string();
+            assert_eq!(e.limit(), Some(Limit::MaxExtent), "{text}");
             assert!(
-                text.contains("larger than the device's") && text.contains("R32G32B32A32_SFLOAT"),
+                text.contains("exceeds VkImageFormatProperties::maxExtent")
+                    && text.contains("R32G32B32A32_SFLOAT"),
                 "{text}"
             );
             assert!(text.contains("COLOR_ATTACHMENT") && text.contains("STORAGE"), "names the usage: {text}");

@@ -22,6 +22,7 @@
 //!   the operation's. The Perfetto trace ([`crate::perfetto`]) has them, with flows.
 
 use crate::check::{track_label, Checker};
+use crate::clock::host_now_ns;
 use crate::model::{Api, FrameEnd, Item, Names, Ns, Sink, TrackId};
 use std::sync::Arc;
 use tracy_client::{Client, GpuContext, GpuContextType};
@@ -284,18 +285,6 @@ impl Sink for TracySink {
             }
         }
     }
-}
-
-/// Nanoseconds of `CLOCK_MONOTONIC` now (the clock every scope's times are on).
-fn host_now_ns() -> Ns {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one timespec, which lives on this stack frame;
-    // CLOCK_MONOTONIC exists on every Linux.
-    let ok = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } == 0;
-    if !ok {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 #[cfg(test)]

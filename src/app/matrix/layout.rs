@@ -21,7 +21,7 @@
 //! assert_eq!(bar_text(0.177, Some(0.147), Some(0.131)), "0.177 ms · 1.20× native · 1.35× limit");
 //! ```
 
-use super::plot::{handoff_note, Family, Panel};
+use super::panel::{handoff_note, Family, Panel};
 use super::preset::NATIVE;
 
 /// The text on a bar: its value, its ratio to native and to the GPU limit (each when known).
@@ -314,7 +314,8 @@ fn fit(text: &str, size: u32, max: i32, measure: &dyn Fn(&str, u32) -> u32) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::matrix::plot::{fixtures::h100_panels, font_width};
+    use crate::app::matrix::panel::fixtures::h100_panels;
+    use crate::app::matrix::plot::font_width;
     use crate::app::matrix::preset::LIMIT;
 
     #[test]

@@ -7,6 +7,7 @@
 //! - [`parse`]: reading the child's frame report;
 //! - [`stats`]: medians and spreads over the repetitions;
 //! - [`table`]: the CSV rows and the markdown tables;
+//! - [`panel`]: what the chart shows: a panel per grid@size, a row per configuration, its family;
 //! - [`layout`]: the chart's geometry, computed and tested without drawing;
 //! - [`plot`]: the PNG chart;
 //! - [`replot`]: the chart drawn again from a bench.csv (`vkhip bench --replot`).
@@ -42,6 +43,7 @@
 //! ```
 
 pub mod layout;
+pub mod panel;
 pub mod parse;
 pub mod plot;
 pub mod preset;
@@ -209,7 +211,7 @@ pub fn run(args: &MatrixArgs) -> anyhow::Result<ExitCode> {
     };
     let markdown = table::markdown(&header, &plan.sizes, &results);
     let title = plot_title(plan.frames, plan.reps, device.as_deref());
-    let image = plot::render(&title, &plot::panels(&plan.sizes, &results))?;
+    let image = plot::render(&title, &panel::panels(&plan.sizes, &results))?;
 
     let paths: Vec<PathBuf> =
         [&csv_file, &md_file, &png_file].iter().map(|p| p.path().to_path_buf()).collect();

@@ -8,7 +8,7 @@
 //! # Examples
 //!
 //! ```
-//! use vkhip::app::matrix::plot::Family;
+//! use vkhip::app::matrix::panel::Family;
 //! use vkhip::app::matrix::replot::read_csv;
 //!
 //! let csv = "label,backend,sync_requested,grid,size,rep,frames,mean_ms,p50_ms,p99_ms,fps,render_cpu_p50_us,status,reason
@@ -25,8 +25,9 @@
 //! assert_eq!(rows[1].summary.status(), "ok (1 of 2; failed: exit code 1)");
 //! ```
 
+use super::panel::{Family, Panel, PlotRow};
 use super::parse::{GpuLimit, Measurement, PostFigures};
-use super::plot::{self, Family, Panel, PlotRow};
+use super::plot;
 use super::preset::LIMIT;
 use super::run::Outcome;
 use super::stats::Summary;

@@ -472,11 +472,12 @@ fn setup_device(device_uuid: [u8; 16], driver_version: DriverVersion) -> Result<
     Ok(DeviceSetup { kernel, cuda })
 }
 
-/// `VKHIP_FAULT=cuda-compile`: fail as a rejected kernel would.
+/// `VKHIP_FAULT=cuda-compile`: fail as a rejected `sinewave` would.
 fn compile_fault() -> Result<()> {
     if crate::fault::hit(crate::fault::Fault::CudaCompile) {
         return Err(ComputeError::Compile {
             api: "nvrtc",
+            file: "sinewave.hip",
             log: "NVRTC_ERROR_COMPILATION (injected by VKHIP_FAULT=cuda-compile)".into(),
         });
     }
@@ -514,8 +515,11 @@ fn kernel_image(
     let driver_key = format!("driver {}", driver_version.0);
     let parts = [source, compiler.as_str(), options.as_str(), &device_key, &driver_key];
     let compile = || interop::compile_to_image(source, file, target, NVRTC_OPTIONS);
-    let (image, outcome) =
-        if fresh { (compile()?, CacheOutcome::Uncached) } else { cache.get_or_compile(&parts, compile)? };
+    let (image, outcome) = if fresh {
+        (compile()?, CacheOutcome::Uncached)
+    } else {
+        cache.get_or_compile(file, &parts, compile)?
+    };
     Ok(KernelImage { image, target, outcome, compiler })
 }
 

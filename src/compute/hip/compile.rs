@@ -55,7 +55,7 @@ fn kernel_code(hip: &Hip, driver: i32, (source, file, entry): Kernel) -> Result<
     let versions = format!("hip runtime {} driver {driver}", hip.runtime());
     let parts = [source, rtc_version.as_str(), option.as_str(), arch, versions.as_str()];
     let compile = || -> Result<Vec<u8>> { Ok(hip::compile_to_image(source, file, arch, &[])?) };
-    let (code, outcome) = KernelCache::from_env().get_or_compile(&parts, compile)?;
+    let (code, outcome) = KernelCache::from_env().get_or_compile(file, &parts, compile)?;
     log::debug!("hip {file} for {arch} ({rtc_version}): {outcome:?}, {} bytes", code.len());
     if is_code_object_for(&code, entry) {
         return Ok(code);
@@ -67,6 +67,7 @@ fn kernel_code(hip: &Hip, driver: i32, (source, file, entry): Kernel) -> Result<
     } else {
         Err(ComputeError::Compile {
             api: "hiprtc",
+            file,
             log: format!("the code object for {arch} has no `{entry}` kernel"),
         })
     }

@@ -560,6 +560,14 @@ impl CudaHostMemory {
     pub fn device_ptr(&self) -> u64 {
         self.buffer.object.bytes().as_ptr() as u64
     }
+
+    /// The memory's host address, for a host that reads and writes it while kernels write it too
+    /// (a ring of slots a kernel fills, the host reads and clears): access it only with volatile
+    /// or atomic operations, within [`Self::size`] bytes, and order the host's and the device's
+    /// accesses yourself.
+    pub fn as_mut_ptr(&self) -> *mut u8 {
+        self.buffer.object.as_mut_ptr()
+    }
 }
 
 #[cfg(test)]

@@ -456,6 +456,11 @@ impl PinnedHostBuffer {
         self.size
     }
 
+    /// The allocation's address (see `CudaHostMemory::as_mut_ptr`).
+    pub fn as_mut_ptr(&self) -> *mut u8 {
+        self.ptr.cast::<u8>()
+    }
+
     /// The contents (zero until a copy has written them).
     pub fn bytes(&self) -> &[u8] {
         // SAFETY: `ptr` is a live allocation of `size` bytes (`size` fit a usize in `new`) owned

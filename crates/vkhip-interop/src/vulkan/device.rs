@@ -1,12 +1,14 @@
 //! The device the crate exports from: borrowed from an engine ([`Device::from_raw`]) or opened
 //! here for samples ([`Device::open`]).
 
+use super::limits::{self, DeviceLimits};
 use super::one_shot::OneShot;
-use super::{requirements, uuid_string, version_string, Importer};
+use super::{compute_queue_family, requirements, uuid_string, version_string, Importer};
 use crate::error::{Api, Error, Result};
 use ash::{khr, vk};
 use std::ffi::{c_char, CStr};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What the crate knows about a physical device: identity and export capabilities.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,6 +108,50 @@ impl Capabilities {
     }
 }
 
+/// What a device has enabled beyond [`requirements`] that a profiler uses (the vkhip-profile
+/// crate): [`Device::open`] enables both where the device has them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OptionalFeatures {
+    /// `hostQueryReset` (Vulkan 1.2): query pools reset from the host. Unknown (false) on a
+    /// borrowed device: Vulkan cannot be asked which features a device was created with.
+    pub host_query_reset: bool,
+    /// `VK_EXT_calibrated_timestamps` or `VK_KHR_calibrated_timestamps`, with the device and
+    /// `CLOCK_MONOTONIC` time domains: enabled on the device (a borrowed one too: its entry point
+    /// resolves).
+    pub calibrated_timestamps: Option<&'static CStr>,
+}
+
+/// The calibrated-timestamps extension `physical` offers (EXT first: layers older than 1.3.255
+/// do not know the KHR name) when it can read the device clock and `CLOCK_MONOTONIC` together.
+///
+/// # Safety
+/// `instance` was created from `entry` and is live; `physical` belongs to it.
+pub(crate) unsafe fn calibrated_extension(
+    entry: &ash::Entry,
+    instance: &ash::Instance,
+    physical: vk::PhysicalDevice,
+    has: &dyn Fn(&CStr) -> bool,
+) -> Option<&'static CStr> {
+    let domains = if has(ash::ext::calibrated_timestamps::NAME) {
+        let f = ash::ext::calibrated_timestamps::Instance::new(entry, instance);
+        // SAFETY: per this function's contract; the extension is present.
+        (ash::ext::calibrated_timestamps::NAME, unsafe {
+            f.get_physical_device_calibrateable_time_domains(physical)
+        })
+    } else if has(khr::calibrated_timestamps::NAME) {
+        let f = khr::calibrated_timestamps::Instance::new(entry, instance);
+        // SAFETY: as above.
+        (khr::calibrated_timestamps::NAME, unsafe {
+            f.get_physical_device_calibrateable_time_domains(physical)
+        })
+    } else {
+        return None;
+    };
+    let (name, domains) = (domains.0, domains.1.ok()?);
+    (domains.contains(&vk::TimeDomainKHR::DEVICE) && domains.contains(&vk::TimeDomainKHR::CLOCK_MONOTONIC))
+        .then_some(name)
+}
+
 /// The device everything is exported from, with the loaders of the export entry points. Cheap to
 /// clone (shared); the objects made from it keep it alive.
 #[derive(Clone)]
@@ -126,11 +172,16 @@ pub(crate) struct Inner {
     /// The command pool and fence of [`Device::read_buffer`] / [`Device::read_image`] /
     /// [`Device::submit_one_shot`], made on first use, destroyed with this.
     pub(crate) one_shot: Mutex<Option<OneShot>>,
+    pub(crate) optional: OptionalFeatures,
     /// `Some` when the crate created the instance and device, and so destroys them.
     owned: Option<ash::Entry>,
     /// What must outlive this device's handles when they are borrowed from another owner (the
     /// wgpu device of `crate::wgpu_interop`); dropped after everything above.
-    _keep_alive: Option<Box<dyn std::any::Any + Send + Sync>>,
+    _keep_alive: OnceLock<Box<dyn std::any::Any + Send + Sync>>,
+    /// What the device allows a shared object ([`super::limits`]).
+    pub(crate) limits: DeviceLimits,
+    /// The device memory allocations the crate made that are alive (`memory::reserve`, `memory::free`).
+    pub(crate) allocations: AtomicU32,
 }
 
 impl Device {
@@ -158,31 +209,44 @@ impl Device {
         // Taken for symmetry with `open` and future instance-level checks.
         let _ = entry;
         // SAFETY: per this function's contract.
-        unsafe { Device::wrap(instance.clone(), physical, device.clone(), queue_family, importer, None) }
+        let mut made = unsafe {
+            Device::wrap(instance.clone(), physical, device.clone(), queue_family, importer, None)
+        }?;
+        // An extension's entry point resolves only when it was enabled.
+        let resolves = |name: &CStr| {
+            // SAFETY: valid instance and device; `name` is NUL-terminated.
+            unsafe { (instance.fp_v1_0().get_device_proc_addr)(device.handle(), name.as_ptr()) }.is_some()
+        };
+        let calibrated = [
+            (c"vkGetCalibratedTimestampsEXT", ash::ext::calibrated_timestamps::NAME),
+            (c"vkGetCalibratedTimestampsKHR", khr::calibrated_timestamps::NAME),
+        ]
+        .into_iter()
+        .find_map(|(function, name)| resolves(function).then_some(name));
+        made.set_optional_features(OptionalFeatures {
+            host_query_reset: false,
+            calibrated_timestamps: calibrated,
+        });
+        Ok(made)
     }
 
-    /// [`Device::from_raw`], and `keep_alive` kept until the last clone of the returned device
-    /// is dropped: the owner of the borrowed handles, which then outlives them.
-    ///
-    /// # Safety
-    /// As [`Device::from_raw`], with "outlive" guaranteed by `keep_alive` holding the owner.
-    #[cfg(feature = "wgpu")]
-    pub(crate) unsafe fn from_raw_keeping(
-        entry: &ash::Entry,
-        instance: &ash::Instance,
-        physical: vk::PhysicalDevice,
-        device: &ash::Device,
-        queue_family: u32,
-        importer: Importer,
-        keep_alive: Box<dyn std::any::Any + Send + Sync>,
-    ) -> Result<Self> {
-        // SAFETY: per this function's contract.
-        let mut made =
-            unsafe { Device::from_raw(entry, instance, physical, device, queue_family, importer) }?;
-        if let Some(inner) = Arc::get_mut(&mut made.inner) {
-            inner._keep_alive = Some(keep_alive);
+    /// Record what the device was created with beyond [`requirements`] (the crate's own
+    /// devices, before anything else holds them).
+    pub(crate) fn set_optional_features(&mut self, optional: OptionalFeatures) {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.optional = optional;
         }
-        Ok(made)
+    }
+
+    /// Keep `owner` until the last clone of this device is dropped: the owner of the handles
+    /// [`Device::from_raw`] borrowed (wgpu's device), which then outlives them. Call it on the
+    /// device `from_raw` returned, before anything is made from it.
+    #[cfg(feature = "wgpu")]
+    pub(crate) fn keeping(self, owner: Box<dyn std::any::Any + Send + Sync>) -> Self {
+        if self.inner._keep_alive.set(owner).is_err() {
+            log::warn!("vulkan: the borrowed device's owner was kept already; the second is dropped");
+        }
+        self
     }
 
     /// Open a device of the crate's own (samples, tests, tools without an engine): the first
@@ -213,9 +277,12 @@ impl Device {
             .map_err(|r| Error::vulkan("vkCreateInstance", r))?;
         // SAFETY: `instance` was just created; on failure nothing else refers to it.
         match unsafe { Device::open_on(&entry, &instance, prefer, importer) } {
-            Ok((physical, device, family)) => {
+            Ok((physical, device, family, optional)) => {
                 // SAFETY: made above with `requirements(importer)`; ownership passes to `Inner`.
-                unsafe { Device::wrap(instance, physical, device, family, importer, Some(entry)) }
+                let mut made =
+                    unsafe { Device::wrap(instance, physical, device, family, importer, Some(entry)) }?;
+                made.set_optional_features(optional);
+                Ok(made)
             }
             Err(e) => {
                 // SAFETY: nothing was created from the instance that still lives.
@@ -225,16 +292,17 @@ impl Device {
         }
     }
 
-    /// Choose the physical device and create the logical device with one queue.
+    /// Choose the physical device and create the logical device with one queue, and with the
+    /// [`OptionalFeatures`] it has.
     ///
     /// # Safety
     /// `instance` is live and was created from `entry`.
     unsafe fn open_on(
-        _entry: &ash::Entry,
+        entry: &ash::Entry,
         instance: &ash::Instance,
         prefer: &[[u8; 16]],
         importer: Importer,
-    ) -> Result<(vk::PhysicalDevice, ash::Device, u32)> {
+    ) -> Result<(vk::PhysicalDevice, ash::Device, u32, OptionalFeatures)> {
         // SAFETY: live instance.
         let physicals = unsafe { instance.enumerate_physical_devices() }
             .map_err(|r| Error::vulkan("vkEnumeratePhysicalDevices", r))?;
@@ -245,20 +313,13 @@ impl Device {
             let caps = unsafe { Capabilities::probe(instance, p) }?;
             // SAFETY: as above.
             let families = unsafe { instance.get_physical_device_queue_family_properties(p) };
-            // A graphics and compute family first (shared images are render targets too), else a
-            // compute and transfer one.
-            let family = [
-                vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE,
-                vk::QueueFlags::COMPUTE | vk::QueueFlags::TRANSFER,
-            ]
-            .iter()
-            .find_map(|&want| families.iter().position(|f| f.queue_flags.contains(want)));
+            let family = compute_queue_family(&families);
             // SAFETY: as above.
             let props = unsafe { instance.get_physical_device_properties(p) };
             match (caps.refusal(importer), family) {
                 (Some(why), _) => refusals.push(why),
                 (None, None) => refusals.push(format!("{} has no compute queue", caps.name)),
-                (None, Some(family)) => candidates.push((p, caps, family as u32, props.device_type)),
+                (None, Some(family)) => candidates.push((p, caps, family, props.device_type)),
             }
         }
         let rank = |t: vk::PhysicalDeviceType| match t {
@@ -287,11 +348,26 @@ impl Device {
         let has = |n: &CStr| available.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
         let mut exts: Vec<*const c_char> = need.device_extensions.iter().map(|n| n.as_ptr()).collect();
         exts.extend(need.optional_device_extensions.iter().filter(|n| has(n)).map(|n| n.as_ptr()));
+        // For profilers (OptionalFeatures): calibrated timestamps and hostQueryReset where present.
+        // SAFETY: `physical` belongs to the live instance, made from `entry`.
+        let calibrated = unsafe { calibrated_extension(entry, instance, *physical, &has) };
+        exts.extend(calibrated.map(CStr::as_ptr));
+        let mut v12_supported = vk::PhysicalDeviceVulkan12Features::default();
+        {
+            let mut features = vk::PhysicalDeviceFeatures2::default().push_next(&mut v12_supported);
+            // SAFETY: `physical` belongs to the live instance (Vulkan 1.2, refusal() checked); live locals.
+            unsafe { instance.get_physical_device_features2(*physical, &mut features) };
+        }
+        let optional = OptionalFeatures {
+            host_query_reset: v12_supported.host_query_reset == vk::TRUE,
+            calibrated_timestamps: calibrated,
+        };
         let priorities = [1.0f32];
         let queues =
             [vk::DeviceQueueCreateInfo::default().queue_family_index(*family).queue_priorities(&priorities)];
-        let mut v12 =
-            vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(need.timeline_semaphore);
+        let mut v12 = vk::PhysicalDeviceVulkan12Features::default()
+            .timeline_semaphore(need.timeline_semaphore)
+            .host_query_reset(optional.host_query_reset);
         let mut v13 = vk::PhysicalDeviceVulkan13Features::default();
         if caps.api_version >= vk::API_VERSION_1_3 {
             let mut features = vk::PhysicalDeviceFeatures2::default().push_next(&mut v13);
@@ -312,7 +388,7 @@ impl Device {
         // SAFETY: `physical` belongs to the live instance; `info` points at live locals.
         let device = unsafe { instance.create_device(*physical, &info, None) }
             .map_err(|r| Error::vulkan("vkCreateDevice", r).context(&caps.name))?;
-        Ok((*physical, device, *family))
+        Ok((*physical, device, *family, optional))
     }
 
     /// # Safety
@@ -381,6 +457,8 @@ impl Device {
         // SAFETY: valid handles.
         let memory_properties = unsafe { instance.get_physical_device_memory_properties(physical) };
         let external_memory_fd = khr::external_memory_fd::Device::new(&instance, &device);
+        // SAFETY: `physical` belongs to `instance`; Vulkan 1.2 at least (`refusal` above).
+        let limits = unsafe { DeviceLimits::probe(&instance, physical) };
         log::debug!(
             "vulkan: {} ({}), {} device, deviceUUID {}, queue family {queue_family}",
             caps.name,
@@ -400,8 +478,11 @@ impl Device {
                 external_memory_fd,
                 external_semaphore_fd,
                 one_shot: Mutex::new(None),
+                optional: OptionalFeatures::default(),
                 owned,
-                _keep_alive: None,
+                _keep_alive: OnceLock::new(),
+                limits,
+                allocations: AtomicU32::new(0),
             }),
         })
     }
@@ -458,6 +539,19 @@ impl Device {
 
     pub fn importer(&self) -> Importer {
         self.inner.importer
+    }
+
+    /// What the device has enabled beyond [`requirements`] that a profiler uses.
+    pub fn optional_features(&self) -> OptionalFeatures {
+        self.inner.optional
+    }
+}
+
+impl Inner {
+    /// Refuse a buffer of `bytes` (`what`, for the error) above the device's `maxBufferSize`,
+    /// before `vkCreateBuffer` ([`limits::buffer`]).
+    pub(crate) fn check_buffer_size(&self, bytes: u64, what: &str) -> Result<()> {
+        limits::buffer(&self.limits, bytes).map_err(|over| over.error(&self.caps.name, what))
     }
 }
 

@@ -1,9 +1,12 @@
-//! Memory-type choice (pure, unit-tested) and the one exportable allocation every shared object
-//! gets.
+//! Memory-type choice (pure, unit-tested), the one exportable allocation every shared object
+//! gets, and the count of the device's allocations the crate made (checked with the other
+//! limits of an allocation before `vkAllocateMemory`: [`reserve`]).
 
 use super::device::Inner;
+use super::limits;
 use crate::error::{Api, Error, Result};
 use ash::vk;
+use std::sync::atomic::Ordering;
 
 /// Index of a memory type allowed by `type_bits` that has all of `required`, preferring one that
 /// also has all of `preferred`; the lowest index wins a tie (drivers order types by preference).
@@ -38,10 +41,75 @@ pub(crate) struct Allocation {
     pub(crate) dedicated: bool,
 }
 
-/// Allocate exportable memory for `owner`, dedicated to it when the driver prefers or requires
-/// it (or exports only dedicated allocations), and bind it at offset 0. On failure nothing is
-/// left allocated; `owner` itself stays the caller's.
-pub(crate) fn allocate_exportable(device: &Inner, owner: Owner) -> Result<Allocation> {
+/// One of the device's allocations, taken by [`reserve`] once the allocation fits the device's
+/// limits: [`Reserved::made`] keeps it (until [`free`]), dropping it unmade gives it back.
+pub(crate) struct Reserved<'a> {
+    device: &'a Inner,
+    made: bool,
+}
+
+impl Reserved<'_> {
+    /// The allocation was made: it counts until [`free`].
+    pub(crate) fn made(mut self) {
+        self.made = true;
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        if !self.made {
+            self.device.allocations.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Check an allocation of `size` bytes in memory type `ty` for `what` against the device's
+/// limits ([`limits::allocation`]) and count it, before `vkAllocateMemory` is called.
+pub(crate) fn reserve<'a>(device: &'a Inner, ty: u32, size: u64, what: &str) -> Result<Reserved<'a>> {
+    let mut over = None;
+    let counted =
+        device.allocations.fetch_update(
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+            |live| match limits::allocation(&device.limits, &device.memory_properties, ty, size, live) {
+                Ok(()) => Some(live + 1),
+                Err(e) => {
+                    over = Some(e);
+                    None
+                }
+            },
+        );
+    match (counted, over) {
+        (Ok(_), _) => Ok(Reserved { device, made: false }),
+        (Err(_), Some(over)) => {
+            Err(over.error(&device.caps.name, format_args!("the allocation of {size} bytes for {what}")))
+        }
+        (Err(_), None) => unreachable!("fetch_update fails only when the closure refused"),
+    }
+}
+
+/// Free `memory`, an allocation [`reserve`] counted.
+///
+/// # Safety
+/// `memory` is an allocation of `device` that nothing uses any more (no object bound to it is
+/// used again, no GPU work reads it).
+pub(crate) unsafe fn free(device: &Inner, memory: vk::DeviceMemory) {
+    // SAFETY: per this function's contract.
+    unsafe { device.device.free_memory(memory, None) };
+    device.allocations.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Allocate exportable memory for `owner` (`what`, for errors), dedicated to it when the driver
+/// prefers or requires it, or when OPAQUE_FD export of such an object is dedicated-only
+/// (`export_dedicated_only`), and bind it at offset 0. Refused before `vkAllocateMemory` when the
+/// device's limits do not allow it ([`reserve`]). On failure nothing is left allocated; `owner`
+/// itself stays the caller's.
+pub(crate) fn allocate_exportable(
+    device: &Inner,
+    owner: Owner,
+    export_dedicated_only: bool,
+    what: &str,
+) -> Result<Allocation> {
     let d = &device.device;
     let mut dedicated_req = vk::MemoryDedicatedRequirements::default();
     let mut req2 = vk::MemoryRequirements2::default().push_next(&mut dedicated_req);
@@ -61,7 +129,7 @@ pub(crate) fn allocate_exportable(device: &Inner, owner: Owner) -> Result<Alloca
     let req = req2.memory_requirements;
     let dedicated = dedicated_req.prefers_dedicated_allocation == vk::TRUE
         || dedicated_req.requires_dedicated_allocation == vk::TRUE
-        || device.caps.memory_export_dedicated_only;
+        || export_dedicated_only;
     let ty = find_memory_type(
         &device.memory_properties,
         req.memory_type_bits,
@@ -69,6 +137,7 @@ pub(crate) fn allocate_exportable(device: &Inner, owner: Owner) -> Result<Alloca
         vk::MemoryPropertyFlags::DEVICE_LOCAL,
     )
     .ok_or_else(|| Error::unsupported(Api::Vulkan, "no memory type can hold the shared object"))?;
+    let reserved = reserve(device, ty, req.size, what)?;
     let mut export =
         vk::ExportMemoryAllocateInfo::default().handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
     let mut dedicated_info = match owner {
@@ -82,10 +151,12 @@ pub(crate) fn allocate_exportable(device: &Inner, owner: Owner) -> Result<Alloca
     if dedicated {
         alloc = alloc.push_next(&mut dedicated_info);
     }
-    // SAFETY: valid device; the type index is this device's; the pNext chain points at live locals.
+    // SAFETY: valid device; the type index is this device's; the pNext chain points at live
+    // locals; the size fits the type's heap and the device's limits (reserved above).
     let memory =
         unsafe { d.allocate_memory(&alloc, None) }.map_err(|r| Error::vulkan("vkAllocateMemory", r))?;
-    bind_or_free(d, owner, memory)?;
+    reserved.made();
+    bind_or_free(device, owner, memory)?;
     log::debug!(
         "vulkan: exportable allocation of {} bytes, memory type {ty}, dedicated {dedicated}",
         req.size
@@ -94,7 +165,8 @@ pub(crate) fn allocate_exportable(device: &Inner, owner: Owner) -> Result<Alloca
 }
 
 /// Bind fresh `memory` to `owner` at offset 0; on failure free it (nothing else uses it).
-fn bind_or_free(d: &ash::Device, owner: Owner, memory: vk::DeviceMemory) -> Result<()> {
+fn bind_or_free(device: &Inner, owner: Owner, memory: vk::DeviceMemory) -> Result<()> {
+    let d = &device.device;
     let bound =
         match owner {
             // SAFETY: fresh memory of a type and size the owner allows, offset 0; the owner is unbound.
@@ -106,17 +178,25 @@ fn bind_or_free(d: &ash::Device, owner: Owner, memory: vk::DeviceMemory) -> Resu
         };
     if bound.is_err() {
         // SAFETY: nothing uses the memory: binding it failed.
-        unsafe { d.free_memory(memory, None) };
+        unsafe { free(device, memory) };
     }
     bound
 }
 
-/// Import `memory` (an OPAQUE_FD of the same GPU) for `owner`, in the memory type the exporter
-/// chose (device local first among the types the owner allows, which OPAQUE_FD requires to
-/// match), dedicated when the exporter's was, and bind it at offset 0. Vulkan takes the fd on
-/// success and leaves it to the caller on failure (`VkImportMemoryFdInfoKHR`), which
-/// [`crate::ImportFd`] encodes. On failure nothing is left allocated; `owner` stays the caller's.
-pub(crate) fn import(device: &Inner, memory: crate::ExportedMemory, owner: Owner) -> Result<Allocation> {
+/// Import `memory` (an OPAQUE_FD of the same GPU) for `owner` (`what`, for errors), in the
+/// memory type the exporter chose (device local first among the types the owner allows, which
+/// OPAQUE_FD requires to match), dedicated when the exporter's was, and bind it at offset 0.
+/// Refused before `vkAllocateMemory` when the allocation is smaller than the owner needs
+/// (`VkMemoryRequirements::size`: binding it is forbidden) or does not fit the device's limits
+/// ([`reserve`]). Vulkan takes the fd on success and leaves it to the caller on failure
+/// (`VkImportMemoryFdInfoKHR`), which [`crate::ImportFd`] encodes. On failure nothing is left
+/// allocated; `owner` stays the caller's.
+pub(crate) fn import(
+    device: &Inner,
+    memory: crate::ExportedMemory,
+    owner: Owner,
+    what: &str,
+) -> Result<Allocation> {
     let d = &device.device;
     let req = match owner {
         // SAFETY: a live buffer of this device.
@@ -132,6 +212,16 @@ pub(crate) fn import(device: &Inner, memory: crate::ExportedMemory, owner: Owner
     )
     .ok_or_else(|| Error::unsupported(Api::Vulkan, "no memory type can hold the imported object"))?;
     let (size, dedicated) = (memory.allocation_size, memory.dedicated);
+    if size < req.size {
+        return Err(Error::invalid(
+            Api::Vulkan,
+            format!(
+                "an imported allocation of {size} bytes is smaller than {what} needs ({} bytes, VkMemoryRequirements::size)",
+                req.size
+            ),
+        ));
+    }
+    let reserved = reserve(device, ty, size, what)?;
     let imported = memory.fd.import(crate::FdOwnership::TakenOnSuccess, |raw| {
         let mut import = vk::ImportMemoryFdInfoKHR::default()
             .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD)
@@ -147,11 +237,13 @@ pub(crate) fn import(device: &Inner, memory: crate::ExportedMemory, owner: Owner
         if dedicated {
             alloc = alloc.push_next(&mut dedicated_info);
         }
-        // SAFETY: valid device; the fd refers to an exported allocation of this GPU.
+        // SAFETY: valid device; the fd refers to an exported allocation of this GPU; the size
+        // fits the type's heap and the device's limits (reserved above).
         unsafe { d.allocate_memory(&alloc, None) }
             .map_err(|r| Error::vulkan("vkAllocateMemory (import OPAQUE_FD)", r))
     })?;
-    bind_or_free(d, owner, imported)?;
+    reserved.made();
+    bind_or_free(device, owner, imported)?;
     Ok(Allocation { memory: imported, size, dedicated })
 }
 

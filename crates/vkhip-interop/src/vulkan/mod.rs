@@ -6,7 +6,10 @@
 //! when the driver prefers or requires it (`VkMemoryDedicatedRequirements`), and the importer is
 //! then told so. The importer imports the allocation's size (`VkMemoryRequirements::size`), not
 //! the object's. Sub-allocated exports gave CUDA wrong pointers (vulkano PR #1700), so nothing
-//! here shares an allocation.
+//! here shares an allocation. An object the device cannot hold (larger than `maxBufferSize`, its
+//! memory heap, `maxMemoryAllocationSize`, the format's `maxExtent` or `maxResourceSize`, …) is
+//! refused before any Vulkan call is made for it, with an error naming the limit
+//! ([`crate::Error::limit`], [`crate::Limit`]).
 //!
 //! **Images** are 2D, one mip level, one layer, optimal tiling, in exclusive sharing mode, usable
 //! as a render target where the format allows ([`SharedImage::usage`]). Ownership moves between
@@ -24,13 +27,16 @@
 
 mod device;
 pub mod handoff;
+mod limits;
 mod memory;
 mod objects;
 mod one_shot;
 mod submit;
 pub mod wait;
 
-pub use device::{Capabilities, Device};
+#[cfg(feature = "wgpu")]
+pub(crate) use device::calibrated_extension;
+pub use device::{Capabilities, Device, OptionalFeatures};
 pub use handoff::ImageAccess;
 pub use objects::{ImportedBuffer, SharedBuffer, SharedImage, SharedSemaphore};
 pub use submit::{Wait, ONE_SHOT_TIMEOUT};
@@ -111,6 +117,28 @@ pub fn requirements(importer: Importer) -> Requirements {
         timeline_semaphore: true,
         buffer_device_address: false,
     }
+}
+
+/// The queue family to create a device's queue in, from `vkGetPhysicalDeviceQueueFamilyProperties`:
+/// the first with graphics and compute (shared images are render targets too), else the first
+/// with compute; None when no family can compute. What [`Device::open`] uses, and
+/// [`crate::cuda_in_vulkan::supported`] reports.
+///
+/// ```
+/// use ash::vk::{QueueFamilyProperties as F, QueueFlags as Q};
+/// use vkhip_interop::vulkan::compute_queue_family;
+/// let family = |queue_flags| F { queue_flags, queue_count: 1, ..Default::default() };
+/// // A transfer-only family first, then compute only, then graphics and compute.
+/// let families = [family(Q::TRANSFER), family(Q::COMPUTE), family(Q::GRAPHICS | Q::COMPUTE)];
+/// assert_eq!(compute_queue_family(&families), Some(2));
+/// assert_eq!(compute_queue_family(&families[..2]), Some(1));
+/// assert_eq!(compute_queue_family(&[family(Q::GRAPHICS), family(Q::TRANSFER)]), None);
+/// ```
+pub fn compute_queue_family(families: &[vk::QueueFamilyProperties]) -> Option<u32> {
+    [vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE, vk::QueueFlags::COMPUTE]
+        .iter()
+        .find_map(|&want| families.iter().position(|f| f.queue_count > 0 && f.queue_flags.contains(want)))
+        .map(|i| i as u32)
 }
 
 /// `VK_API_VERSION_MAJOR.MINOR.PATCH`.

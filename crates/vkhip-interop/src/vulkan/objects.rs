@@ -4,6 +4,7 @@
 
 use super::device::{Device, Inner};
 use super::handoff::{self, ImageAccess};
+use super::limits;
 use super::memory::{self, allocate_exportable, Allocation, Owner};
 use super::BUFFER_USAGE;
 use crate::error::{Api, Error, Result};
@@ -48,7 +49,9 @@ pub(crate) fn image_usage(
 }
 
 impl Device {
-    /// A device-local buffer of `bytes` in its own exportable allocation.
+    /// A device-local buffer of `bytes` in its own exportable allocation. Refused, before any
+    /// object is made, when the device cannot hold it: the error names the limit it exceeds
+    /// ([`Error::limit`]: `maxBufferSize`, the memory heap, `maxMemoryAllocationSize`, …).
     pub fn shared_buffer(&self, bytes: u64) -> Result<SharedBuffer> {
         self.shared_buffer_with_usage(bytes, BUFFER_USAGE)
     }
@@ -62,6 +65,9 @@ impl Device {
         if bytes == 0 {
             return Err(Error::invalid(Api::Vulkan, "a shared buffer of 0 bytes"));
         }
+        let what = format!("a shared buffer of {bytes} bytes");
+        self.inner.check_buffer_size(bytes, &what)?;
+        let export_dedicated_only = self.check_buffer_export(usage)?;
         let d = &self.inner.device;
         let mut external = vk::ExternalMemoryBufferCreateInfo::default()
             .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
@@ -73,7 +79,7 @@ impl Device {
         // SAFETY: valid device; `info` points at live locals.
         let buffer =
             unsafe { d.create_buffer(&info, None) }.map_err(|r| Error::vulkan("vkCreateBuffer", r))?;
-        match allocate_exportable(&self.inner, Owner::Buffer(buffer)) {
+        match allocate_exportable(&self.inner, Owner::Buffer(buffer), export_dedicated_only, &what) {
             Ok(allocation) => {
                 Ok(SharedBuffer { buffer, size: bytes, allocation, device: self.inner.clone() })
             }
@@ -91,10 +97,11 @@ impl Device {
     /// layout UNDEFINED and owned by nobody until [`SharedImage::cmd_prepare`] or
     /// [`SharedImage::cmd_prepare_for_vulkan`] runs. Refused, before any object is made, when
     /// the device cannot make or export such an image (the error names the format, the usage
-    /// and why).
+    /// and why: a missing feature, or the limit it exceeds, [`Error::limit`]).
     pub fn shared_image(&self, format: ImageFormat, width: u32, height: u32) -> Result<SharedImage> {
-        let (image, usage) = self.create_image(format, width, height)?;
-        match allocate_exportable(&self.inner, Owner::Image(image)) {
+        let made = self.create_image(format, width, height)?;
+        let (image, usage) = (made.image, made.usage);
+        match allocate_exportable(&self.inner, Owner::Image(image), made.export_dedicated_only, &made.what) {
             Ok(allocation) => Ok(SharedImage {
                 image,
                 format,
@@ -113,17 +120,12 @@ impl Device {
         }
     }
 
-    /// An unbound exportable image (checked first: [`Self::check_image_export`]) and its usage.
-    fn create_image(
-        &self,
-        format: ImageFormat,
-        width: u32,
-        height: u32,
-    ) -> Result<(vk::Image, vk::ImageUsageFlags)> {
+    /// An unbound exportable image (checked first: [`Self::check_image_export`]).
+    fn create_image(&self, format: ImageFormat, width: u32, height: u32) -> Result<MadeImage> {
         if width == 0 || height == 0 {
             return Err(Error::invalid(Api::Vulkan, format!("a shared image of {width}x{height} texels")));
         }
-        let usage = self.check_image_export(format, width, height)?;
+        let (usage, export_dedicated_only) = self.check_image_export(format, width, height)?;
         let mut external = vk::ExternalMemoryImageCreateInfo::default()
             .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
         let info = vk::ImageCreateInfo::default()
@@ -142,19 +144,21 @@ impl Device {
         // checked.
         let image = unsafe { self.inner.device.create_image(&info, None) }
             .map_err(|r| Error::vulkan("vkCreateImage", r))?;
-        Ok((image, usage))
+        let what = format!("a {format} image of {width}x{height}");
+        Ok(MadeImage { image, usage, export_dedicated_only, what })
     }
 
-    /// The usage of an exportable `format` image of `width` × `height` ([`image_usage`]), or why
-    /// the device cannot make one: the format's features, the size, or export of such an image
-    /// as OPAQUE_FD (`vkGetPhysicalDeviceImageFormatProperties2` with
-    /// `VkPhysicalDeviceExternalImageFormatInfo`, for exactly that usage).
+    /// The usage of an exportable `format` image of `width` × `height` ([`image_usage`]) and
+    /// whether its export needs a dedicated allocation, or why the device cannot make one: the
+    /// format's features, export of such an image as OPAQUE_FD
+    /// (`vkGetPhysicalDeviceImageFormatProperties2` with `VkPhysicalDeviceExternalImageFormatInfo`,
+    /// for exactly that usage), or a limit the size exceeds ([`limits::image`]).
     fn check_image_export(
         &self,
         format: ImageFormat,
         width: u32,
         height: u32,
-    ) -> Result<vk::ImageUsageFlags> {
+    ) -> Result<(vk::ImageUsageFlags, bool)> {
         let inst = &self.inner.instance;
         let refuse = |usage: vk::ImageUsageFlags, why: String| {
             Error::unsupported(
@@ -196,15 +200,52 @@ impl Device {
             }
             Err(r) => return Err(Error::vulkan("vkGetPhysicalDeviceImageFormatProperties2", r)),
         }
-        let max = props.image_format_properties.max_extent;
-        if width > max.width || height > max.height {
-            return Err(refuse(usage, format!("larger than the device's {}x{}", max.width, max.height)));
-        }
+        let p = props.image_format_properties;
         let features = external.external_memory_properties.external_memory_features;
         if !features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE) {
             return Err(refuse(usage, "such an image cannot be exported as OPAQUE_FD".into()));
         }
-        Ok(usage)
+        let format_limits = limits::FormatLimits {
+            max_extent: (p.max_extent.width, p.max_extent.height),
+            max_resource_size: p.max_resource_size,
+        };
+        let attachment = usage.contains(vk::ImageUsageFlags::COLOR_ATTACHMENT);
+        limits::image(&self.inner.limits, &format_limits, attachment, (width, height), format.texel_bytes())
+            .map_err(|over| {
+                over.error(
+                    &self.inner.caps.name,
+                    format_args!("a {format} image of {width}x{height} with usage {usage:?}"),
+                )
+            })?;
+        Ok((usage, features.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY)))
+    }
+
+    /// Whether a buffer of `usage` can be exported as OPAQUE_FD, and whether its export needs a
+    /// dedicated allocation (`vkGetPhysicalDeviceExternalBufferProperties`).
+    fn check_buffer_export(&self, usage: vk::BufferUsageFlags) -> Result<bool> {
+        let info = vk::PhysicalDeviceExternalBufferInfo::default()
+            .usage(usage)
+            .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+        let mut p = vk::ExternalBufferProperties::default();
+        // SAFETY: valid physical device of this instance; live locals.
+        unsafe {
+            self.inner.instance.get_physical_device_external_buffer_properties(
+                self.inner.physical,
+                &info,
+                &mut p,
+            )
+        };
+        let features = p.external_memory_properties.external_memory_features;
+        if !features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE) {
+            return Err(Error::unsupported(
+                Api::Vulkan,
+                format!(
+                    "{}: a buffer with usage {usage:?} cannot be exported as OPAQUE_FD",
+                    self.inner.caps.name
+                ),
+            ));
+        }
+        Ok(features.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY))
     }
 
     /// An exportable timeline semaphore starting at `initial`.
@@ -217,6 +258,16 @@ impl Device {
     pub fn shared_binary(&self) -> Result<SharedSemaphore> {
         SharedSemaphore::create(&self.inner, None)
     }
+}
+
+/// An unbound image [`Device::create_image`] made, with what its allocation needs.
+struct MadeImage {
+    image: vk::Image,
+    usage: vk::ImageUsageFlags,
+    /// OPAQUE_FD export of such an image needs a dedicated allocation.
+    export_dedicated_only: bool,
+    /// "a R32_SFLOAT image of 16x16", for errors.
+    what: String,
 }
 
 /// A new OPAQUE_FD for `memory`; the caller owns it until an import consumes it.
@@ -328,7 +379,7 @@ impl Drop for SharedBuffer {
         // device outlives it (`Arc<Inner>`).
         unsafe {
             self.device.device.destroy_buffer(self.buffer, None);
-            self.device.device.free_memory(self.allocation.memory, None);
+            memory::free(&self.device, self.allocation.memory);
         }
     }
 }
@@ -461,7 +512,7 @@ impl Drop for SharedImage {
         // SAFETY: as for SharedBuffer.
         unsafe {
             self.device.device.destroy_image(self.image, None);
-            self.device.device.free_memory(self.allocation.memory, None);
+            memory::free(&self.device, self.allocation.memory);
         }
     }
 }
@@ -617,6 +668,8 @@ impl Device {
     /// local first, among the types the buffer allows), which OPAQUE_FD requires to match.
     pub fn import_buffer(&self, memory: ExportedMemory) -> Result<ImportedBuffer> {
         memory.check_sizes(Api::Vulkan)?;
+        let what = format!("an imported buffer of {} bytes", memory.size);
+        self.inner.check_buffer_size(memory.size, &what)?;
         let d = &self.inner.device;
         let mut external = vk::ExternalMemoryBufferCreateInfo::default()
             .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
@@ -629,7 +682,7 @@ impl Device {
         // SAFETY: valid device; `info` points at live locals.
         let buffer =
             unsafe { d.create_buffer(&info, None) }.map_err(|r| Error::vulkan("vkCreateBuffer", r))?;
-        match memory::import(&self.inner, memory, Owner::Buffer(buffer)) {
+        match memory::import(&self.inner, memory, Owner::Buffer(buffer), &what) {
             Ok(allocation) => Ok(ImportedBuffer { buffer, allocation, size, device: self.inner.clone() }),
             Err(e) => {
                 // SAFETY: the buffer was never bound or used.
@@ -646,8 +699,9 @@ impl Device {
     /// exported again.
     pub fn import_image(&self, exported: ExportedImage) -> Result<SharedImage> {
         let (memory, shape) = exported.check(Api::Vulkan)?;
-        let (image, usage) = self.create_image(shape.format, shape.width, shape.height)?;
-        match memory::import(&self.inner, memory, Owner::Image(image)) {
+        let made = self.create_image(shape.format, shape.width, shape.height)?;
+        let (image, usage) = (made.image, made.usage);
+        match memory::import(&self.inner, memory, Owner::Image(image), &made.what) {
             Ok(allocation) => Ok(SharedImage {
                 image,
                 format: shape.format,
@@ -693,7 +747,7 @@ impl Drop for ImportedBuffer {
         // releases this device's reference to the allocation.
         unsafe {
             self.device.device.destroy_buffer(self.buffer, None);
-            self.device.device.free_memory(self.allocation.memory, None);
+            memory::free(&self.device, self.allocation.memory);
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use super::device::{Device, Inner};
 use super::handoff::ImageAccess;
-use super::memory::find_memory_type;
+use super::memory::{self, find_memory_type};
 use super::objects::{SharedBuffer, SharedImage, SharedSemaphore};
 use super::one_shot::OneShot;
 use crate::error::{Api, Error, Result};
@@ -207,7 +207,11 @@ struct HostBuffer<'a> {
 }
 
 impl<'a> HostBuffer<'a> {
+    /// A read-back buffer of `size` bytes, refused before any call when the device's limits do
+    /// not allow it (as a shared object's).
     fn new(device: &'a Inner, size: u64) -> Result<Self> {
+        let what = format!("a read-back buffer of {size} bytes");
+        device.check_buffer_size(size, &what)?;
         let d = &device.device;
         let info = vk::BufferCreateInfo::default()
             .size(size)
@@ -227,10 +231,13 @@ impl<'a> HostBuffer<'a> {
             vk::MemoryPropertyFlags::HOST_CACHED,
         )
         .ok_or_else(|| Error::unsupported(Api::Vulkan, "no host-visible memory for a read-back"))?;
+        let reserved = memory::reserve(device, ty, req.size, &what)?;
         let alloc = vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(ty);
-        // SAFETY: valid device and type index.
+        // SAFETY: valid device and type index; the size fits the type's heap and the device's
+        // limits (reserved above).
         me.memory =
             unsafe { d.allocate_memory(&alloc, None) }.map_err(|r| Error::vulkan("vkAllocateMemory", r))?;
+        reserved.made();
         // SAFETY: fresh buffer and memory, offset 0.
         unsafe { d.bind_buffer_memory(buffer, me.memory, 0) }
             .map_err(|r| Error::vulkan("vkBindBufferMemory", r))?;
@@ -279,7 +286,7 @@ impl Drop for HostBuffer<'_> {
         unsafe {
             self.device.device.destroy_buffer(self.buffer, None);
             if self.memory != vk::DeviceMemory::null() {
-                self.device.device.free_memory(self.memory, None);
+                memory::free(self.device, self.memory);
             }
         }
     }

@@ -23,15 +23,37 @@ pub struct Shape {
     /// Enable the crate's device extensions (`requirements(Importer::Hip)`: memory only, which is
     /// what lavapipe can export).
     pub crate_extensions: bool,
+    /// Enable `maintenance4` (the 1.3 feature; with it the layer checks `maxBufferSize`).
+    pub maintenance4: bool,
 }
 
 impl Shape {
     /// The shapes engines create: 1.2 and 1.3, each with and without `synchronization2`.
     pub const MATRIX: [Shape; 4] = [
-        Shape { api_version: vk::API_VERSION_1_2, synchronization2: false, crate_extensions: true },
-        Shape { api_version: vk::API_VERSION_1_2, synchronization2: true, crate_extensions: true },
-        Shape { api_version: vk::API_VERSION_1_3, synchronization2: false, crate_extensions: true },
-        Shape { api_version: vk::API_VERSION_1_3, synchronization2: true, crate_extensions: true },
+        Shape {
+            api_version: vk::API_VERSION_1_2,
+            synchronization2: false,
+            crate_extensions: true,
+            maintenance4: false,
+        },
+        Shape {
+            api_version: vk::API_VERSION_1_2,
+            synchronization2: true,
+            crate_extensions: true,
+            maintenance4: false,
+        },
+        Shape {
+            api_version: vk::API_VERSION_1_3,
+            synchronization2: false,
+            crate_extensions: true,
+            maintenance4: false,
+        },
+        Shape {
+            api_version: vk::API_VERSION_1_3,
+            synchronization2: true,
+            crate_extensions: true,
+            maintenance4: false,
+        },
     ];
 
     pub fn name(&self) -> String {
@@ -152,6 +174,7 @@ impl Engine {
         let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
         let mut v13_features = vk::PhysicalDeviceVulkan13Features::default()
             .synchronization2(shape.synchronization2)
+            .maintenance4(shape.maintenance4)
             .dynamic_rendering(true);
         let mut khr_sync2 =
             vk::PhysicalDeviceSynchronization2Features::default().synchronization2(shape.synchronization2);

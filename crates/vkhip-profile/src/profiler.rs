@@ -1,0 +1,909 @@
+//! The profiler: the registry of tracks, resources and semaphores, the pending GPU results, and
+//! the sinks the resolved items go to.
+//!
+//! **Recording** (any thread, the hot path): a scope or a semaphore operation becomes an entry at
+//! the end of its track's queue, in the track's program order, under one short mutex. GPU scopes
+//! carry where their times will be (two query slots, two stamp slots, two events); host scopes
+//! carry their times.
+//!
+//! **Resolving** ([`Profiler::end_frame`], never blocking): each track's queue is resolved from
+//! its head while the head's times are known — results are read without waiting — and mapped
+//! onto `CLOCK_MONOTONIC`; the items go to every [`Sink`] in each track's program order, after the
+//! [`Names`] they use. A scope whose results never come (its command buffer never submitted, a
+//! device lost) is dropped at the horizon and counted, so a track never blocks for good.
+//!
+//! **Orderings that are not semaphores** become internal semaphores (docs/ARCHITECTURE.md):
+//! - a host thread with a track ([`Profiler::host_thread`]) that records GPU work — a CUDA scope,
+//!   wait or signal, a Vulkan submission — signals `submit:H→G` on its own track and the GPU
+//!   track waits for it before that work, whenever the host track has new items since its last
+//!   such edge to that GPU track (an edge orders everything before it, so one suffices);
+//! - every Vulkan submission ends with a signal of `join:G` (its number), and every
+//!   [`CudaStream::synchronized`](crate::CudaStream::synchronized) puts one at the stream's end;
+//!   a host thread that waited for a fence, a queue or a stream waits for that value on its own
+//!   track.
+
+use crate::clock::{host_now_ns, ClockInfo, GpuClock};
+use crate::error::{Error, Result};
+use crate::model::{
+    Access, FrameEnd, Item, Names, Ns, ResourceId, Scope, SemaphoreId, SemaphoreInfo, Sink, Sync, SyncKind,
+    Timeline, Track, TrackId,
+};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use vkhip_interop::vulkan;
+
+/// How the profiler runs. `Options::default()` profiles; `enabled: false` makes every call a
+/// no-op that does no GPU work ([`Profiler::disabled`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    /// Off: nothing is recorded, no query pool, stamp memory or kernel is made.
+    pub enabled: bool,
+    /// Timestamp queries per Vulkan or wgpu queue, two per scope. A scope begun while the ring
+    /// is full (results of older scopes not read yet) is dropped and counted
+    /// ([`Stats::dropped_full`]).
+    pub queries_per_queue: u32,
+    /// Stamp slots (8 bytes of page-locked memory each) per CUDA stream, two per scope.
+    pub stamps_per_stream: u32,
+    /// Events per HIP stream, two per scope.
+    pub events_per_stream: u32,
+    /// How long [`Profiler::finish`] waits for results still pending.
+    pub drain_timeout: Duration,
+    /// A scope whose results are still missing this long after it was recorded, and
+    /// [`HORIZON_FRAMES`] frames later, is dropped (counted in [`Stats::lost`]).
+    pub horizon: Duration,
+    /// Whether the device has `hostQueryReset` enabled; `None`: as the interop crate's device
+    /// says (its `Device::open` and `WgpuDevice::open` enable it where the device has it; a
+    /// borrowed device reports it off). Without it, each scope resets its queries in the
+    /// command buffer, which must then be outside a render pass where a scope begins or ends.
+    pub host_query_reset: Option<bool>,
+    /// Keep every resolved item for [`Capture::timeline`] (the default). Off: only the sinks
+    /// given to [`Profiler::with_sinks`] see them (constant memory for long runs).
+    pub keep_timeline: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            enabled: true,
+            queries_per_queue: 4096,
+            stamps_per_stream: 4096,
+            events_per_stream: 1024,
+            drain_timeout: Duration::from_secs(2),
+            horizon: Duration::from_secs(2),
+            host_query_reset: None,
+            keep_timeline: true,
+        }
+    }
+}
+
+/// See [`Options::horizon`].
+pub const HORIZON_FRAMES: u64 = 256;
+
+/// Counts of what did not make it into the timeline, and why.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Frames ended.
+    pub frames: u64,
+    /// Scopes and semaphore operations resolved and sent to the sinks.
+    pub items: u64,
+    /// Scopes begun while their track's ring was full: not recorded.
+    pub dropped_full: u64,
+    /// Scopes whose results never came (horizon, or still pending when `finish` gave up).
+    pub lost: u64,
+    /// Scopes recorded on a Vulkan queue but never followed by `submitted`.
+    pub never_submitted: u64,
+    /// Scope guards whose end failed (a failed stamp launch, logged).
+    pub failed_ends: u64,
+}
+
+/// A shared buffer, image or part of one that scopes declare they read or write
+/// ([`Profiler::resource`]). Cheap to copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Resource {
+    pub(crate) profiler: u64,
+    pub(crate) id: ResourceId,
+}
+
+/// A semaphore, as the profiler names it ([`Profiler::semaphore`]): a Vulkan timeline shared
+/// with CUDA, a binary semaphore, a wgpu hand-off. Cheap to copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Semaphore {
+    pub(crate) profiler: u64,
+    pub(crate) id: SemaphoreId,
+}
+
+static NEXT_PROFILER: AtomicU64 = AtomicU64::new(1);
+
+/// The profiler. Cheap to clone (shared); every track handle holds it. See the crate's
+/// documentation for the whole picture.
+#[derive(Clone)]
+pub struct Profiler {
+    pub(crate) shared: Option<Arc<Shared>>,
+}
+
+/// What every handle shares.
+pub(crate) struct Shared {
+    pub(crate) id: u64,
+    pub(crate) options: Options,
+    pub(crate) gpu: Option<Gpu>,
+    pub(crate) state: Mutex<State>,
+    /// Taken before `state` by whoever feeds the sinks, so items reach them in order.
+    out: Mutex<Out>,
+}
+
+/// The Vulkan device the profiler runs on, and its clock.
+pub(crate) struct Gpu {
+    pub(crate) device: vulkan::Device,
+    pub(crate) clock: GpuClock,
+    pub(crate) host_query_reset: bool,
+}
+
+/// The sinks, and what they were told.
+struct Out {
+    sinks: Vec<Box<dyn Sink + Send>>,
+    timeline: Option<Timeline>,
+    names_sent: u64,
+}
+
+/// Where a GPU scope's times will be: two slots of its track's ring (or, on a host track, its
+/// times).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Marks {
+    pub(crate) begin: u64,
+    pub(crate) end: u64,
+}
+
+/// A scope waiting for its times.
+#[derive(Clone, Debug)]
+pub(crate) struct PendingScope {
+    /// Unique on its track: how its guard finds it.
+    pub(crate) id: u64,
+    pub(crate) name: Arc<str>,
+    pub(crate) frame: u64,
+    pub(crate) depth: u32,
+    pub(crate) accesses: Vec<Access>,
+    pub(crate) marks: Marks,
+    /// Its guard is still alive (its end is not recorded).
+    pub(crate) open: bool,
+    /// A stamp or event of it could not be enqueued (or a wgpu scope was never placed): its
+    /// slots are given back, it is counted as lost.
+    pub(crate) failed: bool,
+    /// When it was recorded (host ns), for the horizon.
+    pub(crate) recorded_ns: Ns,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Entry {
+    Scope(PendingScope),
+    Sync(Sync),
+}
+
+/// A scope's times, once known.
+pub(crate) enum Resolved {
+    Pending,
+    Times(Ns, Ns),
+    /// The results cannot be had (a failed read): dropped.
+    Lost,
+}
+
+/// What each kind of track does to resolve its scopes.
+pub(crate) enum Kind {
+    Host,
+    Vulkan(crate::vulkan::QueryTrack),
+    Cuda(crate::cuda::StampTrack),
+    #[cfg(feature = "hip")]
+    Hip(crate::hip::EventTrack),
+}
+
+pub(crate) struct TrackState {
+    pub(crate) entries: VecDeque<Entry>,
+    /// Entries ever pushed (a host track's count tells whether a submit edge is due).
+    pub(crate) pushed: u64,
+    pub(crate) depth: u32,
+    pub(crate) next_scope: u64,
+    /// The track's `join:` semaphore and its last value.
+    pub(crate) join: Option<(SemaphoreId, u64)>,
+    pub(crate) kind: Kind,
+}
+
+/// The submit edge from a host track to a GPU track.
+struct Edge {
+    semaphore: SemaphoreId,
+    value: u64,
+    /// The host track's `pushed` right after the last edge.
+    host_pushed: u64,
+}
+
+pub(crate) struct State {
+    pub(crate) names: Names,
+    names_version: u64,
+    pub(crate) tracks: Vec<TrackState>,
+    pub(crate) frame: u64,
+    ready: Vec<(TrackId, Item)>,
+    frame_ends: Vec<FrameEnd>,
+    edges: HashMap<(TrackId, TrackId), Edge>,
+    /// The highest join value each host track waited for, per semaphore.
+    joined: HashMap<(TrackId, SemaphoreId), u64>,
+    host_tracks: usize,
+    interned: HashSet<Arc<str>>,
+    pub(crate) stats: Stats,
+    /// `finish` ran: nothing more is recorded.
+    pub(crate) finished: bool,
+}
+
+impl State {
+    fn new() -> Self {
+        State {
+            names: Names::default(),
+            names_version: 0,
+            tracks: Vec::new(),
+            frame: 0,
+            ready: Vec::new(),
+            frame_ends: Vec::new(),
+            edges: HashMap::new(),
+            joined: HashMap::new(),
+            host_tracks: 0,
+            interned: HashSet::new(),
+            stats: Stats::default(),
+            finished: false,
+        }
+    }
+
+    pub(crate) fn intern(&mut self, name: &str) -> Arc<str> {
+        if let Some(n) = self.interned.get(name) {
+            return n.clone();
+        }
+        let n: Arc<str> = name.into();
+        self.interned.insert(n.clone());
+        n
+    }
+
+    pub(crate) fn add_track(&mut self, track: Track, kind: Kind) -> TrackId {
+        let id = TrackId(self.names.tracks.len() as u32);
+        if matches!(kind, Kind::Host) {
+            self.host_tracks += 1;
+        }
+        self.names.tracks.push(track);
+        self.names_version += 1;
+        self.tracks.push(TrackState {
+            entries: VecDeque::new(),
+            pushed: 0,
+            depth: 0,
+            next_scope: 0,
+            join: None,
+            kind,
+        });
+        id
+    }
+
+    pub(crate) fn add_semaphore(&mut self, name: String, internal: bool) -> SemaphoreId {
+        if let Some(i) = self.names.semaphores.iter().position(|s| s.name == name && s.internal == internal) {
+            return SemaphoreId(i as u32);
+        }
+        self.names.semaphores.push(SemaphoreInfo { name, internal });
+        self.names_version += 1;
+        SemaphoreId(self.names.semaphores.len() as u32 - 1)
+    }
+
+    fn add_resource(&mut self, name: String) -> ResourceId {
+        if let Some(i) = self.names.resources.iter().position(|r| *r == name) {
+            return ResourceId(i as u32);
+        }
+        self.names.resources.push(name);
+        self.names_version += 1;
+        ResourceId(self.names.resources.len() as u32 - 1)
+    }
+
+    pub(crate) fn set_accuracy(&mut self, track: TrackId, accuracy_ns: u64, clock: Option<&str>) {
+        let t = &mut self.names.tracks[track.0 as usize];
+        if t.accuracy_ns != accuracy_ns || clock.is_some_and(|c| c != t.clock) {
+            t.accuracy_ns = accuracy_ns;
+            if let Some(c) = clock {
+                t.clock = c.to_string();
+            }
+            self.names_version += 1;
+        }
+    }
+
+    /// Push `entry` at the end of `track`'s program order (nothing once finished).
+    pub(crate) fn push(&mut self, track: TrackId, entry: Entry) {
+        if self.finished {
+            return;
+        }
+        let t = &mut self.tracks[track.0 as usize];
+        t.entries.push_back(entry);
+        t.pushed += 1;
+    }
+
+    pub(crate) fn sync(
+        &self,
+        semaphore: SemaphoreId,
+        value: u64,
+        kind: SyncKind,
+        host_ns: Option<Ns>,
+    ) -> Sync {
+        Sync { semaphore, value, kind, frame: self.frame, host_ns }
+    }
+
+    /// A new scope entry on `track` (depth counted), not yet pushed.
+    pub(crate) fn new_scope(&mut self, track: TrackId, name: &str, marks: Marks, now: Ns) -> PendingScope {
+        let name = self.intern(name);
+        let frame = self.frame;
+        let t = &mut self.tracks[track.0 as usize];
+        let id = t.next_scope;
+        t.next_scope += 1;
+        let depth = t.depth;
+        t.depth += 1;
+        PendingScope {
+            id,
+            name,
+            frame,
+            depth,
+            accesses: Vec::new(),
+            marks,
+            open: true,
+            failed: false,
+            recorded_ns: now,
+        }
+    }
+
+    /// Close the scope `id` of `track`: its end mark (a host time, known only now), its
+    /// accesses, and whether it failed.
+    pub(crate) fn close_scope(
+        &mut self,
+        track: TrackId,
+        id: u64,
+        end: Option<u64>,
+        accesses: Vec<Access>,
+        failed: bool,
+    ) {
+        let resources = self.names.resources.len() as u32;
+        let t = &mut self.tracks[track.0 as usize];
+        t.depth = t.depth.saturating_sub(1);
+        let staged = match &mut t.kind {
+            Kind::Vulkan(q) => Some(&mut q.staged),
+            _ => None,
+        };
+        let found =
+            staged.into_iter().flat_map(|s| s.iter_mut().rev()).chain(t.entries.iter_mut().rev()).find_map(
+                |e| match e {
+                    Entry::Scope(s) if s.id == id => Some(s),
+                    _ => None,
+                },
+            );
+        if let Some(s) = found {
+            s.open = false;
+            s.failed = failed;
+            if let Some(end) = end {
+                s.marks.end = end;
+            }
+            s.accesses = accesses.into_iter().filter(|a| a.resource.0 < resources).collect();
+        }
+    }
+
+    /// The calling thread's host track, when it has one.
+    pub(crate) fn current_host(&self, profiler: u64) -> Option<TrackId> {
+        crate::host::current(profiler)
+    }
+
+    /// If the host track `host` has new items since its last edge to `gpu`: signal
+    /// `submit:H→G` on it (at `host_ns`) and return the wait `gpu` must put before the work.
+    pub(crate) fn submit_edge(&mut self, host: TrackId, gpu: TrackId, host_ns: Ns) -> Option<Sync> {
+        let pushed = self.tracks[host.0 as usize].pushed;
+        if self.edges.get(&(host, gpu)).is_some_and(|e| e.host_pushed == pushed) {
+            return None;
+        }
+        if !self.edges.contains_key(&(host, gpu)) {
+            let name = format!("submit:{}→{}", self.names.track(host).name, self.names.track(gpu).name);
+            let semaphore = self.add_semaphore(name, true);
+            self.edges.insert((host, gpu), Edge { semaphore, value: 0, host_pushed: u64::MAX });
+        }
+        let (semaphore, value) = {
+            let e = self.edges.get_mut(&(host, gpu))?;
+            e.value += 1;
+            (e.semaphore, e.value)
+        };
+        let signal = self.sync(semaphore, value, SyncKind::Signal, Some(host_ns));
+        self.push(host, Entry::Sync(signal));
+        let pushed = self.tracks[host.0 as usize].pushed;
+        if let Some(e) = self.edges.get_mut(&(host, gpu)) {
+            e.host_pushed = pushed;
+        }
+        Some(self.sync(semaphore, value, SyncKind::Wait, None))
+    }
+
+    /// The `join:G` semaphore of the GPU track `gpu`, made on first use; and its next value.
+    pub(crate) fn next_join(&mut self, gpu: TrackId) -> (SemaphoreId, u64) {
+        let (semaphore, value) = match self.tracks[gpu.0 as usize].join {
+            Some(j) => j,
+            None => {
+                let name = format!("join:{}", self.names.track(gpu).name);
+                (self.add_semaphore(name, true), 0)
+            }
+        };
+        self.tracks[gpu.0 as usize].join = Some((semaphore, value + 1));
+        (semaphore, value + 1)
+    }
+
+    /// Whether any host track exists (join signals are recorded only then).
+    pub(crate) fn has_host_tracks(&self) -> bool {
+        self.host_tracks > 0
+    }
+
+    /// The host track `host` waited (on the host, just now) for `join` ≥ `value`.
+    pub(crate) fn host_joined(&mut self, host: TrackId, join: SemaphoreId, value: u64) {
+        let seen = self.joined.entry((host, join)).or_insert(0);
+        if value == 0 || *seen >= value {
+            return;
+        }
+        *seen = value;
+        let wait = self.sync(join, value, SyncKind::Wait, Some(host_now_ns()));
+        self.push(host, Entry::Sync(wait));
+    }
+}
+
+impl Profiler {
+    /// A profiler on `vk`'s device: the GPU clock (calibrated timestamps where the device has
+    /// them enabled, else a one-off calibration on its idle queue: create the profiler before
+    /// the first frame). With `options.enabled` false, [`Profiler::disabled`].
+    pub fn new(vk: &vulkan::Device, options: Options) -> Result<Profiler> {
+        Profiler::with_sinks(vk, options, Vec::new())
+    }
+
+    /// [`Profiler::new`], and `sinks` fed with every resolved item as [`Profiler::end_frame`]
+    /// resolves them (the analysis, a trace ring, a live view).
+    pub fn with_sinks(
+        vk: &vulkan::Device,
+        options: Options,
+        sinks: Vec<Box<dyn Sink + Send>>,
+    ) -> Result<Profiler> {
+        if !options.enabled {
+            return Ok(Profiler::disabled());
+        }
+        let clock = crate::vulkan::device_clock(vk)?;
+        let host_query_reset = options.host_query_reset.unwrap_or(vk.optional_features().host_query_reset);
+        let gpu = Gpu { device: vk.clone(), clock, host_query_reset };
+        Ok(Profiler::make(options, Some(gpu), sinks))
+    }
+
+    /// A profiler of host threads only (no GPU track can be made), feeding `sinks`: for tests
+    /// and tools.
+    pub fn host_only(options: Options, sinks: Vec<Box<dyn Sink + Send>>) -> Profiler {
+        if !options.enabled {
+            return Profiler::disabled();
+        }
+        Profiler::make(options, None, sinks)
+    }
+
+    fn make(options: Options, gpu: Option<Gpu>, sinks: Vec<Box<dyn Sink + Send>>) -> Profiler {
+        let timeline = options.keep_timeline.then(Timeline::default);
+        let shared = Shared {
+            id: NEXT_PROFILER.fetch_add(1, Ordering::Relaxed),
+            options,
+            gpu,
+            state: Mutex::new(State::new()),
+            out: Mutex::new(Out { sinks, timeline, names_sent: 0 }),
+        };
+        Profiler { shared: Some(Arc::new(shared)) }
+    }
+
+    /// A profiler that records nothing: every call is a no-op, no GPU work is done. The same
+    /// code runs with it as with a real one.
+    pub fn disabled() -> Profiler {
+        Profiler { shared: None }
+    }
+
+    pub fn is_enabled(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// The frame being recorded (0 until the first [`Profiler::end_frame`]).
+    pub fn frame(&self) -> u64 {
+        self.shared.as_ref().map_or(0, |s| s.lock().frame)
+    }
+
+    /// A shared resource, by name (the same name gives the same resource): what scopes declare
+    /// they read or write.
+    pub fn resource(&self, name: impl Into<String>) -> Resource {
+        match &self.shared {
+            Some(s) => Resource { profiler: s.id, id: s.lock().add_resource(name.into()) },
+            None => Resource { profiler: 0, id: ResourceId(u32::MAX) },
+        }
+    }
+
+    /// A semaphore, by name (the same name gives the same semaphore): what the tracks' waits and
+    /// signals name.
+    pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
+        match &self.shared {
+            Some(s) => Semaphore { profiler: s.id, id: s.lock().add_semaphore(name.into(), false) },
+            None => Semaphore { profiler: 0, id: SemaphoreId(u32::MAX) },
+        }
+    }
+
+    /// End the frame: note its end on the host, resolve whatever GPU results are ready, and feed
+    /// the sinks. Never waits for the GPU.
+    pub fn end_frame(&self) -> Result<()> {
+        let Some(s) = &self.shared else { return Ok(()) };
+        {
+            let mut st = s.lock();
+            let end = FrameEnd { frame: st.frame, host_ns: host_now_ns() };
+            st.frame_ends.push(end);
+            st.frame += 1;
+            st.stats.frames += 1;
+        }
+        s.flush(false)
+    }
+
+    /// What did not make it into the timeline so far.
+    pub fn stats(&self) -> Stats {
+        self.shared.as_ref().map_or_else(Stats::default, |s| s.lock().stats)
+    }
+
+    /// Stop: wait (at most [`Options::drain_timeout`]) for the results still pending, feed the
+    /// sinks, and hand over the capture. Call it once the GPU work is done (after your last
+    /// fence or stream synchronisation): a one-off clock is checked once more on the idle queue.
+    /// Track handles still alive record nothing afterwards.
+    pub fn finish(self) -> Result<Capture> {
+        let Some(s) = self.shared else { return Ok(Capture::empty()) };
+        let deadline = Instant::now() + s.options.drain_timeout;
+        loop {
+            s.flush(false)?;
+            if s.lock().pending() == 0 || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if let Some(gpu) = &s.gpu {
+            if !gpu.clock.is_calibrated() {
+                if let Err(e) = gpu.clock.recheck(|| crate::vulkan::one_off_reading(&gpu.device)) {
+                    log::warn!("vkhip-profile: re-checking the one-off clock after the run failed: {e}");
+                }
+            }
+        }
+        s.flush(true)?;
+        let mut out = s.out.lock().unwrap_or_else(|p| p.into_inner());
+        let stats = s.lock().stats;
+        let clocks: Vec<ClockInfo> = s.clock_infos();
+        let mut timeline = out.timeline.take().unwrap_or_default();
+        timeline.clock_notes = clocks.iter().map(ClockInfo::line).collect();
+        let sinks = std::mem::take(&mut out.sinks);
+        Ok(Capture { timeline, stats, clocks, sinks, extra: serde_json::Value::Object(Default::default()) })
+    }
+
+    pub(crate) fn require_gpu(&self, what: &str) -> Result<Option<(&Arc<Shared>, &Gpu)>> {
+        let Some(s) = &self.shared else { return Ok(None) };
+        let Some(gpu) = &s.gpu else {
+            return Err(Error::Invalid(format!(
+                "{what} needs a profiler on a Vulkan device (Profiler::new), not a host-only one"
+            )));
+        };
+        if s.lock().finished {
+            return Err(Error::Invalid(format!("{what}: the profiler has finished")));
+        }
+        Ok(Some((s, gpu)))
+    }
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn clock_infos(&self) -> Vec<ClockInfo> {
+        let infos: Vec<ClockInfo> = self.gpu.iter().map(|g| g.clock.info()).collect();
+        #[cfg(feature = "hip")]
+        let infos = {
+            let mut infos = infos;
+            for t in &self.lock().tracks {
+                if let Kind::Hip(h) = &t.kind {
+                    infos.push(h.clock_info());
+                }
+            }
+            infos
+        };
+        infos
+    }
+
+    /// Resolve what is ready and feed the sinks. `last`: drop whatever is still pending (and
+    /// tell the sinks the final names).
+    fn flush(&self, last: bool) -> Result<()> {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        let (names, ready, ends) = {
+            let mut st = self.lock();
+            let result = st.poll(self, last);
+            let names =
+                (st.names_version != out.names_sent || last).then(|| (st.names.clone(), st.names_version));
+            let ready = std::mem::take(&mut st.ready);
+            let ends = std::mem::take(&mut st.frame_ends);
+            if last {
+                st.finished = true;
+            }
+            result?;
+            (names, ready, ends)
+        };
+        let out = &mut *out;
+        if let Some((names, version)) = names {
+            out.names_sent = version;
+            for sink in out.sinks.iter_mut() {
+                sink.names(&names);
+            }
+            if let Some(t) = &mut out.timeline {
+                t.names(&names);
+            }
+        }
+        for (track, item) in &ready {
+            for sink in out.sinks.iter_mut() {
+                sink.item(*track, item);
+            }
+            if let Some(t) = &mut out.timeline {
+                t.item(*track, item);
+            }
+        }
+        for end in ends {
+            for sink in out.sinks.iter_mut() {
+                sink.frame_end(end);
+            }
+            if let Some(t) = &mut out.timeline {
+                t.frame_end(end);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl State {
+    /// Entries still waiting, and Vulkan scopes recorded but not submitted.
+    fn pending(&self) -> usize {
+        self.tracks
+            .iter()
+            .map(|t| {
+                t.entries.len()
+                    + match &t.kind {
+                        Kind::Vulkan(q) => q.staged.len(),
+                        _ => 0,
+                    }
+            })
+            .sum()
+    }
+
+    /// Resolve every track from its head. `last`: drop what is still pending.
+    fn poll(&mut self, shared: &Shared, last: bool) -> Result<()> {
+        let now = host_now_ns();
+        let horizon_ns = shared.options.horizon.as_nanos() as u64;
+        let frame = self.frame;
+        let mut first_error = None;
+        for i in 0..self.tracks.len() {
+            let track = TrackId(i as u32);
+            let t = &mut self.tracks[i];
+            if let Err(e) = t.kind.refresh(shared.gpu.as_ref()) {
+                first_error.get_or_insert(e);
+            }
+            while let Some(head) = t.entries.front() {
+                let item = match head {
+                    Entry::Sync(s) => Some(Item::Sync(s.clone())),
+                    Entry::Scope(s) if s.open && !last => break,
+                    Entry::Scope(s) => {
+                        let expired = last
+                            || s.open
+                            || (s.frame + HORIZON_FRAMES < frame
+                                && now.saturating_sub(s.recorded_ns) > horizon_ns);
+                        let resolved = if s.failed {
+                            Resolved::Lost
+                        } else {
+                            t.kind.resolve(s.marks, shared.gpu.as_ref())
+                        };
+                        match resolved {
+                            Resolved::Times(start_ns, end_ns) => Some(Item::Scope(Scope {
+                                name: s.name.clone(),
+                                frame: s.frame,
+                                start_ns,
+                                end_ns: end_ns.max(start_ns),
+                                depth: s.depth,
+                                accesses: s.accesses.clone(),
+                            })),
+                            Resolved::Pending if !expired => break,
+                            Resolved::Pending | Resolved::Lost => {
+                                self.stats.lost += 1;
+                                None
+                            }
+                        }
+                    }
+                };
+                if let Some(Entry::Scope(s)) = t.entries.pop_front() {
+                    t.kind.release(s.marks, shared.gpu.as_ref());
+                }
+                if let Some(item) = item {
+                    self.ready.push((track, item));
+                    self.stats.items += 1;
+                }
+            }
+            if last {
+                if let Kind::Vulkan(q) = &mut t.kind {
+                    let staged = std::mem::take(&mut q.staged);
+                    self.stats.never_submitted += staged.len() as u64;
+                    for e in staged {
+                        if let Entry::Scope(s) = e {
+                            t.kind.release(s.marks, shared.gpu.as_ref());
+                        }
+                    }
+                }
+            }
+        }
+        // The clocks' stated accuracy, on every track they map.
+        if let Some(gpu) = &shared.gpu {
+            let accuracy_ns = gpu.clock.accuracy_ns();
+            for i in 0..self.tracks.len() {
+                if matches!(self.tracks[i].kind, Kind::Vulkan(_) | Kind::Cuda(_)) {
+                    self.set_accuracy(TrackId(i as u32), accuracy_ns, None);
+                }
+            }
+        }
+        #[cfg(feature = "hip")]
+        for i in 0..self.tracks.len() {
+            if let Kind::Hip(h) = &self.tracks[i].kind {
+                // The method (with its anchor count) only at the end: names change rarely.
+                let method = last.then(|| h.clock_info().method);
+                self.set_accuracy(TrackId(i as u32), h.accuracy_ns(), method.as_deref());
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Kind {
+    fn refresh(&mut self, gpu: Option<&Gpu>) -> Result<()> {
+        match self {
+            Kind::Host => Ok(()),
+            Kind::Vulkan(q) => q.refresh(gpu),
+            Kind::Cuda(c) => c.refresh(),
+            #[cfg(feature = "hip")]
+            Kind::Hip(h) => h.refresh(),
+        }
+    }
+
+    fn resolve(&mut self, marks: Marks, gpu: Option<&Gpu>) -> Resolved {
+        match self {
+            Kind::Host => Resolved::Times(marks.begin, marks.end),
+            Kind::Vulkan(q) => q.resolve(marks, gpu),
+            Kind::Cuda(c) => c.resolve(marks, gpu),
+            #[cfg(feature = "hip")]
+            Kind::Hip(h) => h.resolve(marks),
+        }
+    }
+
+    fn release(&mut self, marks: Marks, gpu: Option<&Gpu>) {
+        match self {
+            Kind::Host => {}
+            Kind::Vulkan(q) => q.release(marks, gpu),
+            Kind::Cuda(c) => c.release(marks),
+            #[cfg(feature = "hip")]
+            Kind::Hip(h) => h.release(marks),
+        }
+    }
+}
+
+/// A scope guard's common part: the track, the scope's id and its declared accesses.
+pub(crate) struct ScopeCore {
+    pub(crate) shared: Option<Arc<Shared>>,
+    pub(crate) track: TrackId,
+    pub(crate) id: u64,
+    pub(crate) accesses: Vec<Access>,
+    /// Already closed (by `end`).
+    pub(crate) closed: bool,
+}
+
+impl ScopeCore {
+    pub(crate) fn inert() -> Self {
+        ScopeCore { shared: None, track: TrackId(0), id: 0, accesses: Vec::new(), closed: true }
+    }
+
+    pub(crate) fn access(&mut self, r: &Resource, access: fn(ResourceId) -> Access) {
+        if let Some(s) = &self.shared {
+            if r.profiler == s.id && !self.closed {
+                self.accesses.push(access(r.id));
+            }
+        }
+    }
+
+    /// Record the scope's end (`end`: a host scope's end time).
+    pub(crate) fn close(&mut self, end: Option<u64>) {
+        self.finish(end, false);
+    }
+
+    /// Record that the scope's results will never come (a failed stamp or event).
+    pub(crate) fn fail(&mut self) {
+        self.finish(None, true);
+    }
+
+    fn finish(&mut self, end: Option<u64>, failed: bool) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        if let Some(s) = &self.shared {
+            let accesses = std::mem::take(&mut self.accesses);
+            s.lock().close_scope(self.track, self.id, end, accesses, failed);
+        }
+    }
+
+    pub(crate) fn count_failed_end(&self) {
+        if let Some(s) = &self.shared {
+            s.lock().stats.failed_ends += 1;
+        }
+    }
+}
+
+/// Everything a finished profiler recorded: the timeline, what was lost, the clocks; the
+/// checker, the report and the trace are made from it.
+pub struct Capture {
+    timeline: Timeline,
+    stats: Stats,
+    clocks: Vec<ClockInfo>,
+    sinks: Vec<Box<dyn Sink + Send>>,
+    extra: serde_json::Value,
+}
+
+impl Capture {
+    fn empty() -> Self {
+        Capture {
+            timeline: Timeline::default(),
+            stats: Stats::default(),
+            clocks: Vec::new(),
+            sinks: Vec::new(),
+            extra: serde_json::Value::Object(Default::default()),
+        }
+    }
+
+    /// The whole timeline (empty with [`Options::keep_timeline`] off, or a disabled profiler).
+    pub fn timeline(&self) -> &Timeline {
+        &self.timeline
+    }
+
+    pub fn into_timeline(self) -> Timeline {
+        self.timeline
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// How each device clock was mapped, with its accuracy.
+    pub fn clocks(&self) -> &[ClockInfo] {
+        &self.clocks
+    }
+
+    /// The sinks given to [`Profiler::with_sinks`], fed to the end.
+    pub fn into_sinks(self) -> Vec<Box<dyn Sink + Send>> {
+        self.sinks
+    }
+
+    /// A JSON object written into the trace's `otherData.extra` (your configuration).
+    pub fn with_extra(mut self, extra: serde_json::Value) -> Self {
+        self.extra = extra;
+        self
+    }
+
+    /// The cross-API hazard checker over the whole timeline.
+    pub fn check(&self) -> crate::check::CheckReport {
+        crate::check::check(&self.timeline)
+    }
+
+    /// The text report (its `Display`): clocks, the checker's verdict, frame time against the
+    /// GPU's busy time, hand-offs, scopes.
+    pub fn report(&self) -> crate::analysis::Summary {
+        crate::analysis::analyze(&self.timeline)
+    }
+
+    /// Write the Chrome/Perfetto JSON trace (for ui.perfetto.dev).
+    pub fn write_perfetto(
+        &self,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<(), crate::perfetto::TraceError> {
+        crate::perfetto::write(&self.timeline, path, &self.extra)
+    }
+}
