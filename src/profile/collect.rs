@@ -295,7 +295,7 @@ impl Profiler {
         let map = |s: Stamp| match s {
             Stamp::Host(ns) => Some(ns),
             Stamp::Vulkan(t) => vulkan(t),
-            Stamp::Gpu(ns) => vulkan(gpu_ns_to_ticks(ns, period?)),
+            Stamp::Gpu(ns) => vulkan(gpu_ns_to_ticks(ns, f64::from(period?))),
         };
         let (start_ns, end_ns) = (map(span.start)?, map(span.end)?);
         Some(HostSpan { track: span.track, phase: span.phase, start_ns, end_ns: end_ns.max(start_ns) })

@@ -131,22 +131,10 @@ impl Stamp {
     }
 }
 
-/// The Vulkan timestamp (ticks of `timestamp_period` ns) that a GPU timer reading of `ns`
-/// nanoseconds is: the rule that puts kernel stamps on the Vulkan clock (see `vk::clock`).
-///
-/// ```
-/// use vkhip::profile::span::gpu_ns_to_ticks;
-///
-/// assert_eq!(gpu_ns_to_ticks(1_234_567, 1.0), 1_234_567); // NVIDIA: one tick is one ns
-/// assert_eq!(gpu_ns_to_ticks(1_000, 0.5), 2_000);
-/// assert_eq!(gpu_ns_to_ticks(1_000, 0.0), 1_000); // no period: read as ns
-/// ```
-pub fn gpu_ns_to_ticks(ns: u64, timestamp_period: f32) -> u64 {
-    if timestamp_period <= 0.0 || timestamp_period == 1.0 {
-        return ns;
-    }
-    (ns as f64 / f64::from(timestamp_period)).round() as u64
-}
+/// The Vulkan timestamp (ticks of `timestampPeriod` ns) that a GPU timer reading of `ns`
+/// nanoseconds is: the rule that puts kernel stamps on the Vulkan clock (see `vk::clock`); the
+/// profiler crate's.
+pub use vkhip_profile::clock::gpu_ns_to_ticks;
 
 /// One phase of one frame on one track.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,13 +1,8 @@
 //! Streaming statistics in constant memory: a run of any length keeps one HDR histogram per
 //! figure (3 significant digits, 1 ns to 60 s) plus an exact sum for the mean, never a list of
-//! frames.
+//! frames: the profiler crate's ([`vkhip_profile::stats::Stat`]), read in the app's units.
 
-use hdrhistogram::Histogram;
-
-/// Longest duration a histogram records exactly; longer values saturate (60 s).
-const MAX_NS: u64 = 60_000_000_000;
-
-/// One figure's distribution, in nanoseconds.
+/// One figure's distribution, in nanoseconds, read in milliseconds.
 ///
 /// # Examples
 ///
@@ -27,52 +22,31 @@ const MAX_NS: u64 = 60_000_000_000;
 /// assert!((s.p99_ms() - 4.0).abs() < 0.01);
 /// assert!((s.summary().fps - 400.0).abs() < 1e-9);
 /// ```
-#[derive(Clone, Debug)]
-pub struct Stat {
-    hist: Histogram<u32>,
-    sum_ns: f64,
-}
-
-impl Default for Stat {
-    fn default() -> Self {
-        Stat {
-            // 1 ns .. 60 s at 3 significant digits: about 100 KiB, whatever the run's length.
-            hist: Histogram::new_with_bounds(1, MAX_NS, 3).expect("constant, valid histogram bounds"),
-            sum_ns: 0.0,
-        }
-    }
-}
+#[derive(Clone, Debug, Default)]
+pub struct Stat(vkhip_profile::stats::Stat);
 
 impl Stat {
     /// Record one value (ns); values past 60 s saturate there.
     pub fn record(&mut self, ns: u64) {
-        self.hist.saturating_record(ns.min(MAX_NS));
-        self.sum_ns += ns as f64;
+        self.0.record(ns);
     }
 
     pub fn count(&self) -> u64 {
-        self.hist.len()
+        self.0.count()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.hist.is_empty()
+        self.0.is_empty()
     }
 
     /// Exact mean, ms (0 when empty).
     pub fn mean_ms(&self) -> f64 {
-        if self.is_empty() {
-            0.0
-        } else {
-            self.sum_ns / self.count() as f64 / 1e6
-        }
+        self.0.figure().mean_ns / 1e6
     }
 
     /// The value at percentile `p` (0..=100), ms, to the histogram's 3 significant digits.
     pub fn percentile_ms(&self, p: f64) -> f64 {
-        if self.is_empty() {
-            return 0.0;
-        }
-        self.hist.value_at_quantile(p / 100.0) as f64 / 1e6
+        self.0.percentile_ns(p) as f64 / 1e6
     }
 
     pub fn p50_ms(&self) -> f64 {
@@ -126,32 +100,5 @@ pub fn median(values: &[f64]) -> f64 {
         v[m]
     } else {
         (v[m - 1] + v[m]) / 2.0
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mean_is_exact_and_percentiles_are_within_three_digits() {
-        let mut s = Stat::default();
-        for us in 1..=100u64 {
-            s.record(us * 1000);
-        }
-        assert_eq!(s.count(), 100);
-        assert!((s.mean_ms() - 0.0505).abs() < 1e-12, "{}", s.mean_ms());
-        assert!((s.p50_ms() - 0.050).abs() <= 0.050 * 1e-3, "{}", s.p50_ms());
-        assert!((s.p99_ms() - 0.099).abs() <= 0.099 * 1e-3, "{}", s.p99_ms());
-        let sum = s.summary();
-        assert!((sum.fps - 1e3 / 0.0505).abs() < 1e-6);
-    }
-
-    #[test]
-    fn empty_and_saturating() {
-        let mut s = Stat::default();
-        assert_eq!((s.mean_ms(), s.p99_ms()), (0.0, 0.0));
-        s.record(u64::MAX);
-        assert!(s.p50_ms() >= 59_000.0 && s.p50_ms() <= 60_100.0, "{}", s.p50_ms());
     }
 }

@@ -131,31 +131,9 @@ impl PhysicalDeviceInfo {
     }
 }
 
-/// Which calibrated-timestamps extension a device has (both have the same entry points).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CalibratedExt {
-    Khr,
-    Ext,
-}
-
-impl CalibratedExt {
-    /// The extension's name, as the device lists it and as it is enabled.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use vkhip::vk::device::CalibratedExt;
-    ///
-    /// assert_eq!(CalibratedExt::Khr.name().to_str().unwrap(), "VK_KHR_calibrated_timestamps");
-    /// assert_eq!(CalibratedExt::Ext.name().to_str().unwrap(), "VK_EXT_calibrated_timestamps");
-    /// ```
-    pub fn name(self) -> &'static std::ffi::CStr {
-        match self {
-            CalibratedExt::Khr => khr::calibrated_timestamps::NAME,
-            CalibratedExt::Ext => ash::ext::calibrated_timestamps::NAME,
-        }
-    }
-}
+/// Which calibrated-timestamps extension a device has (both have the same entry points): the
+/// profiler crate's, whose clock ([`crate::vk::clock`]) uses it.
+pub use vkhip_profile::clock::CalibratedExt;
 
 /// Format a UUID as 8-4-4-4-12 hex.
 ///
@@ -373,26 +351,11 @@ fn calibrated_timestamps(
     handle: vk::PhysicalDevice,
     has: &dyn Fn(&CStr) -> bool,
 ) -> Option<CalibratedExt> {
-    let (entry, inst) = (&instance.entry, &instance.instance);
     // EXT first: the same entry points, and validation layers older than 1.3.255 warn about the
     // KHR name they do not know.
-    let domains = if has(ash::ext::calibrated_timestamps::NAME) {
-        let f = ash::ext::calibrated_timestamps::Instance::new(entry, inst);
-        // SAFETY: valid physical device; the extension is present.
-        unsafe { f.get_physical_device_calibrateable_time_domains(handle) }
-            .ok()
-            .map(|d| (CalibratedExt::Ext, d))
-    } else if has(khr::calibrated_timestamps::NAME) {
-        let f = khr::calibrated_timestamps::Instance::new(entry, inst);
-        // SAFETY: as above.
-        unsafe { f.get_physical_device_calibrateable_time_domains(handle) }
-            .ok()
-            .map(|d| (CalibratedExt::Khr, d))
-    } else {
-        None
-    };
-    let (ext, domains) = domains?;
-    (domains.contains(&vk::TimeDomainKHR::DEVICE) && domains.contains(&vk::TimeDomainKHR::CLOCK_MONOTONIC))
+    let ext = [CalibratedExt::Ext, CalibratedExt::Khr].into_iter().find(|e| has(e.name()))?;
+    // SAFETY: `handle` belongs to the live instance, created from its entry.
+    unsafe { vkhip_profile::clock::has_monotonic_domain(&instance.entry, &instance.instance, handle, ext) }
         .then_some(ext)
 }
 
