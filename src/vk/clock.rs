@@ -16,7 +16,7 @@
 //!   mapping, each anchor carrying the rate fitted since the previous one, the largest drift seen
 //!   added to the stated accuracy.
 //! - **One-off** (any device with timestamps): while the queue is idle, a command buffer writes
-//!   one timestamp between two host readings ([`one_off_reading`]); the narrowest of several
+//!   one timestamp between two host readings (`one_off_reading`); the narrowest of several
 //!   tries is the anchor. Measured once more when the run is over ([`GpuClock::recheck_idle`]).
 
 use super::device::Context;
