@@ -729,11 +729,12 @@ impl CudaTrack {
         }
     }
 
-    /// The stated accuracy of the track's times: the Vulkan clock's, plus the events' anchors.
-    pub(crate) fn accuracy_ns(&self, gpu: &Gpu) -> u64 {
+    /// The stated accuracy of the track's times, given the Vulkan clock's: that, plus the
+    /// events' anchors.
+    pub(crate) fn accuracy_ns(&self, vulkan_ns: u64) -> u64 {
         match self {
-            CudaTrack::Kernel(_) => gpu.clock.accuracy_ns(),
-            CudaTrack::Events(e) => gpu.clock.accuracy_ns() + e.clock.accuracy_ns(),
+            CudaTrack::Kernel(_) => vulkan_ns,
+            CudaTrack::Events(e) => vulkan_ns + e.clock.accuracy_ns(),
         }
     }
 
@@ -797,7 +798,7 @@ impl Profiler {
                 (CudaTrack::Events(Box::new(events)), clock, None)
             }
         };
-        let accuracy_ns = kind.accuracy_ns(gpu);
+        let accuracy_ns = kind.accuracy_ns(gpu.clock.accuracy_ns());
         let track = s.lock().add_track(
             Track { name: name.into(), api: Api::Cuda, clock, accuracy_ns, clock_domain: Some(0) },
             Kind::Cuda(kind),

@@ -760,7 +760,7 @@ impl State {
             for i in 0..self.tracks.len() {
                 let track_ns = match &self.tracks[i].kind {
                     Kind::Vulkan(_) => accuracy_ns,
-                    Kind::Cuda(c) => c.accuracy_ns(gpu),
+                    Kind::Cuda(c) => c.accuracy_ns(accuracy_ns),
                     _ => continue,
                 };
                 self.set_accuracy(TrackId(i as u32), track_ns, None);
