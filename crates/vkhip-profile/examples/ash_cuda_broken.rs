@@ -4,7 +4,7 @@
 //! (the writer is CUDA); the profiler's checker names it: the buffer, both scopes, their
 //! frames, the overlap in µs, on the first frame and every frame after it.
 //!
-//!     cargo run --release -p vkhip-profile --example ash_cuda_broken -- [--frames N] [--size N] [--trace PATH]
+//!     cargo run --release -p vkhip-profile --example ash_cuda_broken -- [--frames N] [--size N] [--cuda-stamps events|kernel] [--trace PATH]
 //!
 //! Exit codes (every example of this crate): 0 the checker found no hazard and every value was as
 //! expected; 1 the checker found hazards (each printed): **the expected outcome here**; 2 no
@@ -78,7 +78,7 @@ fn run() -> Result<Outcome, Box<dyn Error>> {
 
     // One clock for Vulkan, CUDA and the host; a track per queue, stream and thread; the shared
     // buffers and the semaphores by name.
-    let prof = Profiler::new(&vk, Options { enabled: args.profile, ..Options::default() })?; // profile
+    let prof = Profiler::new(&vk, args.profile.clone())?; // profile
     let (queue, stream) = (prof.vulkan_queue("graphics")?, prof.cuda_stream("sim", &cuda)?); // profile
     let host = prof.host_thread("main"); // profile
     let p_heights: Vec<_> = (0..K).map(|s| prof.resource(format!("heights[{s}]"))).collect(); // profile
@@ -141,7 +141,7 @@ fn run() -> Result<Outcome, Box<dyn Error>> {
         wrong_frames += u64::from(!frames.check(s, f, n));
     }
     cuda.synchronize()?;
-    print_frame_times(&mut frame_times, start.elapsed(), args.profile, args.size);
+    print_frame_times(&mut frame_times, start.elapsed(), &args);
 
     // The trace, and the report with the checker's verdict (each hazard on a line of its own).
     let capture = prof.finish()?; // profile
@@ -152,18 +152,24 @@ fn run() -> Result<Outcome, Box<dyn Error>> {
     Ok(Outcome { hazards: report.check.violation_count, wrong_frames })
 }
 
-/// `--frames N` (default 600), `--size N` (default 256), `--no-profile`, `--trace PATH`.
+/// `--frames N` (default 600), `--size N` (default 256), `--no-profile`, `--cuda-stamps MODE`,
+/// `--trace PATH`.
 struct Args {
     frames: u64,
     size: u32,
-    profile: bool,
+    /// The profiler's options: `enabled` (`--no-profile`), `cuda_stamps` (`--cuda-stamps`).
+    profile: Options,
     trace: PathBuf,
 }
 
 impl Args {
     fn parse() -> Result<Args, Box<dyn Error>> {
-        let mut a =
-            Args { frames: 600, size: 256, profile: true, trace: format!("{NAME}.trace.json").into() };
+        let mut a = Args {
+            frames: 600,
+            size: 256,
+            profile: Options::default(),
+            trace: format!("{NAME}.trace.json").into(),
+        };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
             let mut value = || it.next().ok_or_else(|| format!("{arg} needs a value"));
@@ -171,10 +177,11 @@ impl Args {
                 "--frames" => a.frames = value()?.parse()?,
                 "--size" => a.size = value()?.parse()?,
                 "--trace" => a.trace = value()?.into(),
-                "--no-profile" => a.profile = false,
+                "--no-profile" => a.profile.enabled = false,
+                "--cuda-stamps" => a.profile.cuda_stamps = value()?.parse()?,
                 _ => {
                     return Err(format!(
-                        "unknown argument {arg:?} (--frames N, --size N, --no-profile, --trace PATH)"
+                        "unknown argument {arg:?} (--frames N, --size N, --no-profile, --cuda-stamps events|kernel, --trace PATH)"
                     )
                     .into())
                 }
@@ -190,14 +197,16 @@ impl Args {
 }
 
 /// One line for the cost measurement (scripts/profile-check.sh): the median frame time and the mean.
-fn print_frame_times(times: &mut [Duration], total: Duration, profile: bool, size: u32) {
+fn print_frame_times(times: &mut [Duration], total: Duration, args: &Args) {
     times.sort();
     let median = times.get(times.len() / 2).copied().unwrap_or_default();
     let mean = total.as_secs_f64() / times.len().max(1) as f64;
-    let on = if profile { "on" } else { "off" };
+    let on =
+        if args.profile.enabled { format!("on (CUDA {})", args.profile.cuda_stamps) } else { "off".into() };
     println!(
-        "{NAME}: {} frames at {size}², profiling {on}: frame time median {:.1} µs, mean {:.1} µs",
+        "{NAME}: {} frames at {}², profiling {on}: frame time median {:.1} µs, mean {:.1} µs",
         times.len(),
+        args.size,
         median.as_secs_f64() * 1e6,
         mean * 1e6
     );

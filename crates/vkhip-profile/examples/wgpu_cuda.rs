@@ -3,7 +3,7 @@
 //! and copies that to the host, its submit waiting for CUDA's signal and signalling its own;
 //! the host checks every pixel once the frame's submission is done. No host wait on CUDA.
 //!
-//!     cargo run --release -p vkhip-profile --features wgpu --example wgpu_cuda -- [--frames N] [--size N] [--no-profile] [--trace PATH]
+//!     cargo run --release -p vkhip-profile --features wgpu --example wgpu_cuda -- [--frames N] [--size N] [--no-profile] [--cuda-stamps events|kernel] [--trace PATH]
 //!
 //! The lines that profile it end in `// profile`. wgpu's queue is a track like a Vulkan queue:
 //! a scope is placed around the command buffers of a submit (`around`), and `submitted` names
@@ -152,7 +152,7 @@ fn run() -> Result<Outcome, Box<dyn Error>> {
     device.poll(wgpu::PollType::wait_indefinitely())?; // the textures are CUDA's before it writes
 
     // One clock for wgpu's queue, CUDA and the host; the textures, read-backs and semaphores.
-    let prof = Profiler::new(gpu.vulkan(), Options { enabled: args.profile, ..Options::default() })?; // profile
+    let prof = Profiler::new(gpu.vulkan(), args.profile.clone())?; // profile
     let (render, stream) = (prof.wgpu_queue("render", &gpu)?, prof.cuda_stream("paint", &cuda)?); // profile
     let host_track = prof.host_thread("main"); // profile
     let p_textures: Vec<_> = (0..K).map(|s| prof.resource(format!("texture[{s}]"))).collect(); // profile
@@ -253,7 +253,7 @@ fn run() -> Result<Outcome, Box<dyn Error>> {
         wrong_frames += u64::from(!check(frame)?);
     }
     cuda.synchronize()?;
-    print_frame_times(&mut frame_times, start.elapsed(), args.profile, width, height);
+    print_frame_times(&mut frame_times, start.elapsed(), &args.profile, width, height);
 
     // The trace, and the report with the checker's verdict (each hazard on a line of its own).
     let capture = prof.finish()?; // profile
@@ -264,18 +264,23 @@ fn run() -> Result<Outcome, Box<dyn Error>> {
     Ok(Outcome { hazards: report.check.violation_count, wrong_frames })
 }
 
-/// `--frames N` (default 600), `--size N`, `--no-profile`, `--trace PATH`.
+/// `--frames N` (default 600), `--size N`, `--no-profile`, `--cuda-stamps MODE`, `--trace PATH`.
 struct Args {
     frames: u64,
     size: Option<u32>,
-    profile: bool,
+    /// The profiler's options: `enabled` (`--no-profile`), `cuda_stamps` (`--cuda-stamps`).
+    profile: Options,
     trace: PathBuf,
 }
 
 impl Args {
     fn parse() -> Result<Args, Box<dyn Error>> {
-        let mut a =
-            Args { frames: 600, size: None, profile: true, trace: format!("{NAME}.trace.json").into() };
+        let mut a = Args {
+            frames: 600,
+            size: None,
+            profile: Options::default(),
+            trace: format!("{NAME}.trace.json").into(),
+        };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
             let mut value = || it.next().ok_or_else(|| format!("{arg} needs a value"));
@@ -283,10 +288,11 @@ impl Args {
                 "--frames" => a.frames = value()?.parse()?,
                 "--size" => a.size = Some(value()?.parse()?),
                 "--trace" => a.trace = value()?.into(),
-                "--no-profile" => a.profile = false,
+                "--no-profile" => a.profile.enabled = false,
+                "--cuda-stamps" => a.profile.cuda_stamps = value()?.parse()?,
                 _ => {
                     return Err(format!(
-                        "unknown argument {arg:?} (--frames N, --size N, --no-profile, --trace PATH)"
+                        "unknown argument {arg:?} (--frames N, --size N, --no-profile, --cuda-stamps events|kernel, --trace PATH)"
                     )
                     .into())
                 }
@@ -297,11 +303,11 @@ impl Args {
 }
 
 /// One line for the cost measurement: the median frame time and the mean.
-fn print_frame_times(times: &mut [Duration], total: Duration, profile: bool, width: u32, height: u32) {
+fn print_frame_times(times: &mut [Duration], total: Duration, profile: &Options, width: u32, height: u32) {
     times.sort();
     let median = times.get(times.len() / 2).copied().unwrap_or_default();
     let mean = total.as_secs_f64() / times.len().max(1) as f64;
-    let on = if profile { "on" } else { "off" };
+    let on = if profile.enabled { format!("on (CUDA {})", profile.cuda_stamps) } else { "off".into() };
     println!(
         "{NAME}: {} frames at {width}x{height}, profiling {on}: frame time median {:.1} µs, mean {:.1} µs",
         times.len(),

@@ -21,7 +21,7 @@
 //!
 //! let prof = Profiler::new(vk, Options::default())?; // the GPU clock, on your device
 //! let queue = prof.vulkan_queue("graphics")?; // a track and its query pool
-//! let stream = prof.cuda_stream("sim", cuda)?; // a track and the stamp kernel
+//! let stream = prof.cuda_stream("sim", cuda)?; // a track, its events and its GPU anchor
 //! let heights = prof.resource("heights"); // what scopes read and write
 //! let (written, read) = (prof.semaphore("written"), prof.semaphore("read"));
 //! for f in 0..1000u64 {
@@ -50,14 +50,14 @@
 //! ```
 //!
 //! Switched off (`Options { enabled: false, .. }` or [`Profiler::disabled`]) every call is a
-//! no-op: no query pool, no stamp kernel, nothing on the GPU.
+//! no-op: no query pool, no event, no stamp kernel, nothing on the GPU.
 //!
 //! # What each track records
 //!
 //! | track | made by | a scope is | its clock |
 //! |---|---|---|---|
 //! | Vulkan queue | [`Profiler::vulkan_queue`] | two timestamps of the profiler's query pool, written into your command buffer ([`VulkanQueue::scope`]) | the GPU clock: calibrated timestamps re-anchored every 50 ms with a fitted rate, or a one-off calibration ([`clock`]) |
-//! | CUDA stream | [`Profiler::cuda_stream`] | a one-thread kernel storing `%globaltimer` before and after whatever you enqueue, cuBLAS included ([`cuda`]) | the same GPU clock: `%globaltimer` is what Vulkan's timestamps count |
+//! | CUDA stream | [`Profiler::cuda_stream`] | two CUDA events around whatever you enqueue, cuBLAS included; or, with [`CudaStamps::Kernel`], a one-thread kernel storing `%globaltimer` before and after it ([`cuda`]) | the same GPU clock: `%globaltimer` is what Vulkan's timestamps count, and events are put on it by a `%globaltimer` stamp between two events, re-taken every 50 ms (its accuracy added) |
 //! | HIP stream (feature `hip`) | `Profiler::hip_stream` | two HIP events | its own: events against host anchors, re-anchored |
 //! | wgpu queue (feature `wgpu`) | `Profiler::wgpu_queue` | two command buffers of the profiler's around yours, in one submit (`WgpuScope::around`) | the GPU clock |
 //! | host thread | [`Profiler::host_thread`] | `CLOCK_MONOTONIC` now, and at the end | the host's |
@@ -90,8 +90,17 @@
 //! # Cost, and what not to do
 //!
 //! - Recording takes one short lock per call; [`Profiler::end_frame`] reads results without
-//!   waiting. A CUDA scope is two one-thread kernel launches on your stream; a Vulkan scope is
-//!   two timestamps; a host scope is two clock reads.
+//!   waiting. A CUDA scope is two event records on your stream (every 50 ms, at a scope's begin,
+//!   also an anchor: two more and a one-thread kernel), or with [`CudaStamps::Kernel`] two
+//!   one-thread kernel launches; a Vulkan scope is two timestamps; a host scope is two clock
+//!   reads.
+//! - [`Profiler::end_frame`]'s host work: one pass over the tracks under the lock — per Vulkan
+//!   queue at most two `vkGetQueryPoolResults` and one `vkResetQueryPool` per scope read; per
+//!   CUDA stream one `cuEventQuery` and two `cuEventElapsedTime` per scope read (kernel stamps:
+//!   two loads), and one query while an anchor is in flight — then each item moved to the sinks
+//!   and into the kept timeline. Nothing is allocated per frame but the scopes' declared
+//!   accesses and the timeline's growth (its vectors double; `keep_timeline: false` keeps
+//!   memory constant).
 //! - Rings are bounded ([`Options`]): a scope begun while its ring is full is dropped and
 //!   counted ([`Stats`]), never waited for. Results that never come (a command buffer recorded
 //!   and never submitted) are dropped at the horizon and counted.
@@ -133,7 +142,7 @@ pub mod vulkan;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
 
-pub use cuda::{CudaScope, CudaStream};
+pub use cuda::{CudaScope, CudaStamps, CudaStream};
 pub use error::{is_environment, Error, Result};
 pub use host::{HostScope, HostThread};
 pub use model::{

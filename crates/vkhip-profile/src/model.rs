@@ -294,18 +294,30 @@ impl Timeline {
     }
 }
 
-impl Sink for Timeline {
-    fn names(&mut self, names: &Names) {
-        self.names = names.clone();
+impl Timeline {
+    /// [`Sink::names`], taking the names it is given.
+    pub(crate) fn set_names(&mut self, names: Names) {
         self.items.resize_with(names.tracks.len(), Vec::new);
+        self.names = names;
     }
 
-    fn item(&mut self, track: TrackId, item: &Item) {
+    /// [`Sink::item`], taking the item it is given (no clone).
+    pub(crate) fn push_item(&mut self, track: TrackId, item: Item) {
         let t = track.0 as usize;
         if self.items.len() <= t {
             self.items.resize_with(t + 1, Vec::new);
         }
-        self.items[t].push(item.clone());
+        self.items[t].push(item);
+    }
+}
+
+impl Sink for Timeline {
+    fn names(&mut self, names: &Names) {
+        self.set_names(names.clone());
+    }
+
+    fn item(&mut self, track: TrackId, item: &Item) {
+        self.push_item(track, item.clone());
     }
 
     fn frame_end(&mut self, end: FrameEnd) {

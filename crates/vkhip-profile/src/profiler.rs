@@ -38,15 +38,20 @@ use vkhip_interop::vulkan;
 /// no-op that does no GPU work ([`Profiler::disabled`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
-    /// Off: nothing is recorded, no query pool, stamp memory or kernel is made.
+    /// Off: nothing is recorded, no query pool, event, stamp memory or kernel is made.
     pub enabled: bool,
     /// Timestamp queries per Vulkan or wgpu queue, two per scope. A scope begun while the ring
     /// is full (results of older scopes not read yet) is dropped and counted
     /// ([`Stats::dropped_full`]).
     pub queries_per_queue: u32,
-    /// Stamp slots (8 bytes of page-locked memory each) per CUDA stream, two per scope.
+    /// How CUDA streams mark their scopes: CUDA events on the GPU timer (the default), or stamp
+    /// kernels ([`CudaStamps`](crate::CudaStamps); the choice is per profiler).
+    pub cuda_stamps: crate::CudaStamps,
+    /// Stamp slots (8 bytes of page-locked memory each) per CUDA stream with
+    /// [`CudaStamps::Kernel`](crate::CudaStamps::Kernel), two per scope.
     pub stamps_per_stream: u32,
-    /// Events per HIP stream, two per scope.
+    /// Timing events per HIP stream, and per CUDA stream with
+    /// [`CudaStamps::Events`](crate::CudaStamps::Events), two per scope.
     pub events_per_stream: u32,
     /// How long [`Profiler::finish`] waits for results still pending.
     pub drain_timeout: Duration,
@@ -68,6 +73,7 @@ impl Default for Options {
         Options {
             enabled: true,
             queries_per_queue: 4096,
+            cuda_stamps: crate::CudaStamps::default(),
             stamps_per_stream: 4096,
             events_per_stream: 1024,
             drain_timeout: Duration::from_secs(2),
@@ -145,6 +151,9 @@ struct Out {
     sinks: Vec<Box<dyn Sink + Send>>,
     timeline: Option<Timeline>,
     names_sent: u64,
+    /// The buffers the state's `ready` and `frame_ends` are swapped with (empty between flushes).
+    ready: Vec<(TrackId, Item)>,
+    frame_ends: Vec<FrameEnd>,
 }
 
 /// Where a GPU scope's times will be: two slots of its track's ring (or, on a host track, its
@@ -192,7 +201,7 @@ pub(crate) enum Resolved {
 pub(crate) enum Kind {
     Host,
     Vulkan(crate::vulkan::QueryTrack),
-    Cuda(crate::cuda::StampTrack),
+    Cuda(crate::cuda::CudaTrack),
     #[cfg(feature = "hip")]
     Hip(crate::hip::EventTrack),
 }
@@ -484,7 +493,13 @@ impl Profiler {
             options,
             gpu,
             state: Mutex::new(State::new()),
-            out: Mutex::new(Out { sinks, timeline, names_sent: 0 }),
+            out: Mutex::new(Out {
+                sinks,
+                timeline,
+                names_sent: 0,
+                ready: Vec::new(),
+                frame_ends: Vec::new(),
+            }),
         };
         Profiler { shared: Some(Arc::new(shared)) }
     }
@@ -592,17 +607,15 @@ impl Shared {
     }
 
     fn clock_infos(&self) -> Vec<ClockInfo> {
-        let infos: Vec<ClockInfo> = self.gpu.iter().map(|g| g.clock.info()).collect();
-        #[cfg(feature = "hip")]
-        let infos = {
-            let mut infos = infos;
-            for t in &self.lock().tracks {
-                if let Kind::Hip(h) = &t.kind {
-                    infos.push(h.clock_info());
-                }
+        let mut infos: Vec<ClockInfo> = self.gpu.iter().map(|g| g.clock.info()).collect();
+        for t in &self.lock().tracks {
+            match &t.kind {
+                Kind::Cuda(c) => infos.extend(self.gpu.as_ref().and_then(|g| c.clock_info(g))),
+                #[cfg(feature = "hip")]
+                Kind::Hip(h) => infos.push(h.clock_info()),
+                _ => {}
             }
-            infos
-        };
+        }
         infos
     }
 
@@ -610,38 +623,40 @@ impl Shared {
     /// tell the sinks the final names).
     fn flush(&self, last: bool) -> Result<()> {
         let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
-        let (names, ready, ends) = {
+        let out = &mut *out;
+        // The items and frame ends change hands by swapping buffers: both keep their capacity,
+        // so a frame allocates nothing here. What was resolved is fed even when a read failed.
+        let (names, result) = {
             let mut st = self.lock();
             let result = st.poll(self, last);
             let names =
                 (st.names_version != out.names_sent || last).then(|| (st.names.clone(), st.names_version));
-            let ready = std::mem::take(&mut st.ready);
-            let ends = std::mem::take(&mut st.frame_ends);
+            std::mem::swap(&mut st.ready, &mut out.ready);
+            std::mem::swap(&mut st.frame_ends, &mut out.frame_ends);
             if last {
                 st.finished = true;
             }
-            result?;
-            (names, ready, ends)
+            (names, result)
         };
-        let out = &mut *out;
         if let Some((names, version)) = names {
             out.names_sent = version;
             for sink in out.sinks.iter_mut() {
                 sink.names(&names);
             }
             if let Some(t) = &mut out.timeline {
-                t.names(&names);
+                t.set_names(names);
             }
         }
-        for (track, item) in &ready {
+        for (track, item) in out.ready.drain(..) {
             for sink in out.sinks.iter_mut() {
-                sink.item(*track, item);
+                sink.item(track, &item);
             }
+            // The timeline keeps the item itself (moved, not cloned).
             if let Some(t) = &mut out.timeline {
-                t.item(*track, item);
+                t.push_item(track, item);
             }
         }
-        for end in ends {
+        for end in out.frame_ends.drain(..) {
             for sink in out.sinks.iter_mut() {
                 sink.frame_end(end);
             }
@@ -649,7 +664,7 @@ impl Shared {
                 t.frame_end(end);
             }
         }
-        Ok(())
+        result
     }
 }
 
@@ -681,8 +696,8 @@ impl State {
                 first_error.get_or_insert(e);
             }
             while let Some(head) = t.entries.front() {
-                let item = match head {
-                    Entry::Sync(s) => Some(Item::Sync(s.clone())),
+                let resolved = match head {
+                    Entry::Sync(_) => None,
                     Entry::Scope(s) if s.open && !last => break,
                     Entry::Scope(s) => {
                         let expired = last
@@ -695,28 +710,36 @@ impl State {
                             t.kind.resolve(s.marks, shared.gpu.as_ref())
                         };
                         match resolved {
-                            Resolved::Times(start_ns, end_ns) => Some(Item::Scope(Scope {
-                                name: s.name.clone(),
+                            Resolved::Times(start_ns, end_ns) => Some(Some((start_ns, end_ns))),
+                            Resolved::Pending if !expired => break,
+                            Resolved::Pending | Resolved::Lost => Some(None),
+                        }
+                    }
+                };
+                // The head leaves the queue: moved into its item, nothing cloned.
+                let item = match (t.entries.pop_front(), resolved) {
+                    (Some(Entry::Sync(s)), _) => Some(Item::Sync(s)),
+                    (Some(Entry::Scope(s)), Some(times)) => {
+                        t.kind.release(s.marks, times.is_some(), shared.gpu.as_ref());
+                        times.map(|(start_ns, end_ns)| {
+                            Item::Scope(Scope {
+                                name: s.name,
                                 frame: s.frame,
                                 start_ns,
                                 end_ns: end_ns.max(start_ns),
                                 depth: s.depth,
-                                accesses: s.accesses.clone(),
-                            })),
-                            Resolved::Pending if !expired => break,
-                            Resolved::Pending | Resolved::Lost => {
-                                self.stats.lost += 1;
-                                None
-                            }
-                        }
+                                accesses: s.accesses,
+                            })
+                        })
                     }
+                    _ => None,
                 };
-                if let Some(Entry::Scope(s)) = t.entries.pop_front() {
-                    t.kind.release(s.marks, shared.gpu.as_ref());
-                }
-                if let Some(item) = item {
-                    self.ready.push((track, item));
-                    self.stats.items += 1;
+                match item {
+                    Some(item) => {
+                        self.ready.push((track, item));
+                        self.stats.items += 1;
+                    }
+                    None => self.stats.lost += 1,
                 }
             }
             if last {
@@ -725,7 +748,7 @@ impl State {
                     self.stats.never_submitted += staged.len() as u64;
                     for e in staged {
                         if let Entry::Scope(s) = e {
-                            t.kind.release(s.marks, shared.gpu.as_ref());
+                            t.kind.release(s.marks, false, shared.gpu.as_ref());
                         }
                     }
                 }
@@ -735,9 +758,12 @@ impl State {
         if let Some(gpu) = &shared.gpu {
             let accuracy_ns = gpu.clock.accuracy_ns();
             for i in 0..self.tracks.len() {
-                if matches!(self.tracks[i].kind, Kind::Vulkan(_) | Kind::Cuda(_)) {
-                    self.set_accuracy(TrackId(i as u32), accuracy_ns, None);
-                }
+                let track_ns = match &self.tracks[i].kind {
+                    Kind::Vulkan(_) => accuracy_ns,
+                    Kind::Cuda(c) => c.accuracy_ns(accuracy_ns),
+                    _ => continue,
+                };
+                self.set_accuracy(TrackId(i as u32), track_ns, None);
             }
         }
         #[cfg(feature = "hip")]
@@ -776,11 +802,12 @@ impl Kind {
         }
     }
 
-    fn release(&mut self, marks: Marks, gpu: Option<&Gpu>) {
+    /// Give back a scope's marks; `read`: its results were read.
+    fn release(&mut self, marks: Marks, read: bool, gpu: Option<&Gpu>) {
         match self {
             Kind::Host => {}
             Kind::Vulkan(q) => q.release(marks, gpu),
-            Kind::Cuda(c) => c.release(marks),
+            Kind::Cuda(c) => c.release(marks, read),
             #[cfg(feature = "hip")]
             Kind::Hip(h) => h.release(marks),
         }
@@ -905,5 +932,16 @@ impl Capture {
         path: impl AsRef<std::path::Path>,
     ) -> Result<(), crate::perfetto::TraceError> {
         crate::perfetto::write(&self.timeline, path, &self.extra)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_profiler_is_send_and_sync_with_every_kind_of_track() {
+        // Its state holds every track's GPU side (query pools, stamp memory, CUDA events): one
+        // that is not Send would make the profiler unusable from other threads.
+        fn is<T: Send + Sync>() {}
+        is::<super::Profiler>();
     }
 }

@@ -57,6 +57,8 @@ pub(crate) struct QueryTrack {
     /// When the first of them was recorded: before the submission, so the host's `submit:`
     /// signal is not later than the GPU's work.
     pub(crate) staged_since: Option<Ns>,
+    /// The buffer results are read into (kept: no allocation per frame).
+    data: Vec<[u64; 2]>,
 }
 
 impl QueryTrack {
@@ -80,6 +82,7 @@ impl QueryTrack {
             newest: 0,
             staged: Vec::new(),
             staged_since: None,
+            data: Vec::new(),
         };
         if host_reset {
             // SAFETY: the pool is new and unused; hostQueryReset is enabled (the caller's word).
@@ -97,7 +100,7 @@ impl QueryTrack {
             return Ok(());
         }
         let d = self.device.ash();
-        let mut data: Vec<[u64; 2]> = Vec::new();
+        let mut data = std::mem::take(&mut self.data);
         for (first, count) in self.ring.index_runs(self.ring.out()) {
             data.clear();
             data.resize(count as usize, [0, 0]);
@@ -106,12 +109,16 @@ impl QueryTrack {
             // was made; no WAIT flag: unavailable ones say so.
             match unsafe { d.get_query_pool_results(self.pool, first, &mut data, flags) } {
                 Ok(()) | Err(vk::Result::NOT_READY) => {}
-                Err(r) => return Err(vkhip_interop::Error::vulkan("vkGetQueryPoolResults", r).into()),
+                Err(r) => {
+                    self.data = data;
+                    return Err(vkhip_interop::Error::vulkan("vkGetQueryPoolResults", r).into());
+                }
             }
             for (i, [value, available]) in data.iter().enumerate() {
                 self.values[first as usize + i] = (*value & self.mask, *available != 0);
             }
         }
+        self.data = data;
         Ok(())
     }
 
@@ -135,16 +142,20 @@ impl QueryTrack {
     }
 
     pub(crate) fn release(&mut self, marks: Marks, gpu: Option<&Gpu>) {
+        // What the two releases free is one range (the ring frees from its oldest slot on):
+        // reset with one call, not one per query.
+        let from = self.ring.out().start;
         for c in [marks.begin, marks.end] {
             let i = self.ring.index(c) as usize;
             self.values[i] = (0, false);
-            let free = self.ring.release(c);
-            if self.host_reset && gpu.is_some() {
-                for (first, count) in self.ring.index_runs(free) {
-                    // SAFETY: these queries' results were read (or given up on), and no pending
-                    // command buffer writes them before they are handed out again.
-                    unsafe { self.device.ash().reset_query_pool(self.pool, first, count) };
-                }
+            self.ring.release(c);
+        }
+        let free = from..self.ring.out().start;
+        if self.host_reset && gpu.is_some() {
+            for (first, count) in self.ring.index_runs(free) {
+                // SAFETY: these queries' results were read (or given up on), and no pending
+                // command buffer writes them before they are handed out again.
+                unsafe { self.device.ash().reset_query_pool(self.pool, first, count) };
             }
         }
     }
@@ -400,7 +411,7 @@ impl VulkanQueue {
         let Some(s) = &self.shared else { return Submission::default() };
         let now = host_now_ns();
         let mut st = s.lock();
-        let (staged, since) = match &mut st.tracks[self.track.0 as usize].kind {
+        let (mut staged, since) = match &mut st.tracks[self.track.0 as usize].kind {
             Kind::Vulkan(q) => (std::mem::take(&mut q.staged), q.staged_since.take()),
             _ => return Submission::default(),
         };
@@ -413,8 +424,14 @@ impl VulkanQueue {
             let wait = st.sync(sem.id, *value, SyncKind::Wait, None);
             st.push(self.track, Entry::Sync(wait));
         }
-        for e in staged {
+        for e in staged.drain(..) {
             st.push(self.track, e);
+        }
+        // The emptied buffer goes back (its capacity kept for the next submission).
+        if let Kind::Vulkan(q) = &mut st.tracks[self.track.0 as usize].kind {
+            if q.staged.is_empty() {
+                q.staged = staged;
+            }
         }
         for (sem, value) in signals.iter().filter(|(sem, _)| sem.profiler == s.id) {
             let signal = st.sync(sem.id, *value, SyncKind::Signal, None);

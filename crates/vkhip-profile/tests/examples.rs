@@ -35,6 +35,7 @@ fn without_a_gpu_the_examples_exit_2_with_one_line_and_bad_arguments_exit_3() {
             (&["--frames"][..], "--frames needs a value"),
             (&["--size", "8"][..], "--size 8 is below 16"),
             (&["--what"][..], "unknown argument \"--what\""),
+            (&["--cuda-stamps", "fast"][..], "vkhip-profile: no CUDA stamp mode \"fast\" (events or kernel)"),
         ] {
             let (code, stdout, stderr) = run(name, args);
             assert_eq!(
