@@ -23,7 +23,7 @@
 #      PROFILE_FRAMES (3000) frames at 256² and at 1024²: per size and mode the median over the
 #      rounds of each run's median frame time, the spread (min–max of the runs), and on/off
 #      (targets: ≤ 1.03 at 256², ≤ 1.01 at 1024²). The target is a row that passes or fails for
-#      the default mode (PROFILE_DEFAULT_STAMPS, "events"); the other mode's row is INFO.
+#      the default mode (PROFILE_DEFAULT_STAMPS, "kernel"); the other mode's row is INFO.
 #
 # Logs: OUTDIR/*.log, traces OUTDIR/*.json. Prints the summary last (also OUTDIR/summary.txt); exits
 # 1 if a row failed, 2 for bad usage. Each run is limited to PROFILE_TIMEOUT seconds (default 120).
@@ -46,7 +46,7 @@ limit=${PROFILE_TIMEOUT:-120}
 max_accuracy=${PROFILE_MAX_ACCURACY_US:-5}
 rounds=${PROFILE_ROUNDS:-5}
 cost_frames=${PROFILE_FRAMES:-3000}
-default_mode=${PROFILE_DEFAULT_STAMPS:-events}
+default_mode=${PROFILE_DEFAULT_STAMPS:-kernel}
 modes=(events kernel)
 case "$default_mode" in
 events | kernel) ;;

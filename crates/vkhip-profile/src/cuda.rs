@@ -6,7 +6,7 @@
 //! such as cuBLAS that nothing inside can be added to. Two ways to mark, chosen by
 //! [`Options::cuda_stamps`](crate::Options::cuda_stamps) ([`CudaStamps`]):
 //!
-//! **Events** (the default). A scope records two CUDA events (timing enabled) from a pool (a
+//! **Events.** A scope records two CUDA events (timing enabled) from a pool (a
 //! ring: an event is recorded again only once it was read, or `cuEventQuery` says it is
 //! complete). Events carry no absolute time, only differences (`cuEventElapsedTime`, `f32`
 //! milliseconds, a resolution CUDA documents as about 0.5 µs: [`EVENT_RESOLUTION_NS`]), so they
@@ -26,7 +26,7 @@
 //! records on the host (no kernel launch), two timestamp writes on the GPU; one event query and
 //! two elapsed times when read.
 //!
-//! **Kernel stamps.** A scope launches a one-thread kernel before its work and another after it;
+//! **Kernel stamps** (the default: the accuracy of the Vulkan clock). A scope launches a one-thread kernel before its work and another after it;
 //! each stores `%globaltimer` into a slot of page-locked host memory mapped for the device. Exact
 //! on the GPU timer (no anchor of its own), but each stamp is a kernel launch on the host (a few
 //! µs) and a kernel on the GPU, on your stream's critical path. The slots are a ring
@@ -52,7 +52,7 @@ use crate::clock::{
 use crate::error::{Error, Result};
 use crate::model::{Access, Api, SyncKind, Track, TrackId};
 use crate::profiler::{
-    Entry, Gpu, Kind, Marks, Profiler, Resolved, Resource, ScopeCore, Semaphore, Shared, State,
+    Entry, Gpu, GpuKind, Kind, Marks, Profiler, Resolved, Resource, ScopeCore, Semaphore, Shared, State,
 };
 use crate::ring::Ring;
 use std::collections::VecDeque;
@@ -74,12 +74,15 @@ use vkhip_interop::cuda::{Cuda, CudaEvent, CudaHostMemory, CudaKernel};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum CudaStamps {
     /// Two CUDA events per scope, put on the GPU timer by periodic GPU anchors (a stamp kernel
-    /// between two events). The default — chosen before the two were measured against each
-    /// other on a GPU (scripts/profile-check.sh measures both).
-    #[default]
+    /// between two events): cheaper, less accurate. On an H200 (scripts/profile-check.sh,
+    /// BENCHMARKS.md 2026-11-27) the example's frame cost 1.011× with it at 1024² against 1.038×
+    /// with kernel stamps, but its stated accuracy was ±7.4 µs against ±3.6 µs.
     Events,
     /// Two one-thread kernels per scope, each storing `%globaltimer`: exact on the GPU timer,
-    /// a kernel launch per mark.
+    /// a kernel launch per mark. The default: its accuracy is the Vulkan clock's (±3.6 µs on the
+    /// H200), which is what the checker's tolerance is; choose [`CudaStamps::Events`] where the
+    /// two launches per scope cost more than a few µs of tolerance.
+    #[default]
     Kernel,
 }
 
@@ -705,6 +708,32 @@ pub(crate) enum CudaTrack {
     Events(Box<EventTrack>),
 }
 
+impl GpuKind for CudaTrack {
+    fn kind_refresh(&mut self, _gpu: Option<&Gpu>) -> Result<()> {
+        self.refresh()
+    }
+
+    fn kind_resolve(&mut self, marks: Marks, gpu: Option<&Gpu>) -> Resolved {
+        self.resolve(marks, gpu)
+    }
+
+    fn kind_release(&mut self, marks: Marks, read: bool, _gpu: Option<&Gpu>) {
+        self.release(marks, read)
+    }
+
+    fn kind_accuracy(&self, vulkan_ns: Option<u64>, _last: bool) -> Option<(u64, Option<String>)> {
+        vulkan_ns.map(|ns| (self.accuracy_ns(ns), None))
+    }
+
+    fn kind_clock_info(&self, gpu: Option<&Gpu>) -> Option<ClockInfo> {
+        gpu.and_then(|g| self.clock_info(g))
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
 impl CudaTrack {
     pub(crate) fn refresh(&mut self) -> Result<()> {
         match self {
@@ -801,7 +830,7 @@ impl Profiler {
         let accuracy_ns = kind.accuracy_ns(gpu.clock.accuracy_ns());
         let track = s.lock().add_track(
             Track { name: name.into(), api: Api::Cuda, clock, accuracy_ns, clock_domain: Some(0) },
-            Kind::Cuda(kind),
+            Kind::Gpu(Box::new(kind)),
         );
         Ok(CudaStream { shared: Some(s.clone()), track, cuda, stamps })
     }
@@ -810,10 +839,7 @@ impl Profiler {
 impl CudaStream<'_> {
     /// The track's GPU side.
     fn gpu_side<'a>(&self, st: &'a mut State) -> Option<&'a mut CudaTrack> {
-        match &mut st.tracks[self.track.0 as usize].kind {
-            Kind::Cuda(c) => Some(c),
-            _ => None,
-        }
+        st.tracks[self.track.0 as usize].kind.gpu_mut::<CudaTrack>()
     }
 
     /// Open a scope: the stream is marked now (an event, or a stamp kernel), and again when the
@@ -1271,7 +1297,7 @@ mod tests {
     fn stamp_modes_parse() {
         assert_eq!("events".parse::<CudaStamps>().unwrap(), CudaStamps::Events);
         assert_eq!("kernel".parse::<CudaStamps>().unwrap(), CudaStamps::Kernel);
-        assert_eq!(CudaStamps::default(), CudaStamps::Events);
+        assert_eq!(CudaStamps::default(), CudaStamps::Kernel);
         let e = "Kernel".parse::<CudaStamps>().unwrap_err().to_string();
         assert_eq!(e, "vkhip-profile: no CUDA stamp mode \"Kernel\" (events or kernel)");
     }

@@ -16,7 +16,7 @@ use crate::clock::{host_now_ns, Anchor, Anchored, ClockInfo};
 use crate::error::Result;
 use crate::model::{Access, Api, SyncKind, Track, TrackId};
 use crate::profiler::{
-    Entry, Kind, Marks, Profiler, Resolved, Resource, ScopeCore, Semaphore, Shared, State,
+    Entry, Gpu, GpuKind, Kind, Marks, Profiler, Resolved, Resource, ScopeCore, Semaphore, Shared, State,
 };
 use crate::ring::Ring;
 use std::sync::Arc;
@@ -80,6 +80,34 @@ fn take_anchor(hip: &Hip, event: &HipEvent, tries: usize) -> Result<Option<(u64,
         event.synchronize()?;
     }
     Ok(best)
+}
+
+impl GpuKind for EventTrack {
+    fn kind_refresh(&mut self, _gpu: Option<&Gpu>) -> Result<()> {
+        self.refresh()
+    }
+
+    fn kind_resolve(&mut self, marks: Marks, _gpu: Option<&Gpu>) -> Resolved {
+        self.resolve(marks)
+    }
+
+    fn kind_release(&mut self, marks: Marks, _read: bool, _gpu: Option<&Gpu>) {
+        self.release(marks)
+    }
+
+    /// HIP's events have a host anchor of their own: not the Vulkan clock's accuracy. The
+    /// method (with its anchor count) only at the end: names change rarely.
+    fn kind_accuracy(&self, _vulkan_ns: Option<u64>, last: bool) -> Option<(u64, Option<String>)> {
+        Some((self.accuracy_ns(), last.then(|| self.clock_info().method)))
+    }
+
+    fn kind_clock_info(&self, _gpu: Option<&Gpu>) -> Option<ClockInfo> {
+        Some(self.clock_info())
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
 }
 
 impl EventTrack {
@@ -203,7 +231,7 @@ impl Profiler {
                 accuracy_ns: info.accuracy_ns,
                 clock_domain: None,
             },
-            Kind::Hip(events),
+            Kind::Gpu(Box::new(events)),
         );
         Ok(HipStream { shared: Some(s.clone()), track, hip })
     }
@@ -211,10 +239,7 @@ impl Profiler {
 
 impl HipStream<'_> {
     fn events<'a>(&self, st: &'a mut State) -> Option<&'a mut EventTrack> {
-        match &mut st.tracks[self.track.0 as usize].kind {
-            Kind::Hip(e) => Some(e),
-            _ => None,
-        }
+        st.tracks[self.track.0 as usize].kind.gpu_mut::<EventTrack>()
     }
 
     fn edge(&self, st: &mut State, now: u64) {

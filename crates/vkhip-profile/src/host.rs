@@ -8,19 +8,8 @@
 use crate::clock::host_now_ns;
 use crate::model::{Access, Api, SyncKind, Track, TrackId};
 use crate::profiler::{Entry, Kind, Marks, Profiler, Resource, ScopeCore, Semaphore, Shared};
-use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::sync::Arc;
-
-thread_local! {
-    /// The host tracks of this thread: (profiler id, track).
-    static HOST_TRACKS: RefCell<Vec<(u64, TrackId)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// The calling thread's host track on the profiler `profiler`, if it has one.
-pub(crate) fn current(profiler: u64) -> Option<TrackId> {
-    HOST_TRACKS.with(|t| t.borrow().iter().find(|(p, _)| *p == profiler).map(|(_, t)| *t))
-}
 
 /// A host thread's track: [`Profiler::host_thread`]. Bound to the thread that made it (not
 /// `Send`); the thread keeps its track until this is dropped.
@@ -49,11 +38,7 @@ impl Profiler {
             },
             Kind::Host,
         );
-        HOST_TRACKS.with(|t| {
-            let mut t = t.borrow_mut();
-            t.retain(|(p, _)| *p != s.id);
-            t.push((s.id, track));
-        });
+        crate::profiler::bind_host_track(s.id, track);
         HostThread { shared: Some(s.clone()), track, _not_send: PhantomData }
     }
 }
@@ -115,7 +100,7 @@ impl Drop for HostThread {
         if let Some(s) = &self.shared {
             let (id, track) = (s.id, self.track);
             // The thread-local may be gone already when the thread is ending.
-            let _ = HOST_TRACKS.try_with(|t| t.borrow_mut().retain(|e| *e != (id, track)));
+            crate::profiler::unbind_host_track(id, track);
         }
     }
 }

@@ -57,7 +57,7 @@
 //! | track | made by | a scope is | its clock |
 //! |---|---|---|---|
 //! | Vulkan queue | [`Profiler::vulkan_queue`] | two timestamps of the profiler's query pool, written into your command buffer ([`VulkanQueue::scope`]) | the GPU clock: calibrated timestamps re-anchored every 50 ms with a fitted rate, or a one-off calibration ([`clock`]) |
-//! | CUDA stream | [`Profiler::cuda_stream`] | two CUDA events around whatever you enqueue, cuBLAS included; or, with [`CudaStamps::Kernel`], a one-thread kernel storing `%globaltimer` before and after it ([`cuda`]) | the same GPU clock: `%globaltimer` is what Vulkan's timestamps count, and events are put on it by a `%globaltimer` stamp between two events, re-taken every 50 ms (its accuracy added) |
+//! | CUDA stream | [`Profiler::cuda_stream`] | a one-thread kernel storing `%globaltimer` before and after whatever you enqueue, cuBLAS included; or, with [`CudaStamps::Events`], two CUDA events ([`cuda`]) | the same GPU clock: `%globaltimer` is what Vulkan's timestamps count, and events are put on it by a `%globaltimer` stamp between two events, re-taken every 50 ms (its accuracy added) |
 //! | HIP stream (feature `hip`) | `Profiler::hip_stream` | two HIP events | its own: events against host anchors, re-anchored |
 //! | wgpu queue (feature `wgpu`) | `Profiler::wgpu_queue` | two command buffers of the profiler's around yours, in one submit (`WgpuScope::around`) | the GPU clock |
 //! | host thread | [`Profiler::host_thread`] | `CLOCK_MONOTONIC` now, and at the end | the host's |
@@ -90,9 +90,9 @@
 //! # Cost, and what not to do
 //!
 //! - Recording takes one short lock per call; [`Profiler::end_frame`] reads results without
-//!   waiting. A CUDA scope is two event records on your stream (every 50 ms, at a scope's begin,
-//!   also an anchor: two more and a one-thread kernel), or with [`CudaStamps::Kernel`] two
-//!   one-thread kernel launches; a Vulkan scope is two timestamps; a host scope is two clock
+//!   waiting. A CUDA scope is two one-thread kernel launches on your stream (the default,
+//!   [`CudaStamps::Kernel`]), or with [`CudaStamps::Events`] two event records (every 50 ms, at a
+//!   scope's begin, also an anchor: two more and a one-thread kernel); a Vulkan scope is two timestamps; a host scope is two clock
 //!   reads.
 //! - [`Profiler::end_frame`]'s host work: one pass over the tracks under the lock — per Vulkan
 //!   queue at most two `vkGetQueryPoolResults` and one `vkResetQueryPool` per scope read; per

@@ -22,7 +22,7 @@
 //!   a host thread that waited for a fence, a queue or a stream waits for that value on its own
 //!   track.
 
-use crate::clock::{host_now_ns, ClockInfo, GpuClock};
+use crate::clock::{host_now_ns, ClockInfo, GpuClock, OneOffReading};
 use crate::error::{Error, Result};
 use crate::model::{
     Access, FrameEnd, Item, Names, Ns, ResourceId, Scope, SemaphoreId, SemaphoreInfo, Sink, Sync, SyncKind,
@@ -44,8 +44,8 @@ pub struct Options {
     /// is full (results of older scopes not read yet) is dropped and counted
     /// ([`Stats::dropped_full`]).
     pub queries_per_queue: u32,
-    /// How CUDA streams mark their scopes: CUDA events on the GPU timer (the default), or stamp
-    /// kernels ([`CudaStamps`](crate::CudaStamps); the choice is per profiler).
+    /// How CUDA streams mark their scopes: stamp kernels (the default), or CUDA events on the GPU
+    /// timer ([`CudaStamps`](crate::CudaStamps); the choice is per profiler).
     pub cuda_stamps: crate::CudaStamps,
     /// Stamp slots (8 bytes of page-locked memory each) per CUDA stream with
     /// [`CudaStamps::Kernel`](crate::CudaStamps::Kernel), two per scope.
@@ -144,6 +144,9 @@ pub(crate) struct Gpu {
     pub(crate) device: vulkan::Device,
     pub(crate) clock: GpuClock,
     pub(crate) host_query_reset: bool,
+    /// A one-off reading of the device's clock on its idle queue (`crate::vulkan`), for
+    /// re-checking a one-off calibration at the end.
+    pub(crate) one_off: fn(&vulkan::Device) -> Result<OneOffReading>,
 }
 
 /// The sinks, and what they were told.
@@ -197,13 +200,47 @@ pub(crate) enum Resolved {
     Lost,
 }
 
-/// What each kind of track does to resolve its scopes.
+/// What each kind of track does to resolve its scopes: a host track's times are its own; a GPU
+/// track's module (vulkan, cuda, hip) resolves them through [`GpuKind`], so this core knows no API
+/// and the arrows point from the API modules down to it.
 pub(crate) enum Kind {
     Host,
-    Vulkan(crate::vulkan::QueryTrack),
-    Cuda(crate::cuda::CudaTrack),
-    #[cfg(feature = "hip")]
-    Hip(crate::hip::EventTrack),
+    Gpu(Box<dyn GpuKind>),
+}
+
+/// A GPU track's own side, implemented by its API's module.
+pub(crate) trait GpuKind: Send + 'static {
+    /// Read what the GPU has finished (never blocks).
+    fn kind_refresh(&mut self, gpu: Option<&Gpu>) -> Result<()>;
+    /// A scope's times, once its marks landed.
+    fn kind_resolve(&mut self, marks: Marks, gpu: Option<&Gpu>) -> Resolved;
+    /// Give back a scope's marks; `read`: its results were read.
+    fn kind_release(&mut self, marks: Marks, read: bool, gpu: Option<&Gpu>);
+    /// Scopes recorded but not yet submitted (a Vulkan queue's), newest last.
+    fn kind_staged(&mut self) -> Option<&mut Vec<Entry>> {
+        None
+    }
+    /// How many of them there are.
+    fn kind_staged_len(&self) -> usize {
+        0
+    }
+    /// The track's stated accuracy (ns) given the Vulkan clock's (None: no GPU clock), and a new
+    /// clock description when `last`; None when the track's mapping does not change.
+    fn kind_accuracy(&self, vulkan_ns: Option<u64>, last: bool) -> Option<(u64, Option<String>)>;
+    /// How the track's times were mapped, for the report (None: the Vulkan clock's line says it).
+    fn kind_clock_info(&self, gpu: Option<&Gpu>) -> Option<ClockInfo>;
+    /// For the track's own module to reach its state.
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
+}
+
+impl Kind {
+    /// The GPU side of type `T` (the API module's own state), if this track has one.
+    pub(crate) fn gpu_mut<T: 'static>(&mut self) -> Option<&mut T> {
+        match self {
+            Kind::Host => None,
+            Kind::Gpu(g) => g.as_any_mut().downcast_mut::<T>(),
+        }
+    }
 }
 
 pub(crate) struct TrackState {
@@ -372,8 +409,8 @@ impl State {
         let t = &mut self.tracks[track.0 as usize];
         t.depth = t.depth.saturating_sub(1);
         let staged = match &mut t.kind {
-            Kind::Vulkan(q) => Some(&mut q.staged),
-            _ => None,
+            Kind::Gpu(g) => g.kind_staged(),
+            Kind::Host => None,
         };
         let found =
             staged.into_iter().flat_map(|s| s.iter_mut().rev()).chain(t.entries.iter_mut().rev()).find_map(
@@ -394,7 +431,7 @@ impl State {
 
     /// The calling thread's host track, when it has one.
     pub(crate) fn current_host(&self, profiler: u64) -> Option<TrackId> {
-        crate::host::current(profiler)
+        current_host_track(profiler)
     }
 
     /// If the host track `host` has new items since its last edge to `gpu`: signal
@@ -454,29 +491,6 @@ impl State {
 }
 
 impl Profiler {
-    /// A profiler on `vk`'s device: the GPU clock (calibrated timestamps where the device has
-    /// them enabled, else a one-off calibration on its idle queue: create the profiler before
-    /// the first frame). With `options.enabled` false, [`Profiler::disabled`].
-    pub fn new(vk: &vulkan::Device, options: Options) -> Result<Profiler> {
-        Profiler::with_sinks(vk, options, Vec::new())
-    }
-
-    /// [`Profiler::new`], and `sinks` fed with every resolved item as [`Profiler::end_frame`]
-    /// resolves them (the analysis, a trace ring, a live view).
-    pub fn with_sinks(
-        vk: &vulkan::Device,
-        options: Options,
-        sinks: Vec<Box<dyn Sink + Send>>,
-    ) -> Result<Profiler> {
-        if !options.enabled {
-            return Ok(Profiler::disabled());
-        }
-        let clock = crate::vulkan::device_clock(vk)?;
-        let host_query_reset = options.host_query_reset.unwrap_or(vk.optional_features().host_query_reset);
-        let gpu = Gpu { device: vk.clone(), clock, host_query_reset };
-        Ok(Profiler::make(options, Some(gpu), sinks))
-    }
-
     /// A profiler of host threads only (no GPU track can be made), feeding `sinks`: for tests
     /// and tools.
     pub fn host_only(options: Options, sinks: Vec<Box<dyn Sink + Send>>) -> Profiler {
@@ -486,7 +500,7 @@ impl Profiler {
         Profiler::make(options, None, sinks)
     }
 
-    fn make(options: Options, gpu: Option<Gpu>, sinks: Vec<Box<dyn Sink + Send>>) -> Profiler {
+    pub(crate) fn make(options: Options, gpu: Option<Gpu>, sinks: Vec<Box<dyn Sink + Send>>) -> Profiler {
         let timeline = options.keep_timeline.then(Timeline::default);
         let shared = Shared {
             id: NEXT_PROFILER.fetch_add(1, Ordering::Relaxed),
@@ -572,7 +586,7 @@ impl Profiler {
         }
         if let Some(gpu) = &s.gpu {
             if !gpu.clock.is_calibrated() {
-                if let Err(e) = gpu.clock.recheck(|| crate::vulkan::one_off_reading(&gpu.device)) {
+                if let Err(e) = gpu.clock.recheck(|| (gpu.one_off)(&gpu.device)) {
                     log::warn!("vkhip-profile: re-checking the one-off clock after the run failed: {e}");
                 }
             }
@@ -609,11 +623,8 @@ impl Shared {
     fn clock_infos(&self) -> Vec<ClockInfo> {
         let mut infos: Vec<ClockInfo> = self.gpu.iter().map(|g| g.clock.info()).collect();
         for t in &self.lock().tracks {
-            match &t.kind {
-                Kind::Cuda(c) => infos.extend(self.gpu.as_ref().and_then(|g| c.clock_info(g))),
-                #[cfg(feature = "hip")]
-                Kind::Hip(h) => infos.push(h.clock_info()),
-                _ => {}
+            if let Kind::Gpu(g) = &t.kind {
+                infos.extend(g.kind_clock_info(self.gpu.as_ref()));
             }
         }
         infos
@@ -676,8 +687,8 @@ impl State {
             .map(|t| {
                 t.entries.len()
                     + match &t.kind {
-                        Kind::Vulkan(q) => q.staged.len(),
-                        _ => 0,
+                        Kind::Gpu(g) => g.kind_staged_len(),
+                        Kind::Host => 0,
                     }
             })
             .sum()
@@ -743,35 +754,27 @@ impl State {
                 }
             }
             if last {
-                if let Kind::Vulkan(q) = &mut t.kind {
-                    let staged = std::mem::take(&mut q.staged);
-                    self.stats.never_submitted += staged.len() as u64;
-                    for e in staged {
-                        if let Entry::Scope(s) = e {
-                            t.kind.release(s.marks, false, shared.gpu.as_ref());
-                        }
+                let staged = match &mut t.kind {
+                    Kind::Gpu(g) => g.kind_staged().map(std::mem::take).unwrap_or_default(),
+                    Kind::Host => Vec::new(),
+                };
+                self.stats.never_submitted += staged.len() as u64;
+                for e in staged {
+                    if let Entry::Scope(s) = e {
+                        t.kind.release(s.marks, false, shared.gpu.as_ref());
                     }
                 }
             }
         }
         // The clocks' stated accuracy, on every track they map.
-        if let Some(gpu) = &shared.gpu {
-            let accuracy_ns = gpu.clock.accuracy_ns();
-            for i in 0..self.tracks.len() {
-                let track_ns = match &self.tracks[i].kind {
-                    Kind::Vulkan(_) => accuracy_ns,
-                    Kind::Cuda(c) => c.accuracy_ns(accuracy_ns),
-                    _ => continue,
-                };
-                self.set_accuracy(TrackId(i as u32), track_ns, None);
-            }
-        }
-        #[cfg(feature = "hip")]
+        let vulkan_ns = shared.gpu.as_ref().map(|g| g.clock.accuracy_ns());
         for i in 0..self.tracks.len() {
-            if let Kind::Hip(h) = &self.tracks[i].kind {
-                // The method (with its anchor count) only at the end: names change rarely.
-                let method = last.then(|| h.clock_info().method);
-                self.set_accuracy(TrackId(i as u32), h.accuracy_ns(), method.as_deref());
+            let accuracy = match &self.tracks[i].kind {
+                Kind::Gpu(g) => g.kind_accuracy(vulkan_ns, last),
+                Kind::Host => None,
+            };
+            if let Some((ns, method)) = accuracy {
+                self.set_accuracy(TrackId(i as u32), ns, method.as_deref());
             }
         }
         match first_error {
@@ -785,33 +788,47 @@ impl Kind {
     fn refresh(&mut self, gpu: Option<&Gpu>) -> Result<()> {
         match self {
             Kind::Host => Ok(()),
-            Kind::Vulkan(q) => q.refresh(gpu),
-            Kind::Cuda(c) => c.refresh(),
-            #[cfg(feature = "hip")]
-            Kind::Hip(h) => h.refresh(),
+            Kind::Gpu(g) => g.kind_refresh(gpu),
         }
     }
 
     fn resolve(&mut self, marks: Marks, gpu: Option<&Gpu>) -> Resolved {
         match self {
             Kind::Host => Resolved::Times(marks.begin, marks.end),
-            Kind::Vulkan(q) => q.resolve(marks, gpu),
-            Kind::Cuda(c) => c.resolve(marks, gpu),
-            #[cfg(feature = "hip")]
-            Kind::Hip(h) => h.resolve(marks),
+            Kind::Gpu(g) => g.kind_resolve(marks, gpu),
         }
     }
 
     /// Give back a scope's marks; `read`: its results were read.
     fn release(&mut self, marks: Marks, read: bool, gpu: Option<&Gpu>) {
-        match self {
-            Kind::Host => {}
-            Kind::Vulkan(q) => q.release(marks, gpu),
-            Kind::Cuda(c) => c.release(marks, read),
-            #[cfg(feature = "hip")]
-            Kind::Hip(h) => h.release(marks),
+        if let Kind::Gpu(g) = self {
+            g.kind_release(marks, read, gpu);
         }
     }
+}
+
+thread_local! {
+    /// The host tracks of this thread: (profiler id, track) ([`crate::host`] binds them).
+    static HOST_TRACKS: std::cell::RefCell<Vec<(u64, TrackId)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The calling thread's host track on the profiler `profiler`, if it has one.
+pub(crate) fn current_host_track(profiler: u64) -> Option<TrackId> {
+    HOST_TRACKS.with(|t| t.borrow().iter().find(|(p, _)| *p == profiler).map(|(_, t)| *t))
+}
+
+/// Make `track` the calling thread's host track on `profiler` (replacing an earlier one).
+pub(crate) fn bind_host_track(profiler: u64, track: TrackId) {
+    HOST_TRACKS.with(|t| {
+        let mut t = t.borrow_mut();
+        t.retain(|(p, _)| *p != profiler);
+        t.push((profiler, track));
+    });
+}
+
+/// Forget it (when the thread's track is dropped; never panics during thread teardown).
+pub(crate) fn unbind_host_track(profiler: u64, track: TrackId) {
+    let _ = HOST_TRACKS.try_with(|t| t.borrow_mut().retain(|e| *e != (profiler, track)));
 }
 
 /// A scope guard's common part: the track, the scope's id and its declared accesses.

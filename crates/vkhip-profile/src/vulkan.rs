@@ -30,10 +30,13 @@
 //! submission it describes, in recording order: its waits go before them in the queue's program
 //! order, its signals after them.
 
-use crate::clock::{host_now_ns, CalibratedExt, GpuClock, OneOffReading};
+use crate::clock::{host_now_ns, CalibratedExt, ClockInfo, GpuClock, OneOffReading};
 use crate::error::Result;
+use crate::model::Sink;
 use crate::model::{Access, Api, Ns, SemaphoreId, SyncKind, Track, TrackId};
-use crate::profiler::{Entry, Gpu, Kind, Marks, Profiler, Resolved, Resource, ScopeCore, Semaphore, Shared};
+use crate::profiler::{
+    Entry, Gpu, GpuKind, Kind, Marks, Options, Profiler, Resolved, Resource, ScopeCore, Semaphore, Shared,
+};
 use crate::ring::Ring;
 use ash::vk;
 use std::sync::Arc;
@@ -59,6 +62,67 @@ pub(crate) struct QueryTrack {
     pub(crate) staged_since: Option<Ns>,
     /// The buffer results are read into (kept: no allocation per frame).
     data: Vec<[u64; 2]>,
+}
+
+/// The constructors that need a Vulkan device (its clock): here, so that the profiler's core
+/// knows no API.
+impl Profiler {
+    /// A profiler on `vk`'s device: the GPU clock (calibrated timestamps where the device has
+    /// them enabled, else a one-off calibration on its idle queue: create the profiler before
+    /// the first frame). With `options.enabled` false, [`Profiler::disabled`].
+    pub fn new(vk: &vulkan::Device, options: Options) -> Result<Profiler> {
+        Profiler::with_sinks(vk, options, Vec::new())
+    }
+
+    /// [`Profiler::new`], and `sinks` fed with every resolved item as [`Profiler::end_frame`]
+    /// resolves them (the analysis, a trace ring, a live view).
+    pub fn with_sinks(
+        vk: &vulkan::Device,
+        options: Options,
+        sinks: Vec<Box<dyn Sink + Send>>,
+    ) -> Result<Profiler> {
+        if !options.enabled {
+            return Ok(Profiler::disabled());
+        }
+        let clock = device_clock(vk)?;
+        let host_query_reset = options.host_query_reset.unwrap_or(vk.optional_features().host_query_reset);
+        let gpu = Gpu { device: vk.clone(), clock, host_query_reset, one_off: one_off_reading };
+        Ok(Profiler::make(options, Some(gpu), sinks))
+    }
+}
+
+impl GpuKind for QueryTrack {
+    fn kind_refresh(&mut self, gpu: Option<&Gpu>) -> Result<()> {
+        self.refresh(gpu)
+    }
+
+    fn kind_resolve(&mut self, marks: Marks, gpu: Option<&Gpu>) -> Resolved {
+        self.resolve(marks, gpu)
+    }
+
+    fn kind_release(&mut self, marks: Marks, _read: bool, gpu: Option<&Gpu>) {
+        self.release(marks, gpu)
+    }
+
+    fn kind_staged(&mut self) -> Option<&mut Vec<Entry>> {
+        Some(&mut self.staged)
+    }
+
+    fn kind_staged_len(&self) -> usize {
+        self.staged.len()
+    }
+
+    fn kind_accuracy(&self, vulkan_ns: Option<u64>, _last: bool) -> Option<(u64, Option<String>)> {
+        vulkan_ns.map(|ns| (ns, None))
+    }
+
+    fn kind_clock_info(&self, _gpu: Option<&Gpu>) -> Option<ClockInfo> {
+        None
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
 }
 
 impl QueryTrack {
@@ -327,7 +391,7 @@ impl Profiler {
         let accuracy_ns = gpu.clock.accuracy_ns();
         let track = s.lock().add_track(
             Track { name: name.into(), api, clock, accuracy_ns, clock_domain: Some(0) },
-            Kind::Vulkan(queries),
+            Kind::Gpu(Box::new(queries)),
         );
         Ok(VulkanQueue {
             shared: Some(s.clone()),
@@ -355,17 +419,14 @@ impl VulkanQueue {
         if st.finished {
             return VulkanScope::inert(self, cmd);
         }
-        let marks = match &mut st.tracks[self.track.0 as usize].kind {
-            Kind::Vulkan(q) => q.alloc(),
-            _ => None,
-        };
+        let marks = st.tracks[self.track.0 as usize].kind.gpu_mut::<QueryTrack>().and_then(QueryTrack::alloc);
         let Some(marks) = marks else {
             st.stats.dropped_full += 1;
             return VulkanScope::inert(self, cmd);
         };
         let scope = st.new_scope(self.track, name, marks, now);
-        let (id, begin, end) = match &mut st.tracks[self.track.0 as usize].kind {
-            Kind::Vulkan(q) => {
+        let (id, begin, end) = match st.tracks[self.track.0 as usize].kind.gpu_mut::<QueryTrack>() {
+            Some(q) => {
                 q.staged_since.get_or_insert(now);
                 let (b, e) = (q.ring.index(marks.begin), q.ring.index(marks.end));
                 let id = scope.id;
@@ -411,9 +472,9 @@ impl VulkanQueue {
         let Some(s) = &self.shared else { return Submission::default() };
         let now = host_now_ns();
         let mut st = s.lock();
-        let (mut staged, since) = match &mut st.tracks[self.track.0 as usize].kind {
-            Kind::Vulkan(q) => (std::mem::take(&mut q.staged), q.staged_since.take()),
-            _ => return Submission::default(),
+        let (mut staged, since) = match st.tracks[self.track.0 as usize].kind.gpu_mut::<QueryTrack>() {
+            Some(q) => (std::mem::take(&mut q.staged), q.staged_since.take()),
+            None => return Submission::default(),
         };
         if let Some(host) = st.current_host(s.id) {
             if let Some(wait) = st.submit_edge(host, self.track, since.unwrap_or(now)) {
@@ -428,7 +489,7 @@ impl VulkanQueue {
             st.push(self.track, e);
         }
         // The emptied buffer goes back (its capacity kept for the next submission).
-        if let Kind::Vulkan(q) = &mut st.tracks[self.track.0 as usize].kind {
+        if let Some(q) = st.tracks[self.track.0 as usize].kind.gpu_mut::<QueryTrack>() {
             if q.staged.is_empty() {
                 q.staged = staged;
             }

@@ -12,7 +12,8 @@
 use crate::clock::host_now_ns;
 use crate::error::{Error, Result};
 use crate::model::{Access, Api, TrackId};
-use crate::profiler::{Entry, Kind, Profiler, Resource, ScopeCore, Semaphore};
+use crate::profiler::{Entry, Profiler, Resource, ScopeCore, Semaphore};
+use crate::vulkan::QueryTrack;
 use crate::vulkan::{Submission, VulkanQueue};
 use vkhip_interop::wgpu_interop::WgpuDevice;
 use wgpu::hal::api::Vulkan;
@@ -49,18 +50,15 @@ impl WgpuQueue {
             return WgpuScope::inert(self);
         }
         let track = self.queue.track;
-        let marks = match &mut st.tracks[track.0 as usize].kind {
-            Kind::Vulkan(q) => q.alloc(),
-            _ => None,
-        };
+        let marks = st.tracks[track.0 as usize].kind.gpu_mut::<QueryTrack>().and_then(QueryTrack::alloc);
         let Some(marks) = marks else {
             st.stats.dropped_full += 1;
             return WgpuScope::inert(self);
         };
         let scope = st.new_scope(track, name, marks, now);
         let id = scope.id;
-        let queries = match &mut st.tracks[track.0 as usize].kind {
-            Kind::Vulkan(q) => {
+        let queries = match st.tracks[track.0 as usize].kind.gpu_mut::<QueryTrack>() {
+            Some(q) => {
                 q.staged_since.get_or_insert(now);
                 q.staged.push(Entry::Scope(scope));
                 Some((q.ring.index(marks.begin), q.ring.index(marks.end)))
