@@ -446,10 +446,10 @@ where
         stage.enqueue(self.core.stream(), self.core.rendered_timeline(), frame, pair, sync)
     }
 
-    fn post_and_wait(&mut self, _frame: u64, pair: usize) -> Result<()> {
+    fn post_and_wait(&mut self, frame: u64, pair: usize) -> Result<()> {
         self.device.make_current()?;
         let stage = self.device.post_stage().ok_or_else(|| not_attached(D::Api::NAME))?;
-        stage.run_and_wait(self.core.stream(), pair)
+        stage.run_and_wait(self.core.stream(), frame, pair)
     }
 
     fn take_spans(&mut self, out: &mut Vec<Span>) {

@@ -10,9 +10,11 @@
 //!
 //! Timing: where the API's kernels stamp the GPU timer ([`PostApi::stamp_target`], CUDA), a
 //! GPU-stamped [`StreamTimer`] of its own turns the stamps into [`Phase::PostFilter`] spans of
-//! GPU-side frames (the kernel itself, on the Vulkan device clock, as the CUDA backend's
-//! `Write` spans); the wait and signal around it leave no GPU span (`PostWait`/`PostSignal` are
-//! the host-timed spans of the bridged path, which the bridge thread emits).
+//! both paths' frames (the kernel itself, on the Vulkan device clock, as the CUDA backend's
+//! `Write` spans: the profiler's filter scope, which reads the scene and writes the output, is
+//! that span in every mode); the wait and signal around it leave no GPU span
+//! (`PostWait`/`PostSignal` are the host-timed spans of the bridged path, which the bridge
+//! thread emits).
 
 use super::outline::{outline_launch, wrong_surface, OutlineArgs};
 use super::post::{PostKind, PostResources, PostSurface, PostSync};
@@ -205,9 +207,16 @@ impl<P: PostApi> PostStage<P> {
         Ok(())
     }
 
-    /// Host-synchronous: filter pair `pair`, and return once the output is written.
-    pub fn run_and_wait(&mut self, stream: &P::Stream, pair: usize) -> Result<()> {
-        self.launch(stream, pair, None)?;
+    /// Host-synchronous: filter pair `pair` (frame `frame`'s), and return once the output is
+    /// written. Timed as the GPU-side path is: the filter's work is on the stream either way, and
+    /// the profiler puts the scope that reads the scene and writes the output there.
+    pub fn run_and_wait(&mut self, stream: &P::Stream, frame: u64, pair: usize) -> Result<()> {
+        let entry = self.timer.as_mut().map(|t| t.begin(frame));
+        let stamps = entry.and_then(|i| self.timer.as_ref()?.stamping().then(|| self.api.stamp_target(i))?);
+        self.launch(stream, pair, stamps)?;
+        if let (Some(timer), Some(i)) = (&self.timer, entry) {
+            timer.mark(i, Mark::AfterKernel, stream)?;
+        }
         self.done.record_on(stream)?;
         self.done.wait()
     }
@@ -387,7 +396,7 @@ mod tests {
     fn host_synchronous_frame_filters_then_waits_for_its_event() {
         let log = Log::default();
         let mut s = stage(2, false);
-        s.run_and_wait(&log, 1).unwrap();
+        s.run_and_wait(&log, 0, 1).unwrap();
         assert_eq!(*log.borrow(), ["outline 11->12 333x77 grid [21, 5, 1] block [16, 16, 1]", "event"]);
     }
 
@@ -401,7 +410,7 @@ mod tests {
         let mut s = stage(2, true);
         let e = s.enqueue(&log, None, 0, 0, sync).unwrap_err();
         assert!(e.to_string().contains("the rendered timeline was not imported"), "{e}");
-        let e = s.run_and_wait(&log, 2).unwrap_err();
+        let e = s.run_and_wait(&log, 0, 2).unwrap_err();
         assert!(e.to_string().contains("post pair 2 out of range (2 attached)"), "{e}");
         assert!(log.borrow().is_empty(), "nothing enqueued: {:?}", log.borrow());
     }

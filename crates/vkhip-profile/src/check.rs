@@ -56,8 +56,11 @@ pub const KEEP_VIOLATIONS: usize = 1000;
 /// unverifiable (the default of [`Checker::with_horizon`]).
 pub const DEFAULT_HORIZON: usize = 1 << 16;
 /// Signals kept per semaphore for waits that arrive late; a wait whose signal fell out is
-/// unverifiable.
-const KEEP_SIGNALS: usize = 4096;
+/// unverifiable (counted, never a violation). A wait is processed at most a few frames after the
+/// signal it waits for (K ≤ 8 in vkhip; a GPU track's items arrive within 64 frames), so 512
+/// leaves room; 4096 made a vkhip run's memory grow for 30 s before it was flat (batched
+/// semaphores are signalled once every 4–7 frames; H200 soak, 2026-11-27).
+pub const KEEP_SIGNALS: usize = 512;
 /// Reads of one resource kept per track since its last write.
 const READS_PER_TRACK: usize = 4;
 
@@ -431,6 +434,12 @@ impl Checker {
     pub(crate) fn recording_handoffs(mut self) -> Self {
         self.record_handoffs = true;
         self
+    }
+
+    /// Signals kept for waits still to come, all semaphores together (at most
+    /// [`KEEP_SIGNALS`] each: constant memory however long the run).
+    pub fn retained_signals(&self) -> usize {
+        self.sems.iter().map(|s| s.signals.len()).sum()
     }
 
     /// Items waiting behind blocked waits, all tracks together.
