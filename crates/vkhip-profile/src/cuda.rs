@@ -53,6 +53,7 @@ use crate::error::{Error, Result};
 use crate::model::{Access, Api, SyncKind, Track, TrackId};
 use crate::profiler::{
     Entry, Gpu, GpuKind, Kind, Marks, Profiler, Resolved, Resource, ScopeCore, Semaphore, Shared, State,
+    StreamOps,
 };
 use crate::ring::Ring;
 use std::collections::VecDeque;
@@ -852,7 +853,7 @@ impl CudaStream<'_> {
         if st.finished {
             return Ok(CudaScope::inert(self));
         }
-        self.edge(&mut st, now);
+        self.ops().edge(&mut st, now);
         // Events are recorded here, under the lock; a stamp kernel is launched after it.
         let marked = match self.gpu_side(&mut st) {
             Some(CudaTrack::Events(ev)) => {
@@ -901,48 +902,26 @@ impl CudaStream<'_> {
     }
 
     /// A host track recording work here orders it after what the host did before.
-    fn edge(&self, st: &mut State, now: u64) {
-        let Some(s) = &self.shared else { return };
-        if let Some(host) = st.current_host(s.id) {
-            if let Some(wait) = st.submit_edge(host, self.track, now) {
-                st.push(self.track, Entry::Sync(wait));
-            }
-        }
-    }
-
-    fn sync(&self, semaphore: &Semaphore, value: u64, kind: SyncKind) {
-        let Some(s) = &self.shared else { return };
-        if semaphore.profiler != s.id {
-            return;
-        }
-        let mut st = s.lock();
-        self.edge(&mut st, host_now_ns());
-        let sync = st.sync(semaphore.id, value, kind, None);
-        st.push(self.track, Entry::Sync(sync));
+    fn ops(&self) -> StreamOps<'_> {
+        StreamOps { shared: &self.shared, track: self.track }
     }
 
     /// The stream waits (`cuWaitExternalSemaphoresAsync`, enqueued by you, in this order with
     /// the stream's scopes) until `semaphore` reaches `value`.
     pub fn wait(&self, semaphore: &Semaphore, value: u64) {
-        self.sync(semaphore, value, SyncKind::Wait);
+        self.ops().sync(semaphore, value, SyncKind::Wait);
     }
 
     /// The stream signals `semaphore` = `value` (`cuSignalExternalSemaphoresAsync`, enqueued by
     /// you, in this order with the stream's scopes).
     pub fn signal(&self, semaphore: &Semaphore, value: u64) {
-        self.sync(semaphore, value, SyncKind::Signal);
+        self.ops().sync(semaphore, value, SyncKind::Signal);
     }
 
     /// The calling thread (a host track) waited for everything enqueued on the stream so far
     /// (`Cuda::synchronize`, or an event recorded last).
     pub fn synchronized(&self) {
-        let Some(s) = &self.shared else { return };
-        let mut st = s.lock();
-        let Some(host) = st.current_host(s.id) else { return };
-        let (join, value) = st.next_join(self.track);
-        let signal = st.sync(join, value, SyncKind::Signal, None);
-        st.push(self.track, Entry::Sync(signal));
-        st.host_joined(host, join, value);
+        self.ops().synchronized();
     }
 
     /// The track's id in the timeline.

@@ -17,6 +17,7 @@ use crate::error::Result;
 use crate::model::{Access, Api, SyncKind, Track, TrackId};
 use crate::profiler::{
     Entry, Gpu, GpuKind, Kind, Marks, Profiler, Resolved, Resource, ScopeCore, Semaphore, Shared, State,
+    StreamOps,
 };
 use crate::ring::Ring;
 use std::sync::Arc;
@@ -242,13 +243,8 @@ impl HipStream<'_> {
         st.tracks[self.track.0 as usize].kind.gpu_mut::<EventTrack>()
     }
 
-    fn edge(&self, st: &mut State, now: u64) {
-        let Some(s) = &self.shared else { return };
-        if let Some(host) = st.current_host(s.id) {
-            if let Some(wait) = st.submit_edge(host, self.track, now) {
-                st.push(self.track, Entry::Sync(wait));
-            }
-        }
+    fn ops(&self) -> StreamOps<'_> {
+        StreamOps { shared: &self.shared, track: self.track }
     }
 
     /// Open a scope: an event is recorded on the stream now, and another when the guard is
@@ -260,7 +256,7 @@ impl HipStream<'_> {
         if st.finished {
             return Ok(HipScope::inert(self));
         }
-        self.edge(&mut st, now);
+        self.ops().edge(&mut st, now);
         let Some(events) = self.events(&mut st) else { return Ok(HipScope::inert(self)) };
         events.maybe_reanchor(self.hip)?;
         let Some(first) = events.ring.alloc(2) else {
@@ -293,37 +289,20 @@ impl HipStream<'_> {
         Ok(guard)
     }
 
-    fn sync(&self, semaphore: &Semaphore, value: u64, kind: SyncKind) {
-        let Some(s) = &self.shared else { return };
-        if semaphore.profiler != s.id {
-            return;
-        }
-        let mut st = s.lock();
-        self.edge(&mut st, host_now_ns());
-        let sync = st.sync(semaphore.id, value, kind, None);
-        st.push(self.track, Entry::Sync(sync));
-    }
-
     /// The stream waits for `semaphore` ≥ `value` (where ROCm can import semaphores).
     pub fn wait(&self, semaphore: &Semaphore, value: u64) {
-        self.sync(semaphore, value, SyncKind::Wait);
+        self.ops().sync(semaphore, value, SyncKind::Wait);
     }
 
     /// The stream signals `semaphore` = `value` (where ROCm can import semaphores).
     pub fn signal(&self, semaphore: &Semaphore, value: u64) {
-        self.sync(semaphore, value, SyncKind::Signal);
+        self.ops().sync(semaphore, value, SyncKind::Signal);
     }
 
     /// The calling thread (a host track) waited for everything enqueued so far
     /// (`Hip::synchronize`): the hand-off to Vulkan on Linux.
     pub fn synchronized(&self) {
-        let Some(s) = &self.shared else { return };
-        let mut st = s.lock();
-        let Some(host) = st.current_host(s.id) else { return };
-        let (join, value) = st.next_join(self.track);
-        let signal = st.sync(join, value, SyncKind::Signal, None);
-        st.push(self.track, Entry::Sync(signal));
-        st.host_joined(host, join, value);
+        self.ops().synchronized();
     }
 
     /// The track's id in the timeline.

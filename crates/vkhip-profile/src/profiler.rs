@@ -831,6 +831,48 @@ pub(crate) fn unbind_host_track(profiler: u64, track: TrackId) {
     let _ = HOST_TRACKS.try_with(|t| t.borrow_mut().retain(|e| *e != (profiler, track)));
 }
 
+/// A stream's side of the protocol (a CUDA or HIP stream: every operation is in stream order as
+/// the host enqueues it), written once for both.
+pub(crate) struct StreamOps<'a> {
+    pub(crate) shared: &'a Option<Arc<Shared>>,
+    pub(crate) track: TrackId,
+}
+
+impl StreamOps<'_> {
+    /// The submit edge from the calling thread's host track, if it has new items.
+    pub(crate) fn edge(&self, st: &mut State, now: Ns) {
+        let Some(s) = self.shared else { return };
+        if let Some(host) = st.current_host(s.id) {
+            if let Some(wait) = st.submit_edge(host, self.track, now) {
+                st.push(self.track, Entry::Sync(wait));
+            }
+        }
+    }
+
+    /// A wait or signal the caller enqueued on the stream.
+    pub(crate) fn sync(&self, semaphore: &Semaphore, value: u64, kind: SyncKind) {
+        let Some(s) = self.shared else { return };
+        if semaphore.profiler != s.id {
+            return;
+        }
+        let mut st = s.lock();
+        self.edge(&mut st, host_now_ns());
+        let sync = st.sync(semaphore.id, value, kind, None);
+        st.push(self.track, Entry::Sync(sync));
+    }
+
+    /// The calling thread (a host track) waited for everything enqueued on the stream so far.
+    pub(crate) fn synchronized(&self) {
+        let Some(s) = self.shared else { return };
+        let mut st = s.lock();
+        let Some(host) = st.current_host(s.id) else { return };
+        let (join, value) = st.next_join(self.track);
+        let signal = st.sync(join, value, SyncKind::Signal, None);
+        st.push(self.track, Entry::Sync(signal));
+        st.host_joined(host, join, value);
+    }
+}
+
 /// A scope guard's common part: the track, the scope's id and its declared accesses.
 pub(crate) struct ScopeCore {
     pub(crate) shared: Option<Arc<Shared>>,
