@@ -446,6 +446,10 @@ where
         stage.enqueue(self.core.stream(), self.core.rendered_timeline(), frame, pair, sync)
     }
 
+    fn post_and_wait_timed(&mut self) -> bool {
+        self.device.post_stage().is_some_and(|s| s.is_timed())
+    }
+
     fn post_and_wait(&mut self, frame: u64, pair: usize) -> Result<()> {
         self.device.make_current()?;
         let stage = self.device.post_stage().ok_or_else(|| not_attached(D::Api::NAME))?;

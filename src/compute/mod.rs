@@ -445,6 +445,14 @@ pub trait ComputeBackend: Send {
         })
     }
 
+    /// Whether [`ComputeBackend::post_and_wait`] times the filter on the GPU: a
+    /// [`crate::profile::Phase::PostFilter`] span on the compute track through
+    /// [`ComputeBackend::take_spans`]. When not, the caller times it on the host around the call
+    /// (the kernel ran inside that window).
+    fn post_and_wait_timed(&mut self) -> bool {
+        false
+    }
+
     /// Post stage, host-synchronous path (`bridged`, `none`): filter pair `pair` for `frame` and
     /// return when the output is complete and visible to Vulkan.
     fn post_and_wait(&mut self, _frame: u64, _pair: usize) -> Result<(), ComputeError> {

@@ -139,6 +139,12 @@ impl<P: PostApi> PostStage<P> {
         Ok(PostStage { timer, done: api.event()?, timelines, pairs: imported, width, height, kernel, api })
     }
 
+    /// Whether the filter's runs are timed on the stream (a GPU-stamped or event timer), so that
+    /// [`Self::take_spans`] gives their [`Phase::PostFilter`] spans.
+    pub fn is_timed(&self) -> bool {
+        self.timer.is_some()
+    }
+
     /// Whether the post timelines were imported (the GPU-side path is possible).
     pub fn has_timelines(&self) -> bool {
         self.timelines.is_some()

@@ -233,7 +233,7 @@ pub(super) fn run_post(
     let f = job.frame;
     let host = program::host_track();
     let gpu = backend.kind() != BackendKind::Cpu;
-    let mut span = |phase, a, b| span(Span::host(f, host, phase, a, b));
+    let mut span = |track, phase, a, b| span(Span::host(f, track, phase, a, b));
     let t0 = host_now_ns();
     if let Some(v) = job.wait_rendered {
         ctx.wait_timeline(rendered, v, || {
@@ -248,7 +248,7 @@ pub(super) fn run_post(
         program::host_wait(Sem::Presented, v, f, host_now_ns());
     }
     let t1 = host_now_ns();
-    span(Phase::PostWait, t0, t1);
+    span(host, Phase::PostWait, t0, t1);
     if gpu {
         program::submit(Track::Compute, f);
         program::scope(Track::Compute, Phase::PostFilter, f..f + 1);
@@ -257,8 +257,13 @@ pub(super) fn run_post(
     let t2 = host_now_ns();
     if gpu {
         program::join(Track::Compute, f, t2);
+        if !backend.post_and_wait_timed() {
+            // No GPU span will fill the compute track's filter scope (HIP's post stage has no
+            // timer): the kernel ran inside [t1, t2], which is a sound, wider interval.
+            span(Track::Compute, Phase::PostFilter, t1, t2);
+        }
     }
-    span(Phase::PostFilter, t1, t2);
+    span(host, Phase::PostFilter, t1, t2);
     if let Some(v) = job.signal_posted {
         // The copies that waited for the previous signal: done already in practice (they were
         // submitted before the draws this job waited for). Host-waiting them lets the Khronos
@@ -279,7 +284,7 @@ pub(super) fn run_post(
             *last = v;
         }
     }
-    span(Phase::PostSignal, t2, host_now_ns());
+    span(host, Phase::PostSignal, t2, host_now_ns());
     Ok(())
 }
 
@@ -310,5 +315,106 @@ fn release(
     raise(computed, c);
     if let Some(t) = post {
         raise(t.posted, p);
+    }
+}
+
+/// The host-synchronous post hand-off's spans: a GPU backend whose filter has no GPU timer (HIP's
+/// post stage) still fills the compute track's filter scope, from the host readings around the
+/// call; one with a timer leaves it to the timer's span.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compute::{ComputeError, GpuSync, GpuSyncSupport};
+    use crate::profile::span::Stamp;
+    use crate::vk::device::enumerate;
+    use crate::vk::instance::Instance;
+
+    /// A HIP-kinded backend whose filter takes 2 ms and is timed on the GPU or not.
+    struct StandIn {
+        timed: bool,
+        filtered: Vec<(u64, usize)>,
+    }
+
+    impl ComputeBackend for StandIn {
+        fn kind(&self) -> BackendKind {
+            BackendKind::Hip
+        }
+        fn device_name(&self) -> String {
+            "stand-in".into()
+        }
+        fn gpu_sync_support(&self) -> crate::compute::GpuSyncSupport {
+            GpuSyncSupport { timeline: false, binary: false }
+        }
+        fn enqueue_gpu_synced(
+            &mut self,
+            _: u64,
+            _: usize,
+            _: &WaveParams,
+            _: GpuSync,
+        ) -> Result<(), ComputeError> {
+            Err(ComputeError::Unsupported { backend: "stand-in", reason: "post only".into() })
+        }
+        fn write_slot_and_wait(&mut self, _: u64, _: usize, _: &WaveParams) -> Result<(), ComputeError> {
+            Err(ComputeError::Unsupported { backend: "stand-in", reason: "post only".into() })
+        }
+        fn post_and_wait_timed(&mut self) -> bool {
+            self.timed
+        }
+        fn post_and_wait(&mut self, frame: u64, pair: usize) -> Result<(), ComputeError> {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            self.filtered.push((frame, pair));
+            Ok(())
+        }
+        fn finish(&mut self) -> Result<(), ComputeError> {
+            Ok(())
+        }
+    }
+
+    /// The spans of one post hand-off of frame 7, pair 1 (no waits, no signal).
+    fn post_spans(ctx: &Context, timed: bool) -> Vec<Span> {
+        let mut backend = StandIn { timed, filtered: Vec::new() };
+        let handles = PostTimelineHandles { posted: vk::Semaphore::null(), presented: vk::Semaphore::null() };
+        let job =
+            PostJob { frame: 7, pair: 1, wait_rendered: None, wait_presented: None, signal_posted: None };
+        let mut spans = Vec::new();
+        run_post(ctx, vk::Semaphore::null(), Some(handles), &job, &mut backend, &mut |s| spans.push(s), None)
+            .unwrap();
+        assert_eq!(backend.filtered, [(7, 1)], "the filter ran once, on the job's pair");
+        spans
+    }
+
+    #[test]
+    fn an_untimed_gpu_filter_gets_its_compute_span_from_the_host_readings() {
+        let instance = Arc::new(Instance::new(false, &[]).unwrap());
+        let Some(pd) = enumerate(&instance).unwrap().into_iter().find(|d| d.usable()) else {
+            // CI installs lavapipe: a skip there is a failure.
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must provide a Vulkan device (mesa-vulkan-drivers)"
+            );
+            eprintln!("skipped: no usable Vulkan device (install mesa-vulkan-drivers)");
+            return;
+        };
+        let ctx = Context::new(instance, pd, false).unwrap();
+        let filter = |spans: &[Span], track: Track| -> Vec<Span> {
+            spans.iter().filter(|s| s.track == track && s.phase == Phase::PostFilter).copied().collect()
+        };
+
+        let spans = post_spans(&ctx, false);
+        let host = program::host_track();
+        let on_host = filter(&spans, host);
+        let on_compute = filter(&spans, Track::Compute);
+        assert_eq!((on_host.len(), on_compute.len()), (1, 1), "{spans:?}");
+        let (c, h) = (on_compute[0], on_host[0]);
+        assert_eq!(c.frame, 7);
+        let (Stamp::Host(a), Stamp::Host(b)) = (c.start, c.end) else {
+            panic!("the compute span is on the host clock: {c:?}");
+        };
+        assert!(b - a >= 2_000_000, "it covers the 2 ms filter: {a}..{b}");
+        assert_eq!((c.start, c.end), (h.start, h.end), "the same readings as the host's filter span");
+
+        let spans = post_spans(&ctx, true);
+        assert_eq!(filter(&spans, host).len(), 1, "{spans:?}");
+        assert!(filter(&spans, Track::Compute).is_empty(), "the GPU timer's span is the only one: {spans:?}");
     }
 }
