@@ -10,13 +10,17 @@
 // Speed. On a GPU the store pattern, not the math, sets the speed, as long as the math stays
 // small: two accurate transcendentals per height would make this kernel compute-bound. The
 // height is separable, so each thread owns four consecutive columns of one column strip, computes
-// amplitude*sin(...) for them once, and then walks rows (grid-stride in y): per row it computes
-// one cosf and writes its four heights with a single 16-byte store when rows are 16-byte aligned
-// (width % 4 == 0), one by one otherwise (and for the last columns of a row that does not end on
-// a multiple of 4). The launch geometry is computed in src/compute/kernel.rs (sinewave_launch):
-// blockDim = (256, 1, 1); gridDim.x covers ceil(width / 4) column quads; gridDim.y is however many
-// row walkers keep the GPU full. The slot's base address is at least 256-byte aligned (a Vulkan
-// allocation imported at offset 0).
+// amplitude*sin(...) for them once, and then walks rows (grid-stride in y), writing its four
+// heights per row with a single 16-byte store when rows are 16-byte aligned (width % 4 == 0), one
+// by one otherwise (and for the last columns of a row that does not end on a multiple of 4). The
+// row factor cos(...) is the same for every thread of a row, so a block computes it once per row
+// into a shared table (VKHIP_ROW_TABLE rows at a time, one row per thread) instead of once per
+// thread and row. The launch geometry is computed in src/compute/kernel.rs (sinewave_launch):
+// blockDim = (256, 1, 1); gridDim.x covers ceil(width / 4) column quads; gridDim.y row walkers.
+// CUDA launches one block per multiprocessor in all (src/compute/cuda/plan.rs), so each thread
+// computes its four sines once for many rows; HIP launches eight per compute unit (not measured
+// on an AMD GPU). Any geometry gives the same heights. The slot's base address is at least
+// 256-byte aligned (a Vulkan allocation imported at offset 0).
 //
 // Parameters of `sinewave`, in this order (the Rust side passes them in exactly this order; a test
 // reads this signature): heights, width, height, phase, amplitude, frequency, stamps, blocks_done.
@@ -34,16 +38,20 @@ struct __attribute__((aligned(16))) vkhip_float4 {
     float x, y, z, w;
 };
 
-// The body of one launch over one slot; `sinewave` and `sinewave_batch` share it.
+// Rows of the shared cosine table (see "Speed"): each block fills it for its next rows, writes
+// them, then refills it.
+#define VKHIP_ROW_TABLE 256
+
+// The body of one launch over one slot; `sinewave` and `sinewave_batch` share it. `cy_table` is
+// the block's shared table of VKHIP_ROW_TABLE floats. Every thread of the block reaches every
+// barrier (a thread past the last column only helps fill the table).
 __device__ __forceinline__ void vkhip_sinewave(float* __restrict__ heights, unsigned int width,
                                                unsigned int height, float phase, float amplitude,
-                                               float frequency)
+                                               float frequency, float* cy_table)
 {
     const unsigned int quad = blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned int x0 = quad * 4u;
-    if (x0 >= width) {
-        return;
-    }
+    const bool active = x0 < width;
     // Same expressions, same order of operations as sim::height on the CPU.
     float sx[4];
     for (int k = 0; k < 4; ++k) {
@@ -53,27 +61,43 @@ __device__ __forceinline__ void vkhip_sinewave(float* __restrict__ heights, unsi
     }
     const bool whole_quad = x0 + 4u <= width;
     const bool aligned = (width % 4u) == 0u;
-    for (unsigned int y = blockIdx.y; y < height; y += gridDim.y) {
-        const float v = 2.0f * (float)y / (float)(height - 1u) - 1.0f;
-        const float cy = cosf(frequency * v + phase);
-        float* row = heights + (unsigned long long)y * width;
-        if (aligned) {
-            vkhip_float4 packed;
-            packed.x = sx[0] * cy;
-            packed.y = sx[1] * cy;
-            packed.z = sx[2] * cy;
-            packed.w = sx[3] * cy;
-            *reinterpret_cast<vkhip_float4*>(row + x0) = packed;
-        } else if (whole_quad) {
-            row[x0] = sx[0] * cy;
-            row[x0 + 1u] = sx[1] * cy;
-            row[x0 + 2u] = sx[2] * cy;
-            row[x0 + 3u] = sx[3] * cy;
-        } else {
-            for (unsigned int k = 0; x0 + k < width; ++k) {
-                row[x0 + k] = sx[k] * cy;
+    // The block's rows are blockIdx.y, blockIdx.y + gridDim.y, ...; table entry i is the i-th of
+    // the VKHIP_ROW_TABLE rows from `base` on.
+    for (unsigned int base = blockIdx.y; base < height; base += gridDim.y * VKHIP_ROW_TABLE) {
+        for (unsigned int i = threadIdx.x; i < VKHIP_ROW_TABLE; i += blockDim.x) {
+            const unsigned int y = base + i * gridDim.y;
+            if (y < height) {
+                const float v = 2.0f * (float)y / (float)(height - 1u) - 1.0f;
+                cy_table[i] = cosf(frequency * v + phase);
             }
         }
+        __syncthreads();
+        for (unsigned int i = 0; active && i < VKHIP_ROW_TABLE; ++i) {
+            const unsigned int y = base + i * gridDim.y;
+            if (y >= height) {
+                break;
+            }
+            const float cy = cy_table[i];
+            float* row = heights + (unsigned long long)y * width;
+            if (aligned) {
+                vkhip_float4 packed;
+                packed.x = sx[0] * cy;
+                packed.y = sx[1] * cy;
+                packed.z = sx[2] * cy;
+                packed.w = sx[3] * cy;
+                *reinterpret_cast<vkhip_float4*>(row + x0) = packed;
+            } else if (whole_quad) {
+                row[x0] = sx[0] * cy;
+                row[x0 + 1u] = sx[1] * cy;
+                row[x0 + 2u] = sx[2] * cy;
+                row[x0 + 3u] = sx[3] * cy;
+            } else {
+                for (unsigned int k = 0; x0 + k < width; ++k) {
+                    row[x0 + k] = sx[k] * cy;
+                }
+            }
+        }
+        __syncthreads(); // every thread has read the table before it is refilled
     }
 }
 
@@ -118,8 +142,9 @@ extern "C" __global__ void sinewave(float* __restrict__ heights, unsigned int wi
                                     float frequency, unsigned long long* stamps,
                                     unsigned int* blocks_done)
 {
+    __shared__ float cy_table[VKHIP_ROW_TABLE];
     vkhip_stamp_start(stamps);
-    vkhip_sinewave(heights, width, height, phase, amplitude, frequency);
+    vkhip_sinewave(heights, width, height, phase, amplitude, frequency, cy_table);
     vkhip_stamp_end(stamps, blocks_done);
 }
 
@@ -136,9 +161,10 @@ struct vkhip_batch {
 extern "C" __global__ void sinewave_batch(vkhip_batch batch, unsigned int width, unsigned int height,
                                           unsigned long long* stamps, unsigned int* blocks_done)
 {
+    __shared__ float cy_table[VKHIP_ROW_TABLE];
     const unsigned int i = blockIdx.z;
     vkhip_stamp_start(stamps);
     vkhip_sinewave(batch.heights[i], width, height, batch.phase[i], batch.amplitude[i],
-                   batch.frequency[i]);
+                   batch.frequency[i], cy_table);
     vkhip_stamp_end(stamps, blocks_done);
 }

@@ -325,8 +325,9 @@ mod tests {
 
     #[test]
     fn launch_fills_the_gpu_without_idle_walkers() {
-        // 4096 × 4096 on an H100/H200 (132 SMs × 8 resident blocks of 256): 4 column blocks,
-        // 264 row walkers each, 16 rows per walker.
+        // 4096 × 4096 with 1056 resident blocks of 256 (what HIP's launch counts on a device of
+        // 132 compute units; CUDA's asks for 132): 4 column blocks, 264 row walkers each, of 15
+        // or 16 rows.
         let l = sinewave_launch(Grid { width: 4096, height: 4096 }, 132 * 8);
         assert_eq!(l, SinewaveLaunch { grid_x: 4, grid_y: 264, grid_z: 1, block_x: 256 });
         // Never more walkers than rows.

@@ -29,8 +29,8 @@
 //!
 //! Kernel. `kernels/sinewave.hip` compiled by NVRTC for the device ([`Cuda::target`]: a cubin
 //! for its architecture, PTX only as a fallback), cached by [`KernelCache`]. Each thread owns
-//! four columns and walks rows; enough row walkers are launched to fill the GPU
-//! (`plan::launch_config`).
+//! four columns and walks rows, the row factor taken from a table its block shares; one block per
+//! multiprocessor is launched (`plan::launch_config`).
 //!
 //! Shape. [`CudaBackend`] is the skeleton HIP shares ([`crate::compute::imported`]):
 //! [`Imported`] over [`CudaApi`] (the kernel: `sinewave`, or `sinewave_batch` for a batch, fill,

@@ -5,38 +5,32 @@ use std::ffi::c_void;
 
 #[cfg(test)]
 use crate::compute::kernel::SinewaveArgs;
-use crate::compute::kernel::{sinewave_launch, SinewaveLaunch, StampTarget, MAX_BATCH, SINEWAVE_BLOCK};
+use crate::compute::kernel::{sinewave_launch, SinewaveLaunch, StampTarget, MAX_BATCH};
 use crate::compute::ComputeError;
 use crate::sim::{Grid, WaveParams};
 use vkhip_interop::cuda::DeviceInfo;
 
-/// The limits of a device that shape a launch (from `cuDeviceGetAttribute`).
+/// What of a device shapes a launch (from `cuDeviceGetAttribute`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceLimits {
     /// CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT.
     pub sm_count: u32,
-    /// CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK.
-    pub max_threads_per_block: u32,
-    /// CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR.
-    pub max_threads_per_sm: u32,
 }
 
 impl DeviceLimits {
     pub fn of(device: &DeviceInfo) -> Self {
-        DeviceLimits {
-            sm_count: device.multiprocessors,
-            max_threads_per_block: device.max_threads_per_block,
-            max_threads_per_sm: device.max_threads_per_multiprocessor,
-        }
+        DeviceLimits { sm_count: device.multiprocessors }
     }
 }
 
 /// The launch of `sinewave` for `grid` on a device with `limits`: the shared geometry of
-/// [`sinewave_launch`], with as many row walkers as the device keeps resident at once
-/// (`sm_count × max_threads_per_sm / block`); beyond that, extra blocks would only queue.
+/// [`sinewave_launch`] with one block per multiprocessor in all. Each thread then walks many rows
+/// and computes its four sines once for all of them; its stores need no other thread to keep the
+/// memory busy. Measured on an H200 at 4096² against the driver's fill (BENCHMARKS.md, issue 32):
+/// 1.03× with this geometry and the kernel's row table, 1.10× with eight blocks per
+/// multiprocessor and no table.
 pub fn launch_config(grid: Grid, limits: DeviceLimits) -> SinewaveLaunch {
-    let blocks_per_sm = (limits.max_threads_per_sm / SINEWAVE_BLOCK).max(1);
-    sinewave_launch(grid, limits.sm_count.max(1).saturating_mul(blocks_per_sm))
+    sinewave_launch(grid, limits.sm_count.max(1))
 }
 
 /// The `vkhip_batch` struct of `kernels/sinewave.hip`, passed by value to `sinewave_batch`: the
@@ -129,16 +123,18 @@ mod tests {
     use super::*;
     use crate::compute::kernel::{SINEWAVE_ENTRY, SINEWAVE_SOURCE};
 
-    const H100: DeviceLimits =
-        DeviceLimits { sm_count: 132, max_threads_per_block: 1024, max_threads_per_sm: 2048 };
+    const H100: DeviceLimits = DeviceLimits { sm_count: 132 };
 
     #[test]
-    fn launch_fills_an_h100_and_no_more() {
-        // 4096 × 4096: 132 SMs × 8 resident blocks → 4 column blocks × 264 row walkers.
+    fn launch_puts_one_block_on_each_multiprocessor() {
+        // 4096 × 4096: 4 column blocks × 33 row walkers = 132 blocks, one per SM.
         let cfg = launch_config(Grid { width: 4096, height: 4096 }, H100);
-        assert_eq!(cfg, SinewaveLaunch { grid_x: 4, grid_y: 264, grid_z: 1, block_x: 256 });
+        assert_eq!(cfg, SinewaveLaunch { grid_x: 4, grid_y: 33, grid_z: 1, block_x: 256 });
+        // 256 × 256: one column block, 132 row walkers of about two rows each.
+        let cfg = launch_config(Grid { width: 256, height: 256 }, H100);
+        assert_eq!(cfg, SinewaveLaunch { grid_x: 1, grid_y: 132, grid_z: 1, block_x: 256 });
         // Bogus (zero) attributes still give a valid launch.
-        let zero = DeviceLimits { sm_count: 0, max_threads_per_block: 0, max_threads_per_sm: 0 };
+        let zero = DeviceLimits { sm_count: 0 };
         assert_eq!(
             launch_config(Grid { width: 2, height: 2 }, zero),
             SinewaveLaunch { grid_x: 1, grid_y: 1, grid_z: 1, block_x: 256 }

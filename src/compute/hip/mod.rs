@@ -280,6 +280,8 @@ impl HipBackend {
             Semaphores::default()
         };
         // Resident blocks of 256 threads: 8 per compute unit (2048 threads, the CDNA/RDNA maximum).
+        // CUDA launches one block per multiprocessor since the kernel's row table (faster on an
+        // H200, see cuda::plan::launch_config); HIP keeps 8 until it is measured on an AMD GPU.
         let max_blocks = hip.info().compute_units.max(1).saturating_mul(8);
         let api = HipApi { kernel, hip: hip.clone(), max_blocks };
         let core = Imported::new(api, hip.clone(), done, timer, slots, semaphores);
