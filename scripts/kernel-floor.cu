@@ -34,7 +34,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <unistd.h>
 #include <vector>
 
 #include "../kernels/sinewave.hip"
