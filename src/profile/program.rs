@@ -228,6 +228,12 @@ pub fn host_track() -> Track {
     LOG.with(|l| l.borrow().host())
 }
 
+/// Whether this thread places GPU scopes ([`scope`] records them): it records, GPU timing is
+/// on and the queue has timestamps.
+pub fn gpu_scopes() -> bool {
+    with(|l| l.gpu_scopes).unwrap_or(false)
+}
+
 /// Whether this thread records.
 pub fn enabled() -> bool {
     LOG.with(|l| l.borrow().enabled)

@@ -257,9 +257,10 @@ pub(super) fn run_post(
     let t2 = host_now_ns();
     if gpu {
         program::join(Track::Compute, f, t2);
-        if !backend.post_and_wait_timed() {
-            // No GPU span will fill the compute track's filter scope (HIP's post stage has no
-            // timer): the kernel ran inside [t1, t2], which is a sound, wider interval.
+        if program::gpu_scopes() && !backend.post_and_wait_timed() {
+            // The compute track's filter scope was placed above, and no GPU span will fill it
+            // (HIP's post stage has no timer): the kernel ran inside [t1, t2], a sound, wider
+            // interval. Without GPU scopes nothing waits for it.
             span(Track::Compute, Phase::PostFilter, t1, t2);
         }
     }
@@ -320,7 +321,8 @@ fn release(
 
 /// The host-synchronous post hand-off's spans: a GPU backend whose filter has no GPU timer (HIP's
 /// post stage) still fills the compute track's filter scope, from the host readings around the
-/// call; one with a timer leaves it to the timer's span.
+/// call; one with a timer leaves it to the timer's span; without GPU scopes (GPU timing off)
+/// there is no scope to fill.
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -400,8 +402,18 @@ mod tests {
             spans.iter().filter(|s| s.track == track && s.phase == Phase::PostFilter).copied().collect()
         };
 
+        // The bridge thread's recording with GPU scopes, as `--gpu-timing on` starts it.
+        program::enable(Track::Bridge, true);
         let spans = post_spans(&ctx, false);
+        let mut recs = Vec::new();
+        program::take(&mut recs);
+        let scoped = recs.iter().any(|r| {
+            matches!(r, Rec::Op(o) if o.track == Track::Compute && o.frame == 7
+                && matches!(o.kind, program::OpKind::Scope(Phase::PostFilter)))
+        });
+        assert!(scoped, "the compute track's filter scope was placed: {recs:?}");
         let host = program::host_track();
+        assert_eq!(host, Track::Bridge);
         let on_host = filter(&spans, host);
         let on_compute = filter(&spans, Track::Compute);
         assert_eq!((on_host.len(), on_compute.len()), (1, 1), "{spans:?}");
@@ -416,5 +428,12 @@ mod tests {
         let spans = post_spans(&ctx, true);
         assert_eq!(filter(&spans, host).len(), 1, "{spans:?}");
         assert!(filter(&spans, Track::Compute).is_empty(), "the GPU timer's span is the only one: {spans:?}");
+
+        // GPU timing off: no scope placed, so no compute span either.
+        program::enable(Track::Bridge, false);
+        let spans = post_spans(&ctx, false);
+        assert_eq!(filter(&spans, host).len(), 1, "{spans:?}");
+        assert!(filter(&spans, Track::Compute).is_empty(), "no scope to fill: {spans:?}");
+        program::disable();
     }
 }
