@@ -18,14 +18,24 @@
 //       The launch is the app's (one block per multiprocessor); KF_BLOCKS_PER_SM=8 gives the
 //       launch before issue 32.
 //
-//   kernel-floor init
-//       One fresh process's CUDA start-up on the host clock (CLOCK_MONOTONIC): cuInit, then the
-//       device's primary context (cuDevicePrimaryCtxRetain + cuCtxSetCurrent), then a first
-//       cuMemAlloc: what any program that uses CUDA pays before its first launch.
+//   kernel-floor init [cuda|vulkan|both]
+//       One fresh process's start-up on the host clock (CLOCK_MONOTONIC).
+//         cuda (the default)  cuInit, then the device's primary context (cuDevicePrimaryCtxRetain
+//                             + cuCtxSetCurrent), then a first cuMemAlloc: what any program that
+//                             uses CUDA pays before its first launch;
+//         vulkan              the Vulkan loader (dlopen libvulkan.so.1), a Vulkan 1.3 instance
+//                             and vkEnumeratePhysicalDevices: what any Vulkan program pays before
+//                             it can pick a device (the app's `Vulkan instance made` mark);
+//         both                the two on two threads started together, as `vkhip --backend
+//                             cuda` overlaps them: each side's own time beside its time alone
+//                             says whether the driver lets them overlap at all.
+//       Vulkan is reached through dlopen and vkGetInstanceProcAddr with the few declarations
+//       below, so building this needs no Vulkan headers or SDK.
 //
 // Exit 0 on success, 1 when a check fails, 2 for bad usage or a CUDA error.
 
 #include <cuda.h>
+#include <dlfcn.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -34,6 +44,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <thread>
 #include <vector>
 
 #include "../kernels/sinewave.hip"
@@ -98,24 +109,127 @@ static double percentile(std::vector<double> v, double p)
     return v[lo] + (v[hi] - v[lo]) * (i - lo);
 }
 
-static int init_mode()
+// The part of the Vulkan API `init vulkan` calls (vulkan_core.h's layouts, Vulkan 1.0).
+struct VkAppInfo {
+    int sType; // VK_STRUCTURE_TYPE_APPLICATION_INFO = 0
+    const void* pNext;
+    const char* pApplicationName;
+    uint32_t applicationVersion;
+    const char* pEngineName;
+    uint32_t engineVersion;
+    uint32_t apiVersion;
+};
+struct VkInstInfo {
+    int sType; // VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO = 1
+    const void* pNext;
+    uint32_t flags;
+    const VkAppInfo* pApplicationInfo;
+    uint32_t enabledLayerCount;
+    const char* const* ppEnabledLayerNames;
+    uint32_t enabledExtensionCount;
+    const char* const* ppEnabledExtensionNames;
+};
+typedef void* VkHandle;
+typedef void (*VkVoidFn)(void);
+typedef VkVoidFn (*GetInstanceProcAddrFn)(VkHandle, const char*);
+typedef int (*CreateInstanceFn)(const VkInstInfo*, const void*, VkHandle*);
+typedef int (*EnumeratePhysicalDevicesFn)(VkHandle, uint32_t*, VkHandle*);
+typedef void (*DestroyInstanceFn)(VkHandle, const void*);
+
+// From `t0`: when the side started and ended (ms).
+struct Side {
+    double start = 0, end = 0;
+};
+
+// CUDA's start-up (see the header); `first_alloc` the time the first cuMemAlloc ended.
+static Side cuda_side(double t0, double* init_end, double* ctx_end)
 {
-    const double t_main = now_ms();
+    Side s;
+    s.start = now_ms() - t0;
     check(cuInit(0), "cuInit");
-    const double t_init = now_ms();
+    *init_end = now_ms() - t0;
     CUdevice dev;
     check(cuDeviceGet(&dev, 0), "cuDeviceGet");
     CUcontext ctx;
     check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
     check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
-    const double t_ctx = now_ms();
+    *ctx_end = now_ms() - t0;
     CUdeviceptr p;
     check(cuMemAlloc(&p, 1 << 20), "cuMemAlloc");
-    const double t_alloc = now_ms();
-    printf("init: cuInit_ms=%.1f primary_context_ms=%.1f first_alloc_ms=%.1f total_ms=%.1f\n",
-           t_init - t_main, t_ctx - t_init, t_alloc - t_ctx, t_alloc - t_main);
-    cuMemFree(p);
-    cuDevicePrimaryCtxRelease(dev);
+    s.end = now_ms() - t0;
+    return s;
+}
+
+// The loader, an instance, its physical devices (see the header). Exits 2 on any failure.
+static Side vulkan_side(double t0, unsigned* devices)
+{
+    Side s;
+    s.start = now_ms() - t0;
+    void* lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        fprintf(stderr, "kernel-floor: no Vulkan loader: %s\n", dlerror());
+        exit(2);
+    }
+    auto gipa = (GetInstanceProcAddrFn)dlsym(lib, "vkGetInstanceProcAddr");
+    auto create = gipa ? (CreateInstanceFn)gipa(nullptr, "vkCreateInstance") : nullptr;
+    if (!create) {
+        fprintf(stderr, "kernel-floor: the Vulkan loader has no vkCreateInstance\n");
+        exit(2);
+    }
+    VkAppInfo app = {0, nullptr, "kernel-floor", 1, "kernel-floor", 1, (1u << 22) | (3u << 12)};
+    VkInstInfo info = {1, nullptr, 0, &app, 0, nullptr, 0, nullptr};
+    VkHandle instance = nullptr;
+    const int r = create(&info, nullptr, &instance);
+    if (r != 0) {
+        fprintf(stderr, "kernel-floor: vkCreateInstance failed (%d)\n", r);
+        exit(2);
+    }
+    auto enumerate = (EnumeratePhysicalDevicesFn)gipa(instance, "vkEnumeratePhysicalDevices");
+    uint32_t n = 0;
+    if (!enumerate || enumerate(instance, &n, nullptr) != 0) {
+        fprintf(stderr, "kernel-floor: vkEnumeratePhysicalDevices failed\n");
+        exit(2);
+    }
+    std::vector<VkHandle> physical(n);
+    enumerate(instance, &n, physical.data());
+    s.end = now_ms() - t0;
+    *devices = n;
+    auto destroy = (DestroyInstanceFn)gipa(instance, "vkDestroyInstance");
+    if (destroy) {
+        destroy(instance, nullptr);
+    }
+    return s;
+}
+
+static int init_mode(const char* which)
+{
+    const bool cuda = strcmp(which, "cuda") == 0 || strcmp(which, "both") == 0;
+    const bool vulkan = strcmp(which, "vulkan") == 0 || strcmp(which, "both") == 0;
+    const double t0 = now_ms();
+    Side c, v;
+    double init_end = 0, ctx_end = 0;
+    unsigned devices = 0;
+    if (cuda && vulkan) {
+        // Both threads start, then wait for each other, so neither gets a head start.
+        std::thread tc([&] { c = cuda_side(t0, &init_end, &ctx_end); });
+        std::thread tv([&] { v = vulkan_side(t0, &devices); });
+        tc.join();
+        tv.join();
+    } else if (cuda) {
+        c = cuda_side(t0, &init_end, &ctx_end);
+    } else {
+        v = vulkan_side(t0, &devices);
+    }
+    const double total = now_ms() - t0;
+    printf("init: which=%s", which);
+    if (cuda) {
+        printf(" cuInit_ms=%.1f primary_context_ms=%.1f first_alloc_ms=%.1f cuda_ms=%.1f", init_end - c.start,
+               ctx_end - init_end, c.end - ctx_end, c.end - c.start);
+    }
+    if (vulkan) {
+        printf(" vulkan_ms=%.1f vulkan_devices=%u", v.end - v.start, devices);
+    }
+    printf(" total_ms=%.1f\n", total);
     return 0;
 }
 
@@ -255,14 +369,18 @@ static int kernel_mode(unsigned width, unsigned height, int iterations)
 
 static int usage()
 {
-    fprintf(stderr, "usage: kernel-floor kernel WIDTHxHEIGHT ITERATIONS | kernel-floor init\n");
+    fprintf(stderr, "usage: kernel-floor kernel WIDTHxHEIGHT ITERATIONS | kernel-floor init [cuda|vulkan|both]\n");
     return 2;
 }
 
 int main(int argc, char** argv)
 {
-    if (argc == 2 && strcmp(argv[1], "init") == 0) {
-        return init_mode();
+    if ((argc == 2 || argc == 3) && strcmp(argv[1], "init") == 0) {
+        const char* which = argc == 3 ? argv[2] : "cuda";
+        if (strcmp(which, "cuda") != 0 && strcmp(which, "vulkan") != 0 && strcmp(which, "both") != 0) {
+            return usage();
+        }
+        return init_mode(which);
     }
     if (argc != 4 || strcmp(argv[1], "kernel") != 0) {
         return usage();

@@ -9,10 +9,12 @@
 #              VKHIP_BIN, `vkhip bench-kernel --backend cuda --grid 4096x4096` beside it (the
 #              target is its ratio ≤ 1.05). A store-only kernel's ratio to the fill is the floor
 #              of any kernel that writes the slot.
-#   init       `kernel-floor init`: cuInit, the primary context, a first allocation, in a fresh
-#              process; with VKHIP_BIN, the report's `start-up` of `--headless --backend cuda
-#              --frames 10` beside it (target ≤ 0.25 s). CUDA's own start-up is a floor no
-#              program that uses CUDA goes under.
+#   init       `kernel-floor init cuda|vulkan|both`, each in a fresh process: cuInit, the primary
+#              context, a first allocation; a Vulkan instance and its devices; the two on two
+#              threads at once, as the app overlaps them. With VKHIP_BIN, the report's `start-up`
+#              of `--headless --backend cuda --frames 10` beside them (target ≤ 0.25 s). CUDA's own
+#              start-up is a floor no program that uses CUDA goes under; `both` against the two
+#              alone says how much of the Vulkan instance can hide behind it.
 #
 # Environment: KF_REPS (5), KF_ITERATIONS (1000), NVCC (nvcc on PATH, else /usr/local/cuda/bin/nvcc).
 # Output: OUTDIR/kernel-floor (the binary), OUTDIR/runs/*.log, OUTDIR/summary.txt. Exit 0 when every
@@ -47,7 +49,7 @@ if [ -z "$CC" ]; then
 fi
 # As NVRTC compiles sinewave for the app (src/compute/cuda/mod.rs: --fmad=false, this GPU's sm).
 if ! "$NVCC" -O3 -std=c++17 -arch="sm_$CC" --fmad=false -o "$OUTDIR/kernel-floor" \
-  "$HERE/kernel-floor.cu" -lcuda >"$OUTDIR/runs/nvcc.log" 2>&1; then
+  "$HERE/kernel-floor.cu" -lcuda -ldl >"$OUTDIR/runs/nvcc.log" 2>&1; then
   cat "$OUTDIR/runs/nvcc.log" >&2
   echo "kernel-floor: nvcc failed" >&2
   exit 2
@@ -76,7 +78,9 @@ for rep in $(seq 1 "$REPS"); do
 done
 echo "== init: $REPS fresh processes each" >&2
 for rep in $(seq 1 "$REPS"); do
-  run "init-$rep.log" "$FLOOR" init
+  for which in cuda vulkan both; do
+    run "init-$which-$rep.log" "$FLOOR" init "$which"
+  done
   if [ -n "$BIN" ]; then
     run "start-$rep.log" "$BIN" --headless --backend cuda --frames 10
   fi
@@ -106,7 +110,13 @@ field() { # FILE-GLOB LINE-PREFIX KEY: the KEY=value of each file's line startin
   fi
   echo "CUDA start-up in a fresh process (ms):"
   for k in cuInit_ms primary_context_ms first_alloc_ms total_ms; do
-    echo "  $k: $(field "$OUTDIR/runs/init-*.log" init: "$k" | stats)"
+    echo "  $k: $(field "$OUTDIR/runs/init-cuda-*.log" init: "$k" | stats)"
+  done
+  echo "a Vulkan instance and its devices in a fresh process (ms):"
+  echo "  vulkan_ms: $(field "$OUTDIR/runs/init-vulkan-*.log" init: vulkan_ms | stats)"
+  echo "both on two threads started together (ms; each side's time beside its time alone above):"
+  for k in cuInit_ms primary_context_ms cuda_ms vulkan_ms total_ms; do
+    echo "  $k: $(field "$OUTDIR/runs/init-both-*.log" init: "$k" | stats)"
   done
   if [ -n "$BIN" ]; then
     echo "  vkhip --backend cuda start-up (s, target ≤ 0.25): $(cat "$OUTDIR"/runs/start-*.log 2>/dev/null | sed -n 's/^ *start-up *\([0-9.]*\) s.*/\1/p' | stats)"

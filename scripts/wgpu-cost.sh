@@ -20,7 +20,8 @@
 #      hand-off configuration (CSV in OUTDIR/traces); its tables: µs per frame (median, p5, p95,
 #      the spread of the round medians) with the host time split (CUDA, record, submit, wait),
 #      the ladder from ash to wgpu, the ratios, and the GPU spans on one clock;
-#   4. wgpu_submit_cost: wgpu alone, one command buffer more per submit (2000 frames).
+#   4. wgpu_submit_cost: wgpu alone, one command buffer more per submit (7 interleaved rounds of
+#      2000 frames per configuration).
 #
 # Logs: OUTDIR/validation.log, OUTDIR/control.log (and their .validation.log, the layer's),
 # OUTDIR/grid-WxH.log, OUTDIR/submit-cost.log. Prints the summary last (also OUTDIR/summary.txt);

@@ -163,7 +163,8 @@ pub struct CommonArgs {
     /// Draws the render thread may have queued on the GPU, F (2..=8). It host-waits only when the
     /// draw F frames back may still run, and then until one draw is left, so it sleeps once per
     /// F−1 frames instead of every frame: less CPU per frame, up to F−1 frames of queue latency.
-    /// Default: 2 in a window, 4 headless (see README, "Defaults").
+    /// Default: 2 in a window, 4 headless, B+1 headless where the render thread settles the
+    /// hand-offs' waits (cuda/hip external with batches of B: 8) (see README, "Defaults").
     #[arg(long, value_name = "F", value_parser = clap::value_parser!(u32).range(2..=8))]
     pub frames_in_flight: Option<u32>,
     /// The interop compute side's wait for `rendered` (cuda/hip, external): `auto` skips it when

@@ -205,6 +205,8 @@ pub const MAX_FRAMES_IN_FLIGHT: u64 = 8;
 /// F when the request leaves it open: 2 in a window, where each queued frame is a frame of input
 /// latency and presentation paces the loop anyway; 4 headless, where the render thread then
 /// sleeps once per F − 1 frames instead of every frame (README, "Defaults"; BENCHMARKS.md).
+/// Headless plans whose throttle settles the hand-offs' waits raise it to B + 1
+/// ([`SyncPlan::default_frames_in_flight`]).
 pub const fn default_frames_in_flight(window: bool) -> u64 {
     if window {
         2
@@ -328,15 +330,13 @@ impl SyncPlan {
         let joinable =
             backend.on_vulkan_queue() && mode == SyncMode::External && run_ahead == 0 && batch == 1;
         let submit = if req.submit == Submit::Joined && joinable { Submit::Joined } else { Submit::Split };
-        Ok(SyncPlan {
+        let mut plan = SyncPlan {
             backend,
             mode,
             slots,
             run_ahead,
             batch,
-            frames_in_flight: req
-                .frames_in_flight
-                .map_or(default_frames_in_flight(false), |f| u64::from(f).clamp(2, MAX_FRAMES_IN_FLIGHT)),
+            frames_in_flight: 0,
             memory: req.memory,
             compute_wait: req.compute_wait,
             export,
@@ -344,7 +344,28 @@ impl SyncPlan {
             submit,
             post: req.post,
             post_batch,
-        })
+        };
+        plan.frames_in_flight = req
+            .frames_in_flight
+            .map_or_else(|| plan.default_frames_in_flight(), |f| u64::from(f).clamp(2, MAX_FRAMES_IN_FLIGHT));
+        Ok(plan)
+    }
+
+    /// F for this plan when the request leaves it open, headless (a window asks for
+    /// [`default_frames_in_flight`]`(true)`): 4, or B + 1 (at most 8) when the throttle settles
+    /// the hand-offs' waits ([`Self::elide_waits`], batches of B > 1: `external` with cuda or hip).
+    /// Such a throttle already waits until one draw is left in flight at every hand-off, once per
+    /// B frames; with F ≤ B it must also wake in between, once per F − 1 frames (F = 4, B = 7: in
+    /// 3 frames of 7 instead of 1). On an H200 at 256² with `--post outline` that took the render
+    /// thread's median frame from 26.6 to 8.5 µs of CPU at the same frame time (+0.2 %); its mean
+    /// rose 5–15 %, as the fewer waits are longer (BENCHMARKS.md, "2026-11-27 (day)").
+    pub fn default_frames_in_flight(&self) -> u64 {
+        let base = default_frames_in_flight(false);
+        if self.elide_waits() && self.batch > 1 {
+            base.max(self.batch as u64 + 1).min(MAX_FRAMES_IN_FLIGHT)
+        } else {
+            base
+        }
     }
 
     /// Whether each frame's compute is recorded into its draw's command buffer (dispatch →
@@ -728,9 +749,28 @@ mod tests {
     #[test]
     fn frames_in_flight_default_and_request() {
         let dev = device(true, true);
-        let p = plan(SyncRequest::mode(SyncMode::Auto), BackendKind::Cuda, &dev).unwrap();
-        assert_eq!(p.frames_in_flight, default_frames_in_flight(false));
         assert_eq!((default_frames_in_flight(false), default_frames_in_flight(true)), (4, 2));
+        // Headless cuda defaults to external with batches of 7 whose waits the throttle settles:
+        // F = B + 1, so it wakes once per batch.
+        let p = plan(SyncRequest::mode(SyncMode::Auto), BackendKind::Cuda, &dev).unwrap();
+        assert_eq!((p.mode, p.batch, p.frames_in_flight), (SyncMode::External, 7, 8));
+        // Smaller batches: B + 1, never below the headless default.
+        let req = |b| SyncRequest { batch: Some(b), ..SyncRequest::mode(SyncMode::External) };
+        assert_eq!(plan(req(5), BackendKind::Cuda, &dev).unwrap().frames_in_flight, 6);
+        assert_eq!(plan(req(2), BackendKind::Cuda, &dev).unwrap().frames_in_flight, 4);
+        assert_eq!(plan(req(1), BackendKind::Cuda, &dev).unwrap().frames_in_flight, 4);
+        // No settled waits: bridged batches are waited for on the bridge thread, `--compute-wait
+        // gpu` keeps every wait on the stream, and Vulkan's queue has no hand-off to settle.
+        let bridged = SyncRequest { batch: Some(7), ..SyncRequest::mode(SyncMode::Bridged) };
+        assert_eq!(plan(bridged, BackendKind::Cuda, &dev).unwrap().frames_in_flight, 4);
+        let gpu_wait =
+            SyncRequest { compute_wait: ComputeWait::Gpu, ..SyncRequest::mode(SyncMode::External) };
+        assert_eq!(plan(gpu_wait, BackendKind::Cuda, &dev).unwrap().frames_in_flight, 4);
+        let p = plan(SyncRequest::mode(SyncMode::Auto), BackendKind::Vulkan, &dev).unwrap();
+        assert_eq!(p.frames_in_flight, 4);
+        // The request wins.
+        let asked = SyncRequest { frames_in_flight: Some(3), ..SyncRequest::mode(SyncMode::External) };
+        assert_eq!(plan(asked, BackendKind::Cuda, &dev).unwrap().frames_in_flight, 3);
         for f in 2..=8 {
             let req = SyncRequest { frames_in_flight: Some(f), ..SyncRequest::mode(SyncMode::Bridged) };
             assert_eq!(plan(req, BackendKind::Cpu, &dev).unwrap().frames_in_flight, u64::from(f));
