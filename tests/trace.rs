@@ -230,6 +230,21 @@ fn deeper_queues_wait_less_often_and_stay_race_free() {
             "in flight    up to {f} draws; the render thread host-waited in {waits} of {FRAMES} frames"
         );
         assert!(report.contains(&line), "want '{line}':\n{report}");
+        // What a wait cost: the frames that waited, the wait's part of them, the other frames
+        // (means, µs); the wait is part of its frame's CPU.
+        let tail = report
+            .lines()
+            .find(|l| l.contains(&line))
+            .and_then(|l| l.split_once("(render cpu of a frame that waited "));
+        let nums: Vec<f64> = tail
+            .map(|(_, t)| {
+                t.split(|c: char| !(c.is_ascii_digit() || c == '.')).filter_map(|w| w.parse().ok()).collect()
+            })
+            .unwrap_or_default();
+        assert!(
+            nums.len() == 3 && nums[0] > 0.0 && nums[1] > 0.0 && nums[1] <= nums[0] && nums[2] > 0.0,
+            "F = {f}: want the waits' CPU (frame, wait, other) in '{line} (…)':\n{report}"
+        );
         let m = parse_report(&report).expect("the report parses");
         assert!(m.p50_ms > 0.3 * m.mean_ms, "frame time p50 {} ms against mean {} ms", m.p50_ms, m.mean_ms);
         assert_clean(&dir.join(format!("{name}.json")), &name);

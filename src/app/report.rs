@@ -53,6 +53,26 @@ fn us_line(s: &Stat) -> String {
     format!("p50 {:.1} µs   p99 {:.1} µs", s.p50_ms() * 1e3, s.p99_ms() * 1e3)
 }
 
+/// The `in flight` line's tail: what a frame whose throttle host-waited cost the render thread,
+/// how much of that was the wait itself, and what a frame without a wait cost (means; empty
+/// when no measured frame waited).
+pub fn wait_cost(st: &Stats) -> String {
+    if st.cpu_waited.is_empty() {
+        return String::new();
+    }
+    let us = |s: &Stat| s.mean_ms() * 1e3;
+    let other = if st.cpu_unwaited.is_empty() {
+        String::new()
+    } else {
+        format!(", one that did not {:.1}", us(&st.cpu_unwaited))
+    };
+    format!(
+        " (render cpu of a frame that waited {:.1} µs, {:.1} of it in the wait{other}; means)",
+        us(&st.cpu_waited),
+        us(&st.cpu_waited_wait)
+    )
+}
+
 fn clock_line(c: &ClockInfo) -> String {
     format!(
         "{}, ±{:.1} µs (largest drift between anchors {:.1} µs)",
@@ -447,10 +467,11 @@ pub fn frame_report(
     let _ = writeln!(out, "  sync         {}", plan.describe());
     let _ = writeln!(
         out,
-        "  in flight    up to {} draws; the render thread host-waited in {} of {} frames",
+        "  in flight    up to {} draws; the render thread host-waited in {} of {} frames{}",
         plan.frames_in_flight,
         sync.throttle_waits(),
-        p.frames_closed()
+        p.frames_closed(),
+        wait_cost(st)
     );
     if plan.elide_waits() && sync.waits_planned > 0 {
         let _ = writeln!(

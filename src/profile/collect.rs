@@ -158,6 +158,8 @@ pub struct FrameFigures {
     pub cpu_work_ns: u64,
     /// `cpu_ns` by phase.
     pub cpu_split: CpuSplit,
+    /// Whether the throttle host-waited before this frame ([`RenderMarks::waited`]).
+    pub waited: bool,
 }
 
 /// All streaming statistics of a run.
@@ -176,6 +178,11 @@ pub struct Stats {
     pub cpu_handoff: Stat,
     pub cpu_submit: Stat,
     pub cpu_other: Stat,
+    /// `cpu` of the frames whose throttle host-waited, the wait phase's part of it, and `cpu` of
+    /// the other frames: what a wait costs the render thread (the report's `in flight` line).
+    pub cpu_waited: Stat,
+    pub cpu_waited_wait: Stat,
+    pub cpu_unwaited: Stat,
     pub throttle: Stat,
     pub handoff_host: Stat,
     pub submit: Stat,
@@ -427,6 +434,12 @@ impl Profiler {
         s.cpu_handoff.record(f.cpu_split.handoff_ns);
         s.cpu_submit.record(f.cpu_split.submit_ns);
         s.cpu_other.record(f.cpu_split.other_ns);
+        if f.waited {
+            s.cpu_waited.record(f.cpu_ns);
+            s.cpu_waited_wait.record(f.cpu_split.wait_ns);
+        } else {
+            s.cpu_unwaited.record(f.cpu_ns);
+        }
         let opt = |stat: &mut Stat, v: Option<u64>| {
             if let Some(v) = v {
                 stat.record(v)
@@ -507,6 +520,7 @@ fn figures(open: &Open, frame_ns: Option<u64>) -> FrameFigures {
         cpu_ns: open.cpu_split.total_ns(),
         cpu_work_ns: open.cpu_split.total_ns() - open.cpu_split.wait_ns,
         cpu_split: open.cpu_split,
+        waited: open.waited,
     }
 }
 

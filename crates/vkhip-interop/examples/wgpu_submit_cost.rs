@@ -14,7 +14,7 @@
 //! The 8 configurations (N = 1, 2, 4, 8; merged, split) run interleaved so that clocks ramping and caches
 //! warming fall on all alike: an untimed warm-up block of each, then ROUNDS rounds of a block of each
 //! (FRAMES_PER_BLOCK frames, queue drained after), the order rotated each round, reversed every other.
-//! Printed: per configuration, the median over the rounds of each round's median µs per frame, encode,
+//! Printed: per configuration, the median over the rounds of each round's mean µs per frame, encode,
 //! submit and poll [min, max over the rounds]; per N, split − merged frame time (median of per-round
 //! differences [min, max]): N − 1 more command buffers, and per buffer. N = 1 (same work) is the self-check.
 //!
@@ -76,7 +76,7 @@ fn main() -> ExitCode {
         device.create_buffer(&wgpu::BufferDescriptor { label: None, size, usage, mapped_at_creation: false })
     });
     // Configuration c is N = NS[c / 2], merged if c is even, split if odd. One block of it: `frames`
-    // frames, the queue drained after; the median µs per frame of [frame, encode, submit, poll].
+    // frames, the queue drained after; the mean µs per frame of [frame, encode, submit, poll].
     let block = |c: usize| -> Result<[f64; 4], wgpu::PollError> {
         let (encoders, per) = if c % 2 == 1 { (NS[c / 2], 1) } else { (1, NS[c / 2]) };
         let (mut pending, mut times, mut last) = (VecDeque::new(), [(); 4].map(|_| vec![]), Instant::now());
@@ -103,15 +103,15 @@ fn main() -> ExitCode {
             last = t3;
         }
         device.poll(wgpu::PollType::wait_indefinitely())?;
-        Ok(times.map(|v| spread(v).0))
+        Ok(times.map(|v| v.iter().sum::<f64>() / v.len() as f64))
     };
-    // runs[c][r]: configuration c's medians in round r + 1 (round 0 is the warm-up).
+    // runs[c][r]: configuration c's means in round r + 1 (round 0 is the warm-up).
     let mut runs = vec![Vec::new(); 2 * NS.len()];
     for round in 0..=rounds {
         let order = (0..runs.len()).map(|i| (i + round) % runs.len());
         for c in if round % 2 == 1 { order.rev().collect() } else { order.collect::<Vec<_>>() } {
             match block(c) {
-                Ok(medians) => runs[c].extend((round > 0).then_some(medians)),
+                Ok(means) => runs[c].extend((round > 0).then_some(means)),
                 Err(e) => return fail(&format!("poll: {e}")),
             }
         }
@@ -120,7 +120,7 @@ fn main() -> ExitCode {
     println!(
         "{} ({:?}), 3 frames in flight; merged: N copies in 1 command buffer, split: N of 1 copy each\n\
          {rounds} interleaved rounds of {frames} frames per configuration after a warm-up block of each\n\
-         us per frame: the median of the round medians [min, max over the rounds]\n \
+         us per frame: the median of the round means [min, max over the rounds]\n \
          N        |         frame          |         encode         |         submit         |          poll",
         info.name, info.backend
     );
