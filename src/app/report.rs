@@ -56,7 +56,7 @@ fn us_line(s: &Stat) -> String {
 /// The `in flight` line's tail: what a frame whose throttle host-waited cost the render thread,
 /// how much of that was the wait itself, and what a frame without a wait cost (means; empty
 /// when no measured frame waited).
-pub fn wait_cost(st: &Stats) -> String {
+fn wait_cost(st: &Stats) -> String {
     if st.cpu_waited.is_empty() {
         return String::new();
     }

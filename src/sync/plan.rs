@@ -357,8 +357,9 @@ impl SyncPlan {
     /// Such a throttle already waits until one draw is left in flight at every hand-off, once per
     /// B frames; with F ≤ B it must also wake in between, once per F − 1 frames (F = 4, B = 7: in
     /// 3 frames of 7 instead of 1). On an H200 at 256² with `--post outline` that took the render
-    /// thread's median frame from 26.6 to 8.5 µs of CPU at the same frame time (+0.2 %); its mean
-    /// rose 5–15 %, as the fewer waits are longer (BENCHMARKS.md, "2026-11-27 (day)").
+    /// thread's median frame from 25.9 to 9.2 µs of CPU (33.8 to 12.5 with GPU timing) at the same
+    /// frame time (+0.15–0.26 %); its mean rose 14–22 %, as the fewer waits are longer
+    /// (BENCHMARKS.md, "2026-11-27 (day)").
     pub fn default_frames_in_flight(&self) -> u64 {
         let base = default_frames_in_flight(false);
         if self.elide_waits() && self.batch > 1 {
