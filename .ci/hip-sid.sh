@@ -12,7 +12,8 @@
 #   paths inside, in a private mount namespace (unshare), so the mounts vanish with the job.
 #   Crates are fetched on the host first (`cargo fetch --locked`); the build inside is --offline,
 #   so the chroot needs no DNS or network.
-# - The build uses its own target directory in the cache, apart from the host's target/.
+# - The build uses its own target directory in the cache, apart from the host's target/; it
+#   keeps the dependencies' builds from run to run, never the workspace crates' (which change).
 # No AMD GPU exists here: the job compiles kernels and checks layouts; it runs nothing on a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -87,10 +88,13 @@ unshare --mount --propagation private -- bash -euo pipefail -c '
   exec chroot "$ROOTFS" /usr/bin/env -i \
     PATH="$CARGO_HOME/bin:/usr/local/bin:/usr/bin:/bin" HOME=/root \
     CARGO_HOME="$CARGO_HOME" RUSTUP_HOME="$RUSTUP_HOME" RUSTUP_AUTO_INSTALL=0 \
-    CARGO_TARGET_DIR=/target CARGO_TERM_COLOR=never HIP_PATH=/usr CI="${CI:-}" \
+    CARGO_TARGET_DIR=/target CARGO_TERM_COLOR=never CARGO_INCREMENTAL=0 HIP_PATH=/usr CI="${CI:-}" \
     bash -euo pipefail -c "
       cd /src
       echo \"   toolchain: \$(rustc --version)\"
+      # The cached target keeps the dependencies only: no incremental caches (older runs made
+      # some), and the workspace crates are cleaned after the tests (their sources change from run to run).
+      rm -rf /target/debug/incremental
       # Only what the tests below run (not every test binary of the app).
       cargo build --locked --offline --features hip --quiet --lib \
         --test hip_kernel --test examples --test hip_probe
@@ -103,6 +107,8 @@ unshare --mount --propagation private -- bash -euo pipefail -c '
         --skip the_pingpong_benchmark_refuses_bad_arguments_with_one_line
       echo \"== sid: probing without a GPU is one quiet line\"
       cargo test --locked --offline --features hip --test hip_probe
+      cargo clean --locked --offline --quiet -p vkhip -p vkhip-interop -p vkhip-profile
+      echo \"   cached target after cleaning the workspace crates: \$(du -sh /target | cut -f1)\"
     "
 ' hip-sid "$ROOTFS" "$SRC" "$CACHE" "$CARGO_HOME" "$RUSTUP_HOME"
 echo "   sid job: build and tests $(($(date +%s) - t_build)) s, whole job $(elapsed)"
