@@ -39,7 +39,7 @@ pub(crate) use device::calibrated_extension;
 pub use device::{Capabilities, Device, OptionalFeatures};
 pub use handoff::ImageAccess;
 pub use objects::{ImportedBuffer, SharedBuffer, SharedImage, SharedSemaphore};
-pub use submit::{Wait, ONE_SHOT_TIMEOUT};
+pub use submit::{Around, Edge, Wait, ONE_SHOT_TIMEOUT};
 
 use ash::{khr, vk};
 use std::ffi::CStr;
