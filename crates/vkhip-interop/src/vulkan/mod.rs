@@ -32,6 +32,7 @@ mod memory;
 mod objects;
 mod one_shot;
 mod submit;
+mod submitter;
 pub mod wait;
 
 #[cfg(feature = "wgpu")]
@@ -40,6 +41,7 @@ pub use device::{Capabilities, Device, OptionalFeatures};
 pub use handoff::ImageAccess;
 pub use objects::{ImportedBuffer, SharedBuffer, SharedImage, SharedSemaphore};
 pub use submit::{Around, Edge, Wait, ONE_SHOT_TIMEOUT};
+pub use submitter::Submitter;
 
 use ash::{khr, vk};
 use std::ffi::CStr;
