@@ -98,10 +98,14 @@ fn parse_dtype(dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Dtype> {
     let Some(dtype) = dtype else { return Ok(crate::dlpack::DTYPES[0]) };
     let name = match dtype.extract::<String>() {
         Ok(s) => s,
-        Err(_) => match dtype.getattr("name") {
-            Ok(n) if n.extract::<String>().is_ok() => n.extract::<String>()?,
-            _ => dtype.str()?.to_string(),
-        },
+        Err(_) => {
+            // numpy.dtype('float32').name, numpy.float32.__name__, str(torch.float32).
+            let attr = |a: &str| dtype.getattr(a).ok().and_then(|n| n.extract::<String>().ok());
+            match attr("name").or_else(|| attr("__name__")) {
+                Some(n) => n,
+                None => dtype.str()?.to_string(),
+            }
+        }
     };
     Dtype::parse(&name).ok_or_else(|| {
         let known: Vec<&str> = crate::dlpack::DTYPES.iter().map(|d| d.name).collect();
@@ -347,6 +351,8 @@ impl Buffer {
                 core.name
             )));
         }
+        // DLPack's 0 is CUDA's legacy default stream too (torch's default stream reports 0).
+        let stream = stream.map(|s| if s == 0 { 1 } else { s });
         py.detach(|| acquire(core, stream))?;
         let tensor = Tensor {
             data: core.data as *mut std::ffi::c_void,
@@ -508,6 +514,9 @@ fn fill_two_waits(
 fn finish_if_host(core: &BufferCore) -> PyResult<()> {
     if core.cuda.is_none() {
         core.device.submitter.lock().unwrap_or_else(|p| p.into_inner()).finish().py()?;
+        if let Some(p) = core.device.profiler() {
+            p.vulkan_idle();
+        }
     }
     Ok(())
 }

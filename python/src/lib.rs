@@ -17,25 +17,26 @@ mod profile;
 
 use pyo3::prelude::*;
 
-/// The integer a stream is, in DLPack's numbering: an int as given; ``None`` → 1 (the legacy
-/// default stream); a ``torch.cuda.Stream`` (``.cuda_stream``), a ``cupy.cuda.Stream``
+/// The integer a stream is, in DLPack's numbering: an int as given, except 0 → 1 (both are the
+/// legacy default stream: torch's default stream reports 0 and hands DLPack 1); ``None`` → 1; a ``torch.cuda.Stream`` (``.cuda_stream``), a ``cupy.cuda.Stream``
 /// (``.ptr``), or any object with ``__cuda_stream__`` (the CUDA stream protocol: a
 /// ``(version, handle)`` pair).
 pub(crate) fn stream_number(stream: &Bound<'_, PyAny>) -> PyResult<i64> {
     if stream.is_none() {
         return Ok(1);
     }
+    let legacy = |n: i64| if n == 0 { 1 } else { n };
     if let Ok(n) = stream.extract::<i64>() {
-        return Ok(n);
+        return Ok(legacy(n));
     }
     if let Ok(protocol) = stream.call_method0("__cuda_stream__") {
         if let Ok((_, handle)) = protocol.extract::<(i64, i64)>() {
-            return Ok(handle);
+            return Ok(legacy(handle));
         }
     }
     for attr in ["cuda_stream", "ptr", "handle"] {
         if let Ok(n) = stream.getattr(attr).and_then(|v| v.extract::<i64>()) {
-            return Ok(n);
+            return Ok(legacy(n));
         }
     }
     Err(errors::invalid(format!(
