@@ -160,6 +160,49 @@ pub trait FrameStream {
     }
 }
 
+/// The turns of one shared object passed back and forth between Vulkan and one consumer (a
+/// framework's stream, an engine's kernels), counted on two timelines: `vulkan` (Vulkan signals
+/// n once its n-th turn is done) and `consumer` (the consumer signals n once its n-th turn is
+/// done; 0 = none yet). Vulkan's turn waits for the consumer's last release; the consumer's
+/// turn waits for Vulkan's last signal. Both waits are on the GPU (a submission's wait, a
+/// stream's wait), never on the host.
+///
+/// ```
+/// use vkhip_interop::Turns;
+/// let mut t = Turns::default();
+/// assert_eq!(t.consumer_wait(), None); // nothing written by Vulkan yet
+/// assert_eq!(t.vulkan_turn(), (None, 1)); // Vulkan writes: no wait, signals vulkan = 1
+/// assert_eq!(t.consumer_wait(), Some(1)); // the consumer's stream waits vulkan >= 1
+/// assert_eq!(t.consumer_release(), 1); // and signals consumer = 1 when done
+/// assert_eq!(t.vulkan_turn(), (Some(1), 2)); // Vulkan's next turn waits consumer >= 1
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Turns {
+    vulkan: u64,
+    consumer: u64,
+}
+
+impl Turns {
+    /// Vulkan takes a turn: (the `consumer` value its submission waits for, if the consumer
+    /// ever released; the `vulkan` value it signals).
+    pub fn vulkan_turn(&mut self) -> (Option<u64>, u64) {
+        self.vulkan += 1;
+        ((self.consumer > 0).then_some(self.consumer), self.vulkan)
+    }
+
+    /// The `vulkan` value the consumer waits for before it touches the object (None: Vulkan
+    /// never wrote it).
+    pub fn consumer_wait(&self) -> Option<u64> {
+        (self.vulkan > 0).then_some(self.vulkan)
+    }
+
+    /// The consumer ends its turn: the `consumer` value it signals.
+    pub fn consumer_release(&mut self) -> u64 {
+        self.consumer += 1;
+        self.consumer
+    }
+}
+
 /// The timeline values of the protocol for K buffers used in turn (frame f uses buffer f mod K).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameValues {

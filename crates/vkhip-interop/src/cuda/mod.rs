@@ -8,6 +8,12 @@
 //! imported object's `Drop` first makes the context current and waits for the stream, so nothing
 //! is destroyed while a kernel may still use it, whatever order you drop things in.
 //!
+//! **A stream you own.** [`Cuda::with_stream`] gives a handle on the same device that enqueues
+//! on your stream instead (torch's current stream, a CuPy stream, your engine's `CUstream`):
+//! the protocol's wait and signal then sit between your own kernels on your stream, and nothing
+//! waits on the host. Objects stay the device's; the crate never synchronises or destroys your
+//! stream, except that teardown of imported objects then waits for the whole context.
+//!
 //! The driver and NVRTC are loaded at run time (`libcuda.so.1`, `libnvrtc.so`); without them
 //! every call returns an [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) error (one
 //! line, [`Error::is_environment`]), never a panic. Statuses stay integers
@@ -41,9 +47,10 @@ use crate::{ExportedImage, ExportedMemory, FrameStream, ImageShape, ImportFd};
 use cudarc::driver::sys as cu;
 use raii::{
     DeviceBuffer, Event, ExternalMemory, ExternalSemaphore, MappedArray, MappedBuffer, Module,
-    PinnedHostBuffer, PrimaryContext, Stream, Surface,
+    PinnedHostBuffer, PrimaryContext, Stream, StreamRef, Surface,
 };
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use sys::{Driver, Nvrtc};
 
@@ -182,6 +189,20 @@ pub fn target_for(device: &DeviceInfo) -> Result<Target> {
     Ok(target)
 }
 
+/// `cuda.h`'s special stream handles (macros there, so not in the bindings).
+const CU_STREAM_LEGACY: usize = 0x1;
+const CU_STREAM_PER_THREAD: usize = 0x2;
+
+/// The `CUstream` a stream number names, as DLPack and the frameworks number them: 0 and 1 the
+/// legacy default stream, 2 the per-thread default stream, anything else the handle itself.
+fn stream_handle(stream: u64) -> usize {
+    match stream {
+        0 | 1 => CU_STREAM_LEGACY,
+        2 => CU_STREAM_PER_THREAD,
+        other => other as usize,
+    }
+}
+
 /// What every object of a device shares: the stream first, then the context (field order is
 /// drop order).
 struct Shared {
@@ -189,6 +210,9 @@ struct Shared {
     ctx: PrimaryContext,
     driver: &'static Driver,
     info: DeviceInfo,
+    /// Set once a caller's stream was lent ([`Cuda::with_stream`]): from then on teardown waits
+    /// for the whole context, since waits and signals on imported objects may be pending there.
+    lent_streams: AtomicBool,
 }
 
 // SAFETY: every use of the stream and the context goes through the CUDA driver API, which is
@@ -199,15 +223,23 @@ unsafe impl Sync for Shared {}
 
 impl Quiesce for Shared {
     fn quiesce(&self) {
-        if let Err(e) = self.ctx.make_current().and_then(|()| self.stream.synchronize()) {
+        let waited = if self.lent_streams.load(Ordering::Acquire) {
+            self.ctx.synchronize()
+        } else {
+            self.ctx.make_current().and_then(|()| self.stream.synchronize())
+        };
+        if let Err(e) = waited {
             log::warn!("cuda: waiting for the stream before teardown failed: {e}");
         }
     }
 }
 
-/// One CUDA device: its primary context and its one non-blocking stream.
+/// One CUDA device: its primary context and the stream everything is enqueued on — the crate's
+/// own non-blocking stream ([`Cuda::open`]), or one the caller owns ([`Cuda::with_stream`]).
 pub struct Cuda {
     shared: Arc<Shared>,
+    /// The caller's stream, where this handle enqueues instead of the crate's.
+    lent: Option<StreamRef>,
 }
 
 impl Cuda {
@@ -222,7 +254,55 @@ impl Cuda {
         let ctx = PrimaryContext::retain(driver, handle)?;
         ctx.make_current()?;
         let stream = Stream::new_non_blocking(driver)?;
-        Ok(Cuda { shared: Arc::new(Shared { stream, ctx, driver, info }) })
+        let lent_streams = AtomicBool::new(false);
+        Ok(Cuda { shared: Arc::new(Shared { stream, ctx, driver, info, lent_streams }), lent: None })
+    }
+
+    /// The same device, enqueueing on a stream the caller owns: torch's current stream
+    /// (`torch.cuda.current_stream().cuda_stream`), a CuPy stream's `ptr`, an engine's
+    /// `CUstream`. Waits, signals, launches, event records and copies made through the returned
+    /// handle go on `stream`, in the caller's order with the caller's own work there; objects
+    /// imported through it are the device's, as through `self`. Dropping it neither
+    /// synchronises nor destroys `stream`. `stream` 0 or 1 is the legacy default stream
+    /// (`CU_STREAM_LEGACY`), 2 the per-thread default stream (`CU_STREAM_PER_THREAD`), as in
+    /// DLPack's `__dlpack__(stream=…)`.
+    ///
+    /// A stream of another context (another device, or a context that is not the device's
+    /// primary one) is [`ErrorKind::Invalid`](crate::ErrorKind::Invalid). Once a stream has been
+    /// lent, dropping an imported object waits for the whole context (`cuCtxSynchronize`), not
+    /// only the crate's stream: a wait or signal may be pending on the caller's.
+    ///
+    /// # Safety
+    /// `stream` is one of the special values above or a live `CUstream`, and stays alive while
+    /// the returned handle is used and until the work enqueued through it has completed.
+    pub unsafe fn with_stream(&self, stream: u64) -> Result<Cuda> {
+        let s = self.current()?;
+        let raw = stream_handle(stream) as cu::CUstream;
+        // SAFETY: per this function's contract.
+        let ctx = unsafe { s.driver.stream_context(raw) }?;
+        if ctx != s.ctx.raw() {
+            return Err(Error::invalid(
+                Api::Cuda,
+                format!(
+                    "stream {stream:#x} belongs to another CUDA context than {}'s primary one (another device?): enqueue on a stream of this device",
+                    self.describe()
+                ),
+            ));
+        }
+        s.lent_streams.store(true, Ordering::Release);
+        // SAFETY: per this function's contract.
+        let lent = unsafe { StreamRef::borrowed(raw) };
+        Ok(Cuda { shared: self.shared.clone(), lent: Some(lent) })
+    }
+
+    /// The stream this handle enqueues on, as the integer CUDA's runtime and the frameworks use
+    /// (`CU_STREAM_LEGACY` is 1).
+    pub fn stream(&self) -> u64 {
+        self.stream_ref().raw() as usize as u64
+    }
+
+    fn stream_ref(&self) -> StreamRef {
+        self.lent.unwrap_or_else(|| self.shared.stream.handle())
     }
 
     /// "NVIDIA H100 80GB HBM3 (CUDA device 0, sm_90)".
@@ -330,7 +410,7 @@ impl Cuda {
         let s = self.current()?;
         // SAFETY: per this function's contract; the function belongs to a module that `kernel`
         // keeps loaded; the driver copies the argument values before returning.
-        unsafe { s.driver.launch_kernel(kernel.function, grid, block, s.stream.raw(), args) }
+        unsafe { s.driver.launch_kernel(kernel.function, grid, block, self.stream_ref().raw(), args) }
     }
 
     /// A new event; `timing` false makes it cheaper to record (no timestamps).
@@ -342,7 +422,8 @@ impl Cuda {
     /// Enqueue a record of `event` on the stream: it completes once everything enqueued before
     /// it has.
     pub fn record(&self, event: &CudaEvent) -> Result<()> {
-        event.event.record(&self.current()?.stream)
+        self.current()?;
+        event.event.record(self.stream_ref())
     }
 
     /// Allocate `bytes` of device memory of CUDA's own (no interop), 16-byte aligned.
@@ -364,15 +445,20 @@ impl Cuda {
     /// `dst` is neither read ([`CudaHostMemory::bytes`]) nor dropped until the copy has
     /// completed.
     pub unsafe fn copy_to_host(&self, src: &CudaMemory, dst: &mut CudaHostMemory, bytes: u64) -> Result<()> {
-        let s = self.current()?;
+        self.current()?;
         // SAFETY: per this function's contract.
-        unsafe { src.buffer.object.copy_to_host_async(&mut dst.buffer.object, bytes, &s.stream) }
+        unsafe { src.buffer.object.copy_to_host_async(&mut dst.buffer.object, bytes, self.stream_ref()) }
     }
 
     /// Wait (on the host) until everything enqueued so far has finished: CUDA's own wait, never a
     /// semaphore value.
     pub fn synchronize(&self) -> Result<()> {
-        self.current()?.stream.synchronize()
+        let s = self.current()?;
+        match self.lent {
+            // SAFETY: the caller's stream is live (`with_stream`'s contract).
+            Some(lent) => unsafe { s.driver.stream_synchronize(lent.raw()) },
+            None => s.stream.synchronize(),
+        }
     }
 }
 
@@ -380,17 +466,22 @@ impl FrameStream for Cuda {
     type Semaphore = CudaSemaphore;
 
     fn wait(&self, semaphore: &CudaSemaphore, value: u64) -> Result<()> {
-        semaphore.semaphore.object.wait(value, &self.current()?.stream)
+        self.current()?;
+        semaphore.semaphore.object.wait(value, self.stream_ref())
     }
 
     fn signal(&self, semaphore: &CudaSemaphore, value: u64) -> Result<()> {
-        semaphore.semaphore.object.signal(value, &self.current()?.stream)
+        self.current()?;
+        semaphore.semaphore.object.signal(value, self.stream_ref())
     }
 }
 
 impl Drop for Cuda {
     fn drop(&mut self) {
-        self.shared.quiesce();
+        // A handle on the caller's stream leaves it alone: the caller owns it.
+        if self.lent.is_none() {
+            self.shared.quiesce();
+        }
     }
 }
 
@@ -418,7 +509,7 @@ impl CudaBuffer {
     pub fn fill_u32(&self, value: u32, words: usize) -> Result<()> {
         let device = &self.mapped.device;
         device.ctx.make_current()?;
-        self.mapped.object.memset_d32_async(value, words, &device.stream)
+        self.mapped.object.memset_d32_async(value, words, device.stream.handle())
     }
 }
 
@@ -529,7 +620,7 @@ impl CudaMemory {
     pub fn fill_u32(&self, value: u32, words: usize) -> Result<()> {
         let device = &self.buffer.device;
         device.ctx.make_current()?;
-        self.buffer.object.memset_d32_async(value, words, &device.stream)
+        self.buffer.object.memset_d32_async(value, words, device.stream.handle())
     }
 
     pub fn size(&self) -> u64 {
@@ -586,6 +677,16 @@ mod tests {
             max_threads_per_multiprocessor: 2048,
             detail: String::new(),
         }
+    }
+
+    #[test]
+    fn stream_numbers_follow_dlpack() {
+        // DLPack: None/1 the legacy default stream, 2 the per-thread one; torch's default
+        // stream reports 0, which CUDA also reads as the legacy stream.
+        assert_eq!(stream_handle(0), CU_STREAM_LEGACY);
+        assert_eq!(stream_handle(1), CU_STREAM_LEGACY);
+        assert_eq!(stream_handle(2), CU_STREAM_PER_THREAD);
+        assert_eq!(stream_handle(0x5555_0000_1230), 0x5555_0000_1230);
     }
 
     #[test]

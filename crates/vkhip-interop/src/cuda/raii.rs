@@ -41,6 +41,41 @@ impl PrimaryContext {
         // SAFETY: `ctx` is retained until `self` drops.
         unsafe { self.driver.ctx_set_current(self.ctx) }
     }
+
+    /// The context's handle (to compare with the context a caller's stream belongs to).
+    pub fn raw(&self) -> sys::CUcontext {
+        self.ctx
+    }
+
+    /// Block until every stream of the context is idle, the caller's streams too.
+    pub fn synchronize(&self) -> Result<()> {
+        self.make_current()?;
+        self.driver.ctx_synchronize()
+    }
+}
+
+/// A stream to enqueue on: the crate's own ([`Stream::handle`]) or one the caller owns
+/// (`Cuda::with_stream`, whose contract keeps it alive). A handle only: nothing is synchronised
+/// or destroyed through it.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamRef(sys::CUstream);
+
+// SAFETY: a stream handle may be used from any thread that has its context current.
+unsafe impl Send for StreamRef {}
+// SAFETY: as for `Send`; the handle is a value, never mutated.
+unsafe impl Sync for StreamRef {}
+
+impl StreamRef {
+    /// # Safety
+    /// `raw` is a live stream of the context it will be used in, or a special handle
+    /// (`CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`), for as long as the value is used.
+    pub unsafe fn borrowed(raw: sys::CUstream) -> Self {
+        StreamRef(raw)
+    }
+
+    pub fn raw(self) -> sys::CUstream {
+        self.0
+    }
 }
 
 impl Drop for PrimaryContext {
@@ -73,9 +108,9 @@ impl Stream {
         unsafe { self.driver.stream_synchronize(self.raw) }
     }
 
-    /// The handle, for enqueueing on it while `self` is borrowed.
-    pub fn raw(&self) -> sys::CUstream {
-        self.raw
+    /// The handle as a [`StreamRef`] (used while `self` lives: the owner drops the stream last).
+    pub fn handle(&self) -> StreamRef {
+        StreamRef(self.raw)
     }
 }
 
@@ -108,8 +143,8 @@ impl Event {
         Ok(Event { driver, raw: driver.event_create(timing)? })
     }
 
-    pub fn record(&self, stream: &Stream) -> Result<()> {
-        // SAFETY: both objects are live while borrowed.
+    pub fn record(&self, stream: StreamRef) -> Result<()> {
+        // SAFETY: the event is live while borrowed; the stream per `StreamRef`'s contract.
         unsafe { self.driver.event_record(self.raw, stream.raw()) }
     }
 
@@ -227,7 +262,7 @@ unsafe fn memset_d32_within(
     size: u64,
     value: u32,
     words: usize,
-    stream: &Stream,
+    stream: StreamRef,
 ) -> Result<()> {
     if words as u64 * 4 > size {
         return Err(Error::invalid(
@@ -236,7 +271,7 @@ unsafe fn memset_d32_within(
         ));
     }
     // SAFETY: the range lies inside the memory (checked above; the caller vouches for `size`);
-    // the stream is live.
+    // the stream is live per `StreamRef`'s contract.
     unsafe { driver.memset_d32_async(ptr, value, words, stream.raw()) }
 }
 
@@ -265,7 +300,7 @@ impl MappedBuffer {
     }
 
     /// Enqueue a fill of the first `words` 32-bit words with `value`.
-    pub fn memset_d32_async(&self, value: u32, words: usize, stream: &Stream) -> Result<()> {
+    pub fn memset_d32_async(&self, value: u32, words: usize, stream: StreamRef) -> Result<()> {
         // SAFETY: `ptr` maps `size` bytes, alive while `self` is.
         unsafe { memset_d32_within(self.memory.driver, self.ptr, self.size, value, words, stream) }
     }
@@ -383,7 +418,7 @@ impl DeviceBuffer {
     }
 
     /// Enqueue a fill of the first `words` 32-bit words with `value`.
-    pub fn memset_d32_async(&self, value: u32, words: usize, stream: &Stream) -> Result<()> {
+    pub fn memset_d32_async(&self, value: u32, words: usize, stream: StreamRef) -> Result<()> {
         // SAFETY: `ptr` is an allocation of `size` bytes, alive while `self` is.
         unsafe { memset_d32_within(self.driver, self.ptr, self.size, value, words, stream) }
     }
@@ -397,7 +432,7 @@ impl DeviceBuffer {
         &self,
         dst: &mut PinnedHostBuffer,
         bytes: u64,
-        stream: &Stream,
+        stream: StreamRef,
     ) -> Result<()> {
         if bytes > self.size || bytes > dst.size {
             return Err(Error::invalid(
@@ -411,7 +446,7 @@ impl DeviceBuffer {
         let len = checked_len(bytes, "cuMemcpyDtoHAsync_v2")?;
         // SAFETY: both ranges lie inside their allocations (checked above); the host buffer is
         // page-locked and, per this function's contract, untouched until the copy completes; the
-        // stream is live.
+        // stream is live per `StreamRef`'s contract.
         unsafe { self.driver.memcpy_dtoh_async(dst.ptr, self.ptr, len, stream.raw()) }
     }
 }
@@ -526,14 +561,14 @@ impl ExternalSemaphore {
     }
 
     /// Enqueue a wait (timeline: until the value is ≥ `value`; binary: `value` ignored).
-    pub fn wait(&self, value: u64, stream: &Stream) -> Result<()> {
-        // SAFETY: both objects are live while borrowed.
+    pub fn wait(&self, value: u64, stream: StreamRef) -> Result<()> {
+        // SAFETY: the semaphore is live while borrowed; the stream per `StreamRef`'s contract.
         unsafe { self.driver.wait_external_semaphore(self.raw, value, stream.raw()) }
     }
 
     /// Enqueue a signal (timeline: to `value`; binary: `value` ignored).
-    pub fn signal(&self, value: u64, stream: &Stream) -> Result<()> {
-        // SAFETY: both objects are live while borrowed.
+    pub fn signal(&self, value: u64, stream: StreamRef) -> Result<()> {
+        // SAFETY: the semaphore is live while borrowed; the stream per `StreamRef`'s contract.
         unsafe { self.driver.signal_external_semaphore(self.raw, value, stream.raw()) }
     }
 }

@@ -97,6 +97,7 @@ macro_rules! symbol_table {
 /// status. Handles and structs are cudarc's; `CUdevice_attribute` is an enum we only pass in.
 struct DriverApi {
     cuCtxSetCurrent: unsafe extern "C" fn(sys::CUcontext) -> CuStatus,
+    cuCtxSynchronize: unsafe extern "C" fn() -> CuStatus,
     cuDestroyExternalMemory: unsafe extern "C" fn(sys::CUexternalMemory) -> CuStatus,
     cuDestroyExternalSemaphore: unsafe extern "C" fn(sys::CUexternalSemaphore) -> CuStatus,
     cuDeviceGet: unsafe extern "C" fn(*mut sys::CUdevice, c_int) -> CuStatus,
@@ -172,6 +173,7 @@ struct DriverApi {
     ) -> CuStatus,
     cuStreamCreate: unsafe extern "C" fn(*mut sys::CUstream, c_uint) -> CuStatus,
     cuStreamDestroy_v2: unsafe extern "C" fn(sys::CUstream) -> CuStatus,
+    cuStreamGetCtx: unsafe extern "C" fn(sys::CUstream, *mut sys::CUcontext) -> CuStatus,
     cuStreamSynchronize: unsafe extern "C" fn(sys::CUstream) -> CuStatus,
     cuSurfObjectCreate:
         unsafe extern "C" fn(*mut sys::CUsurfObject, *const sys::CUDA_RESOURCE_DESC) -> CuStatus,
@@ -189,6 +191,7 @@ symbol_table!(
     DRIVER_SYMBOLS,
     [
         cuCtxSetCurrent,
+        cuCtxSynchronize,
         cuDestroyExternalMemory,
         cuDestroyExternalSemaphore,
         cuDeviceGet,
@@ -228,6 +231,7 @@ symbol_table!(
         cuSignalExternalSemaphoresAsync,
         cuStreamCreate,
         cuStreamDestroy_v2,
+        cuStreamGetCtx,
         cuStreamSynchronize,
         cuSurfObjectCreate,
         cuSurfObjectDestroy,
@@ -548,6 +552,25 @@ impl Driver {
     pub unsafe fn ctx_set_current(&self, ctx: sys::CUcontext) -> Result<()> {
         // SAFETY: per this function's contract.
         self.check("cuCtxSetCurrent", unsafe { (self.api.cuCtxSetCurrent)(ctx) })
+    }
+
+    /// Block until every stream of the current context is idle (`cuCtxSynchronize`).
+    pub fn ctx_synchronize(&self) -> Result<()> {
+        // SAFETY: no arguments; without a current context this is an error code.
+        self.check("cuCtxSynchronize", unsafe { (self.api.cuCtxSynchronize)() })
+    }
+
+    /// The context `stream` belongs to (for the legacy and per-thread default streams, the
+    /// current context).
+    ///
+    /// # Safety
+    /// `stream` is a live stream, or one of the special handles (`CU_STREAM_LEGACY`,
+    /// `CU_STREAM_PER_THREAD`, null).
+    pub unsafe fn stream_context(&self, stream: sys::CUstream) -> Result<sys::CUcontext> {
+        let mut ctx = std::ptr::null_mut();
+        // SAFETY: per this function's contract; writes one handle.
+        self.check("cuStreamGetCtx", unsafe { (self.api.cuStreamGetCtx)(stream, &mut ctx) })?;
+        Ok(ctx)
     }
 
     /// A stream that does not synchronise with the legacy default stream.

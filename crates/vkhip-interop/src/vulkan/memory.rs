@@ -39,6 +39,14 @@ pub(crate) struct Allocation {
     /// `VkMemoryRequirements::size`: what an importer imports.
     pub(crate) size: u64,
     pub(crate) dedicated: bool,
+    /// Whether the host can map it (HOST_VISIBLE and HOST_COHERENT: lavapipe's memory, say).
+    pub(crate) host_coherent: bool,
+}
+
+/// Whether memory type `ty` is HOST_VISIBLE and HOST_COHERENT.
+fn host_coherent(props: &vk::PhysicalDeviceMemoryProperties, ty: u32) -> bool {
+    let host = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+    props.memory_types[ty as usize].property_flags.contains(host)
 }
 
 /// One of the device's allocations, taken by [`reserve`] once the allocation fits the device's
@@ -161,7 +169,8 @@ pub(crate) fn allocate_exportable(
         "vulkan: exportable allocation of {} bytes, memory type {ty}, dedicated {dedicated}",
         req.size
     );
-    Ok(Allocation { memory, size: req.size, dedicated })
+    let host_coherent = host_coherent(&device.memory_properties, ty);
+    Ok(Allocation { memory, size: req.size, dedicated, host_coherent })
 }
 
 /// Bind fresh `memory` to `owner` at offset 0; on failure free it (nothing else uses it).
@@ -244,7 +253,8 @@ pub(crate) fn import(
     })?;
     reserved.made();
     bind_or_free(device, owner, imported)?;
-    Ok(Allocation { memory: imported, size, dedicated })
+    let host_coherent = host_coherent(&device.memory_properties, ty);
+    Ok(Allocation { memory: imported, size, dedicated, host_coherent })
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ mod memory;
 mod objects;
 mod one_shot;
 mod submit;
+mod submitter;
 pub mod wait;
 
 #[cfg(feature = "wgpu")]
@@ -39,7 +40,8 @@ pub(crate) use device::calibrated_extension;
 pub use device::{Capabilities, Device, OptionalFeatures};
 pub use handoff::ImageAccess;
 pub use objects::{ImportedBuffer, SharedBuffer, SharedImage, SharedSemaphore};
-pub use submit::{Wait, ONE_SHOT_TIMEOUT};
+pub use submit::{Around, Edge, Wait, ONE_SHOT_TIMEOUT};
+pub use submitter::Submitter;
 
 use ash::{khr, vk};
 use std::ffi::CStr;

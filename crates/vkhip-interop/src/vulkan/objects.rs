@@ -81,7 +81,8 @@ impl Device {
             unsafe { d.create_buffer(&info, None) }.map_err(|r| Error::vulkan("vkCreateBuffer", r))?;
         match allocate_exportable(&self.inner, Owner::Buffer(buffer), export_dedicated_only, &what) {
             Ok(allocation) => {
-                Ok(SharedBuffer { buffer, size: bytes, allocation, device: self.inner.clone() })
+                let mapped = std::sync::Mutex::new(None);
+                Ok(SharedBuffer { buffer, size: bytes, allocation, mapped, device: self.inner.clone() })
             }
             Err(e) => {
                 // SAFETY: the buffer was never bound or used.
@@ -315,6 +316,9 @@ pub struct SharedBuffer {
     buffer: vk::Buffer,
     size: u64,
     allocation: Allocation,
+    /// The host mapping ([`SharedBuffer::host_ptr`]), made on first use; freeing the memory
+    /// unmaps it.
+    mapped: std::sync::Mutex<Option<usize>>,
     device: Arc<Inner>,
 }
 
@@ -347,6 +351,29 @@ impl SharedBuffer {
     /// The allocation's size (≥ [`Self::size`]): what an importer imports.
     pub fn allocation_size(&self) -> u64 {
         self.allocation.size
+    }
+
+    /// The buffer's bytes as the host sees them, where its memory is host-visible and coherent
+    /// (CPU implementations such as lavapipe; rarely a discrete GPU's device-local memory):
+    /// `None` otherwise. Mapped once, on the first call, for the buffer's lifetime. Reading or
+    /// writing through it is ordered with the GPU only by the caller's waits (a fence, a
+    /// semaphore value Vulkan signals).
+    pub fn host_ptr(&self) -> Result<Option<std::ptr::NonNull<u8>>> {
+        if !self.allocation.host_coherent {
+            return Ok(None);
+        }
+        let mut mapped = self.mapped.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = *mapped {
+            return Ok(std::ptr::NonNull::new(p as *mut u8));
+        }
+        let d = &self.device.device;
+        // SAFETY: host-visible memory of this device, mapped nowhere else (only here, under the
+        // lock, once); the whole allocation.
+        let p =
+            unsafe { d.map_memory(self.allocation.memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }
+                .map_err(|r| Error::vulkan("vkMapMemory", r))?;
+        *mapped = Some(p as usize);
+        Ok(std::ptr::NonNull::new(p.cast::<u8>()))
     }
 
     /// Record the acquire from the compute API, before Vulkan's first access after the compute

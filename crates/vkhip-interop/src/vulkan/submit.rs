@@ -18,6 +18,19 @@ pub const ONE_SHOT_TIMEOUT: Duration = Duration::from_secs(30);
 /// stage that waits.
 pub type Wait<'a> = (&'a SharedSemaphore, u64, vk::PipelineStageFlags);
 
+/// Where a one-shot transfer's commands begin and end in its command buffer: what a caller's
+/// `around` hook records there (a profiler's timestamps, a debug label).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edge {
+    /// Before the acquire, the first command.
+    Begin,
+    /// After the release, the last command.
+    End,
+}
+
+/// A caller's hook called with the command buffer at each [`Edge`] of a one-shot transfer.
+pub type Around<'a> = &'a mut dyn FnMut(vk::CommandBuffer, Edge);
+
 impl Device {
     /// Record commands with `record`, submit them to queue 0 of [`Device::queue_family`] waiting
     /// on `waits` and signalling `signals` (value ignored for binary semaphores), and wait on a
@@ -61,8 +74,19 @@ impl Device {
         wait: Option<(&SharedSemaphore, u64)>,
         signal: Option<(&SharedSemaphore, u64)>,
     ) -> Result<Vec<u8>> {
+        self.read_buffer_around(buffer, wait, signal, &mut |_, _| {})
+    }
+
+    /// [`Device::read_buffer`], calling `around` at the [`Edge`]s of its commands.
+    pub fn read_buffer_around(
+        &self,
+        buffer: &SharedBuffer,
+        wait: Option<(&SharedSemaphore, u64)>,
+        signal: Option<(&SharedSemaphore, u64)>,
+        around: Around<'_>,
+    ) -> Result<Vec<u8>> {
         self.check_own(buffer.device_handle(), "the buffer")?;
-        let host = HostBuffer::new(&self.inner, buffer.size())?;
+        let host = HostBuffer::new(&self.inner, buffer.size(), vk::BufferUsageFlags::TRANSFER_DST)?;
         let d = &self.inner.device;
         let transfer = vk::PipelineStageFlags::TRANSFER;
         let waits: Vec<Wait<'_>> = wait.map(|(s, v)| (s, v, transfer)).into_iter().collect();
@@ -71,14 +95,96 @@ impl Device {
             let region = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: buffer.size() };
             // SAFETY: `cmd` is recording on this device's queue family; both buffers are live and
             // large enough.
+            around(cmd, Edge::Begin);
             unsafe {
                 buffer.cmd_acquire(cmd, (transfer, vk::AccessFlags::TRANSFER_READ));
                 d.cmd_copy_buffer(cmd, buffer.buffer(), host.buffer, &[region]);
                 host.cmd_host_visible(d, cmd);
                 buffer.cmd_release(cmd, (transfer, vk::AccessFlags::empty()));
             }
+            around(cmd, Edge::End);
         })?;
         host.read()
+    }
+
+    /// Copy `data` into the start of `buffer` once `wait` (if any) is reached, as a writer on the
+    /// GPU would (acquire from the compute API, copy from a staging buffer, release back), then
+    /// signal `signal` (if any), calling `around` at the [`Edge`]s of its commands. More bytes
+    /// than the buffer holds are refused before any call.
+    pub fn write_buffer(
+        &self,
+        buffer: &SharedBuffer,
+        data: &[u8],
+        wait: Option<(&SharedSemaphore, u64)>,
+        signal: Option<(&SharedSemaphore, u64)>,
+        around: Around<'_>,
+    ) -> Result<()> {
+        self.check_own(buffer.device_handle(), "the buffer")?;
+        let bytes = data.len() as u64;
+        if bytes == 0 || bytes > buffer.size() {
+            return Err(Error::invalid(
+                Api::Vulkan,
+                format!("a write of {bytes} bytes into a buffer of {} bytes", buffer.size()),
+            ));
+        }
+        let staging = HostBuffer::new(&self.inner, bytes, vk::BufferUsageFlags::TRANSFER_SRC)?;
+        staging.write(data)?;
+        let region = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: bytes };
+        self.write_with(buffer, wait, signal, around, |d, cmd| {
+            // SAFETY: `cmd` is recording on this device's queue family; both buffers are live and
+            // large enough (checked above); the staging memory was written before the submit.
+            unsafe { d.cmd_copy_buffer(cmd, staging.buffer, buffer.buffer(), &[region]) }
+        })
+    }
+
+    /// Fill the first `words` 32-bit words of `buffer` with `value` (`vkCmdFillBuffer`), with
+    /// `wait` and `signal` as [`Device::write_buffer`].
+    pub fn fill_buffer(
+        &self,
+        buffer: &SharedBuffer,
+        value: u32,
+        words: u64,
+        wait: Option<(&SharedSemaphore, u64)>,
+        signal: Option<(&SharedSemaphore, u64)>,
+        around: Around<'_>,
+    ) -> Result<()> {
+        self.check_own(buffer.device_handle(), "the buffer")?;
+        if words == 0 || words * 4 > buffer.size() {
+            return Err(Error::invalid(
+                Api::Vulkan,
+                format!("a fill of {words} words into a buffer of {} bytes", buffer.size()),
+            ));
+        }
+        self.write_with(buffer, wait, signal, around, |d, cmd| {
+            // SAFETY: `cmd` is recording on this device's queue family; the range lies inside
+            // the live buffer (checked above) and is a multiple of 4 bytes.
+            unsafe { d.cmd_fill_buffer(cmd, buffer.buffer(), 0, words * 4, value) }
+        })
+    }
+
+    /// One transfer write into `buffer` between an acquire from the compute API and a release
+    /// back to it, waiting `wait` and signalling `signal` (a one-shot submission).
+    fn write_with(
+        &self,
+        buffer: &SharedBuffer,
+        wait: Option<(&SharedSemaphore, u64)>,
+        signal: Option<(&SharedSemaphore, u64)>,
+        around: Around<'_>,
+        write: impl FnOnce(&ash::Device, vk::CommandBuffer),
+    ) -> Result<()> {
+        let d = &self.inner.device;
+        let transfer = vk::PipelineStageFlags::TRANSFER;
+        let waits: Vec<Wait<'_>> = wait.map(|(s, v)| (s, v, transfer)).into_iter().collect();
+        let signals: Vec<_> = signal.into_iter().collect();
+        self.submit_one_shot(&waits, &signals, |cmd| {
+            around(cmd, Edge::Begin);
+            // SAFETY: `cmd` is recording on this device's queue family; the buffer is live.
+            unsafe { buffer.cmd_acquire(cmd, (transfer, vk::AccessFlags::TRANSFER_WRITE)) };
+            write(d, cmd);
+            // SAFETY: as above.
+            unsafe { buffer.cmd_release(cmd, (transfer, vk::AccessFlags::TRANSFER_WRITE)) };
+            around(cmd, Edge::End);
+        })
     }
 
     /// Copy `image`, which the compute API owns ([`SharedImage::cmd_prepare`] or
@@ -93,7 +199,7 @@ impl Device {
     ) -> Result<Vec<u8>> {
         let (width, height) = image.extent();
         let bytes = u64::from(width) * u64::from(height) * u64::from(image.format().texel_bytes());
-        let host = HostBuffer::new(&self.inner, bytes)?;
+        let host = HostBuffer::new(&self.inner, bytes, vk::BufferUsageFlags::TRANSFER_DST)?;
         let d = &self.inner.device;
         let transfer = vk::PipelineStageFlags::TRANSFER;
         let waits: Vec<Wait<'_>> = wait.map(|(s, v)| (s, v, transfer)).into_iter().collect();
@@ -207,16 +313,14 @@ struct HostBuffer<'a> {
 }
 
 impl<'a> HostBuffer<'a> {
-    /// A read-back buffer of `size` bytes, refused before any call when the device's limits do
+    /// A staging buffer of `size` bytes for `usage`, refused before any call when the device's limits do
     /// not allow it (as a shared object's).
-    fn new(device: &'a Inner, size: u64) -> Result<Self> {
-        let what = format!("a read-back buffer of {size} bytes");
+    fn new(device: &'a Inner, size: u64, usage: vk::BufferUsageFlags) -> Result<Self> {
+        let what = format!("a staging buffer of {size} bytes");
         device.check_buffer_size(size, &what)?;
         let d = &device.device;
-        let info = vk::BufferCreateInfo::default()
-            .size(size)
-            .usage(vk::BufferUsageFlags::TRANSFER_DST)
-            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let info =
+            vk::BufferCreateInfo::default().size(size).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE);
         // SAFETY: valid device; `info` points at live locals.
         let buffer =
             unsafe { d.create_buffer(&info, None) }.map_err(|r| Error::vulkan("vkCreateBuffer", r))?;
@@ -264,6 +368,21 @@ impl<'a> HostBuffer<'a> {
                 &[],
             )
         };
+    }
+
+    /// Put `data` at the start (before the submission that copies from it).
+    fn write(&self, data: &[u8]) -> Result<()> {
+        let d = &self.device.device;
+        // SAFETY: host-visible memory of `size` ≥ data.len() bytes, not mapped elsewhere, unused
+        // by the GPU until the submission that follows.
+        let p = unsafe { d.map_memory(self.memory, 0, self.size, vk::MemoryMapFlags::empty()) }
+            .map_err(|r| Error::vulkan("vkMapMemory", r))?;
+        // SAFETY: the mapping covers `size` ≥ data.len() bytes and does not overlap `data`;
+        // coherent memory: the submit makes the writes visible to the device.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p.cast::<u8>(), data.len()) };
+        // SAFETY: mapped above.
+        unsafe { d.unmap_memory(self.memory) };
+        Ok(())
     }
 
     /// The bytes, once the copy finished.

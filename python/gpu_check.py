@@ -1,0 +1,297 @@
+"""The Python door on a GPU: torch, CuPy and JAX against Vulkan's memory, one row per check.
+
+Run by ``scripts/python-gpu-check.sh`` on a machine with an NVIDIA GPU, its driver and the
+frameworks (no network needed: the wheel is installed from a folder). Every row prints
+``PASS``/``FAIL``/``SKIP``, the check's name and what was measured; the exit code is the number of
+failed rows (0: all passed).
+
+Each framework loop, K = 3 buffers in turn, frame f on buffer f mod 3:
+  Vulkan fills the buffer with f + 0.25 (vkCmdFillBuffer; returns at once) →
+  the framework takes it on its own stream (``__dlpack__(stream=…)`` enqueues the wait there) and
+  compares every element with f + 0.25 on the GPU (an accumulated flag: no host sync) →
+  it writes f + 0.5 into every element and releases the buffer on that stream →
+  Vulkan reads back the buffer of frame f − 2 (a one-shot copy waiting for that release) and the
+  host checks every element is (f − 2) + 0.5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import resource
+import sys
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+import vkhip
+
+ROWS: list[tuple[str, str, str]] = []
+
+
+def row(status: str, name: str, detail: str) -> None:
+    ROWS.append((status, name, detail))
+    print(f"{status:4}  {name}: {detail}", flush=True)
+
+
+def fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def rss_mib() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+class Framework:
+    """How one framework takes, checks, writes and releases a buffer on its stream."""
+
+    name = ""
+
+    def stream(self) -> Any:
+        raise NotImplementedError
+
+    def take(self, buf: vkhip.Buffer) -> Any:
+        raise NotImplementedError
+
+    def check_and_write(self, t: Any, expect: float, write: float) -> None:
+        raise NotImplementedError
+
+    def all_ok(self) -> bool:
+        raise NotImplementedError
+
+    def data_ptr(self, t: Any) -> int:
+        raise NotImplementedError
+
+
+class Torch(Framework):
+    name = "torch"
+
+    def __init__(self) -> None:
+        import torch
+
+        self.torch = torch
+        self.ok = torch.ones((), dtype=torch.bool, device="cuda")
+
+    def stream(self) -> Any:
+        return self.torch.cuda.current_stream()
+
+    def take(self, buf: vkhip.Buffer) -> Any:
+        return self.torch.from_dlpack(buf)
+
+    def check_and_write(self, t: Any, expect: float, write: float) -> None:
+        self.ok &= (t == expect).all()
+        t.fill_(write)
+
+    def all_ok(self) -> bool:
+        return bool(self.ok.item())
+
+    def data_ptr(self, t: Any) -> int:
+        return int(t.data_ptr())
+
+
+class CuPy(Framework):
+    name = "cupy"
+
+    def __init__(self) -> None:
+        import cupy
+
+        self.cupy = cupy
+        self.ok = cupy.ones((), dtype=cupy.bool_)
+
+    def stream(self) -> Any:
+        return self.cupy.cuda.get_current_stream()
+
+    def take(self, buf: vkhip.Buffer) -> Any:
+        return self.cupy.from_dlpack(buf)
+
+    def check_and_write(self, t: Any, expect: float, write: float) -> None:
+        self.ok &= (t == expect).all()
+        t.fill(write)
+
+    def all_ok(self) -> bool:
+        return bool(self.ok.get())
+
+    def data_ptr(self, t: Any) -> int:
+        return int(t.data.ptr)
+
+
+class Jax(Framework):
+    """JAX arrays are immutable: JAX reads Vulkan's memory in place; what it writes back is its
+    result, copied into the buffer on the GPU through a torch view of the same memory."""
+
+    name = "jax"
+
+    def __init__(self) -> None:
+        import jax
+        import jax.numpy as jnp
+        import torch
+
+        self.jax, self.jnp, self.torch = jax, jnp, torch
+        self.oks: list[Any] = []
+
+    def stream(self) -> Any:
+        return self.torch.cuda.current_stream()
+
+    def take(self, buf: vkhip.Buffer) -> Any:
+        return (self.jax.dlpack.from_dlpack(buf), buf)
+
+    def check_and_write(self, t: Any, expect: float, write: float) -> None:
+        arr, buf = t
+        self.oks.append(self.jnp.all(arr == expect))
+        out = self.jnp.full(arr.shape, write, dtype=arr.dtype)
+        # JAX's stream is not torch's: its read and its result are complete before torch
+        # overwrites the buffer (a host wait per frame, for this check only).
+        self.oks[-1].block_until_ready()
+        out.block_until_ready()
+        view = self.torch.from_dlpack(buf)
+        view.copy_(self.torch.from_dlpack(out))
+
+    def all_ok(self) -> bool:
+        return all(bool(o) for o in self.oks)
+
+    def data_ptr(self, t: Any) -> int:
+        arr, _ = t
+        return int(arr.unsafe_buffer_pointer())
+
+
+def loop(fw: Framework, dev: vkhip.Device, frames: int, elements: int) -> None:
+    k = 3
+    bufs = [dev.buffer((elements,), "float32", name=f"{fw.name}{i}") for i in range(k)]
+    zero_copy = True
+    mismatches = 0
+    fd0 = rss0 = None
+    t0 = time.perf_counter()
+    for f in range(frames):
+        b = bufs[f % k]
+        b.vulkan_fill(f + 0.25)
+        s = fw.stream()
+        t = fw.take(b)
+        if f < k:
+            zero_copy &= fw.data_ptr(t) == b.data_ptr
+        fw.check_and_write(t, f + 0.25, f + 0.5)
+        del t
+        b.release(s)
+        if f >= k - 1:
+            old = f - (k - 1)
+            got = np.frombuffer(bufs[old % k].vulkan_read(), dtype=np.float32)
+            mismatches += int(np.count_nonzero(got != old + 0.5))
+        if f == min(1000, frames // 2):
+            gc.collect()
+            fd0, rss0 = fds(), rss_mib()
+    elapsed = time.perf_counter() - t0
+    gpu_ok = fw.all_ok()
+    gc.collect()
+    fd1, rss1 = fds(), rss_mib()
+    checked = (frames - (k - 1)) * elements
+    ok = gpu_ok and mismatches == 0
+    row(
+        "PASS" if ok else "FAIL",
+        f"{fw.name} reads what Vulkan wrote and writes what Vulkan reads",
+        f"{frames} frames at K = {k}, {elements} floats each: framework compares on the GPU "
+        f"{'all equal' if gpu_ok else 'MISMATCH'}; Vulkan read back {checked} values, "
+        f"{mismatches} wrong; {elapsed / frames * 1e6:.0f} us/frame",
+    )
+    row(
+        "PASS" if zero_copy else "FAIL",
+        f"{fw.name} views Vulkan's memory (no copy)",
+        "the tensor's data pointer is the imported Vulkan allocation's"
+        if zero_copy
+        else "a pointer differs: the framework copied",
+    )
+    if fd0 is not None:
+        flat = fd1 == fd0 and rss1 - rss0 < 8
+        row(
+            "PASS" if flat else "FAIL",
+            f"{fw.name}: fds and RSS flat",
+            f"fds {fd0} -> {fd1}, RSS {rss0:.1f} -> {rss1:.1f} MiB over the last "
+            f"{frames - min(1000, frames // 2)} frames",
+        )
+    for b in bufs:
+        b.release(fw.stream())  # balanced turns before teardown (no-op ordering)
+
+
+def profiler_checks(dev: vkhip.Device, frames: int, broken_runs: int) -> None:
+    import torch
+
+    def run(n: int, skip_wait: bool) -> vkhip.Capture:
+        k = 3
+        prof = vkhip.Profiler(dev)
+        track = prof.stream("torch", torch.cuda.current_stream())
+        bufs = [dev.buffer((4096,), "float32", name=f"p{i}") for i in range(k)]
+        for f in range(n):
+            b = bufs[f % k]
+            b.vulkan_fill(float(f))
+            s = torch.cuda.current_stream()
+            # The turn is taken (the wait enqueued) before the scope opens.
+            t = torch.from_dlpack(b.__dlpack__(stream=-1)) if skip_wait else torch.from_dlpack(b)
+            with track.scope("policy", reads=[b], writes=[b]):
+                t.add_(1.0)
+            b.release(s)
+            prof.end_frame()
+        torch.cuda.synchronize()
+        del track
+        cap = prof.finish()
+        del bufs
+        return cap
+
+    cap = run(frames, skip_wait=False)
+    row(
+        "PASS" if cap.is_clean and cap.pairs_checked > 0 else "FAIL",
+        "profiler: the correct torch loop has no hazard",
+        f"{frames} frames: {cap.violation_count} violations in {cap.pairs_checked} access pairs"
+        + (f"; first: {cap.violations[0]}" if cap.violations else ""),
+    )
+    caught = 0
+    sentence = ""
+    for _ in range(broken_runs):
+        c = run(30, skip_wait=True)
+        if not c.is_clean:
+            caught += 1
+            sentence = c.violations[0]
+    row(
+        "PASS" if caught == broken_runs else "FAIL",
+        "profiler: a torch loop that skips the wait is caught",
+        f"{caught} of {broken_runs} runs; e.g. {sentence}",
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--frames", type=int, default=10_000)
+    ap.add_argument("--elements", type=int, default=65_536)
+    ap.add_argument("--frameworks", default="torch,cupy,jax")
+    ap.add_argument("--broken-runs", type=int, default=10)
+    args = ap.parse_args()
+
+    try:
+        dev = vkhip.Device("cuda")
+    except vkhip.UnavailableError as e:
+        row("FAIL", "a CUDA device", str(e))
+        return 1
+    row("PASS", "a CUDA device", f"{dev.name}; DLPack device {dev.dlpack_device}")
+    makers: dict[str, Callable[[], Framework]] = {"torch": Torch, "cupy": CuPy, "jax": Jax}
+    for name in args.frameworks.split(","):
+        try:
+            fw = makers[name]()
+        except ImportError as e:
+            row("FAIL", name, f"not importable: {e}")
+            continue
+        try:
+            loop(fw, dev, args.frames, args.elements)
+        except Exception as e:  # noqa: BLE001 - a row, not a crash
+            row("FAIL", f"{name} loop", f"{type(e).__name__}: {e}")
+    try:
+        profiler_checks(dev, args.frames, args.broken_runs)
+    except Exception as e:  # noqa: BLE001
+        row("FAIL", "profiler", f"{type(e).__name__}: {e}")
+    dev.close()
+    failed = sum(1 for r in ROWS if r[0] == "FAIL")
+    print(f"{len(ROWS) - failed} passed, {failed} failed")
+    return failed
+
+
+if __name__ == "__main__":
+    sys.exit(main())

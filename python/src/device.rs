@@ -1,0 +1,203 @@
+//! `vkhip.Device`: a Vulkan device and, on it, the compute API a framework uses (CUDA, HIP), or
+//! the host where Vulkan's memory is host-visible (lavapipe, for tests without a GPU).
+
+use crate::errors::{closed, invalid, IntoPy};
+use pyo3::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use vkhip_interop::cuda::Cuda;
+use vkhip_interop::vulkan::{self, Importer, Submitter};
+
+/// Who reads and writes the memory besides Vulkan.
+pub enum Compute {
+    /// The host, through a mapping of Vulkan's (host-visible) memory.
+    Host,
+    Cuda(Cuda),
+    #[cfg(feature = "hip")]
+    Hip(vkhip_interop::hip::Hip),
+}
+
+impl Compute {
+    pub fn api(&self) -> &'static str {
+        match self {
+            Compute::Host => "host",
+            Compute::Cuda(_) => "cuda",
+            #[cfg(feature = "hip")]
+            Compute::Hip(_) => "hip",
+        }
+    }
+}
+
+/// What a device's objects share (fields drop in order: Vulkan's work in flight first, then
+/// the compute side, then the Vulkan device).
+pub struct DeviceCore {
+    pub submitter: Mutex<Submitter>,
+    pub compute: Compute,
+    pub vk: vulkan::Device,
+    closed: AtomicBool,
+    /// The profiler attached to this device, if any (`vkhip.Profiler(device)`).
+    pub profiler: Mutex<Option<Arc<crate::profile::ProfilerCore>>>,
+}
+
+impl DeviceCore {
+    /// Refuse use after `close()`.
+    pub fn check_open(&self, what: &str) -> PyResult<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(closed(what));
+        }
+        Ok(())
+    }
+
+    /// The CUDA device ordinal or 0, for DLPack.
+    pub fn ordinal(&self) -> i32 {
+        match &self.compute {
+            Compute::Host => 0,
+            Compute::Cuda(c) => c.info().ordinal,
+            #[cfg(feature = "hip")]
+            Compute::Hip(h) => h.info().ordinal,
+        }
+    }
+
+    pub fn profiler(&self) -> Option<Arc<crate::profile::ProfilerCore>> {
+        self.profiler.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Open the device for `api` ("auto", "cuda", "hip", "host").
+fn open(api: &str) -> PyResult<DeviceCore> {
+    let (compute, vk) = match api {
+        "cuda" => open_cuda()?,
+        "host" => (Compute::Host, vulkan::Device::open(&[], Importer::Hip).py()?),
+        #[cfg(feature = "hip")]
+        "hip" => open_hip()?,
+        #[cfg(not(feature = "hip"))]
+        "hip" => {
+            return Err(Python::attach(|py| {
+                crate::errors::raise(py, "UnavailableError", "this vkhip was built without HIP: build it with --features hip (maturin build --features hip)")
+            }))
+        }
+        "auto" => match open_cuda() {
+            Ok(pair) => pair,
+            Err(cuda_error) => {
+                log::info!("vkhip: no CUDA device ({cuda_error}); trying the host");
+                let vk = vulkan::Device::open(&[], Importer::Hip).py()?;
+                (Compute::Host, vk)
+            }
+        },
+        other => {
+            return Err(invalid(format!("api {other:?}: expected \"auto\", \"cuda\", \"hip\" or \"host\"")))
+        }
+    };
+    let submitter = Mutex::new(Submitter::new(&vk).py()?);
+    Ok(DeviceCore { submitter, compute, vk, closed: AtomicBool::new(false), profiler: Mutex::new(None) })
+}
+
+fn open_cuda() -> PyResult<(Compute, vulkan::Device)> {
+    let uuids: Vec<[u8; 16]> = vkhip_interop::cuda::devices().py()?.iter().map(|d| d.uuid).collect();
+    let vk = vulkan::Device::open(&uuids, Importer::Cuda).py()?;
+    let cuda = Cuda::open(vk.uuid()).py()?;
+    Ok((Compute::Cuda(cuda), vk))
+}
+
+#[cfg(feature = "hip")]
+fn open_hip() -> PyResult<(Compute, vulkan::Device)> {
+    let uuids: Vec<[u8; 16]> = vkhip_interop::hip::devices().py()?.iter().map(|d| d.uuid).collect();
+    let vk = vulkan::Device::open(&uuids, Importer::Hip).py()?;
+    let hip = vkhip_interop::hip::Hip::open(vk.uuid()).py()?;
+    Ok((Compute::Hip(hip), vk))
+}
+
+/// A Vulkan device shared with the compute API PyTorch, CuPy and JAX use.
+///
+/// ``Device()`` opens the GPU CUDA sees (its primary context: torch's, CuPy's and JAX's), or,
+/// where there is no CUDA device, Vulkan on the host (host-visible memory, NumPy). Raises
+/// ``vkhip.UnavailableError`` when no such device exists.
+#[pyclass(module = "vkhip", frozen)]
+pub struct Device {
+    pub core: Arc<DeviceCore>,
+}
+
+#[pymethods]
+impl Device {
+    #[new]
+    #[pyo3(signature = (api = "auto"))]
+    fn new(py: Python<'_>, api: &str) -> PyResult<Self> {
+        let core = py.detach(|| open(api))?;
+        Ok(Device { core: Arc::new(core) })
+    }
+
+    /// "cuda", "hip" or "host": who shares Vulkan's memory.
+    #[getter]
+    fn api(&self) -> &'static str {
+        self.core.compute.api()
+    }
+
+    /// The Vulkan device and, where there is one, the compute device.
+    #[getter]
+    fn name(&self) -> String {
+        match &self.core.compute {
+            Compute::Host => self.core.vk.describe(),
+            Compute::Cuda(c) => format!("{} = {}", self.core.vk.describe(), c.describe()),
+            #[cfg(feature = "hip")]
+            Compute::Hip(h) => format!("{} = {}", self.core.vk.describe(), h.describe()),
+        }
+    }
+
+    /// Vulkan's deviceUUID, as hex with dashes.
+    #[getter]
+    fn uuid(&self) -> String {
+        vulkan::uuid_string(&self.core.vk.uuid())
+    }
+
+    /// `__dlpack_device__` of the tensors this device makes: (1, 0) host, (2, n) CUDA, (10, n) ROCm.
+    #[getter]
+    fn dlpack_device(&self) -> (u32, i32) {
+        crate::buffer::place(&self.core).pair()
+    }
+
+    /// A shared buffer of `shape` elements of `dtype`.
+    #[pyo3(signature = (shape, dtype = None, *, name = None))]
+    fn buffer(
+        &self,
+        py: Python<'_>,
+        shape: &Bound<'_, PyAny>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        name: Option<String>,
+    ) -> PyResult<crate::buffer::Buffer> {
+        self.core.check_open("the device")?;
+        crate::buffer::Buffer::create(py, &self.core, shape, dtype, name)
+    }
+
+    /// Whether ``close()`` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.core.closed.load(Ordering::Acquire)
+    }
+
+    /// Stop using the device: later calls on it and its buffers raise ``vkhip.ClosedError``.
+    /// Memory a tensor still views stays alive until that tensor is gone.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if self.core.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        py.detach(|| self.core.submitter.lock().unwrap_or_else(|p| p.into_inner()).finish()).py()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _t: Option<&Bound<'_, PyAny>>,
+        _v: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.close(py)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("vkhip.Device(api={:?}, name={:?})", self.api(), self.name())
+    }
+}

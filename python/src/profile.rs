@@ -1,0 +1,432 @@
+//! `vkhip.Profiler`: the profile crate from Python — a track on the framework's own stream
+//! (torch's, CuPy's: a `CUstream` the door does not own), host scopes, the Vulkan work of the
+//! door's buffers (recorded by the door itself, with the buffers' semaphores), the checker's
+//! verdict and the Perfetto trace.
+//!
+//! Lifetimes: the crate's track and scope guards borrow what they record on (`CudaStream<'c>`
+//! borrows its `Cuda`; a scope borrows its track). Python objects cannot hold borrows, so each
+//! track owns what it borrows, boxed (a stable address), and declares its fields so that the
+//! borrowers drop first; the `'static` in the field types is that promise, made in one place
+//! ([`StreamTrack::new`]).
+
+use crate::device::{Compute, DeviceCore};
+use crate::errors::{invalid, IntoPy};
+use pyo3::prelude::*;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use vkhip_interop::cuda::Cuda;
+use vkhip_interop::vulkan::Edge;
+use vkhip_profile::{CudaScope, CudaStream, HostScope, HostThread, Options, Resource, Semaphore, Submission};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A track on a stream the framework owns.
+pub struct StreamTrack {
+    /// Open scopes by token; dropped (ended) before the stream they borrow.
+    scopes: Mutex<HashMap<u64, CudaScope<'static>>>,
+    /// Borrows `*cuda` (see the module note).
+    stream: CudaStream<'static>,
+    /// The handle enqueueing on the framework's stream; boxed so its address outlives moves.
+    cuda: Box<Cuda>,
+}
+
+impl StreamTrack {
+    fn new(profiler: &vkhip_profile::Profiler, name: &str, cuda: Cuda) -> PyResult<Arc<StreamTrack>> {
+        let cuda = Box::new(cuda);
+        // SAFETY: `stream` borrows the boxed `Cuda`, whose heap address stays put while the box
+        // lives; the box is the struct's last field, so it drops after `stream` and after every
+        // scope (which borrow `stream`, itself inside the `Arc` and never moved out of it).
+        let cuda_ref: &'static Cuda = unsafe { &*(cuda.as_ref() as *const Cuda) };
+        let stream = profiler.cuda_stream(name, cuda_ref).py()?;
+        Ok(Arc::new(StreamTrack { scopes: Mutex::new(HashMap::new()), stream, cuda }))
+    }
+}
+
+impl Drop for StreamTrack {
+    fn drop(&mut self) {
+        // Scopes first (their end marks go on the stream), explicitly: field order says so too.
+        lock(&self.scopes).clear();
+        let _ = &self.cuda;
+    }
+}
+
+/// What the device's buffers record into (shared with every buffer of the device).
+pub struct ProfilerCore {
+    /// By DLPack stream number.
+    streams: Mutex<HashMap<i64, Arc<StreamTrack>>>,
+    queue: vkhip_profile::VulkanQueue,
+    resources: Mutex<HashMap<String, Resource>>,
+    semaphores: Mutex<HashMap<String, Semaphore>>,
+    profiler: vkhip_profile::Profiler,
+}
+
+impl ProfilerCore {
+    pub fn resource(&self, name: &str) -> Resource {
+        *lock(&self.resources).entry(name.to_string()).or_insert_with(|| self.profiler.resource(name))
+    }
+
+    fn semaphore(&self, name: &str) -> Semaphore {
+        *lock(&self.semaphores).entry(name.to_string()).or_insert_with(|| self.profiler.semaphore(name))
+    }
+
+    fn track(&self, stream: i64) -> Option<Arc<StreamTrack>> {
+        lock(&self.streams).get(&stream).cloned()
+    }
+
+    /// A buffer's consumer took it on `stream`, waiting for Vulkan's value `wait` there.
+    pub fn stream_acquired(&self, stream: i64, buffer: &str, wait: Option<u64>) {
+        if let (Some(t), Some(v)) = (self.track(stream), wait) {
+            t.stream.wait(&self.semaphore(&format!("{buffer}.vulkan")), v);
+        }
+    }
+
+    /// A buffer's consumer released it on `stream`, signalling `value`.
+    pub fn stream_released(&self, stream: i64, buffer: &str, value: u64) {
+        if let Some(t) = self.track(stream) {
+            t.stream.signal(&self.semaphore(&format!("{buffer}.consumer")), value);
+        }
+    }
+
+    /// The calling thread waited for every Vulkan submission (the host hand-off).
+    pub fn vulkan_idle(&self) {
+        self.queue.idle();
+    }
+}
+
+/// One of the door's Vulkan operations on a buffer, as the profiler sees it: a scope in its
+/// command buffer (between the [`Edge`]s), then its submission's waits and signal.
+pub struct VulkanScope<'p> {
+    profiler: Option<&'p ProfilerCore>,
+    op: &'static str,
+    buffer: String,
+    writes: bool,
+    open: Option<vkhip_profile::VulkanScope<'p>>,
+    submission: Option<Submission>,
+}
+
+impl<'p> VulkanScope<'p> {
+    pub fn new(profiler: Option<&'p ProfilerCore>, op: &'static str, buffer: &str, writes: bool) -> Self {
+        VulkanScope { profiler, op, buffer: buffer.to_string(), writes, open: None, submission: None }
+    }
+
+    /// The hook the interop crate calls at each edge of the command buffer.
+    pub fn edge(&mut self, cmd: ash::vk::CommandBuffer, edge: Edge) {
+        let Some(p) = self.profiler else { return };
+        match edge {
+            Edge::Begin => {
+                let r = p.resource(&self.buffer);
+                // SAFETY: the interop crate calls the hook while `cmd` records, on the device's
+                // queue family (the profiler's queue track), outside a render pass; the scope
+                // ends at `Edge::End`, before recording ends.
+                let scope = unsafe { p.queue.scope(cmd, self.op) };
+                self.open = Some(if self.writes { scope.writes(&r) } else { scope.reads(&r) });
+            }
+            Edge::End => drop(self.open.take()),
+        }
+    }
+
+    /// The submission went in: it waited for the consumer's release `values.0` and signals
+    /// Vulkan's `values.1` (on the host path there are no semaphores: the fences order it).
+    pub fn submitted(&mut self, values: (Option<u64>, u64)) {
+        let Some(p) = self.profiler else { return };
+        let gpu = p_gpu_side(p, &self.buffer);
+        let submission = match gpu {
+            Some((consumer, vulkan)) => {
+                let waits: Vec<(&Semaphore, u64)> = values.0.map(|c| (&consumer, c)).into_iter().collect();
+                p.queue.submitted(&waits, &[(&vulkan, values.1)])
+            }
+            None => p.queue.submitted(&[], &[]),
+        };
+        self.submission = Some(submission);
+    }
+
+    /// The calling thread waited for the submission (a one-shot's fence).
+    pub fn waited(&mut self) {
+        if let (Some(p), Some(s)) = (self.profiler, self.submission.take()) {
+            p.queue.waited(s);
+        }
+    }
+}
+
+/// The buffer's two semaphores as the profiler names them, where the hand-off is on the GPU.
+fn p_gpu_side(p: &ProfilerCore, buffer: &str) -> Option<(Semaphore, Semaphore)> {
+    Some((p.semaphore(&format!("{buffer}.consumer")), p.semaphore(&format!("{buffer}.vulkan"))))
+}
+
+/// Resource names from a sequence of buffers or strings.
+fn names(items: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
+    let Some(items) = items else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for item in items.try_iter()? {
+        let item = item?;
+        let name = match item.extract::<String>() {
+            Ok(s) => s,
+            Err(_) => item
+                .getattr("name")
+                .and_then(|n| n.extract::<String>())
+                .map_err(|_| invalid("reads=/writes= take vkhip.Buffer objects or resource names"))?,
+        };
+        out.push(name);
+    }
+    Ok(out)
+}
+
+/// The frame-sync profiler on a device: one clock for Vulkan, the framework's streams and the
+/// host; the checker that proves every two conflicting accesses from different APIs ordered.
+///
+/// Attaching it makes the device's buffers record their Vulkan work and their hand-offs.
+/// Use it from the thread that made it (its host track is that thread's).
+#[pyclass(module = "vkhip", unsendable)]
+pub struct Profiler {
+    host_scopes: HashMap<u64, HostScope<'static>>,
+    host: HostThread,
+    core: Option<Arc<ProfilerCore>>,
+    device: Arc<DeviceCore>,
+    next_token: u64,
+}
+
+#[pymethods]
+impl Profiler {
+    #[new]
+    #[pyo3(signature = (device, *, enabled = true))]
+    fn new(device: &crate::device::Device, enabled: bool) -> PyResult<Self> {
+        let dev = device.core.clone();
+        dev.check_open("the device")?;
+        let mut slot = lock(&dev.profiler);
+        if slot.is_some() {
+            return Err(invalid("the device has a profiler already: finish() it first"));
+        }
+        let options = Options { enabled, ..Options::default() };
+        let profiler = vkhip_profile::Profiler::new(&dev.vk, options).py()?;
+        let host = profiler.host_thread("python");
+        let queue = profiler.vulkan_queue("vulkan").py()?;
+        let core = Arc::new(ProfilerCore {
+            streams: Mutex::new(HashMap::new()),
+            queue,
+            resources: Mutex::new(HashMap::new()),
+            semaphores: Mutex::new(HashMap::new()),
+            profiler,
+        });
+        *slot = Some(core.clone());
+        drop(slot);
+        Ok(Profiler { host_scopes: HashMap::new(), host, core: Some(core), device: dev, next_token: 0 })
+    }
+
+    /// A track on the framework's stream (an int ``cudaStream_t``, a ``torch.cuda.Stream``, a
+    /// ``cupy.cuda.Stream``, or anything with ``__cuda_stream__``): scopes around the work you
+    /// enqueue there, and the buffers' waits and releases on it.
+    fn stream(&mut self, name: &str, stream: &Bound<'_, PyAny>) -> PyResult<Stream> {
+        let number = crate::stream_number(stream)?;
+        let core = self.core()?.clone();
+        let Compute::Cuda(cuda) = &self.device.compute else {
+            return Err(invalid(format!(
+                "stream tracks need a CUDA device; this one's API is {:?}",
+                self.device.compute.api()
+            )));
+        };
+        // SAFETY: the caller passes its live stream of this device; `with_stream` refuses one of
+        // another context.
+        let lent = unsafe { cuda.with_stream(number as u64) }.py()?;
+        let track = StreamTrack::new(&core.profiler, name, lent)?;
+        lock(&core.streams).insert(number, track.clone());
+        Ok(Stream { track, core, next: Mutex::new(0) })
+    }
+
+    /// A scope on the calling thread (host work), declaring what it reads and writes.
+    #[pyo3(signature = (name, *, reads = None, writes = None))]
+    fn host_scope(
+        slf: Bound<'_, Self>,
+        name: &str,
+        reads: Option<&Bound<'_, PyAny>>,
+        writes: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Scope> {
+        let (r, w) = (names(reads)?, names(writes)?);
+        let mut me = slf.borrow_mut();
+        let core = me.core()?.clone();
+        let mut scope = me.host.scope(name);
+        for n in &r {
+            scope = scope.reads(&core.resource(n));
+        }
+        for n in &w {
+            scope = scope.writes(&core.resource(n));
+        }
+        // SAFETY: a host scope holds no reference to its thread (the lifetime only ties it to
+        // the thread's track in the type); it is ended before `host` drops (field order).
+        let scope: HostScope<'static> =
+            unsafe { std::mem::transmute::<HostScope<'_>, HostScope<'static>>(scope) };
+        me.next_token += 1;
+        let token = me.next_token;
+        me.host_scopes.insert(token, scope);
+        Ok(Scope { owner: ScopeOwner::Host(slf.clone().unbind()), token })
+    }
+
+    /// End a frame: results of earlier frames are read; never waits for the GPU.
+    fn end_frame(&self) -> PyResult<()> {
+        self.core()?.profiler.end_frame().py()
+    }
+
+    /// Stop profiling: waits (bounded) for the last results, detaches from the device, and
+    /// returns the capture.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<Capture> {
+        self.host_scopes.clear();
+        let core = self.core.take().ok_or_else(|| invalid("the profiler was finished already"))?;
+        *lock(&self.device.profiler) = None;
+        lock(&core.streams).clear();
+        let core = Arc::try_unwrap(core).map_err(|_| {
+            invalid("a stream track or scope of this profiler is still open: end it before finish()")
+        })?;
+        let ProfilerCore { profiler, queue, .. } = core;
+        drop(queue);
+        let capture = py.detach(|| profiler.finish()).py()?;
+        Ok(Capture { capture: Mutex::new(capture), check: std::sync::OnceLock::new() })
+    }
+}
+
+impl Profiler {
+    fn core(&self) -> PyResult<&Arc<ProfilerCore>> {
+        self.core.as_ref().ok_or_else(|| invalid("the profiler was finished"))
+    }
+}
+
+/// A track on one of the framework's streams ([`Profiler::stream`]).
+#[pyclass(module = "vkhip", frozen)]
+pub struct Stream {
+    track: Arc<StreamTrack>,
+    core: Arc<ProfilerCore>,
+    next: Mutex<u64>,
+}
+
+#[pymethods]
+impl Stream {
+    /// A scope around work you enqueue on the stream next (a stamp is enqueued now and when
+    /// the scope ends), declaring what it reads and writes.
+    #[pyo3(signature = (name, *, reads = None, writes = None))]
+    fn scope(
+        slf: Bound<'_, Self>,
+        name: &str,
+        reads: Option<&Bound<'_, PyAny>>,
+        writes: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Scope> {
+        let (r, w) = (names(reads)?, names(writes)?);
+        let me = slf.get();
+        let mut scope = me.track.stream.scope(name).py()?;
+        for n in &r {
+            scope = scope.reads(&me.core.resource(n));
+        }
+        for n in &w {
+            scope = scope.writes(&me.core.resource(n));
+        }
+        // SAFETY: the scope borrows `track.stream`, which lives in the `Arc` this object and the
+        // returned `Scope` hold; the scope is stored in that same track and dropped before its
+        // stream (StreamTrack's field order and Drop).
+        let scope: CudaScope<'static> =
+            unsafe { std::mem::transmute::<CudaScope<'_>, CudaScope<'static>>(scope) };
+        let token = {
+            let mut n = lock(&me.next);
+            *n += 1;
+            *n
+        };
+        lock(&me.track.scopes).insert(token, scope);
+        Ok(Scope { owner: ScopeOwner::Stream(slf.clone().unbind()), token })
+    }
+}
+
+enum ScopeOwner {
+    Host(Py<Profiler>),
+    Stream(Py<Stream>),
+}
+
+/// An open scope: ends at ``end()`` or when its ``with`` block ends.
+#[pyclass(module = "vkhip", unsendable)]
+pub struct Scope {
+    owner: ScopeOwner,
+    token: u64,
+}
+
+#[pymethods]
+impl Scope {
+    /// End the scope now (a second call does nothing).
+    fn end(&self, py: Python<'_>) -> PyResult<()> {
+        match &self.owner {
+            ScopeOwner::Host(p) => {
+                p.borrow_mut(py).host_scopes.remove(&self.token);
+                Ok(())
+            }
+            ScopeOwner::Stream(s) => {
+                let scope = lock(&s.get().track.scopes).remove(&self.token);
+                match scope {
+                    Some(scope) => scope.end().py(),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _t: Option<&Bound<'_, PyAny>>,
+        _v: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.end(py)
+    }
+}
+
+/// What a profiler recorded: the checker's verdict, the report, the trace.
+#[pyclass(module = "vkhip", frozen)]
+pub struct Capture {
+    capture: Mutex<vkhip_profile::Capture>,
+    check: std::sync::OnceLock<vkhip_profile::CheckReport>,
+}
+
+impl Capture {
+    fn check(&self) -> &vkhip_profile::CheckReport {
+        self.check.get_or_init(|| lock(&self.capture).check())
+    }
+}
+
+#[pymethods]
+impl Capture {
+    /// Whether the checker found no hazard.
+    #[getter]
+    fn is_clean(&self) -> bool {
+        self.check().is_clean()
+    }
+
+    /// Each violation's sentence: the rule, the resource, both scopes and the overlap.
+    #[getter]
+    fn violations(&self) -> Vec<String> {
+        self.check().violations.iter().map(|v| v.to_string()).collect()
+    }
+
+    /// All violations (``violations`` keeps the first ones).
+    #[getter]
+    fn violation_count(&self) -> u64 {
+        self.check().violation_count
+    }
+
+    /// Conflicting access pairs on different tracks that the checker compared.
+    #[getter]
+    fn pairs_checked(&self) -> u64 {
+        self.check().pairs_checked
+    }
+
+    /// The report: clocks, the checker's verdict, frame time, hand-offs, scopes.
+    #[getter]
+    fn report(&self) -> String {
+        lock(&self.capture).report().to_string()
+    }
+
+    /// Write the Perfetto (Chrome JSON) trace to ``path``: ui.perfetto.dev opens it.
+    fn write_perfetto(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+        py.detach(|| lock(&self.capture).write_perfetto(&path))
+            .map_err(|e| Python::attach(|py| crate::errors::raise(py, "Error", e.to_string())))
+    }
+}
