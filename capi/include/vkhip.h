@@ -446,10 +446,13 @@ enum VkhipStatus vkhip_cuda_open(const struct VkhipDevice *device, struct VkhipC
 
 /*
  A second handle on `cuda`'s device that enqueues everything (launches, waits, signals, the
- profiler's marks) on `stream`, a CUstream the engine owns: NULL or CU_STREAM_LEGACY
- ((CUstream)1) for the legacy default stream, CU_STREAM_PER_THREAD ((CUstream)2) for the
- per-thread one, else a stream of the device's primary context (one of another context is
- VKHIP_STATUS_INVALID). Destroying the handle neither synchronises nor destroys `stream`.
+ profiler's marks through vkhip_profiler_cuda_stream) on `stream`, a CUstream the engine owns,
+ in the engine's order with its own work there: NULL or CU_STREAM_LEGACY ((CUstream)1) for the
+ legacy default stream, CU_STREAM_PER_THREAD ((CUstream)2) for the per-thread one, else a
+ stream of the device's primary context (the one the CUDA runtime uses; a stream of another
+ context is VKHIP_STATUS_INVALID, naming both). Objects imported through either handle serve
+ both. Destroying the handle neither synchronises nor destroys `stream`; once a stream was
+ lent, destroying an imported object waits for the whole context.
 
  # Safety
  `stream` is one of the above and outlives the returned handle; `out` as everywhere.
@@ -457,6 +460,15 @@ enum VkhipStatus vkhip_cuda_open(const struct VkhipDevice *device, struct VkhipC
 enum VkhipStatus vkhip_cuda_with_stream(const struct VkhipCuda *cuda,
                                         void *stream,
                                         struct VkhipCuda **out);
+
+/*
+ The CUstream the handle enqueues on (the crate's own, or the one vkhip_cuda_with_stream
+ lent; CU_STREAM_LEGACY for NULL).
+
+ # Safety
+ `out` is NULL or writable.
+ */
+enum VkhipStatus vkhip_cuda_stream(const struct VkhipCuda *cuda, void **out);
 
 /*
  Destroy the handle (NULL: nothing happens): waits for the stream if it is the crate's own,

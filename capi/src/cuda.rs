@@ -49,10 +49,13 @@ pub unsafe extern "C" fn vkhip_cuda_open(
 }
 
 /// A second handle on `cuda`'s device that enqueues everything (launches, waits, signals, the
-/// profiler's marks) on `stream`, a CUstream the engine owns: NULL or CU_STREAM_LEGACY
-/// ((CUstream)1) for the legacy default stream, CU_STREAM_PER_THREAD ((CUstream)2) for the
-/// per-thread one, else a stream of the device's primary context (one of another context is
-/// VKHIP_STATUS_INVALID). Destroying the handle neither synchronises nor destroys `stream`.
+/// profiler's marks through vkhip_profiler_cuda_stream) on `stream`, a CUstream the engine owns,
+/// in the engine's order with its own work there: NULL or CU_STREAM_LEGACY ((CUstream)1) for the
+/// legacy default stream, CU_STREAM_PER_THREAD ((CUstream)2) for the per-thread one, else a
+/// stream of the device's primary context (the one the CUDA runtime uses; a stream of another
+/// context is VKHIP_STATUS_INVALID, naming both). Objects imported through either handle serve
+/// both. Destroying the handle neither synchronises nor destroys `stream`; once a stream was
+/// lent, destroying an imported object waits for the whole context.
 ///
 /// # Safety
 /// `stream` is one of the above and outlives the returned handle; `out` as everywhere.
@@ -65,13 +68,28 @@ pub unsafe extern "C" fn vkhip_cuda_with_stream(
     const F: &str = "vkhip_cuda_with_stream";
     entry(F, || {
         let out = handle::out(out, F, "out")?;
-        // SAFETY: a checked handle.
-        let c = unsafe { handle::get(cuda, F, "cuda") }?;
-        let _ = (c, stream, out);
-        Err(Fail::new(
-            VkhipStatus::Unsupported,
-            format!("{F}: this build's vkhip-interop has no Cuda::with_stream yet"),
-        ))
+        // SAFETY: a checked handle; `stream` per this function's contract (a CUstream is a
+        // pointer; the crate takes it as the integer the frameworks pass around).
+        let lent = unsafe { handle::get(cuda, F, "cuda")?.cuda.with_stream(stream as usize as u64) }?;
+        // SAFETY: `out` checked above.
+        unsafe { handle::publish(out, VkhipCuda::new(lent)) };
+        Ok(())
+    })
+}
+
+/// The CUstream the handle enqueues on (the crate's own, or the one vkhip_cuda_with_stream
+/// lent; CU_STREAM_LEGACY for NULL).
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn vkhip_cuda_stream(cuda: *const VkhipCuda, out: *mut *mut c_void) -> VkhipStatus {
+    const F: &str = "vkhip_cuda_stream";
+    entry(F, || {
+        let out = handle::out(out, F, "out")?;
+        // SAFETY: a checked handle; `out` checked above.
+        unsafe { out.write(handle::get(cuda, F, "cuda")?.cuda.stream() as usize as *mut c_void) };
+        Ok(())
     })
 }
 

@@ -103,6 +103,12 @@ int main(void) {
   VkhipCuda *cuda = NULL;
   VkhipStatus s = vkhip_cuda_open(dev, &cuda);
   EXPECT(s == VKHIP_STATUS_UNAVAILABLE && cuda == NULL && !strchr(vkhip_last_error(), '\n'));
+  VkhipCuda *lent = NULL;
+  void *stream = NULL;
+  EXPECT_STATUS(vkhip_cuda_with_stream(NULL, (void *)1, &lent), VKHIP_STATUS_NULL_ARGUMENT);
+  EXPECT_STATUS(vkhip_cuda_with_stream((const VkhipCuda *)dev, (void *)1, &lent), VKHIP_STATUS_WRONG_HANDLE);
+  EXPECT_STATUS(vkhip_cuda_stream(NULL, &stream), VKHIP_STATUS_NULL_ARGUMENT);
+  EXPECT(lent == NULL && stream == NULL);
 
   /* The profiler: names, a host track used from another thread, a finished profiler. */
   VkhipProfiler *prof = NULL;
