@@ -4,7 +4,7 @@
 //!
 //! In Rust a scope borrows its track and a CUDA stream track borrows the `Cuda`. Here each
 //! borrowed object lives in an `Arc` that the borrower's handle holds too, in a field after the
-//! borrower (fields drop in order): the borrow is made `'static` by [`forever`], and what it
+//! borrower (fields drop in order): the borrow is made `'static` by `forever`, and what it
 //! points at cannot go before the borrower, whichever handle C destroys first.
 
 use crate::cuda::VkhipCuda;
