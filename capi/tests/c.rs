@@ -114,11 +114,7 @@ fn the_example_engines_build_strictly_and_run_on_lavapipe_until_cuda() {
             continue;
         }
         let trace = dir.join(format!("{name}.json"));
-        let o = Command::new(&exe).arg("3").arg(&trace).output().unwrap_or_else(|e| panic!("{name}: {e}"));
-        let (stdout, stderr) = text(&o);
-        assert_eq!(o.status.code(), Some(2), "{name}: exit 2 without CUDA:\n{stdout}{stderr}");
-        assert_eq!(stderr.lines().count(), 1, "{name}: one line on stderr:\n{stderr}");
-        assert!(stderr.starts_with(&format!("{name}: no usable CUDA device: vkhip_cuda_open")), "{stderr}");
+        let stdout = no_cuda_device(&exe, &[&trace], name, "vkhip_cuda_open");
         // Everything before CUDA ran: the device, the shared buffers, the profiled Vulkan pass
         // and the host's check of every value.
         assert!(stdout.starts_with("vulkan: "), "{stdout}");
@@ -127,6 +123,24 @@ fn the_example_engines_build_strictly_and_run_on_lavapipe_until_cuda() {
             "{stdout}"
         );
     }
+    // The engine's own stream, a GPU check (scripts/capi-gpu-check.sh): here it builds, and
+    // finds no CUDA device.
+    let exe = dir.join("cuda_stream");
+    compile(&[capi.join("tests/c/cuda_stream.c")], &exe, &[]);
+    if skip::require_part(test, "cuda_stream without CUDA", skip::Component::NoGpuDriver) {
+        no_cuda_device(&exe, &[], "cuda_stream", "vkhip_device_open");
+    }
+}
+
+/// Run `exe` (its first argument "3": frames) where no CUDA device is: exit 2 and one line on
+/// stderr, "NAME: no usable CUDA device: CALL…". Returns its stdout.
+fn no_cuda_device(exe: &Path, args: &[&Path], name: &str, call: &str) -> String {
+    let o = Command::new(exe).arg("3").args(args).output().unwrap_or_else(|e| panic!("{name}: {e}"));
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{name}: exit 2 without CUDA:\n{stdout}{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{name}: one line on stderr:\n{stderr}");
+    assert!(stderr.starts_with(&format!("{name}: no usable CUDA device: {call}")), "{stderr}");
+    stdout
 }
 
 /// The lavapipe driver's library (from its ICD file), to keep it loaded until the end: the Vulkan
