@@ -41,7 +41,7 @@
 #include <vulkan/vulkan.h>
 
 /*
- Room for extension names in [`VkhipRequirements`].
+ Room for extension names in VkhipRequirements.
  */
 #define VKHIP_MAX_EXTENSIONS 4
 
@@ -175,7 +175,7 @@ typedef struct VkhipProfSemaphore VkhipProfSemaphore;
 typedef struct VkhipProfStream VkhipProfStream;
 
 /*
- A profiler on one Vulkan device: one clock for every track; `None` once finished.
+ A profiler on one Vulkan device: one clock for every track.
  */
 typedef struct VkhipProfiler VkhipProfiler;
 
@@ -204,7 +204,7 @@ typedef struct VkhipDim3 {
 } VkhipDim3;
 
 /*
- How a CUDA scope marks the stream ([`VkhipProfilerOptions::cuda_stamps`]).
+ How a CUDA scope marks the stream (VkhipProfilerOptions::cuda_stamps).
  */
 typedef uint32_t VkhipCudaStamps;
 
@@ -338,12 +338,12 @@ typedef struct VkhipVulkanHandles {
 } VkhipVulkanHandles;
 
 /*
- The texel format of a shared image (the Rust API's `ImageFormat`).
+ The texel format of a shared image (the Rust API's ImageFormat).
  */
 typedef uint32_t VkhipImageFormat;
 
 /*
- How Vulkan uses a shared image while it owns it ([`VkhipImageAccess::kind`]).
+ How Vulkan uses a shared image while it owns it (VkhipImageAccess::kind).
  */
 typedef uint32_t VkhipImageUse;
 

@@ -37,7 +37,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// How a CUDA scope marks the stream ([`VkhipProfilerOptions::cuda_stamps`]).
+/// How a CUDA scope marks the stream (VkhipProfilerOptions::cuda_stamps).
 pub type VkhipCudaStamps = u32;
 /// Two one-thread kernels storing the GPU timer (the default; the Vulkan clock's accuracy).
 pub const VKHIP_CUDA_STAMPS_KERNEL: VkhipCudaStamps = 0;
@@ -98,8 +98,9 @@ pub unsafe extern "C" fn vkhip_profiler_options_default(out: *mut VkhipProfilerO
     })
 }
 
-/// A profiler on one Vulkan device: one clock for every track; `None` once finished.
+/// A profiler on one Vulkan device: one clock for every track.
 pub struct VkhipProfiler {
+    /// `None` once finished.
     profiler: Mutex<Option<Profiler>>,
 }
 handle!(VkhipProfiler, Profiler);

@@ -31,7 +31,7 @@ pub const VKHIP_IMPORTER_CUDA: VkhipImporter = 0;
 /// HIP: memory only (semaphore export is optional: ROCm cannot import semaphores on Linux).
 pub const VKHIP_IMPORTER_HIP: VkhipImporter = 1;
 
-/// The texel format of a shared image (the Rust API's `ImageFormat`).
+/// The texel format of a shared image (the Rust API's ImageFormat).
 pub type VkhipImageFormat = u32;
 /// VK_FORMAT_R32_SFLOAT; a CUDA kernel writes `float`.
 pub const VKHIP_IMAGE_FORMAT_R32_SFLOAT: VkhipImageFormat = 0;
@@ -42,7 +42,7 @@ pub const VKHIP_IMAGE_FORMAT_R16G16B16A16_SFLOAT: VkhipImageFormat = 2;
 /// VK_FORMAT_R32G32B32A32_SFLOAT; a CUDA kernel writes `float4`.
 pub const VKHIP_IMAGE_FORMAT_R32G32B32A32_SFLOAT: VkhipImageFormat = 3;
 
-/// How Vulkan uses a shared image while it owns it ([`VkhipImageAccess::kind`]).
+/// How Vulkan uses a shared image while it owns it (VkhipImageAccess::kind).
 pub type VkhipImageUse = u32;
 /// Rendered into (COLOR_ATTACHMENT_OPTIMAL); `stages` and `access` are ignored.
 pub const VKHIP_IMAGE_USE_COLOR_ATTACHMENT_WRITE: VkhipImageUse = 0;
@@ -97,7 +97,7 @@ fn image_format(value: VkhipImageFormat, function: &str) -> Result<ImageFormat> 
     }
 }
 
-/// Room for extension names in [`VkhipRequirements`].
+/// Room for extension names in VkhipRequirements.
 pub const VKHIP_MAX_EXTENSIONS: usize = 4;
 
 /// What an engine enables before it creates its instance and device. Every name is a static
