@@ -259,7 +259,9 @@ def profiler_checks(dev: vkhip.Device, frames: int, broken_runs: int) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--frames", type=int, default=10_000)
     ap.add_argument("--elements", type=int, default=65_536)
     ap.add_argument("--frameworks", default="torch,cupy,jax")

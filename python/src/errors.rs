@@ -9,6 +9,10 @@ pub fn class_for(e: &vkhip_interop::Error) -> &'static str {
     if e.limit().is_some() {
         return "LimitError";
     }
+    if e.is_environment() {
+        // No driver, no device, a feature the machine lacks (a "no device" status included).
+        return "UnavailableError";
+    }
     match e.kind() {
         ErrorKind::Unavailable | ErrorKind::Unsupported => "UnavailableError",
         ErrorKind::Invalid => "InvalidError",

@@ -18,6 +18,8 @@ def dev() -> Iterator[vkhip.Device]:
     except vkhip.UnavailableError as e:
         if os.environ.get("CI"):
             raise  # CI installs lavapipe: a missing device is a failure there
-        pytest.skip(f"needs a Vulkan device whose memory the host can map (mesa-vulkan-drivers): {e}")
+        pytest.skip(
+            f"needs a Vulkan device whose memory the host can map (mesa-vulkan-drivers): {e}"
+        )
     yield d
     d.close()

@@ -22,7 +22,12 @@ def capsule_name(capsule: object) -> bytes:
 
 def test_numpy_writes_and_vulkan_reads_every_value(dev: vkhip.Device) -> None:
     buf = dev.buffer((64, 33), "float32", name="heights")
-    assert (buf.shape, buf.dtype, buf.nbytes, buf.name) == ((64, 33), "float32", 64 * 33 * 4, "heights")
+    assert (buf.shape, buf.dtype, buf.nbytes, buf.name) == (
+        (64, 33),
+        "float32",
+        64 * 33 * 4,
+        "heights",
+    )
     assert buf.__dlpack_device__() == (1, 0) == dev.dlpack_device
     with buf:
         a = np.from_dlpack(buf)
@@ -64,7 +69,9 @@ def test_vulkan_fills_and_writes_and_numpy_reads_every_value(dev: vkhip.Device) 
         ("int64", 0, np.int64),
     ],
 )
-def test_every_dtype_fills_and_reads(dev: vkhip.Device, dtype: str, value: float, np_dtype: type) -> None:
+def test_every_dtype_fills_and_reads(
+    dev: vkhip.Device, dtype: str, value: float, np_dtype: type
+) -> None:
     buf = dev.buffer((4, 16), dtype)
     buf.vulkan_fill(value)
     with buf:

@@ -9,7 +9,9 @@ import vkhip
 
 
 def test_the_exception_classes() -> None:
-    assert issubclass(vkhip.InvalidError, ValueError) and issubclass(vkhip.InvalidError, vkhip.Error)
+    assert issubclass(vkhip.InvalidError, ValueError) and issubclass(
+        vkhip.InvalidError, vkhip.Error
+    )
     assert issubclass(vkhip.LimitError, vkhip.InvalidError)
     assert issubclass(vkhip.UnavailableError, vkhip.Error) and issubclass(vkhip.Error, RuntimeError)
     assert issubclass(vkhip.WaitTimeoutError, TimeoutError)
@@ -54,7 +56,9 @@ def test_bad_fills_and_writes(dev: vkhip.Device) -> None:
 
 
 def test_bad_api_and_streams(dev: vkhip.Device) -> None:
-    with pytest.raises(vkhip.InvalidError, match='api "metal": expected "auto", "cuda", "hip" or "host"'):
+    with pytest.raises(
+        vkhip.InvalidError, match='api "metal": expected "auto", "cuda", "hip" or "host"'
+    ):
         vkhip.Device("metal")
     with pytest.raises(vkhip.InvalidError, match="not a stream"):
         dev.buffer(4).release(object())

@@ -1,0 +1,176 @@
+"""Type stubs for the compiled part of vkhip (``vkhip._vkhip``, built from ``python/src``)."""
+
+import os
+from types import TracebackType
+from typing import Any, Literal, Protocol
+
+from typing_extensions import CapsuleType, Self, TypeAlias
+
+__version__: str
+
+class _TorchStream(Protocol):
+    @property
+    def cuda_stream(self) -> int: ...
+
+class _CupyStream(Protocol):
+    @property
+    def ptr(self) -> int: ...
+
+class _CudaStreamProtocol(Protocol):
+    def __cuda_stream__(self) -> tuple[int, int]: ...
+
+StreamLike: TypeAlias = int | None | _TorchStream | _CupyStream | _CudaStreamProtocol
+"""A CUDA stream: an int ``cudaStream_t`` (DLPack's numbering: 0 or 1 the legacy default
+stream, 2 the per-thread one), a ``torch.cuda.Stream``, a ``cupy.cuda.Stream``, an object with
+``__cuda_stream__``, or None (the legacy default stream)."""
+
+DtypeLike: TypeAlias = Any
+"""A dtype name ("float32", "uint8", …, or "f4"-style), or an object naming one (``numpy.float32``,
+``numpy.dtype("float32")``, ``torch.float32``)."""
+
+Resources: TypeAlias = list[Buffer | str] | tuple[Buffer | str, ...]
+
+def stream_number(stream: StreamLike) -> int:
+    """The integer DLPack passes for ``stream`` (0 becomes 1: both the legacy default stream)."""
+
+def cuda_driver_present() -> bool:
+    """Whether a CUDA driver library loads here (no GPU needed to answer)."""
+
+class Device:
+    """A Vulkan device shared with the compute API PyTorch, CuPy and JAX use.
+
+    ``Device()`` opens the GPU CUDA sees (its primary context, the frameworks' own), or Vulkan on
+    the host where there is no CUDA device. Raises :class:`vkhip.UnavailableError` when no such
+    device exists.
+    """
+
+    def __init__(self, api: Literal["auto", "cuda", "hip", "host"] = "auto") -> None: ...
+    @property
+    def api(self) -> Literal["cuda", "hip", "host"]:
+        """Who shares Vulkan's memory."""
+    @property
+    def name(self) -> str:
+        """The Vulkan device and, where there is one, the compute device."""
+    @property
+    def uuid(self) -> str:
+        """Vulkan's deviceUUID."""
+    @property
+    def dlpack_device(self) -> tuple[int, int]:
+        """The DLPack device of this device's tensors: (1, 0) host, (2, n) CUDA, (10, n) ROCm."""
+    @property
+    def closed(self) -> bool: ...
+    def buffer(
+        self,
+        shape: int | tuple[int, ...] | list[int],
+        dtype: DtypeLike = None,
+        *,
+        name: str | None = None,
+    ) -> Buffer:
+        """A shared buffer of ``shape`` elements of ``dtype`` (default float32), C-contiguous.
+
+        Raises :class:`vkhip.InvalidError` for a bad shape or dtype and :class:`vkhip.LimitError`
+        when the device cannot hold it.
+        """
+    def close(self) -> None:
+        """Stop using the device; later calls raise :class:`vkhip.ClosedError`. Tensors that
+        still view its memory keep it alive."""
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+class Buffer:
+    """Vulkan memory as a DLPack tensor: ``torch.from_dlpack(buffer)`` (CuPy, JAX, NumPy alike)
+    views it without a copy, after the wait for Vulkan's last write is enqueued on the consumer's
+    stream. ``release(stream)`` (or leaving ``with buffer:``) ends the consumer's turn on the
+    GPU."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def data_ptr(self) -> int:
+        """The address tensors see: a CUDA device pointer, or the host mapping."""
+    @property
+    def turns(self) -> tuple[int, int]:
+        """(Vulkan's turns, the consumer's releases) so far."""
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> CapsuleType: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
+    def release(self, stream: StreamLike = None) -> None:
+        """End the consumer's turn: Vulkan's next use waits, on the GPU, for the work enqueued on
+        ``stream`` (default: the stream ``__dlpack__`` was given last) so far."""
+    def vulkan_fill(self, value: float) -> None:
+        """Vulkan writes ``value`` into every element (after the consumer's release); returns at
+        once."""
+    def vulkan_write(self, data: bytes | bytearray | memoryview) -> None:
+        """Vulkan copies ``data`` into the start of the buffer; returns when done."""
+    def vulkan_read(self) -> bytes:
+        """Vulkan copies the whole buffer to the host (after the consumer's release)."""
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+class Scope:
+    """An open profiler scope; ends at ``end()`` or when its ``with`` block ends."""
+
+    def end(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+class Stream:
+    """A profiler track on one of the framework's streams."""
+
+    def scope(
+        self, name: str, *, reads: Resources | None = None, writes: Resources | None = None
+    ) -> Scope:
+        """A scope around the work you enqueue on the stream next. Take the buffers' turns
+        (``torch.from_dlpack(buffer)``) before opening it."""
+
+class Capture:
+    """What a profiler recorded."""
+
+    @property
+    def is_clean(self) -> bool:
+        """Whether the checker found no hazard."""
+    @property
+    def violations(self) -> list[str]:
+        """Each violation as a sentence (rule, resource, both scopes, the overlap)."""
+    @property
+    def violation_count(self) -> int: ...
+    @property
+    def pairs_checked(self) -> int: ...
+    @property
+    def report(self) -> str:
+        """The text report: clocks, the checker's verdict, frame time, hand-offs, scopes."""
+    def write_perfetto(self, path: str | os.PathLike[str]) -> None:
+        """Write the Perfetto (Chrome JSON) trace."""
+
+class Profiler:
+    """The frame-sync profiler on a device: Vulkan's work, the framework's streams and the host
+    on one clock, and the checker. Use it from the thread that made it."""
+
+    def __init__(self, device: Device, *, enabled: bool = True) -> None: ...
+    def stream(self, name: str, stream: StreamLike) -> Stream:
+        """A track on the framework's stream (CUDA devices)."""
+    def host_scope(
+        self, name: str, *, reads: Resources | None = None, writes: Resources | None = None
+    ) -> Scope:
+        """A scope of host work on the calling thread."""
+    def end_frame(self) -> None: ...
+    def finish(self) -> Capture:
+        """Stop, detach from the device, and return the capture."""
