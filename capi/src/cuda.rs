@@ -38,13 +38,14 @@ pub unsafe extern "C" fn vkhip_cuda_open(
 ) -> VkhipStatus {
     const F: &str = "vkhip_cuda_open";
     entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: a checked handle.
-        let uuid = unsafe { handle::get(device, F, "device") }?.device.uuid();
-        let cuda = Cuda::open(uuid)?;
-        // SAFETY: `out` checked above.
-        unsafe { handle::publish(out, VkhipCuda::new(cuda)) };
-        Ok(())
+        let make = || {
+            // SAFETY: a checked handle.
+            let uuid = unsafe { handle::get(device, F, "device") }?.device.uuid();
+            let cuda = Cuda::open(uuid)?;
+            Ok(VkhipCuda::new(cuda))
+        };
+        // SAFETY: `out` is NULL or writable (this function's contract).
+        unsafe { handle::create(out, F, make) }
     })
 }
 
@@ -67,13 +68,14 @@ pub unsafe extern "C" fn vkhip_cuda_with_stream(
 ) -> VkhipStatus {
     const F: &str = "vkhip_cuda_with_stream";
     entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: a checked handle; `stream` per this function's contract (a CUstream is a
-        // pointer; the crate takes it as the integer the frameworks pass around).
-        let lent = unsafe { handle::get(cuda, F, "cuda")?.cuda.with_stream(stream as usize as u64) }?;
-        // SAFETY: `out` checked above.
-        unsafe { handle::publish(out, VkhipCuda::new(lent)) };
-        Ok(())
+        let make = || {
+            // SAFETY: a checked handle; `stream` per this function's contract (a CUstream is a
+            // pointer; the crate takes it as the integer the frameworks pass around).
+            let lent = unsafe { handle::get(cuda, F, "cuda")?.cuda.with_stream(stream as usize as u64) }?;
+            Ok(VkhipCuda::new(lent))
+        };
+        // SAFETY: `out` is NULL or writable (this function's contract).
+        unsafe { handle::create(out, F, make) }
     })
 }
 
@@ -85,11 +87,9 @@ pub unsafe extern "C" fn vkhip_cuda_with_stream(
 #[no_mangle]
 pub unsafe extern "C" fn vkhip_cuda_stream(cuda: *const VkhipCuda, out: *mut *mut c_void) -> VkhipStatus {
     const F: &str = "vkhip_cuda_stream";
-    entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: a checked handle; `out` checked above.
-        unsafe { out.write(handle::get(cuda, F, "cuda")?.cuda.stream() as usize as *mut c_void) };
-        Ok(())
+    // SAFETY: a checked handle; `out` is NULL or writable (this function's contract).
+    entry(F, || unsafe {
+        handle::put(out, F, || Ok(handle::get(cuda, F, "cuda")?.cuda.stream() as usize as *mut c_void))
     })
 }
 
@@ -112,12 +112,8 @@ pub unsafe extern "C" fn vkhip_cuda_destroy(cuda: *mut VkhipCuda) -> VkhipStatus
 #[no_mangle]
 pub unsafe extern "C" fn vkhip_cuda_describe(cuda: *const VkhipCuda, out: *mut *const c_char) -> VkhipStatus {
     const F: &str = "vkhip_cuda_describe";
-    entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: a checked handle; `out` checked above.
-        unsafe { out.write(handle::get(cuda, F, "cuda")?.describe.as_ptr()) };
-        Ok(())
-    })
+    // SAFETY: a checked handle; `out` is NULL or writable (this function's contract).
+    entry(F, || unsafe { handle::put(out, F, || Ok(handle::get(cuda, F, "cuda")?.describe.as_ptr())) })
 }
 
 /// Wait on the host until everything enqueued on the handle's stream so far has finished
@@ -152,13 +148,14 @@ pub unsafe extern "C" fn vkhip_cuda_import_buffer(
 ) -> VkhipStatus {
     const F: &str = "vkhip_cuda_import_buffer";
     entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: checked handles.
-        let (c, b) = unsafe { (handle::get(cuda, F, "cuda")?, handle::get(buffer, F, "buffer")?) };
-        let buffer = c.cuda.import_buffer(b.buffer.export()?)?;
-        // SAFETY: `out` checked above.
-        unsafe { handle::publish(out, VkhipCudaBuffer { buffer }) };
-        Ok(())
+        let make = || {
+            // SAFETY: checked handles.
+            let (c, b) = unsafe { (handle::get(cuda, F, "cuda")?, handle::get(buffer, F, "buffer")?) };
+            let buffer = c.cuda.import_buffer(b.buffer.export()?)?;
+            Ok(VkhipCudaBuffer { buffer })
+        };
+        // SAFETY: `out` is NULL or writable (this function's contract).
+        unsafe { handle::create(out, F, make) }
     })
 }
 
@@ -184,12 +181,8 @@ pub unsafe extern "C" fn vkhip_cuda_buffer_pointer(
     out: *mut u64,
 ) -> VkhipStatus {
     const F: &str = "vkhip_cuda_buffer_pointer";
-    entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: a checked handle; `out` checked above.
-        unsafe { out.write(handle::get(buffer, F, "buffer")?.buffer.device_ptr()) };
-        Ok(())
-    })
+    // SAFETY: a checked handle; `out` is NULL or writable (this function's contract).
+    entry(F, || unsafe { handle::put(out, F, || Ok(handle::get(buffer, F, "buffer")?.buffer.device_ptr())) })
 }
 
 /// A shared image imported into CUDA: a CUDA array with a surface object.
@@ -212,13 +205,14 @@ pub unsafe extern "C" fn vkhip_cuda_import_image(
 ) -> VkhipStatus {
     const F: &str = "vkhip_cuda_import_image";
     entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: checked handles.
-        let (c, i) = unsafe { (handle::get(cuda, F, "cuda")?, handle::get(image, F, "image")?) };
-        let image = c.cuda.import_image(i.image.export()?)?;
-        // SAFETY: `out` checked above.
-        unsafe { handle::publish(out, VkhipCudaImage { image }) };
-        Ok(())
+        let make = || {
+            // SAFETY: checked handles.
+            let (c, i) = unsafe { (handle::get(cuda, F, "cuda")?, handle::get(image, F, "image")?) };
+            let image = c.cuda.import_image(i.image.export()?)?;
+            Ok(VkhipCudaImage { image })
+        };
+        // SAFETY: `out` is NULL or writable (this function's contract).
+        unsafe { handle::create(out, F, make) }
     })
 }
 
@@ -243,12 +237,8 @@ pub unsafe extern "C" fn vkhip_cuda_image_surface(
     out: *mut u64,
 ) -> VkhipStatus {
     const F: &str = "vkhip_cuda_image_surface";
-    entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: a checked handle; `out` checked above.
-        unsafe { out.write(handle::get(image, F, "image")?.image.surface()) };
-        Ok(())
-    })
+    // SAFETY: a checked handle; `out` is NULL or writable (this function's contract).
+    entry(F, || unsafe { handle::put(out, F, || Ok(handle::get(image, F, "image")?.image.surface())) })
 }
 
 /// A shared timeline semaphore imported into CUDA.
@@ -269,13 +259,14 @@ pub unsafe extern "C" fn vkhip_cuda_import_timeline(
 ) -> VkhipStatus {
     const F: &str = "vkhip_cuda_import_timeline";
     entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: checked handles.
-        let (c, s) = unsafe { (handle::get(cuda, F, "cuda")?, handle::get(semaphore, F, "semaphore")?) };
-        let semaphore = c.cuda.import_timeline(s.semaphore.export()?)?;
-        // SAFETY: `out` checked above.
-        unsafe { handle::publish(out, VkhipCudaSemaphore { semaphore }) };
-        Ok(())
+        let make = || {
+            // SAFETY: checked handles.
+            let (c, s) = unsafe { (handle::get(cuda, F, "cuda")?, handle::get(semaphore, F, "semaphore")?) };
+            let semaphore = c.cuda.import_timeline(s.semaphore.export()?)?;
+            Ok(VkhipCudaSemaphore { semaphore })
+        };
+        // SAFETY: `out` is NULL or writable (this function's contract).
+        unsafe { handle::create(out, F, make) }
     })
 }
 
@@ -349,15 +340,20 @@ pub unsafe extern "C" fn vkhip_cuda_compile(
 ) -> VkhipStatus {
     const F: &str = "vkhip_cuda_compile";
     entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: a checked handle; strings per this function's contract.
-        let (c, source, name) = unsafe {
-            (handle::get(cuda, F, "cuda")?, text(source, F, "source")?, text(entry_point, F, "entry_point")?)
+        let make = || {
+            // SAFETY: a checked handle; strings per this function's contract.
+            let (c, source, name) = unsafe {
+                (
+                    handle::get(cuda, F, "cuda")?,
+                    text(source, F, "source")?,
+                    text(entry_point, F, "entry_point")?,
+                )
+            };
+            let kernel = c.cuda.compile(source, name)?;
+            Ok(VkhipCudaKernel { kernel })
         };
-        let kernel = c.cuda.compile(source, name)?;
-        // SAFETY: `out` checked above.
-        unsafe { handle::publish(out, VkhipCudaKernel { kernel }) };
-        Ok(())
+        // SAFETY: `out` is NULL or writable (this function's contract).
+        unsafe { handle::create(out, F, make) }
     })
 }
 

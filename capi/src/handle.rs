@@ -56,6 +56,34 @@ pub fn out<T>(p: *mut T, function: &str, what: &str) -> Result<*mut T> {
     Ok(p)
 }
 
+/// Make a handle: check `out` before any work, run `make`, and publish what it made in `*out`.
+///
+/// # Safety
+/// `out` is NULL or points at writable storage for a pointer.
+pub unsafe fn create<T: Handle>(
+    out: *mut *mut T,
+    function: &str,
+    make: impl FnOnce() -> Result<T>,
+) -> Result<()> {
+    let out = self::out(out, function, "out")?;
+    let value = make()?;
+    // SAFETY: checked non-NULL; writable per this function's contract.
+    unsafe { publish(out, value) };
+    Ok(())
+}
+
+/// Write a value to an out pointer: check `out` before any work, then write what `value` gives.
+///
+/// # Safety
+/// `out` is NULL or points at writable storage for a `T`.
+pub unsafe fn put<T>(out: *mut T, function: &str, value: impl FnOnce() -> Result<T>) -> Result<()> {
+    let out = self::out(out, function, "out")?;
+    let value = value()?;
+    // SAFETY: checked non-NULL; writable per this function's contract.
+    unsafe { out.write(value) };
+    Ok(())
+}
+
 /// Box `value`, register it, and store the handle in `*out`.
 ///
 /// # Safety

@@ -128,17 +128,18 @@ pub unsafe extern "C" fn vkhip_profiler_create(
 ) -> VkhipStatus {
     const F: &str = "vkhip_profiler_create";
     entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: `options` is NULL or readable (this function's contract).
-        let options = match unsafe { options.as_ref() } {
-            Some(o) => o.to_rust(F)?,
-            None => Options::default(),
+        let make = || {
+            // SAFETY: `options` is NULL or readable (this function's contract).
+            let options = match unsafe { options.as_ref() } {
+                Some(o) => o.to_rust(F)?,
+                None => Options::default(),
+            };
+            // SAFETY: a checked handle.
+            let profiler = Profiler::new(&unsafe { handle::get(device, F, "device") }?.device, options)?;
+            Ok(VkhipProfiler { profiler: Mutex::new(Some(profiler)) })
         };
-        // SAFETY: a checked handle.
-        let profiler = Profiler::new(&unsafe { handle::get(device, F, "device") }?.device, options)?;
-        // SAFETY: `out` checked above.
-        unsafe { handle::publish(out, VkhipProfiler { profiler: Mutex::new(Some(profiler)) }) };
-        Ok(())
+        // SAFETY: `out` is NULL or writable (this function's contract).
+        unsafe { handle::create(out, F, make) }
     })
 }
 
@@ -842,16 +843,17 @@ pub unsafe extern "C" fn vkhip_profiler_finish(
 ) -> VkhipStatus {
     const F: &str = "vkhip_profiler_finish";
     entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: a checked handle.
-        let p = unsafe { handle::get(profiler, F, "profiler") }?;
-        let taken = lock(&p.profiler).take();
-        let profiler =
-            taken.ok_or_else(|| Fail::invalid(format!("{F}: the profiler was finished already")))?;
-        let capture = VkhipCapture::new(profiler.finish()?);
-        // SAFETY: `out` checked above.
-        unsafe { handle::publish(out, capture) };
-        Ok(())
+        let make = || {
+            // SAFETY: a checked handle.
+            let p = unsafe { handle::get(profiler, F, "profiler") }?;
+            let taken = lock(&p.profiler).take();
+            let profiler =
+                taken.ok_or_else(|| Fail::invalid(format!("{F}: the profiler was finished already")))?;
+            let capture = VkhipCapture::new(profiler.finish()?);
+            Ok(capture)
+        };
+        // SAFETY: `out` is NULL or writable (this function's contract).
+        unsafe { handle::create(out, F, make) }
     })
 }
 
@@ -931,12 +933,8 @@ pub unsafe extern "C" fn vkhip_capture_verdict(
     out: *mut VkhipVerdict,
 ) -> VkhipStatus {
     const F: &str = "vkhip_capture_verdict";
-    entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: a checked handle; `out` checked above.
-        unsafe { out.write(handle::get(capture, F, "capture")?.verdict) };
-        Ok(())
-    })
+    // SAFETY: a checked handle; `out` is NULL or writable (this function's contract).
+    entry(F, || unsafe { handle::put(out, F, || Ok(handle::get(capture, F, "capture")?.verdict)) })
 }
 
 /// Violation `index` (below VkhipVerdict::violations_kept) as one sentence: the rule, the
@@ -977,12 +975,8 @@ pub unsafe extern "C" fn vkhip_capture_report(
     out: *mut *const c_char,
 ) -> VkhipStatus {
     const F: &str = "vkhip_capture_report";
-    entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: a checked handle; `out` checked above.
-        unsafe { out.write(handle::get(capture, F, "capture")?.report.as_ptr()) };
-        Ok(())
-    })
+    // SAFETY: a checked handle; `out` is NULL or writable (this function's contract).
+    entry(F, || unsafe { handle::put(out, F, || Ok(handle::get(capture, F, "capture")?.report.as_ptr())) })
 }
 
 /// Write the Chrome/Perfetto JSON trace (for ui.perfetto.dev) to `path`.

@@ -218,31 +218,32 @@ pub unsafe extern "C" fn vkhip_device_from_raw(
 ) -> VkhipStatus {
     const F: &str = "vkhip_device_from_raw";
     entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        let null = |what: &str| Fail::new(VkhipStatus::NullArgument, format!("{F}: {what} is NULL"));
-        let gipa = get_instance_proc_addr.ok_or_else(|| null("get_instance_proc_addr"))?;
-        if instance == vk::Instance::null() {
-            return Err(null("instance"));
-        }
-        if physical_device == vk::PhysicalDevice::null() {
-            return Err(null("physical_device"));
-        }
-        if device == vk::Device::null() {
-            return Err(null("device"));
-        }
-        let importer = self::importer(importer, F)?;
-        // SAFETY: the caller's handles and loader (this function's contract); the entry, instance
-        // and device tables are copies of function pointers that stay valid while the handles
-        // live, which the caller promises for every object made from the returned device.
-        let made = unsafe {
-            let entry = ash::Entry::from_static_fn(ash::StaticFn { get_instance_proc_addr: gipa });
-            let instance = ash::Instance::load(entry.static_fn(), instance);
-            let device = ash::Device::load(instance.fp_v1_0(), device);
-            vulkan::Device::from_raw(&entry, &instance, physical_device, &device, queue_family, importer)
-        }?;
-        // SAFETY: `out` checked above.
-        unsafe { handle::publish(out, VkhipDevice::new(made)) };
-        Ok(())
+        let make = || {
+            let null = |what: &str| Fail::new(VkhipStatus::NullArgument, format!("{F}: {what} is NULL"));
+            let gipa = get_instance_proc_addr.ok_or_else(|| null("get_instance_proc_addr"))?;
+            if instance == vk::Instance::null() {
+                return Err(null("instance"));
+            }
+            if physical_device == vk::PhysicalDevice::null() {
+                return Err(null("physical_device"));
+            }
+            if device == vk::Device::null() {
+                return Err(null("device"));
+            }
+            let importer = self::importer(importer, F)?;
+            // SAFETY: the caller's handles and loader (this function's contract); the entry, instance
+            // and device tables are copies of function pointers that stay valid while the handles
+            // live, which the caller promises for every object made from the returned device.
+            let made = unsafe {
+                let entry = ash::Entry::from_static_fn(ash::StaticFn { get_instance_proc_addr: gipa });
+                let instance = ash::Instance::load(entry.static_fn(), instance);
+                let device = ash::Device::load(instance.fp_v1_0(), device);
+                vulkan::Device::from_raw(&entry, &instance, physical_device, &device, queue_family, importer)
+            }?;
+            Ok(VkhipDevice::new(made))
+        };
+        // SAFETY: `out` is NULL or writable (this function's contract).
+        unsafe { handle::create(out, F, make) }
     })
 }
 
@@ -261,18 +262,19 @@ pub unsafe extern "C" fn vkhip_device_open(
 ) -> VkhipStatus {
     const F: &str = "vkhip_device_open";
     entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        let importer = self::importer(importer, F)?;
-        let prefer: Vec<[u8; 16]> = if prefer_uuid.is_null() {
-            Vec::new()
-        } else {
-            // SAFETY: 16 readable bytes (this function's contract).
-            vec![unsafe { prefer_uuid.cast::<[u8; 16]>().read_unaligned() }]
+        let make = || {
+            let importer = self::importer(importer, F)?;
+            let prefer: Vec<[u8; 16]> = if prefer_uuid.is_null() {
+                Vec::new()
+            } else {
+                // SAFETY: 16 readable bytes (this function's contract).
+                vec![unsafe { prefer_uuid.cast::<[u8; 16]>().read_unaligned() }]
+            };
+            let made = vulkan::Device::open(&prefer, importer)?;
+            Ok(VkhipDevice::new(made))
         };
-        let made = vulkan::Device::open(&prefer, importer)?;
-        // SAFETY: `out` checked above.
-        unsafe { handle::publish(out, VkhipDevice::new(made)) };
-        Ok(())
+        // SAFETY: `out` is NULL or writable (this function's contract).
+        unsafe { handle::create(out, F, make) }
     })
 }
 
@@ -299,12 +301,8 @@ pub unsafe extern "C" fn vkhip_device_describe(
     out: *mut *const c_char,
 ) -> VkhipStatus {
     const F: &str = "vkhip_device_describe";
-    entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: a checked handle; `out` checked above.
-        unsafe { out.write(handle::get(device, F, "device")?.describe.as_ptr()) };
-        Ok(())
-    })
+    // SAFETY: a checked handle; `out` is NULL or writable (this function's contract).
+    entry(F, || unsafe { handle::put(out, F, || Ok(handle::get(device, F, "device")?.describe.as_ptr())) })
 }
 
 /// The device's deviceUUID: 16 bytes written to `out`.
@@ -379,12 +377,13 @@ pub unsafe extern "C" fn vkhip_buffer_create(
 ) -> VkhipStatus {
     const F: &str = "vkhip_buffer_create";
     entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: a checked handle.
-        let buffer = unsafe { handle::get(device, F, "device") }?.device.shared_buffer(bytes)?;
-        // SAFETY: `out` checked above.
-        unsafe { handle::publish(out, VkhipBuffer { buffer }) };
-        Ok(())
+        let make = || {
+            // SAFETY: a checked handle.
+            let buffer = unsafe { handle::get(device, F, "device") }?.device.shared_buffer(bytes)?;
+            Ok(VkhipBuffer { buffer })
+        };
+        // SAFETY: `out` is NULL or writable (this function's contract).
+        unsafe { handle::create(out, F, make) }
     })
 }
 
@@ -562,14 +561,15 @@ pub unsafe extern "C" fn vkhip_image_create(
 ) -> VkhipStatus {
     const F: &str = "vkhip_image_create";
     entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        let format = image_format(format, F)?;
-        // SAFETY: a checked handle.
-        let image =
-            unsafe { handle::get(device, F, "device") }?.device.shared_image(format, width, height)?;
-        // SAFETY: `out` checked above.
-        unsafe { handle::publish(out, VkhipImage { image }) };
-        Ok(())
+        let make = || {
+            let format = image_format(format, F)?;
+            // SAFETY: a checked handle.
+            let image =
+                unsafe { handle::get(device, F, "device") }?.device.shared_image(format, width, height)?;
+            Ok(VkhipImage { image })
+        };
+        // SAFETY: `out` is NULL or writable (this function's contract).
+        unsafe { handle::create(out, F, make) }
     })
 }
 
@@ -734,12 +734,13 @@ pub unsafe extern "C" fn vkhip_timeline_create(
 ) -> VkhipStatus {
     const F: &str = "vkhip_timeline_create";
     entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: a checked handle.
-        let semaphore = unsafe { handle::get(device, F, "device") }?.device.shared_timeline(initial)?;
-        // SAFETY: `out` checked above.
-        unsafe { handle::publish(out, VkhipSemaphore { semaphore }) };
-        Ok(())
+        let make = || {
+            // SAFETY: a checked handle.
+            let semaphore = unsafe { handle::get(device, F, "device") }?.device.shared_timeline(initial)?;
+            Ok(VkhipSemaphore { semaphore })
+        };
+        // SAFETY: `out` is NULL or writable (this function's contract).
+        unsafe { handle::create(out, F, make) }
     })
 }
 
@@ -764,11 +765,9 @@ pub unsafe extern "C" fn vkhip_semaphore_handle(
     out: *mut VkSemaphore,
 ) -> VkhipStatus {
     const F: &str = "vkhip_semaphore_handle";
-    entry(F, || {
-        let out = handle::out(out, F, "out")?;
-        // SAFETY: a checked handle; `out` checked above.
-        unsafe { out.write(handle::get(semaphore, F, "semaphore")?.semaphore.handle()) };
-        Ok(())
+    // SAFETY: a checked handle; `out` is NULL or writable (this function's contract).
+    entry(F, || unsafe {
+        handle::put(out, F, || Ok(handle::get(semaphore, F, "semaphore")?.semaphore.handle()))
     })
 }
 
