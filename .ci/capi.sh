@@ -4,7 +4,8 @@
 #   1. capi's tests again, their lines shown: the committed header is cbindgen's and compiles as
 #      C99 and C++; tests/c/*.c pass under AddressSanitizer and UndefinedBehaviorSanitizer (the
 #      error paths; a borrowed device, Vulkan and host scopes, a clean verdict and a race the
-#      checker names, on lavapipe); the engines build with -Werror.
+#      checker names, an image cleared and read back, on lavapipe, both also under the Khronos
+#      layer: 0 messages); the engines build with -Werror.
 #   2. the two C engines, built as an engine developer would (capi/README.md), under the Khronos
 #      layer until CUDA is needed: the device, the shared buffers, a profiled Vulkan pass and the
 #      host's check of every value, then one "no usable CUDA device" line, exit 2, 0 messages.

@@ -168,6 +168,8 @@ fn the_c_tests_pass_under_address_and_undefined_behaviour_sanitizers() {
     let asan = asan.map(|s| s.trim().to_owned()).unwrap_or_default();
     let lavapipe = lavapipe_library();
     assert!(Path::new(&asan).exists(), "no libasan.so from cc -print-file-name ({asan:?})");
+    let test = "the_c_tests_pass_under_address_and_undefined_behaviour_sanitizers";
+    let validated = skip::require_part(test, "the Khronos layer", skip::Component::ValidationLayer);
     for (name, args) in [("errors", vec![]), ("lavapipe", vec![dir.join("lavapipe.json")])] {
         let exe = dir.join(name);
         let sanitize =
@@ -177,7 +179,12 @@ fn the_c_tests_pass_under_address_and_undefined_behaviour_sanitizers() {
             Some(driver) => format!("{asan} {driver}"),
             None => asan.clone(),
         };
-        let o = Command::new(&exe)
+        let log = dir.join(format!("{name}.validation.log"));
+        let mut run = Command::new(&exe);
+        if validated {
+            run.envs(validation_layer(&dir, &log));
+        }
+        let o = run
             .args(&args)
             .env("LD_PRELOAD", preload)
             .env("ASAN_OPTIONS", format!("detect_leaks={}", u8::from(lavapipe.is_some())))
@@ -192,5 +199,64 @@ fn the_c_tests_pass_under_address_and_undefined_behaviour_sanitizers() {
             "{stdout}{stderr}"
         );
         assert!(!stderr.contains("runtime error") && !stderr.contains("Sanitizer"), "{stderr}");
+        if validated {
+            let messages = validation_messages(&log);
+            assert_eq!(
+                messages,
+                Vec::<String>::new(),
+                "{name}: the Khronos layer's messages ({})",
+                log.display()
+            );
+        }
     }
+}
+
+/// The environment that loads the Khronos layer with every message (errors to information) sent
+/// to `log` (what scripts/validation-layer.sh's vl_env sets).
+fn validation_layer(dir: &Path, log: &Path) -> Vec<(String, String)> {
+    let settings = dir.join(format!("{}.settings.txt", log.display()));
+    let text = format!(
+        "khronos_validation.report_flags = error,warn,perf,info\nkhronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG\nkhronos_validation.log_filename = {}\n",
+        log.display()
+    );
+    std::fs::write(&settings, text).unwrap_or_else(|e| panic!("{}: {e}", settings.display()));
+    let _ = std::fs::remove_file(log);
+    vec![
+        ("VK_INSTANCE_LAYERS".into(), "VK_LAYER_KHRONOS_validation".into()),
+        ("VK_LAYER_SETTINGS_PATH".into(), settings.display().to_string()),
+    ]
+}
+
+/// The ids of the messages in a layer's log but its own "active" status message, which must be
+/// there (else the layer did not load, and no message would mean nothing).
+fn validation_messages(log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    assert!(
+        text.contains(STATUS),
+        "the validation layer did not load (no status message in {})",
+        log.display()
+    );
+    message_ids(&text).into_iter().filter(|id| id != STATUS && !id.starts_with("UNASSIGNED-cache-")).collect()
+}
+
+const STATUS: &str = "UNASSIGNED-khronos-validation-createinstance-status-message";
+
+/// Each "ID(SEVERITY / TYPE): msgNum: …" of a layer's log: the ids.
+fn message_ids(text: &str) -> Vec<String> {
+    text.match_indices("): msgNum:")
+        .filter_map(|(i, _)| {
+            let before = &text[..i];
+            let open = before.rfind('(')?;
+            before[..open].rsplit(char::is_whitespace).next().map(str::to_owned)
+        })
+        .collect()
+}
+
+#[test]
+fn the_layers_log_is_read_message_by_message() {
+    let log = format!(
+        "{STATUS}(INFO / SPEC): msgNum: 601872502 - Validation Information: [ {STATUS} ] ...\n    Objects: 1\n\
+         VUID-vkCmdFillBuffer-dstBuffer-00029(ERROR / SPEC): msgNum: -1 - Validation Error: ... (spec)\n"
+    );
+    assert_eq!(message_ids(&log), [STATUS, "VUID-vkCmdFillBuffer-dstBuffer-00029"]);
 }

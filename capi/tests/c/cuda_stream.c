@@ -71,6 +71,16 @@ int main(void) {
   if (!dev || !cuda) return finish("cuda_stream");
   EXPECT_STATUS(vkhip_cuda_stream(cuda, &own), VKHIP_STATUS_OK);
   EXPECT(own != NULL && own != (void *)1 && own != (void *)2); /* the crate's own stream */
+  VkhipSemaphore *timeline = NULL; /* a shared timeline, signalled and waited for on the host */
+  uint64_t value = 0;
+  EXPECT_STATUS(vkhip_timeline_create(dev, 3, &timeline), VKHIP_STATUS_OK);
+  EXPECT_STATUS(vkhip_semaphore_value(timeline, &value), VKHIP_STATUS_OK);
+  EXPECT(value == 3);
+  EXPECT_STATUS(vkhip_semaphore_signal(timeline, 5), VKHIP_STATUS_OK);
+  EXPECT_STATUS(vkhip_semaphore_signal(timeline, 4), VKHIP_STATUS_INVALID); /* values only grow */
+  EXPECT_STATUS(vkhip_semaphore_wait(timeline, 5, 1000000), VKHIP_STATUS_OK);
+  EXPECT_STATUS(vkhip_semaphore_wait(timeline, 6, 1000000), VKHIP_STATUS_TIMEOUT);
+  EXPECT_STATUS(vkhip_semaphore_destroy(timeline), VKHIP_STATUS_OK);
   EXPECT_STATUS(vkhip_buffer_create(dev, WORDS * 4, &buffer), VKHIP_STATUS_OK);
   EXPECT_STATUS(vkhip_profiler_create(dev, NULL, &prof), VKHIP_STATUS_OK);
   EXPECT_STATUS(vkhip_profiler_host_thread(prof, "main", &host), VKHIP_STATUS_OK);

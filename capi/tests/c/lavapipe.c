@@ -100,6 +100,37 @@ static void run(VkhipDevice *dev, VkhipBuffer *buffer, int race, const char *tra
   EXPECT_STATUS(vkhip_profiler_destroy(prof), VKHIP_STATUS_OK);
 }
 
+/* A shared image Vulkan clears (prepared for Vulkan, released to the compute API) and vkhip reads
+ * back: whether every texel is the clear colour. */
+static int image_round_trip(VkhipDevice *dev) {
+  static uint8_t texels[16 * 8 * 4];
+  VkhipImage *image = NULL;
+  VkImage vk_image = VK_NULL_HANDLE;
+  VkImageUsageFlags usage = 0;
+  VkhipImageAccess write = {VKHIP_IMAGE_USE_TRANSFER_WRITE, 0, 0};
+  VkClearColorValue colour = {{0.0f, 1.0f, 0.0f, 1.0f}};
+  VkImageSubresourceRange all = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+  VkCommandBufferBeginInfo begin = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, NULL, 0, NULL};
+  VkSubmitInfo submit = {VK_STRUCTURE_TYPE_SUBMIT_INFO, NULL, 0, NULL, NULL, 1, &cmd, 0, NULL};
+  int all_right = 1;
+  EXPECT_STATUS(vkhip_image_create(dev, VKHIP_IMAGE_FORMAT_R8G8B8A8_UNORM, 16, 8, &image), VKHIP_STATUS_OK);
+  EXPECT_STATUS(vkhip_image_info(image, &vk_image, &usage), VKHIP_STATUS_OK);
+  EXPECT(usage & VK_IMAGE_USAGE_TRANSFER_DST_BIT && usage & VK_IMAGE_USAGE_STORAGE_BIT);
+  EXPECT(vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS);
+  EXPECT(vkResetFences(device, 1, &fence) == VK_SUCCESS && vkBeginCommandBuffer(cmd, &begin) == VK_SUCCESS);
+  EXPECT_STATUS(vkhip_image_cmd_prepare_for_vulkan(image, cmd, write), VKHIP_STATUS_OK);
+  vkCmdClearColorImage(cmd, vk_image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, &colour, 1, &all);
+  EXPECT_STATUS(vkhip_image_cmd_release(image, cmd, write), VKHIP_STATUS_OK);
+  EXPECT(vkEndCommandBuffer(cmd) == VK_SUCCESS && vkQueueSubmit(queue, 1, &submit, fence) == VK_SUCCESS);
+  EXPECT(vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS);
+  EXPECT_STATUS(vkhip_device_read_image(dev, image, NULL, 0, texels, sizeof texels), VKHIP_STATUS_OK);
+  for (size_t i = 0; i < sizeof texels; i += 4)
+    all_right &= texels[i] == 0 && texels[i + 1] == 255 && texels[i + 2] == 0 && texels[i + 3] == 255;
+  EXPECT_STATUS(vkhip_device_read_image(dev, image, NULL, 0, texels, sizeof texels + 1), VKHIP_STATUS_INVALID);
+  EXPECT_STATUS(vkhip_image_destroy(image), VKHIP_STATUS_OK);
+  return all_right;
+}
+
 int main(int argc, char **argv) {
   VkhipDevice *own = NULL, *dev = NULL;
   VkhipVulkanHandles h;
@@ -145,6 +176,8 @@ int main(int argc, char **argv) {
   char head[4096] = {0};
   EXPECT(f && fread(head, 1, sizeof head - 1, f) > 0 && strstr(head, "traceEvents"));
   if (f) fclose(f);
+
+  EXPECT(image_round_trip(dev));
 
   /* vkhip's handles go first, then the raw objects, then the devices. */
   EXPECT(vkQueueWaitIdle(queue) == VK_SUCCESS);
