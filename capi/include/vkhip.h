@@ -148,10 +148,39 @@ typedef struct VkhipCudaSemaphore VkhipCudaSemaphore;
  */
 typedef struct VkhipDevice VkhipDevice;
 
+#if defined(VKHIP_HIP)
+/*
+ A HIP device and its stream.
+ */
+typedef struct VkhipHip VkhipHip;
+#endif
+
+#if defined(VKHIP_HIP)
+/*
+ A shared buffer imported into HIP and mapped for kernels.
+ */
+typedef struct VkhipHipBuffer VkhipHipBuffer;
+#endif
+
+#if defined(VKHIP_HIP)
+/*
+ A compiled HIP kernel.
+ */
+typedef struct VkhipHipKernel VkhipHipKernel;
+#endif
+
 /*
  A 2D shared image (one level, one layer, optimal tiling) in its own exportable allocation.
  */
 typedef struct VkhipImage VkhipImage;
+
+#if defined(VKHIP_HIP)
+/*
+ A HIP stream's track (feature `hip`): scopes as two HIP events, on HIP's own clock mapped
+ through host anchors.
+ */
+typedef struct VkhipProfHipStream VkhipProfHipStream;
+#endif
 
 /*
  A host thread's track, bound to the thread that made it.
@@ -631,6 +660,119 @@ enum VkhipStatus vkhip_cuda_launch(const struct VkhipCuda *cuda,
                                    void **args,
                                    uint32_t arg_count);
 
+#if defined(VKHIP_HIP)
+/*
+ Open the HIP device the Vulkan `device` runs on (AMD: matched by PCI location). Without ROCm
+ or a GPU: VKHIP_STATUS_UNAVAILABLE.
+
+ # Safety
+ `out` is NULL or writable.
+ */
+enum VkhipStatus vkhip_hip_open(const struct VkhipDevice *device, struct VkhipHip **out);
+#endif
+
+#if defined(VKHIP_HIP)
+/*
+ Destroy the handle (NULL: nothing happens), after waiting for its stream.
+
+ # Safety
+ No other call on `hip` runs now or later.
+ */
+enum VkhipStatus vkhip_hip_destroy(struct VkhipHip *hip);
+#endif
+
+#if defined(VKHIP_HIP)
+/*
+ One line naming the device, valid while the handle lives.
+
+ # Safety
+ `out` is NULL or writable.
+ */
+enum VkhipStatus vkhip_hip_describe(const struct VkhipHip *hip, const char **out);
+#endif
+
+#if defined(VKHIP_HIP)
+/*
+ Wait on the host until everything enqueued on the stream has finished: with no semaphore
+ import on Linux, this is the hand-off to Vulkan.
+
+ # Safety
+ `hip` is NULL or a pointer to check.
+ */
+enum VkhipStatus vkhip_hip_synchronize(const struct VkhipHip *hip);
+#endif
+
+#if defined(VKHIP_HIP)
+/*
+ Export `buffer` and import it into `hip`'s device, mapped as one device pointer.
+
+ # Safety
+ `out` is NULL or writable.
+ */
+enum VkhipStatus vkhip_hip_import_buffer(const struct VkhipHip *hip,
+                                         const struct VkhipBuffer *buffer,
+                                         struct VkhipHipBuffer **out);
+#endif
+
+#if defined(VKHIP_HIP)
+/*
+ Unmap and release an imported buffer (NULL: nothing happens), after the stream is idle.
+
+ # Safety
+ No other call on `buffer` runs now or later.
+ */
+enum VkhipStatus vkhip_hip_buffer_destroy(struct VkhipHipBuffer *buffer);
+#endif
+
+#if defined(VKHIP_HIP)
+/*
+ The buffer's device pointer (a hipDeviceptr_t), for kernel arguments.
+
+ # Safety
+ `out` is NULL or writable.
+ */
+enum VkhipStatus vkhip_hip_buffer_pointer(const struct VkhipHipBuffer *buffer, uint64_t *out);
+#endif
+
+#if defined(VKHIP_HIP)
+/*
+ Compile `source` with hiprtc for the device and load the `extern "C" __global__` function
+ `entry_point` (VKHIP_STATUS_COMPILE_FAILED with hiprtc's log when rejected).
+
+ # Safety
+ `source` and `entry_point` are NULL or NUL-terminated; `out` NULL or writable.
+ */
+enum VkhipStatus vkhip_hip_compile(const struct VkhipHip *hip,
+                                   const char *source,
+                                   const char *entry_point,
+                                   struct VkhipHipKernel **out);
+#endif
+
+#if defined(VKHIP_HIP)
+/*
+ Unload a kernel (NULL: nothing happens) once no launch of it is pending.
+
+ # Safety
+ No other call on `kernel` runs now or later.
+ */
+enum VkhipStatus vkhip_hip_kernel_destroy(struct VkhipHipKernel *kernel);
+#endif
+
+#if defined(VKHIP_HIP)
+/*
+ Enqueue `kernel` on the stream, as vkhip_cuda_launch does on CUDA's.
+
+ # Safety
+ As vkhip_cuda_launch.
+ */
+enum VkhipStatus vkhip_hip_launch(const struct VkhipHip *hip,
+                                  const struct VkhipHipKernel *kernel,
+                                  struct VkhipDim3 grid,
+                                  struct VkhipDim3 block,
+                                  void **args,
+                                  uint32_t arg_count);
+#endif
+
 /*
  The default options: enabled, kernel stamps, hostQueryReset as vkhip knows it.
 
@@ -874,6 +1016,52 @@ enum VkhipStatus vkhip_prof_queue_scope(const struct VkhipProfQueue *queue,
 enum VkhipStatus vkhip_prof_stream_scope(const struct VkhipProfStream *stream,
                                          const char *name,
                                          struct VkhipScope **out);
+
+#if defined(VKHIP_HIP)
+/*
+ A track for `hip`'s stream (its events, and an anchor taken now: the stream should be idle).
+
+ # Safety
+ `name` is NULL or NUL-terminated; `out` NULL or writable.
+ */
+enum VkhipStatus vkhip_profiler_hip_stream(const struct VkhipProfiler *profiler,
+                                           const char *name,
+                                           const struct VkhipHip *hip,
+                                           struct VkhipProfHipStream **out);
+#endif
+
+#if defined(VKHIP_HIP)
+/*
+ Destroy a HIP stream track (NULL: nothing happens); open scopes keep it alive until they end.
+
+ # Safety
+ No other call on `stream` runs now or later.
+ */
+enum VkhipStatus vkhip_prof_hip_stream_destroy(struct VkhipProfHipStream *stream);
+#endif
+
+#if defined(VKHIP_HIP)
+/*
+ Open a scope named `name` on the HIP stream (two events around the work enqueued between).
+
+ # Safety
+ `name` NULL or NUL-terminated; `out` NULL or writable.
+ */
+enum VkhipStatus vkhip_prof_hip_scope(const struct VkhipProfHipStream *stream,
+                                      const char *name,
+                                      struct VkhipScope **out);
+#endif
+
+#if defined(VKHIP_HIP)
+/*
+ The calling thread (a host track) waited for everything enqueued on the HIP stream so far
+ (vkhip_hip_synchronize): the hand-off to Vulkan on Linux.
+
+ # Safety
+ `stream` is NULL or a pointer to check.
+ */
+enum VkhipStatus vkhip_prof_hip_synchronized(const struct VkhipProfHipStream *stream);
+#endif
 
 /*
  Open a scope named `name` on the host track (the calling thread must be the track's).

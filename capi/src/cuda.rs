@@ -396,33 +396,54 @@ pub unsafe extern "C" fn vkhip_cuda_launch(
 ) -> VkhipStatus {
     const F: &str = "vkhip_cuda_launch";
     entry(F, || {
+        // SAFETY: `args` holds `arg_count` pointers (this function's contract).
+        let launch = unsafe { Launch::check(grid, block, args, arg_count, F) }?;
+        // SAFETY: checked handles; the arguments per this function's contract.
+        unsafe {
+            let (c, k) = (handle::get(cuda, F, "cuda")?, handle::get(kernel, F, "kernel")?);
+            Ok(c.cuda.launch(&k.kernel, launch.grid, launch.block, launch.args)?)
+        }
+    })
+}
+
+/// A launch's shape and arguments, checked: no dimension 0, no NULL list with a count.
+pub(crate) struct Launch<'a> {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub args: &'a mut [*mut c_void],
+}
+
+impl Launch<'_> {
+    /// # Safety
+    /// `args` is NULL or holds `arg_count` pointers, alive for `'a`.
+    pub(crate) unsafe fn check<'a>(
+        grid: VkhipDim3,
+        block: VkhipDim3,
+        args: *mut *mut c_void,
+        arg_count: u32,
+        function: &str,
+    ) -> crate::Result<Launch<'a>> {
+        let dims = |d: VkhipDim3| [d.x, d.y, d.z];
+        let (grid, block) = (dims(grid), dims(block));
         if args.is_null() && arg_count > 0 {
             return Err(Fail::new(
                 VkhipStatus::NullArgument,
-                format!("{F}: args is NULL, arg_count {arg_count}"),
+                format!("{function}: args is NULL, arg_count {arg_count}"),
             ));
         }
-        let dims = |d: VkhipDim3| [d.x, d.y, d.z];
-        if dims(grid).contains(&0) || dims(block).contains(&0) {
+        if grid.contains(&0) || block.contains(&0) {
             return Err(Fail::invalid(format!(
-                "{F}: grid {:?} and block {:?} must be at least 1 in every dimension",
-                dims(grid),
-                dims(block)
+                "{function}: grid {grid:?} and block {block:?} must be at least 1 in every dimension"
             )));
         }
-        // SAFETY: checked handles; `args` holds `arg_count` pointers (checked non-NULL when
-        // any); the rest is this function's contract.
-        unsafe {
-            let (c, k) = (handle::get(cuda, F, "cuda")?, handle::get(kernel, F, "kernel")?);
-            let mut none = [];
-            let args: &mut [*mut c_void] = if args.is_null() {
-                &mut none
-            } else {
-                std::slice::from_raw_parts_mut(args, arg_count as usize)
-            };
-            Ok(c.cuda.launch(&k.kernel, dims(grid), dims(block), args)?)
-        }
-    })
+        let args: &mut [*mut c_void] = if args.is_null() {
+            &mut []
+        } else {
+            // SAFETY: `arg_count` pointers (this function's contract).
+            unsafe { std::slice::from_raw_parts_mut(args, arg_count as usize) }
+        };
+        Ok(Launch { grid, block, args })
+    }
 }
 
 #[cfg(test)]

@@ -33,6 +33,8 @@
 
 pub mod cuda;
 pub mod handle;
+#[cfg(feature = "hip")]
+pub mod hip;
 pub mod profile;
 pub mod status;
 pub mod vulkan;

@@ -646,6 +646,8 @@ pub unsafe extern "C" fn vkhip_prof_host_wait(
 enum Open {
     Vulkan(VulkanScope<'static>, Arc<VulkanQueue>),
     Cuda(CudaScope<'static>, Arc<StreamTrack>),
+    #[cfg(feature = "hip")]
+    Hip(vkhip_profile::hip::HipScope<'static>, Arc<HipTrack>),
     Host(HostScope<'static>),
 }
 
@@ -723,6 +725,97 @@ pub unsafe extern "C" fn vkhip_prof_stream_scope(
     })
 }
 
+/// A HIP stream's track and the `Hip` it borrows (dropped after the track).
+#[cfg(feature = "hip")]
+struct HipTrack {
+    stream: vkhip_profile::hip::HipStream<'static>,
+    _hip: Arc<vkhip_interop::hip::Hip>,
+}
+
+/// A HIP stream's track (feature `hip`): scopes as two HIP events, on HIP's own clock mapped
+/// through host anchors.
+#[cfg(feature = "hip")]
+pub struct VkhipProfHipStream {
+    track: Arc<HipTrack>,
+}
+#[cfg(feature = "hip")]
+handle!(VkhipProfHipStream, HipStream);
+
+/// A track for `hip`'s stream (its events, and an anchor taken now: the stream should be idle).
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated; `out` NULL or writable.
+#[cfg(feature = "hip")]
+#[no_mangle]
+pub unsafe extern "C" fn vkhip_profiler_hip_stream(
+    profiler: *const VkhipProfiler,
+    name: *const c_char,
+    hip: *const crate::hip::VkhipHip,
+    out: *mut *mut VkhipProfHipStream,
+) -> VkhipStatus {
+    const F: &str = "vkhip_profiler_hip_stream";
+    entry(F, || {
+        // SAFETY: a checked handle.
+        let hip = unsafe { handle::get(hip, F, "hip") }?.hip.clone();
+        // SAFETY: per this function's contract.
+        unsafe {
+            named(profiler, name, out, F, |p, n| {
+                // SAFETY: `hip` is in an Arc that the track holds after the stream (HipTrack).
+                let stream = p.hip_stream(n, forever(&*hip))?;
+                Ok(VkhipProfHipStream { track: Arc::new(HipTrack { stream, _hip: hip }) })
+            })
+        }
+    })
+}
+
+/// Destroy a HIP stream track (NULL: nothing happens); open scopes keep it alive until they end.
+///
+/// # Safety
+/// No other call on `stream` runs now or later.
+#[cfg(feature = "hip")]
+#[no_mangle]
+pub unsafe extern "C" fn vkhip_prof_hip_stream_destroy(stream: *mut VkhipProfHipStream) -> VkhipStatus {
+    const F: &str = "vkhip_prof_hip_stream_destroy";
+    // SAFETY: per this function's contract.
+    entry(F, || unsafe { handle::destroy(stream, F) })
+}
+
+/// Open a scope named `name` on the HIP stream (two events around the work enqueued between).
+///
+/// # Safety
+/// `name` NULL or NUL-terminated; `out` NULL or writable.
+#[cfg(feature = "hip")]
+#[no_mangle]
+pub unsafe extern "C" fn vkhip_prof_hip_scope(
+    stream: *const VkhipProfHipStream,
+    name: *const c_char,
+    out: *mut *mut VkhipScope,
+) -> VkhipStatus {
+    const F: &str = "vkhip_prof_hip_scope";
+    entry(F, || {
+        // SAFETY: a checked handle.
+        let t = unsafe { handle::get(stream, F, "stream") }?.track.clone();
+        // SAFETY: per this function's contract; the track is in an Arc the scope holds after it.
+        unsafe { open_scope(name, out, F, None, |n| Ok(Open::Hip(forever(&t.stream).scope(n)?, t.clone()))) }
+    })
+}
+
+/// The calling thread (a host track) waited for everything enqueued on the HIP stream so far
+/// (vkhip_hip_synchronize): the hand-off to Vulkan on Linux.
+///
+/// # Safety
+/// `stream` is NULL or a pointer to check.
+#[cfg(feature = "hip")]
+#[no_mangle]
+pub unsafe extern "C" fn vkhip_prof_hip_synchronized(stream: *const VkhipProfHipStream) -> VkhipStatus {
+    const F: &str = "vkhip_prof_hip_synchronized";
+    entry(F, || {
+        // SAFETY: a checked handle.
+        unsafe { handle::get(stream, F, "stream") }?.track.stream.synchronized();
+        Ok(())
+    })
+}
+
 /// Open a scope named `name` on the host track (the calling thread must be the track's).
 ///
 /// # Safety
@@ -767,6 +860,10 @@ unsafe fn declare(
         (Open::Vulkan(v, q), true) => Open::Vulkan(v.writes(r), q),
         (Open::Cuda(c, t), false) => Open::Cuda(c.reads(r), t),
         (Open::Cuda(c, t), true) => Open::Cuda(c.writes(r), t),
+        #[cfg(feature = "hip")]
+        (Open::Hip(h, t), false) => Open::Hip(h.reads(r), t),
+        #[cfg(feature = "hip")]
+        (Open::Hip(h, t), true) => Open::Hip(h.writes(r), t),
         (Open::Host(h), false) => Open::Host(h.reads(r)),
         (Open::Host(h), true) => Open::Host(h.writes(r)),
     });
@@ -825,6 +922,8 @@ pub unsafe extern "C" fn vkhip_scope_end(scope: *mut VkhipScope) -> VkhipStatus 
         match open {
             Some(Open::Vulkan(v, _queue)) => Ok(v.end()?),
             Some(Open::Cuda(c, _track)) => Ok(c.end()?),
+            #[cfg(feature = "hip")]
+            Some(Open::Hip(h, _track)) => Ok(h.end()?),
             Some(Open::Host(h)) => Ok(h.end()?),
             None => Ok(()),
         }
@@ -1026,6 +1125,8 @@ mod tests {
         send_sync::<VkhipProfQueue>();
         send_sync::<VkhipProfStream>();
         send_sync::<VkhipCapture>();
+        #[cfg(feature = "hip")]
+        send_sync::<VkhipProfHipStream>();
     }
 
     #[test]

@@ -78,7 +78,12 @@ fn the_header_compiles_as_c99_and_as_cxx() {
         "#include \"vkhip.h\"\n#include \"vkhip.h\"\nint main(void) { return VKHIP_STATUS_OK; }\n",
     )
     .unwrap_or_else(|e| panic!("{}: {e}", source.display()));
-    for (tool, language) in [("cc", &["-std=c99"][..]), ("c++", &["-x", "c++", "-std=c++11"][..])] {
+    // With VKHIP_HIP too: the HIP functions of a libvkhip built with `--features hip`.
+    let c99 = ["-std=c99"];
+    let (cxx, c99_hip, cxx_hip) =
+        (["-x", "c++", "-std=c++11"], ["-std=c99", "-DVKHIP_HIP"], ["-x", "c++", "-DVKHIP_HIP"]);
+    for (tool, language) in [("cc", &c99[..]), ("c++", &cxx[..]), ("cc", &c99_hip[..]), ("c++", &cxx_hip[..])]
+    {
         let o = Command::new(tool)
             .args(language)
             .args(["-Wall", "-Wextra", "-Werror", "-pedantic", "-fsyntax-only", &include])
