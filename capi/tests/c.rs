@@ -13,13 +13,13 @@ use std::process::{Command, Output};
 
 const NEEDS: &str = "a C compiler and the Vulkan headers (apt-get install gcc g++ libvulkan-dev)";
 
-/// The crate's directory, and the directory holding libvkhip.so (the test binary's `deps/`'s
-/// parent: cargo builds the cdylib with the tests).
+/// The crate's directory, and the directory holding libvkhip.so: `cargo test` builds the cdylib
+/// into `deps/` beside the test binary (`cargo build` also copies it to the profile's directory).
 fn dirs() -> (PathBuf, PathBuf) {
     let capi = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let exe = std::env::current_exe().unwrap_or_default();
-    let lib = exe.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
-    (capi, lib)
+    let deps = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    (capi, deps)
 }
 
 /// Whether `cc`, `c++` and vulkan.h are here; otherwise the skip line (or, under CI, a failure).
@@ -42,7 +42,7 @@ fn compile(sources: &[PathBuf], out: &Path, extra: &[&str]) {
     let (capi, lib) = dirs();
     assert!(
         lib.join("libvkhip.so").exists(),
-        "no libvkhip.so in {} (cargo builds it with the tests)",
+        "no libvkhip.so in {} (cargo test builds it there)",
         lib.display()
     );
     let mut cc = Command::new("cc");
