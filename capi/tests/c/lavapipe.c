@@ -2,6 +2,7 @@
  * a buffer Vulkan fills and vkhip reads back (every value), the profiler's Vulkan and host
  * scopes, a clean verdict, a race the checker must name, the report and the Perfetto trace.
  * Usage: lavapipe TRACE_PATH. Built and run by tests/c.rs (with the sanitizers). */
+#include <pthread.h>
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 #include "expect.h"
@@ -131,6 +132,52 @@ static int image_round_trip(VkhipDevice *dev) {
   return all_right;
 }
 
+/* The header's "any thread" rule: threads sharing one device and one profiler, each making and
+ * destroying buffers, naming resources, and keeping a host track of its own with scopes. */
+static VkhipDevice *shared_device;
+static VkhipProfiler *shared_profiler;
+
+static void *worker(void *arg) {
+  int *failures = arg;
+  char name[16];
+  VkhipProfHost *host = NULL;
+  snprintf(name, sizeof name, "r%p", arg); /* a resource of its own: shared ones would race */
+  if (vkhip_profiler_host_thread(shared_profiler, "worker", &host) != VKHIP_STATUS_OK) ++*failures;
+  for (int i = 0; i < 25; i++) {
+    VkhipBuffer *b = NULL;
+    VkhipResource *r = NULL;
+    VkhipScope *scope = NULL;
+    uint64_t bytes = 0;
+    *failures += vkhip_buffer_create(shared_device, 256 + 4 * (uint64_t)i, &b) != VKHIP_STATUS_OK;
+    *failures += vkhip_buffer_info(b, NULL, &bytes) != VKHIP_STATUS_OK || bytes != 256 + 4 * (uint64_t)i;
+    *failures += vkhip_profiler_resource(shared_profiler, name, &r) != VKHIP_STATUS_OK;
+    *failures += vkhip_prof_host_scope(host, "work", &scope) != VKHIP_STATUS_OK;
+    *failures += vkhip_scope_writes(scope, r) != VKHIP_STATUS_OK || vkhip_scope_end(scope) != VKHIP_STATUS_OK;
+    *failures += vkhip_resource_destroy(r) != VKHIP_STATUS_OK || vkhip_buffer_destroy(b) != VKHIP_STATUS_OK;
+    *failures += strcmp(vkhip_last_error(), "") != 0; /* each thread's own last error */
+  }
+  *failures += vkhip_prof_host_destroy(host) != VKHIP_STATUS_OK;
+  return NULL;
+}
+
+static void threads(VkhipDevice *dev) {
+  pthread_t t[4];
+  int failures[4] = {0};
+  VkhipCapture *capture = NULL;
+  VkhipVerdict verdict;
+  shared_device = dev;
+  EXPECT_STATUS(vkhip_profiler_create(dev, NULL, &shared_profiler), VKHIP_STATUS_OK);
+  EXPECT_STATUS(vkhip_buffer_create(dev, 0, NULL), VKHIP_STATUS_NULL_ARGUMENT); /* this thread's error */
+  for (int i = 0; i < 4; i++) EXPECT(pthread_create(&t[i], NULL, worker, &failures[i]) == 0);
+  for (int i = 0; i < 4; i++) EXPECT(pthread_join(t[i], NULL) == 0 && failures[i] == 0);
+  EXPECT_ERROR("vkhip_buffer_create: out is NULL"); /* untouched by the other threads' calls */
+  EXPECT_STATUS(vkhip_profiler_finish(shared_profiler, &capture), VKHIP_STATUS_OK);
+  EXPECT_STATUS(vkhip_capture_verdict(capture, &verdict), VKHIP_STATUS_OK);
+  EXPECT(verdict.violations == 0 && verdict.pairs_checked == 0); /* each thread wrote its own resource */
+  EXPECT_STATUS(vkhip_capture_destroy(capture), VKHIP_STATUS_OK);
+  EXPECT_STATUS(vkhip_profiler_destroy(shared_profiler), VKHIP_STATUS_OK);
+}
+
 int main(int argc, char **argv) {
   VkhipDevice *own = NULL, *dev = NULL;
   VkhipVulkanHandles h;
@@ -178,6 +225,7 @@ int main(int argc, char **argv) {
   if (f) fclose(f);
 
   EXPECT(image_round_trip(dev));
+  threads(dev);
 
   /* vkhip's handles go first, then the raw objects, then the devices. */
   EXPECT(vkQueueWaitIdle(queue) == VK_SUCCESS);
