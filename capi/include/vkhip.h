@@ -5,7 +5,8 @@
  *
  * ERRORS. Every function returns a VkhipStatus. On anything but VKHIP_STATUS_OK,
  * vkhip_last_error() holds one line saying what failed (the crates' own text), on the calling
- * thread, until that thread's next vkhip call. vkhip_status_is_environment() tells "no usable
+ * thread, until that thread's next call that returns a VkhipStatus (which sets it, to "" on
+ * success). vkhip_status_is_environment() tells "no usable
  * device" (no driver, no GPU, a capability or limit missing) from the program's mistakes.
  * Nothing else is reported: no call aborts, and no panic crosses into C.
  *
@@ -460,7 +461,8 @@ extern "C" {
 /*
  The message of the calling thread's last `vkhip_*` call: one line, the crates' own text
  ("vulkan: vkAllocateMemory failed (status -2): VK_ERROR_OUT_OF_DEVICE_MEMORY: …"), or "" when
- that call succeeded. Never NULL. Valid until the thread's next `vkhip_*` call.
+ that call succeeded. Never NULL. Valid until the thread's next call that returns a status
+ (vkhip_status_name and vkhip_status_is_environment leave it alone).
  */
 const char *vkhip_last_error(void);
 

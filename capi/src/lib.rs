@@ -86,7 +86,9 @@ fn set_last_error(message: &str) {
     // One line, and no NUL inside (a C string ends at the first).
     let line: String = message.chars().map(|c| if c == '\0' || c == '\n' { ' ' } else { c }).collect();
     let line = CString::new(line).unwrap_or_default();
-    LAST_ERROR.with(|l| *l.borrow_mut() = line);
+    // Not `with`: the thread-local may be gone while the thread exits (then there is no one to
+    // read it either), and no panic may cross the ABI.
+    let _ = LAST_ERROR.try_with(|l| l.try_borrow_mut().map(|mut l| *l = line));
 }
 
 /// Run one entry point: clear the thread's last error, run `body` under `catch_unwind`, and turn
@@ -126,8 +128,33 @@ pub(crate) unsafe fn text<'a>(p: *const c_char, function: &str, what: &str) -> R
 
 /// The message of the calling thread's last `vkhip_*` call: one line, the crates' own text
 /// ("vulkan: vkAllocateMemory failed (status -2): VK_ERROR_OUT_OF_DEVICE_MEMORY: …"), or "" when
-/// that call succeeded. Never NULL. Valid until the thread's next `vkhip_*` call.
+/// that call succeeded. Never NULL. Valid until the thread's next call that returns a status
+/// (vkhip_status_name and vkhip_status_is_environment leave it alone).
 #[no_mangle]
 pub extern "C" fn vkhip_last_error() -> *const c_char {
-    LAST_ERROR.with(|l| l.borrow().as_ptr())
+    // The CString's buffer stays put until the next set_last_error on this thread replaces it.
+    let message = LAST_ERROR.try_with(|l| l.try_borrow().map(|l| l.as_ptr()).ok()).ok().flatten();
+    message.unwrap_or(c"".as_ptr())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last_error() -> String {
+        // SAFETY: vkhip_last_error returns a NUL-terminated string, never NULL.
+        unsafe { CStr::from_ptr(vkhip_last_error()) }.to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn a_panic_is_a_status_and_a_line_not_an_unwind_into_c() {
+        let status = entry("vkhip_test", || panic!("boom\nsecond line"));
+        assert_eq!(status, VkhipStatus::Panic);
+        assert_eq!(last_error(), "vkhip_test: internal error (a panic, caught at the ABI): boom second line");
+        // The next call's success clears it; a failure sets its own line.
+        assert_eq!(entry("vkhip_test", || Ok(())), VkhipStatus::Ok);
+        assert_eq!(last_error(), "");
+        assert_eq!(entry("vkhip_test", || Err(Fail::invalid("a\0b"))), VkhipStatus::Invalid);
+        assert_eq!(last_error(), "a b");
+    }
 }
