@@ -93,9 +93,9 @@ impl Device {
         let signals: Vec<_> = signal.into_iter().collect();
         self.submit_one_shot(&waits, &signals, |cmd| {
             let region = vk::BufferCopy { src_offset: 0, dst_offset: 0, size: buffer.size() };
+            around(cmd, Edge::Begin);
             // SAFETY: `cmd` is recording on this device's queue family; both buffers are live and
             // large enough.
-            around(cmd, Edge::Begin);
             unsafe {
                 buffer.cmd_acquire(cmd, (transfer, vk::AccessFlags::TRANSFER_READ));
                 d.cmd_copy_buffer(cmd, buffer.buffer(), host.buffer, &[region]);
