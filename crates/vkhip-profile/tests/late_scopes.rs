@@ -7,60 +7,11 @@ mod synthetic;
 
 use synthetic::*;
 use vkhip_profile::analysis::{analyze, Analysis, Summary};
-use vkhip_profile::model::{Access, Api, Item, Sink, Timeline};
+use vkhip_profile::model::{Item, Sink, Timeline};
 use vkhip_profile::TrackId;
 
 /// Frames of the engine loop.
 const FRAMES: u64 = 600;
-
-/// The engine of issue 39, per frame f (1000 µs apart): the host waits the slot's fence two
-/// frames back and records; Vulkan renders (4 µs), CUDA filters (4 µs) 160 µs later, Vulkan
-/// copies (7 µs) 160 µs after that. The Vulkan queue has more items a frame than the stream
-/// (two submissions, each with its own waits and signals). GPU busy per frame: 15 µs.
-fn engine(frames: u64) -> Timeline {
-    let mut b = Tl::default();
-    let main = b.track("main", Api::Host, 0, None);
-    let gfx = b.track("graphics", Api::Vulkan, 3_000, Some(0));
-    let filter = b.track("filter", Api::Cuda, 3_000, Some(0));
-    let (image, filtered) = (b.resource("image"), b.resource("filtered"));
-    let rendered = b.semaphore("rendered", false);
-    let written = b.semaphore("written", false);
-    let copied = b.semaphore("copied", false);
-    let submit_gfx = b.semaphore("submit:main→graphics", true);
-    let submit_filter = b.semaphore("submit:main→filter", true);
-    let join = b.semaphore("join:graphics", true);
-    for f in 0..frames {
-        let t = f as f64 * 1000.0;
-        if f >= 2 {
-            b.host_wait(main, join, 2 * (f - 2) + 2, f, t + 5.0);
-        }
-        b.scope(main, "record", f, t + 10.0, t + 20.0, &[]);
-        b.host_signal(main, submit_gfx, 2 * f + 1, f, t + 21.0);
-        b.host_signal(main, submit_filter, f + 1, f, t + 22.0);
-        b.host_signal(main, submit_gfx, 2 * f + 2, f, t + 23.0);
-        // Submission 1: render, signal `rendered`.
-        b.wait(gfx, submit_gfx, 2 * f + 1, f);
-        if f >= 2 {
-            b.wait(gfx, copied, f - 1, f);
-        }
-        b.scope(gfx, "render", f, t + 30.0, t + 34.0, &[Access::write(image)]);
-        b.signal(gfx, rendered, f + 1, f);
-        b.signal(gfx, join, 2 * f + 1, f);
-        // The stream: wait `rendered`, filter, signal `written`.
-        b.wait(filter, submit_filter, f + 1, f);
-        b.wait(filter, rendered, f + 1, f);
-        b.scope(filter, "filt", f, t + 194.0, t + 198.0, &[Access::read(image), Access::write(filtered)]);
-        b.signal(filter, written, f + 1, f);
-        // Submission 2: wait `written`, copy, signal `copied`.
-        b.wait(gfx, submit_gfx, 2 * f + 2, f);
-        b.wait(gfx, written, f + 1, f);
-        b.scope(gfx, "copy", f, t + 358.0, t + 365.0, &[Access::read(filtered)]);
-        b.signal(gfx, copied, f + 1, f);
-        b.signal(gfx, join, 2 * f + 2, f);
-        b.frame_end(f, t + 400.0);
-    }
-    b.tl
-}
 
 /// The items of each track, grouped by the frame they belong to.
 fn by_frame(tl: &Timeline) -> Vec<Vec<Vec<&Item>>> {
@@ -149,7 +100,7 @@ fn assert_same_figures(what: &str, got: &Summary, want: &Summary) {
 
 #[test]
 fn frame_figures_do_not_depend_on_when_or_in_what_order_results_arrive() {
-    let tl = engine(FRAMES);
+    let tl = engine(FRAMES, 1000.0);
     let tracks = tl.items.len();
     // Every frame's results arrive at its own end, tracks in order.
     let at_once = feed(&tl, |_, f| f, |_| (0..tracks).collect());
