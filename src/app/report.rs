@@ -388,12 +388,7 @@ pub fn frame_report(
     for line in handoffs.unwrap_or_default() {
         let _ = writeln!(out, "{line}");
     }
-    // CUDA's filter is stamped on the GPU in every mode (the host-synchronous one too); HIP's only
-    // where it runs GPU-side.
-    let filter_on_gpu = sync.backend_kind().on_vulkan_queue()
-        || sync.mode() == crate::sync::SyncMode::External
-        || (sync.backend_kind() == crate::compute::BackendKind::Cuda && crate::profile::gpu_timing());
-    for line in post_lines(st, filter_on_gpu) {
+    for line in post_lines(st, sync.filter_on_gpu()) {
         let _ = writeln!(out, "{line}");
     }
     if st.draws > 0 && !st.compute.is_empty() {
