@@ -46,6 +46,7 @@ limit=${HOST_WAIT_TIMEOUT:-300}
 reps=${HOST_WAIT_REPS:-3}
 # shellcheck source=scripts/validation-layer.sh
 . "$(dirname "$0")/validation-layer.sh"
+. "$(dirname "$0")/lib/stats.sh"
 
 # libnvrtc: the loader's, LD_LIBRARY_PATH's, or the first in the CUDA toolkit's and NVIDIA's pip
 # wheels' usual directories (as scripts/gpu-check.sh).
@@ -136,7 +137,6 @@ for rep in $(seq 1 "$reps"); do
         cpus[$sync]+="$(pick "$name" 'render cpu' 5) "
     done
 done
-median() { printf '%s\n' "$@" | grep . | sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]}'; }
 # shellcheck disable=SC2086
 {
     hw=$(median ${means[host-wait]:-})
