@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/host-wait-check.sh BIN_DIR OUTDIR — a host wait on a semaphore CUDA signals (issue 34),
 # on a machine with an NVIDIA GPU. Needs bash, coreutils, awk and grep; no cargo. BIN_DIR holds
-# `vkhip` (cargo build --release) and `semaphore_pingpong`, there or in BIN_DIR/examples
-# (cargo build --release -p vkhip-interop --examples).
+# `vkhip` (cargo build --release) and the measuring program `semaphore_pingpong`, there or in
+# BIN_DIR/examples (cargo build --release -p vkhip-measure: target/release/semaphore_pingpong).
 #
 #   1. semaphore_pingpong with its defaults (500 round trips after 100 warm-up, 3 interleaved
 #      rounds, a 100 ms long wait): µs per round trip of tiny work through two shared timelines,
@@ -37,7 +37,7 @@ bench=$dir/semaphore_pingpong
 [ -x "$bench" ] || bench=$dir/examples/semaphore_pingpong
 for exe in "$bin" "$bench"; do
     if [ ! -x "$exe" ]; then
-        echo "host-wait-check: no executable at $exe (cargo build --release; cargo build --release -p vkhip-interop --examples)" >&2
+        echo "host-wait-check: no executable at $exe (cargo build --release; cargo build --release -p vkhip-measure)" >&2
         exit 2
     fi
 done
