@@ -17,9 +17,11 @@ fn the_median_in_the_shell_and_in_awk() {
     let got = bash(
         r#". "$0"
         median 3 1 2; median 4 1 3 2; median 10 "" 2; echo "[$(median)][$(median "" "")]"
-        awk "$STATS_AWK"'BEGIN { print median("3 1 2"), median("4 1 3 2"), "[" median("") "]", range("3 10 2"), range("") }'"#,
+        awk "$STATS_AWK"'BEGIN { print median("3 1 2"), median("4 1 3 2"), "[" median("") "]", range("3 10 2"), range("") }'
+        awk "$STATS_AWK"'BEGIN { print mean_ci95("1 2 3 4 5"); print "[" mean_ci95("7") "]" }'"#,
     );
-    assert_eq!(got, "2\n2.5\n6\n[][]\n2 2.5 [] 2–10 -\n");
+    // 1..5: mean 3, sd √2.5, t(4) = 2.776: 3 ± 1.963.
+    assert_eq!(got, "2\n2.5\n6\n[][]\n2 2.5 [] 2–10 -\n3 1.03707 4.96293\n[]\n");
 }
 
 #[test]

@@ -13,8 +13,9 @@
 //!
 //! Each track runs `--rounds` rounds of `--batches` batches of `--scopes` scopes (after one
 //! untimed round), interleaved with its disabled twin round by round. Printed per track: the
-//! median over the rounds of ns per scope, min–max, and the same for the disabled profiler; then
-//! `profile_scope_cost: OK`.
+//! median over the rounds of ns per scope, min–max, and the same for the disabled profiler; and
+//! what an empty scope spans on its track's own clock (on a GPU track, what its two marks cost
+//! the GPU, from the marks' own times); then `profile_scope_cost: OK`.
 //!
 //!     cargo run --release -p vkhip-measure --bin profile_scope_cost -- \
 //!         [--scopes N] [--batches N] [--rounds R] [--tracks host,vulkan,cuda-kernel,cuda-events]
@@ -131,9 +132,9 @@ fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-/// A profiler of `options` (timeline off: constant memory), on `vk` or host-only.
+/// A profiler of `options`, on `vk` or host-only.
 fn profiler(vk: Option<&Device>, options: &Options, enabled: bool) -> Result<Profiler, Box<dyn Error>> {
-    let options = Options { enabled, keep_timeline: false, ..options.clone() };
+    let options = Options { enabled, ..options.clone() };
     Ok(match vk {
         Some(vk) => Profiler::new(vk, options)?,
         None => Profiler::host_only(options, Vec::new()),
@@ -199,7 +200,11 @@ fn host(args: &Args) -> Result<(), Box<dyn Error>> {
         let ns = t0.elapsed().as_nanos() as u64;
         profs[i].end_frame()?;
         Ok(ns)
-    })
+    })?;
+    drop(threads);
+    let [on, off] = profs;
+    drop(off);
+    span_line("host", on, "main")
 }
 
 /// Vulkan scopes in one command buffer, submitted once per batch and waited for.
@@ -227,10 +232,9 @@ fn vulkan(args: &Args, vk: &Device) -> Result<(), Box<dyn Error>> {
         Ok(ns)
     })?;
     drop(queues);
-    for p in profs {
-        p.finish()?;
-    }
-    Ok(())
+    let [on, off] = profs;
+    off.finish()?;
+    span_line("vulkan", on, "graphics")
 }
 
 /// CUDA scopes on the stream (nothing inside them), synchronised once per batch.
@@ -250,9 +254,20 @@ fn cuda(args: &Args, track: &str, vk: &Device, c: &Cuda, stamps: CudaStamps) -> 
         Ok(ns)
     })?;
     drop(streams);
-    for p in profs {
-        p.finish()?;
-    }
+    let [on, off] = profs;
+    off.finish()?;
+    span_line(track, on, "stream")
+}
+
+/// What an empty scope spans on its own track's clock (on a GPU track: what its two marks cost
+/// the GPU, from the marks' own times), from the finished profiler's report.
+fn span_line(track: &str, on: Profiler, track_name: &str) -> Result<(), Box<dyn Error>> {
+    let report = on.finish()?.report();
+    let f = &report.scope(track_name, "s").ok_or("no scope in the report")?.duration;
+    println!(
+        "{track:<12} an empty scope spans p50 {} ns, p99 {} ns, mean {:.0} ns on its track's clock ({} scopes)",
+        f.p50_ns, f.p99_ns, f.mean_ns, f.count
+    );
     Ok(())
 }
 
