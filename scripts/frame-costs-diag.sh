@@ -49,6 +49,7 @@ done
 mkdir -p "$OUT/runs" || exit 2
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/lib/stats.sh"
 SUMMARY=$OUT/summary.txt
 : >"$SUMMARY"
 say() { echo "$*" | tee -a "$SUMMARY"; }
@@ -76,20 +77,7 @@ field() { awk -v p="$1" -v f="$2" 'index($0, p) == 1 { print $f; exit }' "$3"; }
 stats() {
     local file=$1 key=$2
     shift 2
-    awk -F'\t' -v key="$key" -v cols="$*" '
-    function median(list,    n, a, i, j, t) {
-        n = split(list, a, " ")
-        for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
-        if (n == 0) return "-"
-        return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-    }
-    function range(list,    n, a, i, lo, hi) {
-        n = split(list, a, " ")
-        if (n == 0) return "-"
-        lo = hi = a[1]
-        for (i = 2; i <= n; i++) { if (a[i] + 0 < lo + 0) lo = a[i]; if (a[i] + 0 > hi + 0) hi = a[i] }
-        return lo "–" hi
-    }
+    awk -F'\t' -v key="$key" -v cols="$*" "$STATS_AWK"'
     BEGIN { nc = split(cols, c, " ") }
     NR == 1 { for (i = 1; i <= nc; i++) name[i] = $(c[i]); next }
     {
@@ -103,7 +91,7 @@ stats() {
         printf "\n"
         for (j = 1; j <= nk; j++) {
             k = keys[j]; printf "%-44s", k
-            for (i = 1; i <= nc; i++) printf " %-22s", median(v[k, i]) " (" range(v[k, i]) ")"
+            for (i = 1; i <= nc; i++) printf " %-22s", (median(v[k, i]) == "" ? "-" : median(v[k, i])) " (" range(v[k, i]) ")"
             printf "\n"
         }
     }' "$file"
@@ -266,12 +254,7 @@ if has D; then
     done
     stats "$TSV" 1 3 4 5 14 | tee -a "$SUMMARY"
     failures "$TSV"
-    awk -F'\t' '
-    function median(list,    n, a, i, j, t) {
-        n = split(list, a, " ")
-        for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
-        return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-    }
+    awk -F'\t' "$STATS_AWK"'
     NR > 1 && $15 == "ok" { m[$1] = m[$1] " " $3 }
     END {
         for (k in m) if (k ~ / on$/) {

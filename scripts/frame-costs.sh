@@ -26,6 +26,7 @@
 # 2 for bad usage.
 set -u
 set -o pipefail
+. "$(dirname "$0")/lib/stats.sh"
 
 BEFORE=${1:-}
 AFTER=${2:-}
@@ -191,20 +192,7 @@ elapsed=$(($(date +%s) - start))
     echo
 } >"$OUT/summary.txt"
 
-awk -F'\t' '
-function median(list,    n, a, i, j, t) {
-    n = split(list, a, " ")
-    for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
-    if (n == 0) return ""
-    return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
-function range(list,    n, a, i, lo, hi) {
-    n = split(list, a, " ")
-    if (n == 0) return "-"
-    lo = hi = a[1]
-    for (i = 2; i <= n; i++) { if (a[i] + 0 < lo + 0) lo = a[i]; if (a[i] + 0 > hi + 0) hi = a[i] }
-    return lo "–" hi
-}
+awk -F'\t' "$STATS_AWK"'
 function med(bin, cfg, metric) { return median(v[bin "|" cfg "|" metric]) }
 function cell(bin, cfg, metric,    m) {
     m = med(bin, cfg, metric)

@@ -73,6 +73,7 @@ export RUST_LOG=${RUST_LOG:-info}
 # vl_env and vl_check: examples under the validation layer (6d).
 # shellcheck source=scripts/validation-layer.sh
 . "$(dirname "$0")/validation-layer.sh"
+. "$(dirname "$0")/lib/stats.sh"
 
 rows=()      # "name|result|figure", in run order
 failures=0
@@ -495,7 +496,6 @@ for grid in 256x256 1024x1024; do
             if [ "$mode" = on ]; then on+=("$mean"); else off+=("$mean"); fi
         done
     done
-    median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
     m_on=$(median "${on[@]}")
     m_off=$(median "${off[@]}")
     ratio=$(awk -v a="$m_on" -v b="$m_off" 'BEGIN { if (b > 0) printf "%.4f", a / b }')

@@ -19,6 +19,7 @@
 # Logs go to OUTDIR/<run>.log; a table is printed last; exit 1 on any failure (2: bad usage).
 # Needs bash, coreutils, awk, grep; no cargo. About 4 minutes on an H100.
 set -u
+. "$(dirname "$0")/lib/stats.sh"
 
 if [ $# -ne 2 ]; then
     echo "usage: $0 BIN OUTDIR" >&2
@@ -98,7 +99,6 @@ for sync in external binary bridged blocking default; do
 done
 
 # Costs at 256², defaults, 5000 frames after 500 of warm-up, interleaved. `median FILE...`.
-median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END { print (NR ? v[int((NR + 1) / 2)] : "") }'; }
 # cost_row ROW MAX LABEL_A BIN_A TIMING_A LABEL_B BIN_B TIMING_B: the median frame-time ratio A/B
 # over 5 interleaved pairs, at most MAX; MAX "info" records it without judging.
 cost_row() {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/host-wait-check.sh BIN_DIR OUTDIR — a host wait on a semaphore CUDA signals (issue 34),
 # on a machine with an NVIDIA GPU. Needs bash, coreutils, awk and grep; no cargo. BIN_DIR holds
-# `vkhip` (cargo build --release) and `semaphore_pingpong`, there or in BIN_DIR/examples
-# (cargo build --release -p vkhip-interop --examples).
+# `vkhip` (cargo build --release) and the measuring program `semaphore_pingpong`, there or in
+# BIN_DIR/examples (cargo build --release -p vkhip-measure: target/release/semaphore_pingpong).
 #
 #   1. semaphore_pingpong with its defaults (500 round trips after 100 warm-up, 3 interleaved
 #      rounds, a 100 ms long wait): µs per round trip of tiny work through two shared timelines,
@@ -37,7 +37,7 @@ bench=$dir/semaphore_pingpong
 [ -x "$bench" ] || bench=$dir/examples/semaphore_pingpong
 for exe in "$bin" "$bench"; do
     if [ ! -x "$exe" ]; then
-        echo "host-wait-check: no executable at $exe (cargo build --release; cargo build --release -p vkhip-interop --examples)" >&2
+        echo "host-wait-check: no executable at $exe (cargo build --release; cargo build --release -p vkhip-measure)" >&2
         exit 2
     fi
 done
@@ -46,6 +46,7 @@ limit=${HOST_WAIT_TIMEOUT:-300}
 reps=${HOST_WAIT_REPS:-3}
 # shellcheck source=scripts/validation-layer.sh
 . "$(dirname "$0")/validation-layer.sh"
+. "$(dirname "$0")/lib/stats.sh"
 
 # libnvrtc: the loader's, LD_LIBRARY_PATH's, or the first in the CUDA toolkit's and NVIDIA's pip
 # wheels' usual directories (as scripts/gpu-check.sh).
@@ -136,7 +137,6 @@ for rep in $(seq 1 "$reps"); do
         cpus[$sync]+="$(pick "$name" 'render cpu' 5) "
     done
 done
-median() { printf '%s\n' "$@" | grep . | sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]}'; }
 # shellcheck disable=SC2086
 {
     hw=$(median ${means[host-wait]:-})

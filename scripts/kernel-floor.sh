@@ -22,6 +22,7 @@
 # bad usage or a missing tool.
 set -u
 set -o pipefail
+. "$(dirname "$0")/lib/stats.sh"
 
 OUTDIR=${1:-}
 BIN=${2:-}
@@ -88,7 +89,10 @@ done
 
 # The summary: medians over the repetitions, with min–max.
 stats() { # values on stdin → "median (min–max), n"
-  sort -g | awk '{v[NR]=$1} END {if (NR==0) {print "none"; exit} m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "%.3f (%.3f–%.3f), n=%d\n", m, v[1], v[NR], NR}'
+  # shellcheck disable=SC2046 # one value a word
+  set -- $(sort -g)
+  [ $# -gt 0 ] || { echo none; return; }
+  printf '%.3f (%.3f–%.3f), n=%d\n' "$(median "$@")" "$1" "${!#}" "$#"
 }
 field() { # FILE-GLOB LINE-PREFIX KEY: the KEY=value of each file's line starting with PREFIX
   local prefix=$2 key=$3

@@ -40,6 +40,7 @@
 # per run of 1), OUTDIR/summary.txt (what is printed), OUTDIR/bench/ (3).
 set -u
 set -o pipefail
+. "$(dirname "$0")/lib/stats.sh"
 
 BIN=${1:-}
 OUT=${2:-}
@@ -162,13 +163,7 @@ done
 elapsed=$(($(date +%s) - start))
 
 # Medians, spreads and ratios, from results.tsv.
-awk -F'\t' -v reps="$REPS" -v frames="$FRAMES" -v warmup="$WARMUP" -v secs="$elapsed" '
-function median(list,    n, a, i, j, t) {
-    n = split(list, a, " ")
-    for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
-    if (n == 0) return ""
-    return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk -F'\t' -v reps="$REPS" -v frames="$FRAMES" -v warmup="$WARMUP" -v secs="$elapsed" "$STATS_AWK"'
 function spread(list,    n, a, i, lo, hi) {
     n = split(list, a, " ")
     if (n == 0) return "-"

@@ -57,6 +57,7 @@ events | kernel) ;;
 esac
 # shellcheck source=scripts/validation-layer.sh
 . "$(dirname "$0")/validation-layer.sh"
+. "$(dirname "$0")/lib/stats.sh"
 
 failures=0
 lines=()
@@ -144,7 +145,6 @@ else
 fi
 
 # 5. the cost, interleaved: events, kernel stamps and off in every round, the order rotating
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "?"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 spread() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s–%s", lo, hi }'; }
 cost_modes=(events kernel off)
 declare -A runs
@@ -171,12 +171,14 @@ for size in 256 1024; do
     target=1.03
     [ "$size" = 1024 ] && target=1.01
     # shellcheck disable=SC2086
-    off=$(printf '%s\n' ${runs[$size-off]:-} | median)
+    off=$(median ${runs[$size-off]:-})
+    off=${off:-?}
     # shellcheck disable=SC2086
     off_spread=$(spread ${runs[$size-off]:-})
     for mode in "${modes[@]}"; do
         # shellcheck disable=SC2086
-        on=$(printf '%s\n' ${runs[$size-$mode]:-} | median)
+        on=$(median ${runs[$size-$mode]:-})
+        on=${on:-?}
         # shellcheck disable=SC2086
         on_spread=$(spread ${runs[$size-$mode]:-})
         ratio=$(awk -v a="$on" -v b="$off" 'BEGIN { if (b > 0) printf "%.4f", a / b; else print "?" }')

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# scripts/wgpu-cost.sh EXAMPLES_DIR OUTDIR [GRID...] — what the interop crate's wgpu hand-off costs
+# scripts/wgpu-cost.sh BIN_DIR OUTDIR [GRID...] — what the interop crate's wgpu hand-off costs
 # per frame against its plain-ash path, and where the difference goes (issues 25 and 32), on a
-# machine with an NVIDIA GPU. Needs bash, coreutils, grep and sed; no cargo: EXAMPLES_DIR holds
-# wgpu_handoff_cost and wgpu_submit_cost, built by
-#   cargo build --release -p vkhip-interop --features wgpu --examples
+# machine with an NVIDIA GPU. Needs bash, coreutils, grep and sed; no cargo: BIN_DIR holds the
+# measuring programs wgpu_handoff_cost and wgpu_submit_cost (crates/vkhip-measure), built by
+#   cargo build --release -p vkhip-measure --features wgpu   (then target/release/)
 #
 #   1. validation: one short run (67x45, 2 rounds of 20 frames, 10 traced frames of each hand-off)
 #      of every configuration but ash-ext under the Khronos validation layer, with wgpu's
@@ -31,7 +31,7 @@
 set -u
 
 if [ $# -lt 2 ]; then
-    echo "usage: $0 EXAMPLES_DIR OUTDIR [GRID...]" >&2
+    echo "usage: $0 BIN_DIR OUTDIR [GRID...]" >&2
     exit 2
 fi
 bench=$1/wgpu_handoff_cost
@@ -41,7 +41,7 @@ shift 2
 grids=("$@")
 [ ${#grids[@]} -gt 0 ] || grids=(256x256 1024x1024 1920x1080)
 if [ ! -x "$bench" ]; then
-    echo "wgpu-cost: no executable at $bench (cargo build --release -p vkhip-interop --features wgpu --examples)" >&2
+    echo "wgpu-cost: no executable at $bench (cargo build --release -p vkhip-measure --features wgpu)" >&2
     exit 2
 fi
 mkdir -p "$out" || exit 2

@@ -145,11 +145,11 @@ pub struct CommonArgs {
     /// Who writes the height field.
     #[arg(long, value_enum, default_value_t = BackendKind::Auto)]
     pub backend: BackendKind,
-    /// How the compute side and Vulkan hand slots to each other (see README, "Sync modes").
+    /// How the compute side and Vulkan hand slots to each other (see docs/BACKENDS.md, "Sync modes").
     #[arg(long, value_enum, default_value_t = SyncMode::Auto)]
     pub sync: SyncMode,
     /// Number of shared height buffers K (1..=8); frame f uses slot f mod K. Default: chosen
-    /// with --run-ahead and --batch for the backend and mode (see README, "Defaults").
+    /// with --run-ahead and --batch for the backend and mode (see docs/BACKENDS.md, "Defaults").
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=8))]
     pub slots: Option<u32>,
     /// Run-ahead R: each batch is handed to the compute side R frames before its first frame is
@@ -164,7 +164,7 @@ pub struct CommonArgs {
     /// draw F frames back may still run, and then until one draw is left, so it sleeps once per
     /// F−1 frames instead of every frame: less CPU per frame, up to F−1 frames of queue latency.
     /// Default: 2 in a window, 4 headless, B+1 headless where the render thread settles the
-    /// hand-offs' waits (cuda/hip external with batches of B: 8) (see README, "Defaults").
+    /// hand-offs' waits (cuda/hip external with batches of B: 8) (see docs/BACKENDS.md, "Defaults").
     #[arg(long, value_name = "F", value_parser = clap::value_parser!(u32).range(2..=8))]
     pub frames_in_flight: Option<u32>,
     /// The interop compute side's wait for `rendered` (cuda/hip, external): `auto` skips it when
@@ -189,7 +189,7 @@ pub struct CommonArgs {
     /// each frame: the baseline without interop memory; cuda only).
     #[arg(long, value_enum, default_value_t = MemoryArg::ZeroCopy)]
     pub memory: MemoryArg,
-    /// A post-process stage after the draw (README, "Post-processing"): the compute backend
+    /// A post-process stage after the draw (docs/RUNNING.md, "Post-processing"): the compute backend
     /// filters each rendered frame into a second image, which Vulkan presents or captures
     /// (every --sync mode; zero-copy memory only; O toggles it in a window).
     #[arg(long, value_enum, default_value_t = PostKind::None)]
@@ -197,7 +197,7 @@ pub struct CommonArgs {
     /// Frames filtered per post hand-off, P (1..=K; cuda and hip with --post, headless): frames
     /// s..s+P−1 are drawn, one hand-off filters them (one wait, P filters, one signal), then their
     /// P copies are submitted. Fewer switches between the APIs, up to P−1 frames more latency.
-    /// Default: K/2 for cuda/hip with --post and --sync external, headless; else 1 (see README, "Post-processing").
+    /// Default: K/2 for cuda/hip with --post and --sync external, headless; else 1 (see docs/RUNNING.md, "Post-processing").
     #[arg(long, value_name = "P", value_parser = clap::value_parser!(u32).range(1..=8))]
     pub post_batch: Option<u32>,
     /// Grid size WxH (each side 2..=16384).

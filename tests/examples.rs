@@ -1,6 +1,8 @@
-//! Keeps the interop crate's examples (`crates/vkhip-interop/examples/`) honest without a GPU
-//! (CI runs the binaries themselves, expecting the "no usable … device" exit 2: `.ci/run`):
-//! - each stays one short file (the "lift it from one example" promise of the interop library);
+//! Keeps the interop crate's examples (`crates/vkhip-interop/examples/`, templates to copy) and
+//! the measuring programs (`crates/vkhip-measure/src/bin/`) honest without a GPU (CI runs the
+//! binaries themselves, expecting the "no usable … device" exit 2: `.ci/run`):
+//! - each example stays one short file (the "lift it from one example" promise of the interop
+//!   library);
 //! - each uses `vkhip_interop` (but `wgpu_submit_cost`, wgpu alone by design: a program for
 //!   wgpu's issue tracker) and names nothing of the vkhip app (checked with `syn`, so comments and
 //!   strings never count);
@@ -9,9 +11,10 @@
 //!   `nvidia-cuda-nvrtc` wheel's lib directory on LD_LIBRARY_PATH; skipped otherwise);
 //! - the HIP examples' kernels compile with hiprtc (`--features hip`, no GPU needed) into AMDGPU
 //!   code objects for gfx90a and gfx1030 that define every entry point the examples look up;
-//! - every file of `examples/` is checked here, has a row in the crate README's table and the
-//!   root README's, and runs in CI (`.ci/run`: to its no-device exit, or to the end on lavapipe),
-//!   so that a new example cannot be forgotten;
+//! - every file of `examples/` is checked here, has a row in the crate README's table (the root
+//!   README links to it), and runs in CI (`.ci/run`: to its no-device exit, or to the end on lavapipe),
+//!   so that a new example cannot be forgotten; every measuring program likewise, with its row
+//!   in `crates/vkhip-measure/README.md`;
 //! - the interop crate includes no file from outside its directory (its package would lack it);
 //! - no comment in the workspace's Rust sources hangs off the line above (what rustfmt makes of
 //!   a trailing comment followed by a comment line): comments stand on their own lines.
@@ -34,11 +37,8 @@ const CRATE_EXAMPLES: &[&str] = &[
     "crates/vkhip-interop/examples/wgpu_cuda_buffer.rs",
     "crates/vkhip-interop/examples/wgpu_hip_texture.rs",
     "crates/vkhip-interop/examples/wgpu_hip_buffer.rs",
-    "crates/vkhip-interop/examples/wgpu_handoff_cost.rs",
-    "crates/vkhip-interop/examples/wgpu_submit_cost.rs",
     "crates/vkhip-interop/examples/cuda_post_process.rs",
     "crates/vkhip-interop/examples/hip_post_process.rs",
-    "crates/vkhip-interop/examples/semaphore_pingpong.rs",
 ];
 const MAX_LINES: usize = 150;
 /// `cuda_in_vulkan` makes what `vulkan::Device` makes for the others (instance, device, buffer,
@@ -54,16 +54,18 @@ const MAX_LINES_WGPU_RENDER: (&[&str], usize) = (
     220,
 );
 
-/// `wgpu_handoff_cost` is a benchmark, not a template to lift: the same loop fifteen ways (a ladder
-/// from the ash path to wgpu's, the throttles, the references), the host time split per frame, a
-/// traced run per hand-off on one clock (kernel stamps, Vulkan timestamps, a host anchor), a
-/// lavapipe mode, its statistics and a check of each (issue 32).
-const MAX_LINES_BENCH: (&str, usize) = ("crates/vkhip-interop/examples/wgpu_handoff_cost.rs", 1900);
-/// `semaphore_pingpong` is a benchmark too: eight ways of waiting and one long wait, its statistics
-/// and a check of each run (issue 34).
-const MAX_LINES_PINGPONG: (&str, usize) = ("crates/vkhip-interop/examples/semaphore_pingpong.rs", 520);
-/// Examples of wgpu alone, without the crate: programs for wgpu's own issue tracker.
-const WGPU_ALONE: &[&str] = &["crates/vkhip-interop/examples/wgpu_submit_cost.rs"];
+/// The measuring programs (`crates/vkhip-measure/src/bin/`, issue 39): not templates, so no
+/// length limit, but like the examples they use the crates and nothing of the app, and each has
+/// a row in that crate's README and runs in CI.
+const MEASURE_PROGRAMS: &[&str] = &[
+    "crates/vkhip-measure/src/bin/wgpu_handoff_cost.rs",
+    "crates/vkhip-measure/src/bin/wgpu_submit_cost.rs",
+    "crates/vkhip-measure/src/bin/semaphore_pingpong.rs",
+    "crates/vkhip-measure/src/bin/profile_scope_cost.rs",
+    "crates/vkhip-measure/src/bin/engine_loop.rs",
+];
+/// Programs of wgpu alone, without the crate: for wgpu's own issue tracker.
+const WGPU_ALONE: &[&str] = &["crates/vkhip-measure/src/bin/wgpu_submit_cost.rs"];
 
 fn source(path: &str) -> String {
     std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
@@ -103,7 +105,7 @@ impl<'ast> Visit<'ast> for VkhipPaths {
 
 #[test]
 fn crate_examples_use_the_crate_and_nothing_of_the_app() {
-    for path in CRATE_EXAMPLES {
+    for path in CRATE_EXAMPLES.iter().chain(MEASURE_PROGRAMS) {
         let text = source(path);
         let file = syn::parse_file(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
         let mut paths = VkhipPaths::default();
@@ -125,10 +127,6 @@ fn examples_stay_one_short_file() {
         let lines = source(path).lines().count();
         let max = if *path == MAX_LINES_OWN_DEVICE.0 {
             MAX_LINES_OWN_DEVICE.1
-        } else if *path == MAX_LINES_BENCH.0 {
-            MAX_LINES_BENCH.1
-        } else if *path == MAX_LINES_PINGPONG.0 {
-            MAX_LINES_PINGPONG.1
         } else if MAX_LINES_WGPU_RENDER.0.contains(path) {
             MAX_LINES_WGPU_RENDER.1
         } else {
@@ -188,9 +186,10 @@ fn cuda_example_kernels_compile_with_nvrtc() {
         ("crates/vkhip-interop/examples/cuda_in_vulkan.rs", &["ramp", "square_add"][..]),
         ("crates/vkhip-interop/examples/wgpu_cuda_texture.rs", &["paint"][..]),
         ("crates/vkhip-interop/examples/wgpu_cuda_buffer.rs", &["twice"][..]),
-        ("crates/vkhip-interop/examples/wgpu_handoff_cost.rs", &["paint", "anchor"][..]),
+        ("crates/vkhip-measure/src/bin/wgpu_handoff_cost.rs", &["paint", "anchor"][..]),
         ("crates/vkhip-interop/examples/cuda_post_process.rs", &["outline"][..]),
-        ("crates/vkhip-interop/examples/semaphore_pingpong.rs", &["stamp", "hold"][..]),
+        ("crates/vkhip-measure/src/bin/semaphore_pingpong.rs", &["stamp", "hold"][..]),
+        ("crates/vkhip-measure/src/bin/engine_loop.rs", &["filter"][..]),
     ];
     for (path, entries) in cases {
         let kernel = example_kernel(path);
@@ -255,7 +254,6 @@ fn every_example_is_checked_listed_in_both_readmes_and_run_in_ci() {
     let names = example_files();
     assert!(names.len() >= 6, "{names:?}");
     let crate_readme = source("crates/vkhip-interop/README.md");
-    let root_readme = source("README.md");
     let ci = source(".ci/run");
     let mut missing = Vec::new();
     for name in &names {
@@ -268,10 +266,6 @@ fn every_example_is_checked_listed_in_both_readmes_and_run_in_ci() {
         if !crate_readme.lines().any(|l| l.starts_with(&row) && l.contains(&runs)) {
             missing.push(format!("{name}: no row `{row}… {runs} |` in crates/vkhip-interop/README.md"));
         }
-        let row = format!("| [`{path}`]({path}) | ");
-        if !root_readme.lines().any(|l| l.starts_with(&row) && l.contains(&runs)) {
-            missing.push(format!("{name}: no row `{row}… {runs} …` in README.md"));
-        }
         let runs_in_ci = |how: &str| ci.lines().any(|l| l.starts_with(&format!("{how} {name} ")));
         if !runs_in_ci("expect_no_device") && !runs_in_ci("expect_runs") {
             missing.push(format!(
@@ -279,22 +273,53 @@ fn every_example_is_checked_listed_in_both_readmes_and_run_in_ci() {
             ));
         }
     }
+    let measure_readme = source("crates/vkhip-measure/README.md");
+    for name in measure_files() {
+        let path = format!("crates/vkhip-measure/src/bin/{name}.rs");
+        if !MEASURE_PROGRAMS.contains(&path.as_str()) {
+            missing.push(format!("{name}: not in tests/examples.rs' MEASURE_PROGRAMS"));
+        }
+        let row = format!("| `{name}` | ");
+        if !measure_readme.lines().any(|l| l.starts_with(&row) && l.contains(&format!("--bin {name}"))) {
+            missing.push(format!("{name}: no row `{row}… --bin {name} …` in crates/vkhip-measure/README.md"));
+        }
+        let runs_in_ci = |how: &str| ci.lines().any(|l| l.starts_with(&format!("{how} {name} ")));
+        if !runs_in_ci("expect_no_device") && !runs_in_ci("expect_runs") {
+            missing.push(format!("{name}: .ci/run does not run it"));
+        }
+        if ci.lines().any(|l| l.contains(&format!("examples/{name}"))) {
+            missing.push(format!("{name}: .ci/run still looks for it among the examples"));
+        }
+    }
     assert!(missing.is_empty(), "examples that can drift out of sight:\n{}", missing.join("\n"));
+}
+
+/// The file names (without `.rs`) in `crates/vkhip-measure/src/bin/`.
+fn measure_files() -> Vec<String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/vkhip-measure/src/bin");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| p.file_stem().expect("a file name").to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 /// `wgpu_handoff_cost` refuses a bad argument with one line and exit 1 before it looks for a
 /// device, and without a GPU driver ends with the no-device line and exit 2 with good ones. Runs
-/// the binary next to this test's (`target/debug/examples`), which `.ci/run`'s examples stage
-/// builds with `--features wgpu` before the tests; skipped where it was not built, a failure under
-/// CI (`.ci/hip-sid.sh`, whose target directory has no wgpu examples, leaves this test out).
+/// the binary next to this test's (`target/debug`), which `.ci/run`'s examples stage builds with
+/// `--features wgpu` before the tests; skipped where it was not built, a failure under CI
+/// (`.ci/hip-sid.sh`, whose target directory has no wgpu programs, leaves this test out).
 #[test]
 fn the_handoff_benchmark_refuses_bad_arguments_with_one_line() {
     let test = "the_handoff_benchmark_refuses_bad_arguments_with_one_line";
     let exe = std::env::current_exe().expect("the test's executable");
     let debug = exe.parent().and_then(|deps| deps.parent()).expect("target/debug");
-    let bin = debug.join("examples/wgpu_handoff_cost");
+    let bin = debug.join("wgpu_handoff_cost");
     if !bin.is_file() {
-        let build = "cargo build -p vkhip-interop --features wgpu --example wgpu_handoff_cost";
+        let build = "cargo build -p vkhip-measure --features wgpu --bin wgpu_handoff_cost";
         skip::skip(test, &format!("{} ({build})", bin.display()), true);
         return;
     }
@@ -344,9 +369,9 @@ fn the_pingpong_benchmark_refuses_bad_arguments_with_one_line() {
     let test = "the_pingpong_benchmark_refuses_bad_arguments_with_one_line";
     let exe = std::env::current_exe().expect("the test's executable");
     let debug = exe.parent().and_then(|deps| deps.parent()).expect("target/debug");
-    let bin = debug.join("examples/semaphore_pingpong");
+    let bin = debug.join("semaphore_pingpong");
     if !bin.is_file() {
-        let build = "cargo build -p vkhip-interop --example semaphore_pingpong";
+        let build = "cargo build -p vkhip-measure --bin semaphore_pingpong";
         skip::skip(test, &format!("{} ({build})", bin.display()), true);
         return;
     }

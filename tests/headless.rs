@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use vkhip::image::{compare, Rgba, CHANNEL_TOLERANCE, MAX_DIFFERING_FRACTION};
 
-/// Acceptance 1: the README's headless command, compared with assets/reference-frame.png.
+/// Acceptance 1: the headless command of docs/RUNNING.md, compared with assets/reference-frame.png.
 /// Tolerance: a pixel differs if an RGB channel differs by more than CHANNEL_TOLERANCE (8/255);
 /// at most MAX_DIFFERING_FRACTION (0.1%) of pixels may differ.
 #[test]

@@ -1,5 +1,6 @@
-//! The README's sample frame report has exactly the line labels the current report prints (issue
-//! 33, item 4: a sample that predated the report's new lines). The README states the sample's
+//! The sample frame report (docs/RUNNING.md, moved there from the README in issue 39) has exactly
+//! the line labels the current report prints (issue 33, item 4: a sample that predated the
+//! report's new lines). The section states the sample's
 //! command; this runs it on lavapipe (shorter, at a small grid) and compares the labels. A sample
 //! from the GPU machine (`--backend cuda` or `hip`) is compared with `--backend vulkan --submit
 //! split`, the nearest lavapipe runs (a compute side with submissions of its own), allowing the
@@ -26,10 +27,11 @@ fn labels(report: &str) -> Vec<String> {
     out
 }
 
-/// The README's section on the frame report: the sample block and the command before it.
+/// docs/RUNNING.md's section on the frame report: the sample block and the command before it.
 fn readme_sample() -> (Vec<String>, String) {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let section = readme.split_once("### The frame report").expect("the README's frame report section").1;
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/RUNNING.md")).unwrap();
+    let section =
+        readme.split_once("### The frame report").expect("docs/RUNNING.md's frame report section").1;
     let (intro, rest) = section.split_once("```\n").expect("a sample block");
     let block = rest.split_once("```").expect("the sample block's end").0;
     assert!(block.starts_with("vkhip frame report\n"), "{block}");
@@ -74,7 +76,7 @@ fn the_readme_sample_report_has_the_labels_the_report_prints() {
     assert_eq!(
         keep(&want, only_readme),
         keep(&got, only_here),
-        "the README's sample report (from `{command}`) has other labels than this report of `vkhip {}`:\n{}",
+        "docs/RUNNING.md's sample report (from `{command}`) has other labels than this report of `vkhip {}`:\n{}",
         args.join(" "),
         stdout(&o)
     );

@@ -175,9 +175,7 @@ impl BufferCore {
     /// Vulkan's turn: the waits and the signal of its submission (GPU-side in CUDA mode: the
     /// consumer's last release, and Vulkan's own previous turn; none on the host, where the
     /// hand-off is the fence).
-    fn vulkan_turn(
-        &self,
-    ) -> (Vec<(&SharedSemaphore, u64)>, Option<(&SharedSemaphore, u64)>, (Option<u64>, u64)) {
+    fn vulkan_turn(&self) -> VulkanTurn<'_> {
         let mut st = self.state();
         let previous = st.turns.consumer_wait();
         let (wait, signal) = st.turns.vulkan_turn();
@@ -193,6 +191,11 @@ impl BufferCore {
         (waits, Some((&t.vulkan_done, signal)), (wait, signal))
     }
 }
+
+/// One Vulkan turn of a buffer: its submission's waits, its signal, and the values as
+/// [`Turns::vulkan_turn`] gave them (the profiler's).
+type VulkanTurn<'a> =
+    (Vec<(&'a SharedSemaphore, u64)>, Option<(&'a SharedSemaphore, u64)>, (Option<u64>, u64));
 
 /// A Vulkan buffer shared with the framework's GPU memory (CUDA), or with the host: a DLPack
 /// producer (``torch.from_dlpack(buffer)``, ``cupy.from_dlpack``, ``jax.dlpack.from_dlpack``,
@@ -408,14 +411,9 @@ impl Buffer {
             let mut scope =
                 crate::profile::VulkanScope::new(profiler.as_deref(), "vulkan_fill", &core.name, true);
             let mut submitter = core.device.submitter.lock().unwrap_or_else(|p| p.into_inner());
-            let wait = waits.first().copied();
-            let extra = waits.get(1).copied();
-            let result = match extra {
-                // Two waits: the consumer's release and Vulkan's previous turn.
-                Some(_) => fill_two_waits(&mut submitter, core, word, words, &waits, signal, &mut scope),
-                None => submitter
-                    .fill_buffer(&core.buffer, word, words, wait, signal, &mut |cmd, e| scope.edge(cmd, e)),
-            };
+            // Up to two waits: the consumer's release and Vulkan's previous turn.
+            let result = submitter
+                .fill_buffer(&core.buffer, word, words, &waits, signal, &mut |cmd, e| scope.edge(cmd, e));
             scope.submitted(values);
             result.py()
         })
@@ -433,19 +431,18 @@ impl Buffer {
             let profiler = core.device.profiler();
             let mut scope =
                 crate::profile::VulkanScope::new(profiler.as_deref(), "vulkan_write", &core.name, true);
-            let (wait, extra) = (waits.first().copied(), waits.get(1).copied());
-            let result = if let Some(extra) = extra {
-                // The one-shot waits for one semaphore: take Vulkan's previous turn first.
+            // The one-shot waits on one semaphore (the consumer's release): Vulkan's previous
+            // turn is waited for on its fences first.
+            if waits.len() > 1 {
                 core.device.submitter.lock().unwrap_or_else(|p| p.into_inner()).finish().py()?;
-                let _ = extra;
-                core.device
-                    .vk
-                    .write_buffer(&core.buffer, &data, wait, signal, &mut |cmd, e| scope.edge(cmd, e))
-            } else {
-                core.device
-                    .vk
-                    .write_buffer(&core.buffer, &data, wait, signal, &mut |cmd, e| scope.edge(cmd, e))
-            };
+            }
+            let result = core.device.vk.write_buffer(
+                &core.buffer,
+                &data,
+                waits.first().copied(),
+                signal,
+                &mut |cmd, e| scope.edge(cmd, e),
+            );
             scope.submitted(values);
             scope.waited();
             result.py()
@@ -487,26 +484,6 @@ impl Buffer {
             place(&self.core.device).pair()
         )
     }
-}
-
-/// A fill that waits on two timelines (the consumer's release and Vulkan's previous turn): the
-/// submitter's `fill_buffer` takes one wait, so the second is put on a submission of its own
-/// just before (same queue: the fill's wait then covers both).
-fn fill_two_waits(
-    submitter: &mut vkhip_interop::vulkan::Submitter,
-    core: &BufferCore,
-    word: u32,
-    words: u64,
-    waits: &[(&SharedSemaphore, u64)],
-    signal: Option<(&SharedSemaphore, u64)>,
-    scope: &mut crate::profile::VulkanScope<'_>,
-) -> Result<(), vkhip_interop::Error> {
-    let transfer = ash::vk::PipelineStageFlags::TRANSFER;
-    let all: Vec<vkhip_interop::vulkan::Wait<'_>> = waits.iter().map(|&(s, v)| (s, v, transfer)).collect();
-    // An empty submission waiting on every value: queue order puts the fill after it, and its
-    // signal-free body costs nothing.
-    submitter.submit(&all, &[], |_| {}, None)?;
-    submitter.fill_buffer(&core.buffer, word, words, None, signal, &mut |cmd, e| scope.edge(cmd, e))
 }
 
 /// The host's hand-off: on the host and on HIP, Vulkan's submissions finish before the other

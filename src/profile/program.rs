@@ -752,6 +752,13 @@ impl<A: Sink + ?Sized, B: Sink + ?Sized> Sink for Both<'_, A, B> {
             b.frame_end(end);
         }
     }
+
+    fn resolved_below(&mut self, frame: u64) {
+        self.0.resolved_below(frame);
+        if let Some(b) = self.1.as_deref_mut() {
+            b.resolved_below(frame);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -520,6 +520,8 @@ pub struct FrameSync {
     posted_requested: u64,
     /// Highest `presented` value the host has seen reached (post stage).
     presented_seen: std::cell::Cell<u64>,
+    /// [`Self::filter_on_gpu`], decided once from the backend.
+    filter_on_gpu: bool,
 }
 
 impl FrameSync {
@@ -531,8 +533,15 @@ impl FrameSync {
         sems: FrameSemaphores,
         backend: Box<dyn ComputeBackend>,
     ) -> Result<Self, SyncError> {
+        let mut backend = backend;
         let plan = plan.after_import(backend.gpu_sync_support())?;
         let backend_device = backend.device_name();
+        // Where the post filter runs and is timed: on Vulkan's queue, on the stream behind GPU
+        // waits (`external`), or host-synchronously under the backend's own GPU timer (CUDA's
+        // post stage; HIP's has none) — the backend says, before the bridge thread takes it.
+        let filter_on_gpu = plan.post_on_queue()
+            || plan.mode == SyncMode::External
+            || (crate::profile::gpu_timing() && backend.post_and_wait_timed());
         let mut bridge_spans = None;
         let driver = if matches!(plan.mode, SyncMode::Bridged | SyncMode::Unsynchronized) {
             let capacity = plan.slots + plan.frames_in_flight as usize;
@@ -564,7 +573,14 @@ impl FrameSync {
             joined: None,
             posted_requested: 0,
             presented_seen: std::cell::Cell::new(0),
+            filter_on_gpu,
         })
+    }
+
+    /// Whether the post filter runs on the GPU and its figures are GPU time (the report's
+    /// label): decided in [`Self::new`] from the plan and the backend, the one place.
+    pub fn filter_on_gpu(&self) -> bool {
+        self.filter_on_gpu
     }
 
     /// The plan in use (after any fallback).

@@ -179,7 +179,7 @@ pub enum Export {
 }
 
 /// K, R and B when the request leaves them open: (slots, run-ahead, batch). Chosen from `vkhip
-/// bench` on the H100 (README, "Defaults"; BENCHMARKS.md).
+/// bench` on the H100 (docs/BACKENDS.md, "Defaults"; BENCHMARKS.md).
 pub fn default_shape(backend: BackendKind, mode: SyncMode) -> (usize, usize, usize) {
     match (mode, backend) {
         // GPU-side interop: the cost is a pair of GPU context switches per hand-off; batches of 7
@@ -204,7 +204,7 @@ pub const MAX_FRAMES_IN_FLIGHT: u64 = 8;
 
 /// F when the request leaves it open: 2 in a window, where each queued frame is a frame of input
 /// latency and presentation paces the loop anyway; 4 headless, where the render thread then
-/// sleeps once per F − 1 frames instead of every frame (README, "Defaults"; BENCHMARKS.md).
+/// sleeps once per F − 1 frames instead of every frame (docs/BACKENDS.md, "Defaults"; BENCHMARKS.md).
 /// Headless plans whose throttle settles the hand-offs' waits raise it to B + 1
 /// ([`SyncPlan::default_frames_in_flight`]).
 pub const fn default_frames_in_flight(window: bool) -> u64 {

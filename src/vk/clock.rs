@@ -16,13 +16,13 @@
 //!   mapping, each anchor carrying the rate fitted since the previous one, the largest drift seen
 //!   added to the stated accuracy.
 //! - **One-off** (any device with timestamps): while the queue is idle, a command buffer writes
-//!   one timestamp between two host readings (`one_off_reading`); the narrowest of several
+//!   one timestamp between two host readings (`one_off_reading`, the profile crate's
+//!   `vulkan::one_off_timestamp`); the narrowest of several
 //!   tries is the anchor. Measured once more when the run is over ([`GpuClock::recheck_idle`]).
 
 use super::device::Context;
-use super::{CallContext, VkError};
-use crate::profile::clock::{host_now_ns, ClockInfo};
-use ash::vk;
+use super::VkError;
+use crate::profile::clock::ClockInfo;
 use std::sync::Arc;
 use vkhip_profile::clock::OneOffReading;
 
@@ -52,10 +52,7 @@ impl GpuClock {
         });
         let inner = match calibrated {
             Some(c) => c,
-            None => {
-                let pool = TimestampPool::new(ctx)?;
-                vkhip_profile::clock::GpuClock::one_off(|| one_off_reading(ctx, pool.0), bits, period)?
-            }
+            None => vkhip_profile::clock::GpuClock::one_off(|| one_off_reading(ctx), bits, period)?,
         };
         Ok(Some(GpuClock { inner }))
     }
@@ -72,9 +69,7 @@ impl GpuClock {
         if self.inner.is_calibrated() {
             return;
         }
-        let checked =
-            TimestampPool::new(ctx).and_then(|pool| self.inner.recheck(|| one_off_reading(ctx, pool.0)));
-        if let Err(e) = checked {
+        if let Err(e) = self.inner.recheck(|| one_off_reading(ctx)) {
             log::debug!("re-checking the vulkan clock failed: {e}");
         }
     }
@@ -92,52 +87,18 @@ impl GpuClock {
     }
 }
 
-/// A one-query timestamp pool, destroyed on drop.
-struct TimestampPool<'a>(vk::QueryPool, &'a Context);
-
-impl<'a> TimestampPool<'a> {
-    fn new(ctx: &'a Context) -> Result<Self, VkError> {
-        let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(1);
-        // SAFETY: valid device.
-        let pool = unsafe { ctx.device.create_query_pool(&info, None) }.call("vkCreateQueryPool")?;
-        Ok(TimestampPool(pool, ctx))
-    }
-}
-
-impl Drop for TimestampPool<'_> {
-    fn drop(&mut self) {
-        // SAFETY: every command buffer that used the pool has finished (one_shot waits for its
-        // fence).
-        unsafe { self.1.device.destroy_query_pool(self.0, None) };
-    }
-}
-
 /// One timestamp written on the idle queue, between the host clock when its command buffer's
 /// recording ended and once its fence said it ran.
-fn one_off_reading(ctx: &Arc<Context>, pool: vk::QueryPool) -> Result<OneOffReading, VkError> {
-    let d = &ctx.device;
-    let mut before_ns = 0;
-    ctx.one_shot(&[], |cmd| {
-        // SAFETY: recording into the one-shot command buffer; the pool is live.
-        unsafe {
-            d.cmd_reset_query_pool(cmd, pool, 0, 1);
-            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, pool, 0);
-        }
-        before_ns = host_now_ns();
-    })?;
-    let after_ns = host_now_ns();
-    let mut ticks = [0u64; 1];
-    // SAFETY: the command buffer finished (one_shot waited on its fence).
+fn one_off_reading(ctx: &Arc<Context>) -> Result<OneOffReading, VkError> {
+    // SAFETY: `one_shot` records into a command buffer of the graphics queue (it has
+    // timestamps: `GpuClock::new` checked), submits it and waits for its fence.
     unsafe {
-        d.get_query_pool_results(
-            pool,
-            0,
-            &mut ticks,
-            vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+        vkhip_profile::vulkan::one_off_timestamp(
+            &ctx.device,
+            |record| ctx.one_shot(&[], record),
+            |call, result| VkError::Call { call, result },
         )
     }
-    .call("vkGetQueryPoolResults")?;
-    Ok(OneOffReading { ticks: ticks[0], before_ns, after_ns })
 }
 
 #[cfg(test)]
@@ -161,8 +122,7 @@ mod tests {
             eprintln!("skipped: the queue has no timestamps");
             return;
         };
-        let pool = TimestampPool::new(&ctx).unwrap();
-        let r = one_off_reading(&ctx, pool.0).unwrap();
+        let r = one_off_reading(&ctx).unwrap();
         assert!(r.before_ns <= r.after_ns);
         let at = clock.to_host_ns(r.ticks);
         let slack = clock.info().accuracy_ns + 1_000;

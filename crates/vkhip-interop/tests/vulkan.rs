@@ -206,11 +206,11 @@ fn submitter_fills_without_waiting_and_finishes_on_drop() {
     let mut submitter = vkhip_interop::vulkan::Submitter::new(&device).expect("submitter");
     for round in 0..4u32 {
         for (i, b) in buffers.iter().enumerate() {
-            submitter.fill_buffer(b, round * 10 + i as u32, 1024, None, None, &mut |_, _| {}).expect("fill");
+            submitter.fill_buffer(b, round * 10 + i as u32, 1024, &[], None, &mut |_, _| {}).expect("fill");
         }
     }
     assert!(submitter.in_flight() <= 12);
-    let e = submitter.fill_buffer(&buffers[0], 0, 1025, None, None, &mut |_, _| {}).unwrap_err();
+    let e = submitter.fill_buffer(&buffers[0], 0, 1025, &[], None, &mut |_, _| {}).unwrap_err();
     assert!(e.to_string().contains("1025 words"), "{e}");
     submitter.finish().expect("finish");
     assert_eq!(submitter.in_flight(), 0);
@@ -219,7 +219,7 @@ fn submitter_fills_without_waiting_and_finishes_on_drop() {
         let want = (30 + i as u32).to_ne_bytes();
         assert!(bytes.chunks(4).all(|w| w == want), "buffer {i} holds the last round's fill");
     }
-    submitter.fill_buffer(&buffers[1], 7, 1, None, None, &mut |_, _| {}).expect("fill");
+    submitter.fill_buffer(&buffers[1], 7, 1, &[], None, &mut |_, _| {}).expect("fill");
     drop(submitter); // waits for the fill before the pool goes
     assert_eq!(&device.read_buffer(&buffers[1], None, None).expect("read")[..4], &7u32.to_ne_bytes());
 }

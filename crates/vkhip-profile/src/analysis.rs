@@ -15,8 +15,11 @@
 //! - **Scopes**: per (track, name) the duration's distribution (every depth).
 //! - **Frames**: frame time from consecutive [`FrameEnd`]s; per frame the GPU busy time, the
 //!   union of the intervals of its top-level scopes on GPU tracks (the frame number a scope was
-//!   recorded in). A frame is summed once every GPU track has moved past it (or [`OPEN_FRAMES`]
-//!   newer frames exist); a scope arriving later for it is counted as late, not added.
+//!   recorded in). A frame is summed once none of its items can still come: when the profiler
+//!   says so ([`Sink::resolved_below`], after every `end_frame`); fed by anything else, once
+//!   every GPU track (one that sent nothing yet included) has sent an item of a newer frame.
+//!   [`OPEN_FRAMES`] bounds the frames held open (memory); a scope arriving after its frame was
+//!   summed anyway is counted as late, not added.
 //!
 //! Every figure is an HDR histogram ([`Stat`]): memory does not grow with the run.
 
@@ -26,8 +29,9 @@ use crate::stats::{Figure, Stat};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-/// Frames kept open for late GPU scopes before they are summed anyway.
-pub const OPEN_FRAMES: usize = 64;
+/// Frames kept open for late GPU scopes before they are summed anyway: the profiler's horizon
+/// in frames, past which it drops a scope whose results have not come.
+pub const OPEN_FRAMES: usize = crate::profiler::HORIZON_FRAMES as usize + 1;
 /// Distinct (track, scope name) pairs with their own statistics; more are counted, not kept.
 pub const MAX_SCOPE_NAMES: usize = 256;
 /// Scope names listed as counting towards GPU busy.
@@ -281,6 +285,10 @@ impl Sink for Analysis {
         }
         self.last_end = Some(end);
     }
+
+    fn resolved_below(&mut self, frame: u64) {
+        self.busy.resolved_below(frame);
+    }
 }
 
 /// Per frame, the union of its top-level GPU scopes.
@@ -289,6 +297,8 @@ struct GpuBusy {
     /// Per track: whether it is a GPU track, and the newest frame it delivered an item of.
     gpu: Vec<bool>,
     latest: Vec<Option<u64>>,
+    /// What the feeder said is complete ([`Sink::resolved_below`]); once said, the only rule.
+    told: Option<u64>,
     open: BTreeMap<u64, Vec<(Ns, Ns)>>,
     /// Frames below this are summed.
     summed_below: u64,
@@ -319,9 +329,29 @@ impl GpuBusy {
                 }
             }
         }
-        // Every GPU track that delivered anything has moved past the frames below `done`.
-        let done =
-            (0..self.gpu.len()).filter(|&i| self.gpu[i]).filter_map(|i| self.latest[i]).min().unwrap_or(0);
+        self.sum_done();
+    }
+
+    fn resolved_below(&mut self, frame: u64) {
+        self.told = Some(self.told.map_or(frame, |f| f.max(frame)));
+        self.sum_done();
+    }
+
+    /// Frames below this have every item in: as told, or else every GPU track has sent an item
+    /// of a frame at least this new (a track that sent nothing yet holds every frame open).
+    fn done(&self) -> u64 {
+        if let Some(told) = self.told {
+            return told;
+        }
+        let mut tracks = self.gpu.iter().zip(&self.latest).filter(|(gpu, _)| **gpu).map(|(_, l)| *l);
+        tracks
+            .try_fold(u64::MAX, |done, latest| latest.map(|f| done.min(f)))
+            .filter(|&d| d != u64::MAX)
+            .unwrap_or(0)
+    }
+
+    fn sum_done(&mut self) {
+        let done = self.done();
         while let Some((&f, _)) = self.open.first_key_value() {
             if f < done || self.open.len() > OPEN_FRAMES {
                 self.sum_first();
@@ -366,6 +396,69 @@ fn union_ns(spans: &mut [(Ns, Ns)]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn scope(frame: u64, start_ns: u64, end_ns: u64) -> Item {
+        Item::Scope(crate::model::Scope {
+            name: "s".into(),
+            frame,
+            start_ns,
+            end_ns,
+            depth: 0,
+            accesses: vec![],
+        })
+    }
+
+    fn sync(frame: u64) -> Item {
+        Item::Sync(crate::model::Sync {
+            semaphore: SemaphoreId(0),
+            value: frame + 1,
+            kind: crate::model::SyncKind::Wait,
+            frame,
+            host_ns: None,
+        })
+    }
+
+    fn busy_of_two_gpu_tracks() -> GpuBusy {
+        GpuBusy { gpu: vec![true, true], latest: vec![None, None], ..GpuBusy::default() }
+    }
+
+    #[test]
+    fn a_gpu_track_that_sent_nothing_yet_holds_its_frames_open() {
+        let mut b = busy_of_two_gpu_tracks();
+        for f in 0..8 {
+            b.item(TrackId(0), &scope(f, f * 1000, f * 1000 + 10));
+        }
+        assert!(b.stat.figure().count == 0 && b.open.len() == 8);
+        // The second track's scopes of the same frames, 8 frames late: none is late.
+        for f in 0..8 {
+            b.item(TrackId(1), &scope(f, f * 1000 + 20, f * 1000 + 25));
+        }
+        b.finish();
+        assert_eq!((b.late, b.stat.figure().count, b.stat.figure().mean_ns), (0, 8, 15.0));
+    }
+
+    #[test]
+    fn once_told_what_is_complete_the_items_frames_do_not_decide() {
+        // A track sends a wait recorded in frame 1 before a scope recorded in frame 0 (a
+        // submission made after `end_frame`, of work recorded before it).
+        let mut b = busy_of_two_gpu_tracks();
+        b.resolved_below(0);
+        b.item(TrackId(1), &sync(1));
+        b.item(TrackId(0), &sync(1));
+        b.item(TrackId(0), &scope(0, 0, 10));
+        b.item(TrackId(1), &scope(0, 20, 30));
+        assert_eq!((b.late, b.stat.figure().count), (0, 0), "frame 0 waits to be told");
+        b.resolved_below(1);
+        assert_eq!((b.late, b.stat.figure().count, b.stat.figure().mean_ns), (0, 1, 20.0));
+        // Without being told, the frames of the items decide: frame 0 is summed as soon as both
+        // tracks sent an item of frame 1: with the first scope behind them, the second late.
+        let mut guess = busy_of_two_gpu_tracks();
+        guess.item(TrackId(1), &sync(1));
+        guess.item(TrackId(0), &sync(1));
+        guess.item(TrackId(0), &scope(0, 0, 10));
+        guess.item(TrackId(1), &scope(0, 20, 30));
+        assert_eq!((guess.late, guess.stat.figure().mean_ns), (1, 10.0));
+    }
 
     #[test]
     fn union_merges_overlaps_and_keeps_gaps() {

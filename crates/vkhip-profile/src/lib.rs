@@ -120,6 +120,7 @@
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 pub mod analysis;
+pub mod bound;
 pub mod check;
 pub mod clock;
 pub mod cuda;
@@ -136,6 +137,7 @@ pub mod stats;
 pub mod tracy;
 
 pub use analysis::{analyze, Analysis, Summary};
+pub use bound::{Bound, Budget};
 pub use check::{check, CheckReport, Checker, Counts, Rule, Violation};
 mod ring;
 pub mod vulkan;

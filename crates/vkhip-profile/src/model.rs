@@ -256,6 +256,11 @@ pub trait Sink {
     fn item(&mut self, track: TrackId, item: &Item);
     /// A frame ended on the host.
     fn frame_end(&mut self, end: FrameEnd);
+    /// Every item of the frames below `frame` has been sent (or dropped at the horizon): none
+    /// is still waiting for its results. The profiler says so after each
+    /// `Profiler::end_frame`; a sink that sums per frame sums on it rather than guessing from
+    /// the frames of the items it saw. Never decreases.
+    fn resolved_below(&mut self, _frame: u64) {}
 }
 
 /// A whole recorded timeline: what a trace file holds, and what the checker and the report read.
@@ -270,22 +275,24 @@ pub struct Timeline {
 }
 
 impl Timeline {
-    /// Feed everything to `sink`: names, then the tracks' items interleaved round-robin (any
-    /// interleaving is legal), then the frame ends.
+    /// Feed everything to `sink`: names, then the tracks' items interleaved frame by frame
+    /// (each track's in its program order: every track's items of the oldest frame not yet
+    /// sent, then the next frame's; an item recorded in an older frame behind a newer one of
+    /// its track waits for it), then the frame ends. Interleaving by frame, not by item count,
+    /// keeps the tracks together however many items a frame each has.
     pub fn replay(&self, sink: &mut dyn Sink) {
         sink.names(&self.names);
         let mut next = vec![0usize; self.items.len()];
-        loop {
-            let mut any = false;
+        // The oldest frame any track's next item belongs to.
+        let oldest = |next: &[usize]| {
+            self.items.iter().zip(next).filter_map(|(items, &n)| items.get(n)).map(Item::frame).min()
+        };
+        while let Some(frame) = oldest(&next) {
             for (t, items) in self.items.iter().enumerate() {
-                if let Some(item) = items.get(next[t]) {
+                while let Some(item) = items.get(next[t]).filter(|i| i.frame() <= frame) {
                     sink.item(TrackId(t as u32), item);
                     next[t] += 1;
-                    any = true;
                 }
-            }
-            if !any {
-                break;
             }
         }
         for end in &self.frame_ends {
@@ -383,6 +390,23 @@ mod tests {
         let mut copy = Timeline::default();
         tl.replay(&mut copy);
         assert_eq!(copy, tl);
+        // Frame by frame, not item by item: track a has three items a frame, b one.
+        struct Order(Vec<(u32, u64)>);
+        impl Sink for Order {
+            fn names(&mut self, _: &Names) {}
+            fn item(&mut self, t: TrackId, item: &Item) {
+                self.0.push((t.0, item.frame()));
+            }
+            fn frame_end(&mut self, _: FrameEnd) {}
+        }
+        let tl = Timeline {
+            names: tl.names.clone(),
+            items: vec![[0, 0, 0, 1, 1, 1].map(scope).to_vec(), vec![scope(0), scope(1)]],
+            ..Default::default()
+        };
+        let mut order = Order(Vec::new());
+        tl.replay(&mut order);
+        assert_eq!(order.0, [(0, 0), (0, 0), (0, 0), (1, 0), (0, 1), (0, 1), (0, 1), (1, 1)]);
         assert_eq!(Api::from_name("cuda"), Some(Api::Cuda));
         assert!(!Api::Host.is_gpu() && Api::Wgpu.is_gpu());
     }

@@ -192,6 +192,16 @@ pub(crate) enum Entry {
     Sync(Sync),
 }
 
+impl Entry {
+    /// The frame it was recorded in.
+    fn frame(&self) -> u64 {
+        match self {
+            Entry::Scope(s) => s.frame,
+            Entry::Sync(s) => s.frame,
+        }
+    }
+}
+
 /// A scope's times, once known.
 pub(crate) enum Resolved {
     Pending,
@@ -269,6 +279,8 @@ pub(crate) struct State {
     pub(crate) frame: u64,
     ready: Vec<(TrackId, Item)>,
     frame_ends: Vec<FrameEnd>,
+    /// Every item of the frames below this was resolved (or dropped): [`Sink::resolved_below`].
+    resolved_below: u64,
     edges: HashMap<(TrackId, TrackId), Edge>,
     /// The highest join value each host track waited for, per semaphore.
     joined: HashMap<(TrackId, SemaphoreId), u64>,
@@ -288,6 +300,7 @@ impl State {
             frame: 0,
             ready: Vec::new(),
             frame_ends: Vec::new(),
+            resolved_below: 0,
             edges: HashMap::new(),
             joined: HashMap::new(),
             host_tracks: 0,
@@ -637,7 +650,7 @@ impl Shared {
         let out = &mut *out;
         // The items and frame ends change hands by swapping buffers: both keep their capacity,
         // so a frame allocates nothing here. What was resolved is fed even when a read failed.
-        let (names, result) = {
+        let (names, result, resolved_below) = {
             let mut st = self.lock();
             let result = st.poll(self, last);
             let names =
@@ -647,7 +660,7 @@ impl Shared {
             if last {
                 st.finished = true;
             }
-            (names, result)
+            (names, result, st.resolved_below)
         };
         if let Some((names, version)) = names {
             out.names_sent = version;
@@ -674,6 +687,9 @@ impl Shared {
             if let Some(t) = &mut out.timeline {
                 t.frame_end(end);
             }
+        }
+        for sink in out.sinks.iter_mut() {
+            sink.resolved_below(resolved_below);
         }
         result
     }
@@ -766,6 +782,17 @@ impl State {
                 }
             }
         }
+        // What can still come: the frames of the entries still waiting (scopes recorded and
+        // not yet submitted included) and of whatever is recorded from now on.
+        let waiting = self.tracks.iter_mut().flat_map(|t| {
+            let staged = match &mut t.kind {
+                Kind::Gpu(g) => g.kind_staged().map(|s| s.iter().map(Entry::frame).min()),
+                Kind::Host => None,
+            };
+            t.entries.iter().map(Entry::frame).min().into_iter().chain(staged.flatten())
+        });
+        let below = waiting.min().map_or(frame, |f| f.min(frame));
+        self.resolved_below = self.resolved_below.max(below);
         // The clocks' stated accuracy, on every track they map.
         let vulkan_ns = shared.gpu.as_ref().map(|g| g.clock.accuracy_ns());
         for i in 0..self.tracks.len() {

@@ -1,11 +1,13 @@
 //! The text report: [`Summary`]'s and [`CheckReport`]'s `Display`.
 //!
 //! Ordered by what a reader can act on: the clock's accuracy (how far any figure can be
-//! trusted), the checker's verdict and its violations, frame time against the GPU's busy time,
-//! the hand-offs' *exposed* time (what a wait actually cost the waiter), and last the per-scope
+//! trusted), the checker's verdict and its violations, frame time against the GPU's busy time
+//! and what bounds the frame ([`crate::bound`]: GPU work, the hand-offs between GPU tracks, or
+//! the host; the GPU's limit counts the hand-offs), the hand-offs' *exposed* time (what a wait actually cost the waiter), and last the per-scope
 //! durations.
 
 use crate::analysis::Summary;
+use crate::bound::{Bound, Budget, GPU_SIDE_SHARE};
 use crate::check::{track_label, CheckReport};
 use crate::model::Api;
 use crate::stats::Figure;
@@ -71,6 +73,28 @@ impl fmt::Display for CheckReport {
     }
 }
 
+/// `bound by …: …` with the figures that show it.
+fn bound_line(b: &Budget) -> String {
+    let share = b.gpu_side_ns() / b.frame_ns * 100.0;
+    let figures = format!(
+        "GPU work {} + hand-offs between GPU tracks (exposed) {} = {} a frame, {share:.0}% of the mean frame ({})",
+        ms(b.gpu_work_ns as u64),
+        ms(b.handoffs_ns as u64),
+        ms(b.gpu_side_ns() as u64),
+        ms(b.frame_ns as u64),
+    );
+    let what = match b.bound {
+        Bound::Handoffs => "the hand-offs' exposed time (the GPU changing contexts)",
+        Bound::GpuWork => "GPU work",
+        Bound::Host => "the host",
+    };
+    let why = match b.bound {
+        Bound::Host => format!(" (the GPU side fills less than {:.0}% of it)", GPU_SIDE_SHARE * 100.0),
+        _ => String::new(),
+    };
+    format!("bound by {what}: {figures}{why}")
+}
+
 fn p50_p99(fig: &Figure, unit: fn(u64) -> String) -> String {
     format!("p50 {}, p99 {}", unit(fig.p50_ns), unit(fig.p99_ns))
 }
@@ -112,8 +136,19 @@ impl fmt::Display for Summary {
                     let share = self.gpu_busy.p50_ns as f64 / self.frame_time.p50_ns as f64 * 100.0;
                     write!(f, " = {share:.0}% of the median frame")?;
                 }
-                if self.gpu_busy.mean_ns > 0.0 {
-                    write!(f, "; the GPU's limit: {:.0} fps", 1e9 / self.gpu_busy.mean_ns)?;
+                if let Some(b) = self.budget() {
+                    write!(f, "; the GPU's limit: {:.0} fps", b.gpu_limit_fps())?;
+                    if b.handoffs_ns > 0.0 {
+                        write!(
+                            f,
+                            " counting the hand-offs between GPU tracks ({} work + {} exposed in hand-offs a frame; the work alone: {:.0} fps)",
+                            ms(b.gpu_work_ns as u64),
+                            ms(b.handoffs_ns as u64),
+                            1e9 / b.gpu_work_ns.max(1.0)
+                        )?;
+                    } else {
+                        write!(f, " (no hand-off between GPU tracks)")?;
+                    }
                 }
                 writeln!(f)?;
                 writeln!(
@@ -127,6 +162,9 @@ impl fmt::Display for Summary {
                         "  {} GPU scopes arrived after their frame was summed (not counted)",
                         self.late_scopes
                     )?;
+                }
+                if let Some(b) = self.budget() {
+                    writeln!(f, "{}", bound_line(&b))?;
                 }
             }
         }

@@ -292,6 +292,31 @@ pub(crate) fn device_clock(vk: &vulkan::Device) -> Result<GpuClock> {
 
 /// One timestamp written on `vk`'s idle queue between two host readings.
 pub(crate) fn one_off_reading(vk: &vulkan::Device) -> Result<OneOffReading> {
+    // SAFETY: `submit_one_shot` records into a command buffer of the device's queue family (it
+    // has timestamps: `device_clock` checked), submits it and waits for its fence.
+    unsafe {
+        one_off_timestamp(
+            vk.ash(),
+            |record| vk.submit_one_shot(&[], &[], record).map_err(Into::into),
+            |what, r| vkhip_interop::Error::vulkan(what, r).into(),
+        )
+    }
+}
+
+/// One timestamp written on an idle queue between two host readings, for
+/// [`GpuClock::one_off`]: a one-query pool of its own, reset and written at TOP_OF_PIPE in the
+/// command buffer that `submit` records (by calling the closure it is given), submits and waits
+/// for; the host clock is read when the recording ends and once `submit` returned. `vk_error`
+/// names a failed Vulkan call. The app's clock and the profiler's take it here.
+///
+/// # Safety
+/// `submit` records into a command buffer of `device` for a queue family with timestamps,
+/// submits it, and returns only once it has completed (or with an error, never submitted).
+pub unsafe fn one_off_timestamp<E>(
+    device: &ash::Device,
+    submit: impl FnOnce(&mut dyn FnMut(vk::CommandBuffer)) -> std::result::Result<(), E>,
+    vk_error: impl Fn(&'static str, vk::Result) -> E,
+) -> std::result::Result<OneOffReading, E> {
     struct Pool<'a>(&'a ash::Device, vk::QueryPool);
     impl Drop for Pool<'_> {
         fn drop(&mut self) {
@@ -299,35 +324,34 @@ pub(crate) fn one_off_reading(vk: &vulkan::Device) -> Result<OneOffReading> {
             unsafe { self.0.destroy_query_pool(self.1, None) };
         }
     }
-    let d = vk.ash();
     let info = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(1);
     // SAFETY: valid device.
     let pool = Pool(
-        d,
-        unsafe { d.create_query_pool(&info, None) }
-            .map_err(|r| vkhip_interop::Error::vulkan("vkCreateQueryPool", r))?,
+        device,
+        unsafe { device.create_query_pool(&info, None) }.map_err(|r| vk_error("vkCreateQueryPool", r))?,
     );
     let mut before_ns = 0;
-    vk.submit_one_shot(&[], &[], |cmd| {
-        // SAFETY: recording the one-shot command buffer; the pool is live.
+    submit(&mut |cmd| {
+        // SAFETY: recording the one-shot command buffer (this function's contract); the pool
+        // is live.
         unsafe {
-            d.cmd_reset_query_pool(cmd, pool.1, 0, 1);
-            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, pool.1, 0);
+            device.cmd_reset_query_pool(cmd, pool.1, 0, 1);
+            device.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, pool.1, 0);
         }
         before_ns = host_now_ns();
     })?;
     let after_ns = host_now_ns();
     let mut ticks = [0u64; 1];
-    // SAFETY: the command buffer finished (submit_one_shot waited for its fence).
+    // SAFETY: the command buffer completed (this function's contract).
     unsafe {
-        d.get_query_pool_results(
+        device.get_query_pool_results(
             pool.1,
             0,
             &mut ticks,
             vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
         )
     }
-    .map_err(|r| vkhip_interop::Error::vulkan("vkGetQueryPoolResults", r))?;
+    .map_err(|r| vk_error("vkGetQueryPoolResults", r))?;
     Ok(OneOffReading { ticks: ticks[0], before_ns, after_ns })
 }
 

@@ -168,3 +168,39 @@ fn the_sinks_can_move_to_another_thread() {
     send::<vkhip_profile::TraceRing>();
     send::<Box<dyn vkhip_profile::Sink + Send>>();
 }
+
+#[test]
+fn the_report_says_what_bounds_the_frame_and_counts_the_context_switches_in_the_limit() {
+    // Issue 39's engine at 350 µs a frame: 15 µs of GPU work, two hand-offs of 160 µs exposed.
+    let s = analyze(&engine(100, 350.0));
+    let b = s.budget().expect("frame times and GPU scopes");
+    assert_eq!((b.gpu_work_ns, b.handoffs_ns, b.frame_ns), (15_000.0, 320_000.0, 350_000.0));
+    assert_eq!(b.bound, vkhip_profile::Bound::Handoffs);
+    let text = s.to_string();
+    println!("{text}");
+    for needle in [
+        // 1 / 335 µs, and what the work alone would allow (1 / 15 µs).
+        "the GPU's limit: 2985 fps counting the hand-offs between GPU tracks (0.015 ms work + 0.320 ms exposed in hand-offs a frame; the work alone: 66667 fps)",
+        "bound by the hand-offs' exposed time (the GPU changing contexts): GPU work 0.015 ms + hand-offs between GPU tracks (exposed) 0.320 ms = 0.335 ms a frame, 96% of the mean frame (0.350 ms)",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+
+    // The same engine at 1000 µs a frame waits for the host.
+    let text = analyze(&engine(100, 1000.0)).to_string();
+    assert!(
+        text.contains("bound by the host: GPU work 0.015 ms + hand-offs between GPU tracks (exposed) 0.320 ms = 0.335 ms a frame, 34% of the mean frame (1.000 ms) (the GPU side fills less than 80% of it)"),
+        "{text}"
+    );
+
+    // The producer/consumer program with a long draw: 200 + 600 µs of work a frame; `written`
+    // exposed 50 µs in each of 100 frames, `read` 45 µs in 97: 93.65 µs a frame.
+    let s = analyze(&program(100, |_, fr| fr.draw = (350.0, 950.0)));
+    let b = s.budget().expect("a budget");
+    assert_eq!(b.bound, vkhip_profile::Bound::GpuWork);
+    assert_eq!(b.gpu_work_ns, 800_000.0);
+    assert!((b.handoffs_ns - 93_650.0).abs() < 1.0, "{b:?}");
+    let text = s.to_string();
+    assert!(text.contains("bound by GPU work: GPU work 0.800 ms + hand-offs between GPU tracks (exposed) 0.094 ms = 0.894 ms a frame, 89% of the mean frame (1.000 ms)"), "{text}");
+    assert!(text.contains("the GPU's limit: 1119 fps counting the hand-offs"), "{text}");
+}

@@ -137,3 +137,38 @@ fn a_host_only_profiler_refuses_gpu_tracks_and_a_disabled_one_records_nothing() 
     assert_eq!(off.frame(), 0);
     assert_eq!(*off.finish().expect("a no-op").timeline(), Timeline::default());
 }
+
+/// Keeps what `resolved_below` said, in order.
+struct Below(Arc<Mutex<Vec<u64>>>);
+
+impl Sink for Below {
+    fn names(&mut self, _: &Names) {}
+    fn item(&mut self, _: TrackId, _: &Item) {}
+    fn frame_end(&mut self, _: FrameEnd) {}
+    fn resolved_below(&mut self, frame: u64) {
+        self.0.lock().unwrap().push(frame);
+    }
+}
+
+#[test]
+fn sinks_are_told_which_frames_are_complete_and_a_scope_still_open_holds_its_frame() {
+    let said = Arc::new(Mutex::new(Vec::new()));
+    let prof = Profiler::host_only(Options::default(), vec![Box::new(Below(said.clone()))]);
+    let main = prof.host_thread("main");
+    {
+        let _short = main.scope("short");
+    }
+    prof.end_frame().unwrap(); // frame 0 is complete
+    let long = main.scope("long"); // recorded in frame 1, open across two frame ends
+    prof.end_frame().unwrap();
+    prof.end_frame().unwrap();
+    drop(long);
+    prof.end_frame().unwrap();
+    let capture = prof.finish().unwrap();
+    assert_eq!(capture.stats().lost, 0);
+    let said = said.lock().unwrap().clone();
+    // After each end_frame: 1; then 1 twice (the long scope of frame 1 is still open); then 4;
+    // `finish` says the same again.
+    assert_eq!(&said[..4], [1, 1, 1, 4], "{said:?}");
+    assert!(said.windows(2).all(|w| w[0] <= w[1]), "never decreases: {said:?}");
+}

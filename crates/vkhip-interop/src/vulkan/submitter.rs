@@ -104,14 +104,15 @@ impl Submitter {
     }
 
     /// Fill the first `words` 32-bit words of `buffer` with `value` between an acquire from and
-    /// a release to the compute API, waiting `wait` and signalling `signal`, calling `around`
-    /// at its [`Edge`]s; returns at once.
+    /// a release to the compute API, waiting for every `(semaphore, value)` of `waits` (at the
+    /// transfer stage) and signalling `signal`, calling `around` at its [`Edge`]s; returns at
+    /// once.
     pub fn fill_buffer(
         &mut self,
         buffer: &SharedBuffer,
         value: u32,
         words: u64,
-        wait: Option<(&SharedSemaphore, u64)>,
+        waits: &[(&SharedSemaphore, u64)],
         signal: Option<(&SharedSemaphore, u64)>,
         around: Around<'_>,
     ) -> Result<()> {
@@ -123,7 +124,7 @@ impl Submitter {
         }
         let d = self.device.inner.device.clone();
         let transfer = vk::PipelineStageFlags::TRANSFER;
-        let waits: Vec<Wait<'_>> = wait.map(|(s, v)| (s, v, transfer)).into_iter().collect();
+        let waits: Vec<Wait<'_>> = waits.iter().map(|&(s, v)| (s, v, transfer)).collect();
         let signals: Vec<_> = signal.into_iter().collect();
         let write = (transfer, vk::AccessFlags::TRANSFER_WRITE);
         self.submit(

@@ -18,7 +18,7 @@
 //! submit and poll [min, max over the rounds]; per N, split − merged frame time (median of per-round
 //! differences [min, max]): N − 1 more command buffers, and per buffer. N = 1 (same work) is the self-check.
 //!
-//!     cargo run --release -p vkhip-interop --features wgpu --example wgpu_submit_cost -- 300 7
+//!     cargo run --release -p vkhip-measure --features wgpu --bin wgpu_submit_cost -- 300 7
 //!
 //! `-- [FRAMES_PER_BLOCK] [ROUNDS]`: default 300 (at least 10) and 7 (1 to 100); any Vulkan adapter,
 //! lavapipe too. Exit codes: 0 done, 1 a failed call or bad argument, 2 no Vulkan adapter (one line).

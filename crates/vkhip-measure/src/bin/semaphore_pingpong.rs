@@ -14,7 +14,7 @@
 //! Then one long wait: a kernel holds the stream for `--hold-ms` before CUDA signals `a`, waited
 //! with `wait`, stream synchronisation and `wait_blocking`: wall time and CPU time.
 //!
-//!     cargo run --release -p vkhip-interop --example semaphore_pingpong -- \
+//!     cargo run --release -p vkhip-measure --bin semaphore_pingpong -- \
 //!         [--round-trips N] [--warmup N] [--rounds R] [--hold-ms MS]
 //!
 //! Exit codes: 0 all checked and the crate's wait within 2× of CUDA's stream synchronisation,

@@ -31,7 +31,7 @@
 //! the host's marks are mapped onto the GPU timer through a CUDA kernel that stamps it while the
 //! host brackets the launch. `--trace-out DIR` writes each traced run as CSV.
 //!
-//!     cargo run --release -p vkhip-interop --features wgpu --example wgpu_handoff_cost -- \
+//!     cargo run --release -p vkhip-measure --features wgpu --bin wgpu_handoff_cost -- \
 //!         [--grid WxH] [--k K] [--frames N] [--warmup N] [--rounds R] [--configs a,b,..] \
 //!         [--trace N] [--trace-out DIR] [--no-cuda]
 //!

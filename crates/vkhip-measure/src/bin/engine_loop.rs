@@ -1,0 +1,449 @@
+//! An engine's loop, profiled, and the report's GPU busy time checked against the union of its
+//! own scopes (issue 39's acceptance): per frame f, slot s = f mod K, Vulkan "renders" (fills
+//! buffer A[s]) and signals `rendered`; CUDA waits for it, filters A[s] into B[s] (B = 2A + 1)
+//! and signals `written`; Vulkan waits for that and copies spots of B[s] to a host buffer — two
+//! Vulkan ⇄ CUDA switches a frame, two Vulkan submissions, one queue. The host reads each slot's
+//! results K frames later, once its fence says the copy is done, and checks every spot.
+//!
+//! At the end it prints the profiler's report, then the report's GPU busy per frame next to the
+//! union of each frame's top-level GPU scopes computed here from the capture's timeline, and
+//! the late scopes: exit 1 unless they agree (same frame count, means within 1 ns) with none late.
+//!
+//!     cargo run --release -p vkhip-measure --bin engine_loop -- [--frames N] [--k K] [--size N]
+//!
+//! Exit codes: 0 the figures agree, the checker found no hazard and every value was right; 1 any
+//! of those failed (said on stdout) or a bad argument; 2 no usable CUDA device (one line on
+//! stderr); 3 any other failure.
+
+use ash::vk;
+use std::collections::BTreeMap;
+use std::error::Error;
+use std::ffi::c_void;
+use std::process::ExitCode;
+use vkhip_interop::cuda::{devices, Cuda};
+use vkhip_interop::vulkan::{Device, Importer, SharedBuffer, SharedSemaphore};
+use vkhip_interop::FrameStream;
+use vkhip_profile::model::{Item, Timeline};
+use vkhip_profile::{Options, Profiler, Submission};
+
+const NAME: &str = "engine_loop";
+const KERNEL: &str = r#"
+extern "C" __global__ void filter(const float* a, float* b, unsigned int n)
+{
+    const unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) b[i] = 2.0f * a[i] + 1.0f;
+}
+"#;
+/// Values the copy reads per frame, which the host checks.
+const SPOTS: u32 = 64;
+
+fn main() -> ExitCode {
+    env_logger::init();
+    match run() {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) if e.is::<ArgError>() => {
+            eprintln!("{NAME}: error: {e}");
+            ExitCode::from(1)
+        }
+        Err(e) if vkhip_profile::is_environment(e.as_ref()) => {
+            eprintln!("{NAME}: no usable CUDA device: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("{NAME}: error: {e}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+#[derive(Debug)]
+struct ArgError(String);
+
+impl std::fmt::Display for ArgError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Error for ArgError {}
+
+struct Args {
+    frames: u64,
+    k: u64,
+    size: u32,
+}
+
+fn args() -> Result<Args, ArgError> {
+    let mut a = Args { frames: 600, k: 2, size: 256 };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let value = it.next().ok_or_else(|| ArgError(format!("{arg} needs a value")))?;
+        let number =
+            |lo: u64, hi: u64| {
+                value.parse::<u64>().ok().filter(|n| (lo..=hi).contains(n)).ok_or_else(|| {
+                    ArgError(format!("{arg} {value:?}: expected a whole number in {lo}..={hi}"))
+                })
+            };
+        match arg.as_str() {
+            "--frames" => a.frames = number(10, 10_000_000)?,
+            "--k" => a.k = number(1, 8)?,
+            "--size" => a.size = number(16, 8192)? as u32,
+            _ => return Err(ArgError(format!("unknown argument {arg:?}"))),
+        }
+    }
+    Ok(a)
+}
+
+fn run() -> Result<bool, Box<dyn Error>> {
+    let args = args()?;
+    let uuids: Vec<[u8; 16]> = devices()?.iter().map(|d| d.uuid).collect();
+    let vk = Device::open(&uuids, Importer::Cuda)?;
+    let cuda = Cuda::open(vk.uuid())?;
+    println!("vulkan: {}\ncuda:   {}", vk.describe(), cuda.describe());
+    let (k, n) = (args.k as usize, args.size * args.size);
+    let bytes = u64::from(n) * 4;
+    let a: Vec<SharedBuffer> = (0..k).map(|_| vk.shared_buffer(bytes)).collect::<Result<_, _>>()?;
+    let b: Vec<SharedBuffer> = (0..k).map(|_| vk.shared_buffer(bytes)).collect::<Result<_, _>>()?;
+    let (rendered, written) = (vk.shared_timeline(0)?, vk.shared_timeline(0)?);
+    let ca = a.iter().map(|x| cuda.import_buffer(x.export()?)).collect::<Result<Vec<_>, _>>()?;
+    let cb = b.iter().map(|x| cuda.import_buffer(x.export()?)).collect::<Result<Vec<_>, _>>()?;
+    let (c_rendered, c_written) =
+        (cuda.import_timeline(rendered.export()?)?, cuda.import_timeline(written.export()?)?);
+    let kernel = cuda.compile(KERNEL, "filter")?;
+    let slots = Slots::new(&vk, k)?;
+
+    let prof = Profiler::new(&vk, Options::default())?;
+    let (queue, stream, host) =
+        (prof.vulkan_queue("graphics")?, prof.cuda_stream("filter", &cuda)?, prof.host_thread("main"));
+    let p_a: Vec<_> = (0..k).map(|s| prof.resource(format!("A[{s}]"))).collect();
+    let p_b: Vec<_> = (0..k).map(|s| prof.resource(format!("B[{s}]"))).collect();
+    let p_spots: Vec<_> = (0..k).map(|s| prof.resource(format!("spots[{s}]"))).collect();
+    let (p_rendered, p_written) = (prof.semaphore("rendered"), prof.semaphore("written"));
+    let mut copies = vec![Submission::default(); k];
+    let mut wrong = 0u64;
+    let transfer = vk::PipelineStageFlags::TRANSFER;
+    for f in 0..args.frames {
+        let s = (f % args.k) as usize;
+        let v = f + 1;
+        // The host: slot s's results of frame f − K, read now that its copy is done.
+        if f >= args.k {
+            slots.wait(s)?;
+            queue.waited(copies[s]);
+            let _check = host.scope("check").reads(&p_spots[s]);
+            wrong += u64::from(!slots.check(s, f - args.k));
+        }
+        // Vulkan renders A[s] (after the filter of frame f − K read it), signals `rendered`.
+        let reuse = (f >= args.k).then(|| f + 1 - args.k);
+        let cmd = slots.begin(s, 0)?;
+        {
+            // SAFETY: `cmd` records until `submit` ends it, after this scope.
+            let _render = unsafe { queue.scope(cmd, "render") }.writes(&p_a[s]);
+            // SAFETY: `cmd` is recording, for the device's queue family; A[s] holds n floats.
+            unsafe {
+                a[s].cmd_acquire(cmd, (transfer, vk::AccessFlags::TRANSFER_WRITE));
+                vk.ash().cmd_fill_buffer(cmd, a[s].buffer(), 0, bytes, value(f).to_bits());
+                a[s].cmd_release(cmd, (transfer, vk::AccessFlags::TRANSFER_WRITE));
+            }
+        }
+        let waits: Vec<_> = reuse.map(|w| (&written, w)).into_iter().collect();
+        slots.submit(s, 0, &waits, &[(&rendered, v)], false)?;
+        let p_waits: Vec<_> = reuse.map(|w| (&p_written, w)).into_iter().collect();
+        queue.submitted(&p_waits, &[(&p_rendered, v)]);
+
+        // CUDA filters A[s] into B[s] once Vulkan rendered it, signals `written`.
+        cuda.wait(&c_rendered, v)?;
+        stream.wait(&p_rendered, v);
+        {
+            let _filt = stream.scope("filt")?.reads(&p_a[s]).writes(&p_b[s]);
+            let (mut src, mut dst, mut count) = (ca[s].device_ptr(), cb[s].device_ptr(), n);
+            let mut params = [
+                (&mut src as *mut u64).cast::<c_void>(),
+                (&mut dst as *mut u64).cast::<c_void>(),
+                (&mut count as *mut u32).cast::<c_void>(),
+            ];
+            // SAFETY: `filter(const float*, float*, unsigned int)` loaded through `cuda`: one
+            // pointer per parameter, in order; both buffers map n floats and outlive the stream's
+            // work.
+            unsafe { cuda.launch(&kernel, [n.div_ceil(256), 1, 1], [256, 1, 1], &mut params) }?;
+        }
+        cuda.signal(&c_written, v)?;
+        stream.signal(&p_written, v);
+
+        // Vulkan copies spots of B[s] to the host once CUDA wrote it; the slot's fence.
+        let cmd = slots.begin(s, 1)?;
+        {
+            // SAFETY: `cmd` records until `submit` ends it, after this scope.
+            let _copy = unsafe { queue.scope(cmd, "copy") }.reads(&p_b[s]).writes(&p_spots[s]);
+            // SAFETY: `cmd` is recording; B[s] holds n floats.
+            unsafe { slots.record_copy(cmd, s, &b[s], n) };
+        }
+        slots.submit(s, 1, &[(&written, v)], &[], true)?;
+        copies[s] = queue.submitted(&[(&p_written, v)], &[]);
+        prof.end_frame()?;
+    }
+    for f in args.frames.saturating_sub(args.k)..args.frames {
+        let s = (f % args.k) as usize;
+        slots.wait(s)?;
+        wrong += u64::from(!slots.check(s, f));
+    }
+    cuda.synchronize()?;
+    stream.synchronized();
+    drop((queue, stream, host));
+
+    let capture = prof.finish()?;
+    let report = capture.report();
+    println!("{report}");
+    let union = union_per_frame(capture.timeline());
+    let mean = union.values().sum::<u64>() as f64 / union.len().max(1) as f64;
+    let busy = &report.gpu_busy;
+    let agree =
+        busy.count == union.len() as u64 && (busy.mean_ns - mean).abs() < 1.0 && report.late_scopes == 0;
+    println!(
+        "{NAME}: K = {}, {} frames: the report's GPU busy per frame mean {:.3} µs over {} frames, {} scopes late; the union of each frame's top-level GPU scopes mean {:.3} µs over {} frames: {}",
+        args.k,
+        args.frames,
+        busy.mean_ns / 1e3,
+        busy.count,
+        report.late_scopes,
+        mean / 1e3,
+        union.len(),
+        if agree { "equal" } else { "DIFFERENT" }
+    );
+    println!("values: {wrong} of {} frames wrong", args.frames);
+    let clean = report.check.is_clean();
+    Ok(agree && clean && wrong == 0)
+}
+
+/// What frame f renders (exact in f32).
+fn value(f: u64) -> f32 {
+    (f % 4096) as f32
+}
+
+/// Per frame, the length of the union of its top-level scopes on GPU tracks (ns), from the
+/// timeline itself: the intervals sorted by start, merged as they overlap.
+fn union_per_frame(tl: &Timeline) -> BTreeMap<u64, u64> {
+    let mut spans: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
+    for (t, items) in tl.items.iter().enumerate() {
+        if !tl.names.tracks.get(t).is_some_and(|t| t.api.is_gpu()) {
+            continue;
+        }
+        for item in items {
+            if let Item::Scope(s) = item {
+                if s.depth == 0 {
+                    spans.entry(s.frame).or_default().push((s.start_ns, s.end_ns));
+                }
+            }
+        }
+    }
+    spans
+        .into_iter()
+        .map(|(f, mut v)| {
+            v.sort_unstable();
+            let (mut total, mut open) = (0, None::<(u64, u64)>);
+            for (a, b) in v {
+                open = match open {
+                    Some((oa, ob)) if a <= ob => Some((oa, ob.max(b))),
+                    Some((oa, ob)) => {
+                        total += ob - oa;
+                        Some((a, b))
+                    }
+                    None => Some((a, b)),
+                };
+            }
+            (f, total + open.map_or(0, |(a, b)| b - a))
+        })
+        .collect()
+}
+
+/// Per slot: the render and copy command buffers, the copy's fence, and the host buffer the
+/// copy writes the spots into.
+struct Slots {
+    vk: Device,
+    queue: vk::Queue,
+    pool: vk::CommandPool,
+    cmds: Vec<[vk::CommandBuffer; 2]>,
+    fences: Vec<vk::Fence>,
+    buffers: Vec<vk::Buffer>,
+    memory: Vec<vk::DeviceMemory>,
+    spots: Vec<*const f32>,
+}
+
+impl Slots {
+    fn new(vk: &Device, k: usize) -> Result<Slots, Box<dyn Error>> {
+        let d = vk.ash();
+        let info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(vk.queue_family())
+            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+        // SAFETY: the crate's device; queue 0 of its family exists.
+        let (queue, pool) =
+            unsafe { (d.get_device_queue(vk.queue_family(), 0), d.create_command_pool(&info, None)?) };
+        let mut slots = Slots {
+            vk: vk.clone(),
+            queue,
+            pool,
+            cmds: Vec::new(),
+            fences: Vec::new(),
+            buffers: Vec::new(),
+            memory: Vec::new(),
+            spots: Vec::new(),
+        };
+        // SAFETY: the memory properties of the device's own physical device.
+        let props = unsafe { vk.instance().get_physical_device_memory_properties(vk.physical()) };
+        for _ in 0..k {
+            let alloc = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(2);
+            let fence = vk::FenceCreateInfo::default().flags(vk::FenceCreateFlags::SIGNALED);
+            let buffer = vk::BufferCreateInfo::default()
+                .size(u64::from(SPOTS) * 4)
+                .usage(vk::BufferUsageFlags::TRANSFER_DST);
+            // SAFETY: live device and pool; each handle lands in `slots` at once, so Drop
+            // destroys whatever was made if a later call fails.
+            unsafe {
+                let cmds = d.allocate_command_buffers(&alloc)?;
+                slots.cmds.push([cmds[0], cmds[1]]);
+                slots.fences.push(d.create_fence(&fence, None)?);
+                let buffer = d.create_buffer(&buffer, None)?;
+                slots.buffers.push(buffer);
+                let need = d.get_buffer_memory_requirements(buffer);
+                let host = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+                let ty = (0..props.memory_type_count)
+                    .find(|&i| {
+                        need.memory_type_bits & (1 << i) != 0
+                            && props.memory_types[i as usize].property_flags.contains(host)
+                    })
+                    .ok_or("no host-visible memory")?;
+                let info = vk::MemoryAllocateInfo::default().allocation_size(need.size).memory_type_index(ty);
+                let memory = d.allocate_memory(&info, None)?;
+                slots.memory.push(memory);
+                d.bind_buffer_memory(buffer, memory, 0)?;
+                let p = d.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())?;
+                slots.spots.push(p.cast::<f32>());
+            }
+        }
+        Ok(slots)
+    }
+
+    /// Wait on the host until slot `s`'s copy finished.
+    fn wait(&self, s: usize) -> Result<(), Box<dyn Error>> {
+        // SAFETY: a fence of this device.
+        unsafe { self.vk.ash().wait_for_fences(&[self.fences[s]], true, 10_000_000_000) }?;
+        Ok(())
+    }
+
+    /// Whether slot `s` holds frame `f`'s filtered values (its fence waited for).
+    fn check(&self, s: usize, f: u64) -> bool {
+        let want = 2.0 * value(f) + 1.0;
+        (0..SPOTS as usize).all(|j| {
+            // SAFETY: SPOTS floats of mapped, coherent memory; the copy that wrote them finished
+            // (the caller waited for the slot's fence).
+            unsafe { self.spots[s].add(j).read_volatile() == want }
+        })
+    }
+
+    /// Begin slot `s`'s command buffer `which` (0 render, 1 copy); both finished (the slot's
+    /// fence was waited for, and a fence covers everything submitted before it).
+    fn begin(&self, s: usize, which: usize) -> Result<vk::CommandBuffer, Box<dyn Error>> {
+        let cmd = self.cmds[s][which];
+        let info = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: the command buffer's last submission finished (see above).
+        unsafe { self.vk.ash().begin_command_buffer(cmd, &info) }?;
+        Ok(cmd)
+    }
+
+    /// Record the copy of SPOTS spread values of `b` (n floats) to slot `s`'s host buffer.
+    ///
+    /// # Safety
+    /// `cmd` is slot `s`'s copy command buffer, recording; `b` holds n floats.
+    unsafe fn record_copy(&self, cmd: vk::CommandBuffer, s: usize, b: &SharedBuffer, n: u32) {
+        let transfer = vk::PipelineStageFlags::TRANSFER;
+        let stride = n / SPOTS;
+        let regions: Vec<vk::BufferCopy> = (0..SPOTS)
+            .map(|j| vk::BufferCopy {
+                src_offset: u64::from(j * stride) * 4,
+                dst_offset: u64::from(j) * 4,
+                size: 4,
+            })
+            .collect();
+        let to_host = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+            .dst_access_mask(vk::AccessFlags::HOST_READ);
+        let d = self.vk.ash();
+        // SAFETY: per this function's contract.
+        unsafe {
+            b.cmd_acquire(cmd, (transfer, vk::AccessFlags::TRANSFER_READ));
+            d.cmd_copy_buffer(cmd, b.buffer(), self.buffers[s], &regions);
+            d.cmd_pipeline_barrier(
+                cmd,
+                transfer,
+                vk::PipelineStageFlags::HOST,
+                vk::DependencyFlags::empty(),
+                &[to_host],
+                &[],
+                &[],
+            );
+            b.cmd_release(cmd, (transfer, vk::AccessFlags::empty()));
+        }
+    }
+
+    /// End slot `s`'s command buffer `which` and submit it (waits at the transfer stage); with
+    /// `fence`, the slot's fence signals when it is done.
+    fn submit(
+        &self,
+        s: usize,
+        which: usize,
+        waits: &[(&SharedSemaphore, u64)],
+        signals: &[(&SharedSemaphore, u64)],
+        fence: bool,
+    ) -> Result<(), Box<dyn Error>> {
+        let d = self.vk.ash();
+        let wait_sems: Vec<_> = waits.iter().map(|w| w.0.handle()).collect();
+        let wait_values: Vec<_> = waits.iter().map(|w| w.1).collect();
+        let stages = vec![vk::PipelineStageFlags::TRANSFER; waits.len()];
+        let signal_sems: Vec<_> = signals.iter().map(|w| w.0.handle()).collect();
+        let signal_values: Vec<_> = signals.iter().map(|w| w.1).collect();
+        let mut values = vk::TimelineSemaphoreSubmitInfo::default()
+            .wait_semaphore_values(&wait_values)
+            .signal_semaphore_values(&signal_values);
+        let cmds = [self.cmds[s][which]];
+        let submit = vk::SubmitInfo::default()
+            .wait_semaphores(&wait_sems)
+            .wait_dst_stage_mask(&stages)
+            .command_buffers(&cmds)
+            .signal_semaphores(&signal_sems)
+            .push_next(&mut values);
+        let fence = if fence { self.fences[s] } else { vk::Fence::null() };
+        // SAFETY: the command buffer is recording; the fence (when given) was waited for; only
+        // this thread submits to the queue.
+        unsafe {
+            d.end_command_buffer(cmds[0])?;
+            if fence != vk::Fence::null() {
+                d.reset_fences(&[fence])?;
+            }
+            d.queue_submit(self.queue, &[submit], fence)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Slots {
+    fn drop(&mut self) {
+        let d = self.vk.ash();
+        // SAFETY: the queue is idle first (every submission done); then each object of ours is
+        // destroyed once.
+        unsafe {
+            if let Err(e) = d.queue_wait_idle(self.queue) {
+                log::warn!("{NAME}: waiting for the queue before teardown failed: {e}");
+            }
+            for &f in &self.fences {
+                d.destroy_fence(f, None);
+            }
+            for &b in &self.buffers {
+                d.destroy_buffer(b, None);
+            }
+            for &m in &self.memory {
+                d.free_memory(m, None);
+            }
+            d.destroy_command_pool(self.pool, None);
+        }
+    }
+}
