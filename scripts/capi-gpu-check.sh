@@ -25,7 +25,9 @@
 #
 # Prints one row per check last (also OUTDIR/summary.txt); logs and traces in OUTDIR. Exits 1 if
 # a row failed, 2 for bad usage. Each run is limited to CAPI_TIMEOUT seconds (default 180). Needs
-# bash, coreutils, grep, cc; the Vulkan loader and the validation layer where the loader finds them.
+# bash, coreutils, grep, cc; the Vulkan loader and the validation layer where the loader finds them;
+# libnvrtc where the loader finds it, or in the CUDA toolkit's or NVIDIA's pip wheels' directories
+# (scripts/lib/nvrtc.sh).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -56,6 +58,8 @@ limit=${CAPI_TIMEOUT:-180}
 frames=${CAPI_FRAMES:-600}
 # shellcheck source=scripts/validation-layer.sh
 . "$here/scripts/validation-layer.sh"
+# shellcheck source=scripts/lib/nvrtc.sh
+. "$here/scripts/lib/nvrtc.sh"
 
 failures=0
 lines=()
@@ -130,6 +134,7 @@ fi
 
 {
     echo "== capi-gpu-check: $(date -u +%FT%TZ), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
+    echo "$NVRTC_NOTE"
     printf '%s\n' "${lines[@]}"
     echo "$((${#lines[@]} - failures)) passed, $failures failed"
 } | tee "$out/summary.txt"
