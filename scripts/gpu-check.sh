@@ -126,38 +126,11 @@ status_of() {
 }
 
 # --- NVRTC ---------------------------------------------------------------------------------------
-# The backend dlopens libnvrtc.so(.13|.12) by name. If neither the loader cache nor LD_LIBRARY_PATH
-# has it, look where the CUDA toolkit and NVIDIA's pip wheels put it, and add that directory.
-nvrtc_note="libnvrtc: found by the loader"
-nvrtc_visible() {
-    local dir
-    if command -v ldconfig >/dev/null 2>&1 && ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so'; then
-        return 0
-    fi
-    local IFS=:
-    for dir in ${LD_LIBRARY_PATH:-}; do
-        if [ -n "$dir" ] && compgen -G "$dir/libnvrtc.so*" >/dev/null; then
-            return 0
-        fi
-    done
-    return 1
-}
-if ! nvrtc_visible; then
-    nvrtc_note="libnvrtc: NOT FOUND (the cuda checks will report it)"
-    for lib in /usr/local/cuda/lib64/libnvrtc.so.1[23] /usr/local/cuda-1[23]*/lib64/libnvrtc.so.1[23] \
-        /usr/local/lib/python3*/dist-packages/nvidia/cu13/lib/libnvrtc.so.13 \
-        /usr/local/lib/python3*/site-packages/nvidia/cu13/lib/libnvrtc.so.13 \
-        "${HOME:-}"/.local/lib/python3*/site-packages/nvidia/cu13/lib/libnvrtc.so.13 \
-        /usr/local/lib/python3*/dist-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 \
-        /usr/local/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 \
-        "${HOME:-}"/.local/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12; do
-        if [ -e "$lib" ]; then
-            export LD_LIBRARY_PATH="${lib%/*}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-            nvrtc_note="libnvrtc: ${lib} (directory added to LD_LIBRARY_PATH)"
-            break
-        fi
-    done
-fi
+# The backend dlopens libnvrtc.so(.13|.12) by name: found by the loader, on LD_LIBRARY_PATH, or
+# where the CUDA toolkit and NVIDIA's pip wheels put it (that directory then added).
+# shellcheck source=scripts/lib/nvrtc.sh
+. "$(dirname "$0")/lib/nvrtc.sh"
+nvrtc_note=$NVRTC_NOTE
 
 # --- environment (a log, not a check) ----------------------------------------------------------
 {

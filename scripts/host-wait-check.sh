@@ -49,31 +49,10 @@ reps=${HOST_WAIT_REPS:-3}
 . "$(dirname "$0")/lib/stats.sh"
 
 # libnvrtc: the loader's, LD_LIBRARY_PATH's, or the first in the CUDA toolkit's and NVIDIA's pip
-# wheels' usual directories (as scripts/gpu-check.sh).
-nvrtc_note="libnvrtc: found by the loader or LD_LIBRARY_PATH"
-nvrtc_visible() {
-    local d
-    ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so' && return 0
-    local IFS=:
-    for d in ${LD_LIBRARY_PATH:-}; do
-        [ -n "$d" ] && compgen -G "$d/libnvrtc.so*" >/dev/null && return 0
-    done
-    return 1
-}
-if ! nvrtc_visible; then
-    nvrtc_note="libnvrtc: NOT FOUND (the runs will report it)"
-    for lib in /usr/local/cuda/lib64/libnvrtc.so.1[23] /usr/local/cuda-1[23]*/lib64/libnvrtc.so.1[23] \
-        /usr/local/lib/python3*/{dist,site}-packages/nvidia/cu13/lib/libnvrtc.so.13 \
-        "${HOME:-}"/.local/lib/python3*/site-packages/nvidia/cu13/lib/libnvrtc.so.13 \
-        /usr/local/lib/python3*/{dist,site}-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 \
-        "${HOME:-}"/.local/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12; do
-        if [ -e "$lib" ]; then
-            export LD_LIBRARY_PATH="${lib%/*}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-            nvrtc_note="libnvrtc: $lib (directory added to LD_LIBRARY_PATH)"
-            break
-        fi
-    done
-fi
+# wheels' usual directories.
+# shellcheck source=scripts/lib/nvrtc.sh
+. "$(dirname "$0")/lib/nvrtc.sh"
+nvrtc_note=$NVRTC_NOTE
 
 rows=() # "name|result|figure"
 failures=0

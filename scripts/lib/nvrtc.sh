@@ -3,8 +3,7 @@
 #     . "$(dirname "$0")/lib/nvrtc.sh"
 # The crates dlopen libnvrtc.so(.13|.12) by name. If neither the loader cache nor LD_LIBRARY_PATH
 # has it, the first found where the CUDA toolkit and NVIDIA's pip wheels put it has its directory
-# added to LD_LIBRARY_PATH. NVRTC_NOTE says which, in one line. (scripts/gpu-check.sh and
-# scripts/host-wait-check.sh do the same inline.)
+# added to LD_LIBRARY_PATH. NVRTC_NOTE says which, in one line.
 
 # NVRTC_NOTE is read by the scripts that source this one.
 # shellcheck disable=SC2034
