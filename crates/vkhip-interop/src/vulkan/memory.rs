@@ -39,6 +39,8 @@ pub(crate) struct Allocation {
     /// `VkMemoryRequirements::size`: what an importer imports.
     pub(crate) size: u64,
     pub(crate) dedicated: bool,
+    /// The memory type's index.
+    pub(crate) ty: u32,
 }
 
 /// One of the device's allocations, taken by [`reserve`] once the allocation fits the device's
@@ -161,7 +163,7 @@ pub(crate) fn allocate_exportable(
         "vulkan: exportable allocation of {} bytes, memory type {ty}, dedicated {dedicated}",
         req.size
     );
-    Ok(Allocation { memory, size: req.size, dedicated })
+    Ok(Allocation { memory, size: req.size, dedicated, ty })
 }
 
 /// Bind fresh `memory` to `owner` at offset 0; on failure free it (nothing else uses it).
@@ -244,7 +246,7 @@ pub(crate) fn import(
     })?;
     reserved.made();
     bind_or_free(device, owner, imported)?;
-    Ok(Allocation { memory: imported, size, dedicated })
+    Ok(Allocation { memory: imported, size, dedicated, ty })
 }
 
 #[cfg(test)]

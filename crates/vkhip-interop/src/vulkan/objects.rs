@@ -80,9 +80,13 @@ impl Device {
         let buffer =
             unsafe { d.create_buffer(&info, None) }.map_err(|r| Error::vulkan("vkCreateBuffer", r))?;
         match allocate_exportable(&self.inner, Owner::Buffer(buffer), export_dedicated_only, &what) {
-            Ok(allocation) => {
-                Ok(SharedBuffer { buffer, size: bytes, allocation, device: self.inner.clone() })
-            }
+            Ok(allocation) => Ok(SharedBuffer {
+                buffer,
+                size: bytes,
+                allocation,
+                mapped: std::sync::Mutex::new(None),
+                device: self.inner.clone(),
+            }),
             Err(e) => {
                 // SAFETY: the buffer was never bound or used.
                 unsafe { d.destroy_buffer(buffer, None) };
@@ -315,6 +319,9 @@ pub struct SharedBuffer {
     buffer: vk::Buffer,
     size: u64,
     allocation: Allocation,
+    /// The host mapping's address, once [`SharedBuffer::host_ptr`] made it (unmapped when the
+    /// memory is freed).
+    mapped: std::sync::Mutex<Option<usize>>,
     device: Arc<Inner>,
 }
 
@@ -347,6 +354,30 @@ impl SharedBuffer {
     /// The allocation's size (≥ [`Self::size`]): what an importer imports.
     pub fn allocation_size(&self) -> u64 {
         self.allocation.size
+    }
+
+    /// The buffer's [`Self::size`] bytes mapped for the host, where the device put it in
+    /// host-visible, coherent memory (lavapipe's only kind; a GPU's device-local memory usually
+    /// is not): `None` otherwise. Mapped on the first call, for as long as the buffer lives. The
+    /// host reads what Vulkan wrote once a barrier to the host stage and a wait on the work made
+    /// it visible, and writes what Vulkan reads before the submission that reads it.
+    pub fn host_ptr(&self) -> Result<Option<*mut u8>> {
+        let flags = self.device.memory_properties.memory_types[self.allocation.ty as usize].property_flags;
+        if !flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT) {
+            return Ok(None);
+        }
+        let mut mapped = self.mapped.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(address) = *mapped {
+            return Ok(Some(address as *mut u8));
+        }
+        // SAFETY: host-visible memory of this device, not mapped yet (the lock above keeps it to
+        // one mapping); the range is the buffer's, at offset 0 of its allocation.
+        let ptr = unsafe {
+            self.device.device.map_memory(self.allocation.memory, 0, self.size, vk::MemoryMapFlags::empty())
+        }
+        .map_err(|r| Error::vulkan("vkMapMemory", r))?;
+        *mapped = Some(ptr as usize);
+        Ok(Some(ptr.cast()))
     }
 
     /// Record the acquire from the compute API, before Vulkan's first access after the compute
