@@ -557,6 +557,19 @@ pub enum PresentMode {
     Immediate,
 }
 
+/// A parse error as `vkhip` reports it: one line naming the problem (with the accepted values,
+/// if clap lists them), not clap's usage block, without clap's `error: `.
+pub fn error_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let line: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect();
+    line.join(" ").trim_start_matches("error: ").to_string()
+}
+
 /// A usage mistake found after parsing (exit code 2).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]

@@ -18,6 +18,7 @@ pub mod app;
 pub mod camera;
 pub mod cli;
 pub mod compute;
+pub mod embed;
 pub mod fault;
 pub mod image;
 pub mod output;

@@ -25,17 +25,7 @@ fn main() -> ExitCode {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
-            // One line naming the problem (with the accepted values, if clap lists them), not
-            // clap's usage block.
-            let text = e.to_string();
-            let line: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
-                .filter(|l| !l.is_empty())
-                .collect();
-            let line = line.join(" ");
-            vkhip::errln!("vkhip: error: {} (see vkhip --help)", line.trim_start_matches("error: "));
+            vkhip::errln!("vkhip: error: {} (see vkhip --help)", vkhip::cli::error_line(&e));
             return ExitCode::from(2);
         }
     };

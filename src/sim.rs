@@ -107,12 +107,15 @@ pub struct WaveParams {
     pub phase: f32,
     pub amplitude: f32,
     pub frequency: f32,
+    /// The simulation time these parameters are for, seconds (the phase comes from it; no
+    /// kernel reads it; a caller's own writer gets it).
+    pub time: f64,
 }
 
 impl WaveParams {
     /// The parameters for simulation time `t` seconds.
     pub fn at_time(grid: Grid, t: f64) -> Self {
-        WaveParams { grid, phase: phase_for_time(t), amplitude: AMPLITUDE, frequency: FREQUENCY }
+        WaveParams { grid, phase: phase_for_time(t), amplitude: AMPLITUDE, frequency: FREQUENCY, time: t }
     }
 }
 
@@ -240,7 +243,13 @@ mod tests {
     #[test]
     fn reference_hits_known_values() {
         let grid = Grid { width: 3, height: 3 };
-        let p = WaveParams { grid, phase: 0.0, amplitude: 1.0, frequency: std::f32::consts::FRAC_PI_2 };
+        let p = WaveParams {
+            grid,
+            phase: 0.0,
+            amplitude: 1.0,
+            frequency: std::f32::consts::FRAC_PI_2,
+            time: 0.0,
+        };
         let mut out = vec![0.0; 9];
         fill_reference(&p, &mut out);
         // corner (0,0): u = v = -1 → sin(-π/2)·cos(-π/2) = -1 · 0

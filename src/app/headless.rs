@@ -28,7 +28,7 @@
 use super::frame::{compute_and_draw, flush_post, interrupted, throttle, Clock, DrawTarget, PostTarget};
 use super::profiling::{create_trace_file, FrameProfile};
 use super::report::frame_report;
-use super::session::Session;
+use super::session::{MakeBackend, Session};
 use crate::camera::OrbitCamera;
 use crate::cli::{CommonArgs, RunArgs, TimeMode};
 use crate::image::Rgba;
@@ -55,11 +55,23 @@ pub struct Offscreen {
 impl Offscreen {
     /// Build the session for `common` and an offscreen target of `extent`.
     pub fn new(common: &CommonArgs, extent: vk::Extent2D) -> anyhow::Result<Self> {
-        super::session::prewarm(common.backend);
+        Self::with_backend(common, extent, None)
+    }
+
+    /// [`Offscreen::new`] with the backend `maker` builds instead of `--backend`'s
+    /// ([`Session::with_backend`]).
+    pub fn with_backend(
+        common: &CommonArgs,
+        extent: vk::Extent2D,
+        maker: Option<&mut (dyn MakeBackend + '_)>,
+    ) -> anyhow::Result<Self> {
+        if maker.is_none() {
+            super::session::prewarm(common.backend);
+        }
         // A dependency panicking while the device is made: one line and exit 2 (`super::panics`).
         let session = super::panics::contain("creating the Vulkan device", || {
             let instance = Arc::new(Instance::new(common.validation, &[])?);
-            anyhow::Ok(Session::with_post_extent(instance, common, extent)?)
+            anyhow::Ok(Session::with_backend(instance, common, extent, maker)?)
         })??;
         // With `--post` the draw renders into the scene images (left in GENERAL for the filter),
         // and a copy brings the output into the target.
@@ -126,11 +138,31 @@ impl Drop for Offscreen {
 
 /// Run headless; prints the frame report to stdout.
 pub fn run(args: &RunArgs) -> anyhow::Result<()> {
+    let ran = run_with(args, None)?;
+    crate::output::print(&ran.report);
+    ran.failed.map_or(Ok(()), Err)
+}
+
+/// What a headless run made.
+pub struct HeadlessRun {
+    /// The frame report, as `run` prints it.
+    pub report: String,
+    /// The PNG written (`--capture`), if any.
+    pub capture: Option<std::path::PathBuf>,
+    /// Frames drawn.
+    pub frames: u64,
+    /// Writing the capture or the trace failed after the frames ran (the report still stands).
+    pub failed: Option<anyhow::Error>,
+}
+
+/// [`run`] with the backend `maker` builds instead of `--backend`'s, returning the report
+/// instead of printing it.
+pub fn run_with(args: &RunArgs, maker: Option<&mut (dyn MakeBackend + '_)>) -> anyhow::Result<HeadlessRun> {
     let trace_file = args.trace.as_deref().map(create_trace_file).transpose()?;
     let extent = vk::Extent2D { width: args.size.width, height: args.size.height };
     // Before the first frame: an unwritable capture path fails now, not after the run.
     let capture = args.capture.as_deref().map(crate::image::PendingPng::create).transpose()?;
-    let mut o = Offscreen::new(&args.common, extent)?;
+    let mut o = Offscreen::with_backend(&args.common, extent, maker)?;
     let draw_target = o.draw_target();
     let mut clock = Clock::new(args.time.unwrap_or(TimeMode::Frame), args.dt);
     let frames = args.frames.unwrap_or(crate::cli::DEFAULT_FRAMES);
@@ -171,12 +203,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
 
     let mut extra = Vec::new();
     let mut failed = None;
+    let mut captured = None;
     if let Some(png) = capture.filter(|_| done > 0 || !interrupted()) {
         anyhow::ensure!(done > 0, "no frame was rendered, nothing to capture");
         let pixels = o.target.read_rgba(&o.session.ctx, o.target_done(done))?;
         let shown = format!("{} (frame {})", png.path().display(), done - 1);
+        let path = png.path().to_path_buf();
         match png.commit(&Rgba { width: extent.width, height: extent.height, pixels }) {
-            Ok(()) => extra.push(("capture", shown)),
+            Ok(()) => {
+                extra.push(("capture", shown));
+                captured = Some(path);
+            }
             Err(e) => failed = Some(anyhow::Error::new(e).context("writing the capture")),
         }
     }
@@ -193,8 +230,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     }
     let report =
         frame_report(&o.session, &profile, &format!("offscreen {}x{}", extent.width, extent.height), &extra);
-    crate::output::print(&report);
-    failed.map_or(Ok(()), Err)
+    Ok(HeadlessRun { report, capture: captured, frames: done, failed })
 }
 
 /// Tests of the post stage: the first usable device, under the validation layer where it is

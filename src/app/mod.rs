@@ -43,38 +43,11 @@ pub const DEFAULT_CAPTURE: &str = "vkhip-frame.png";
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         None => {
-            let headless = cli.run.headless || !display_available();
-            if !headless {
-                // Window-only checks (e.g. --capture needs a headless run) apply only once a
-                // window can really open: a dead DISPLAY falls back to headless, where they don't.
-                match window::event_loop() {
-                    Ok(el) => {
-                        crate::cli::check_run(&cli.run, false)?;
-                        match window::run(&cli.run, el) {
-                            Ok(()) => return Ok(interrupted_or(ExitCode::SUCCESS)),
-                            // No device can draw into the window (before its first frame): as
-                            // with a dead display, the run goes on without it.
-                            Err(e) if window::cannot_present(&e) => log::warn!(
-                                "{}; running headless (--headless skips the window; --device N picks \
-                                 a device that can present, `vkhip info` lists them)",
-                                e.root_cause()
-                            ),
-                            Err(e) => return Err(e),
-                        }
-                    }
-                    Err(e) => log::warn!("cannot open a window ({e}); running headless"),
-                }
-            } else if !cli.run.headless {
-                log::info!("no display (DISPLAY / WAYLAND_DISPLAY unset): running headless");
+            let ran = run_frames(cli.run, None)?;
+            if let Some(report) = &ran.report {
+                crate::output::print(report);
             }
-            crate::cli::check_run(&cli.run, true)?;
-            let mut args = cli.run;
-            if !args.headless && args.capture.is_none() {
-                // Headless because there is no display: the user asked for a picture, so show one.
-                args.capture = Some(DEFAULT_CAPTURE.into());
-            }
-            headless::run(&args)?;
-            Ok(interrupted_or(ExitCode::SUCCESS))
+            ran.failed.map_or(Ok(interrupted_or(ExitCode::SUCCESS)), Err)
         }
         Some(Command::Info(a)) => info::run(&a).map(|()| ExitCode::SUCCESS),
         Some(Command::Verify(a)) => verify::run(&a).map(interrupted_or),
@@ -84,6 +57,67 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::ComparePng(a)) => compare_png(&a),
         Some(Command::Trace(crate::cli::TraceCommand::Check(a))) => trace_check(&a),
     }
+}
+
+/// What `vkhip`'s frame run (a window, or headless) made.
+pub struct FramesRun {
+    /// The frame report (None when a window run failed before its first frame).
+    pub report: Option<String>,
+    /// The PNG written, if any.
+    pub capture: Option<std::path::PathBuf>,
+    /// Frames drawn.
+    pub frames: u64,
+    /// The run's error after its report was made (writing the capture or the trace, a window
+    /// run's failure).
+    pub failed: Option<anyhow::Error>,
+}
+
+/// `vkhip [OPTIONS]`: a window where there is a display, else (or with `--headless`) a headless
+/// run, with the backend `maker` builds in place of `--backend`'s where given. `Err` for what
+/// fails before a report exists.
+pub fn run_frames(
+    run: crate::cli::RunArgs,
+    mut maker: Option<&mut (dyn session::MakeBackend + '_)>,
+) -> anyhow::Result<FramesRun> {
+    let headless = run.headless || !display_available();
+    if !headless {
+        // Window-only checks (e.g. --capture needs a headless run) apply only once a
+        // window can really open: a dead DISPLAY falls back to headless, where they don't.
+        match window::event_loop() {
+            Ok(el) => {
+                crate::cli::check_run(&run, false)?;
+                let ran = window::run_with(&run, el, maker.as_deref_mut())?;
+                match ran.failed {
+                    // No device can draw into the window (before its first frame): as
+                    // with a dead display, the run goes on without it.
+                    Some(e) if window::cannot_present(&e) => log::warn!(
+                        "{}; running headless (--headless skips the window; --device N picks \
+                         a device that can present, `vkhip info` lists them)",
+                        e.root_cause()
+                    ),
+                    failed => {
+                        return Ok(FramesRun {
+                            report: ran.report,
+                            capture: None,
+                            frames: ran.frames,
+                            failed,
+                        })
+                    }
+                }
+            }
+            Err(e) => log::warn!("cannot open a window ({e}); running headless"),
+        }
+    } else if !run.headless {
+        log::info!("no display (DISPLAY / WAYLAND_DISPLAY unset): running headless");
+    }
+    crate::cli::check_run(&run, true)?;
+    let mut args = run;
+    if !args.headless && args.capture.is_none() {
+        // Headless because there is no display: the user asked for a picture, so show one.
+        args.capture = Some(DEFAULT_CAPTURE.into());
+    }
+    let ran = headless::run_with(&args, maker)?;
+    Ok(FramesRun { report: Some(ran.report), capture: ran.capture, frames: ran.frames, failed: ran.failed })
 }
 
 /// For a run a signal stopped, 128 + its number (130 for Ctrl-C, 143 for SIGTERM, 129 for

@@ -196,6 +196,29 @@ pub fn check_grid(grid: Grid, slots: usize, dev: &PhysicalDeviceInfo) -> Result<
     Ok(())
 }
 
+/// What a caller's backend is built from, once the Vulkan side exists ([`MakeBackend`]).
+pub struct BackendParts<'a> {
+    /// The backend the run resolved (`--backend`): it decided the slots' memory (host-mapped for
+    /// `cpu`, exportable for `cuda`/`hip`) and the sync plan.
+    pub kind: BackendKind,
+    /// The Vulkan device's UUID (open the compute API's device with it).
+    pub device_uuid: [u8; 16],
+    pub slots: &'a [Slot],
+    pub sems: &'a FrameSemaphores,
+    pub plan: &'a SyncPlan,
+    /// Whether the plan's semaphores were made exportable for the compute API
+    /// ([`export_semaphores`]).
+    pub export_semaphores: bool,
+}
+
+/// A backend the caller builds in place of the one `--backend` names, in the same place of
+/// [`Session`]'s construction (after the slots and semaphores, before the protocol): the run is
+/// otherwise the app's own: device choice, sync plan, renderer, report. Called at most once per
+/// session, only once the device and the plan are settled.
+pub trait MakeBackend {
+    fn make(&mut self, parts: BackendParts<'_>) -> Result<Box<dyn ComputeBackend>, ComputeError>;
+}
+
 /// One run's Vulkan device, slots, protocol and compute backend.
 pub struct Session {
     // Field order is teardown order (docs/ARCHITECTURE.md, "Teardown order"): the protocol first (joins the bridge, waits for
@@ -217,7 +240,7 @@ pub struct Session {
 impl Session {
     /// Build everything for `args` on `instance`; `swapchain` enables presenting.
     pub fn new(instance: Arc<Instance>, args: &CommonArgs, swapchain: bool) -> Result<Self, SessionError> {
-        Self::build(instance, args, swapchain, None, DEFAULT_POST_EXTENT)
+        Self::build(instance, args, swapchain, None, DEFAULT_POST_EXTENT, None)
     }
 
     /// [`Session::new`] with the post stage's images (`--post`) of `post_extent` (the offscreen
@@ -227,20 +250,32 @@ impl Session {
         args: &CommonArgs,
         post_extent: ash::vk::Extent2D,
     ) -> Result<Self, SessionError> {
-        Self::build(instance, args, false, None, post_extent)
+        Self::build(instance, args, false, None, post_extent, None)
+    }
+
+    /// [`Session::with_post_extent`] with the backend `maker` builds instead of `--backend`'s
+    /// (None: `--backend`'s).
+    pub fn with_backend(
+        instance: Arc<Instance>,
+        args: &CommonArgs,
+        post_extent: ash::vk::Extent2D,
+        maker: Option<&mut (dyn MakeBackend + '_)>,
+    ) -> Result<Self, SessionError> {
+        Self::build(instance, args, false, None, post_extent, maker)
     }
 
     /// [`Session::new`] for a window: only a device that can present to `surface` is chosen
     /// ([`Surface::present_problem`]); where none can, a [`VkError::CannotPresent`] naming the
-    /// device and `display`.
+    /// device and `display`. `maker` as in [`Session::with_backend`].
     pub fn for_window(
         instance: Arc<Instance>,
         args: &CommonArgs,
         surface: &Surface,
         display: &str,
         post_extent: ash::vk::Extent2D,
+        maker: Option<&mut (dyn MakeBackend + '_)>,
     ) -> Result<Self, SessionError> {
-        Self::build(instance, args, true, Some((surface, display)), post_extent)
+        Self::build(instance, args, true, Some((surface, display)), post_extent, maker)
     }
 
     fn build(
@@ -249,8 +284,11 @@ impl Session {
         swapchain: bool,
         window: Option<(&Surface, &str)>,
         post_extent: ash::vk::Extent2D,
+        maker: Option<&mut (dyn MakeBackend + '_)>,
     ) -> Result<Self, SessionError> {
-        prewarm(args.backend);
+        if maker.is_none() {
+            prewarm(args.backend);
+        }
         crate::profile::set_gpu_timing(args.gpu_timing == crate::cli::OnOff::On);
         let mut devices = enumerate(&instance)?;
         if let Some((surface, display)) = window {
@@ -334,24 +372,34 @@ impl Session {
         crate::vk::instance::set_foreign_signals(export_sems);
 
         // Import: the backend takes what it needs.
-        let backend: Box<dyn ComputeBackend> = match choice.kind {
-            BackendKind::Cpu => Box::new(CpuBackend::new(&slots)?),
-            BackendKind::Vulkan => Box::new(VulkanBackend::new(&ctx, &slots, sems.handles())?),
-            BackendKind::CudaInVulkan => {
-                Box::new(VulkanBackend::with_cuda_kernel(&ctx, &slots, sems.handles())?)
-            }
-            BackendKind::Cuda if staged => staged_backend(device_uuid, &slots)?,
-            BackendKind::Cuda | BackendKind::Hip => {
-                let memory = export_memory(&slots)?;
-                let semaphores =
-                    if export_sems { export_semaphores(&sems)? } else { InteropSemaphores::default() };
-                interop_backend(choice.kind, device_uuid, memory, semaphores, &plan)?
-            }
-            BackendKind::Auto => {
-                return Err(
-                    ComputeError::Unsupported { backend: "auto", reason: "not resolved".into() }.into()
-                )
-            }
+        let backend: Box<dyn ComputeBackend> = match (maker, choice.kind) {
+            (Some(maker), kind) => maker.make(BackendParts {
+                kind,
+                device_uuid,
+                slots: &slots,
+                sems: &sems,
+                plan: &plan,
+                export_semaphores: export_sems,
+            })?,
+            (None, kind) => match kind {
+                BackendKind::Cpu => Box::new(CpuBackend::new(&slots)?),
+                BackendKind::Vulkan => Box::new(VulkanBackend::new(&ctx, &slots, sems.handles())?),
+                BackendKind::CudaInVulkan => {
+                    Box::new(VulkanBackend::with_cuda_kernel(&ctx, &slots, sems.handles())?)
+                }
+                BackendKind::Cuda if staged => staged_backend(device_uuid, &slots)?,
+                BackendKind::Cuda | BackendKind::Hip => {
+                    let memory = export_memory(&slots)?;
+                    let semaphores =
+                        if export_sems { export_semaphores(&sems)? } else { InteropSemaphores::default() };
+                    interop_backend(choice.kind, device_uuid, memory, semaphores, &plan)?
+                }
+                BackendKind::Auto => {
+                    return Err(
+                        ComputeError::Unsupported { backend: "auto", reason: "not resolved".into() }.into()
+                    )
+                }
+            },
         };
         startup_mark("compute backend ready (memory and semaphores imported)");
         let mut backend = backend;

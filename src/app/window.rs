@@ -7,7 +7,7 @@
 use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget, PostTarget};
 use super::profiling::{create_trace_file, FrameProfile};
 use super::report::frame_report;
-use super::session::{Session, SessionError};
+use super::session::{MakeBackend, Session, SessionError};
 use crate::camera::OrbitCamera;
 use crate::cli::{PresentMode, RunArgs, TimeMode};
 use crate::overlay::OverlayFeed;
@@ -69,8 +69,12 @@ struct Running {
     swap_pass: Option<RenderPass>,
 }
 
-struct App<'a> {
+struct App<'a, 'm> {
     args: &'a RunArgs,
+    /// The caller's backend in place of `--backend`'s ([`run_with`]).
+    maker: Option<&'a mut (dyn MakeBackend + 'm)>,
+    /// Frames drawn, once the window has closed.
+    frames: u64,
     running: Option<Running>,
     error: Option<anyhow::Error>,
     report: Option<String>,
@@ -113,8 +117,32 @@ fn display_name() -> String {
 
 /// Run the window until it is closed (or `--frames` is reached); prints the frame report.
 pub fn run(args: &RunArgs, event_loop: EventLoop<()>) -> anyhow::Result<()> {
+    let ran = run_with(args, event_loop, None)?;
+    if let Some(report) = &ran.report {
+        crate::output::print(report);
+    }
+    ran.failed.map_or(Ok(()), Err)
+}
+
+/// What a window run made.
+pub struct WindowRun {
+    /// The frame report (None when the run failed before its first frame).
+    pub report: Option<String>,
+    /// Frames drawn.
+    pub frames: u64,
+    /// The run's error, if any (the report, when there is one, still stands).
+    pub failed: Option<anyhow::Error>,
+}
+
+/// [`run`] with the backend `maker` builds instead of `--backend`'s, returning the report
+/// instead of printing it. `Err` only for what fails before the window opens.
+pub fn run_with(
+    args: &RunArgs,
+    event_loop: EventLoop<()>,
+    maker: Option<&mut (dyn MakeBackend + '_)>,
+) -> anyhow::Result<WindowRun> {
     let trace_file = args.trace.as_deref().map(create_trace_file).transpose()?;
-    let mut app = App { args, running: None, error: None, report: None, trace_file };
+    let mut app = App { args, maker, frames: 0, running: None, error: None, report: None, trace_file };
     let proxy = event_loop.create_proxy();
     // An interrupt wakes a loop that sleeps until the next --max-fps deadline.
     super::interrupt::set_waker(move || {
@@ -126,19 +154,18 @@ pub fn run(args: &RunArgs, event_loop: EventLoop<()>) -> anyhow::Result<()> {
     if let Some(r) = app.running.take() {
         app.finish(r);
     }
-    if let Some(report) = &app.report {
-        crate::output::print(report);
-    }
-    app.error.map_or(Ok(()), Err)
+    Ok(WindowRun { report: app.report, frames: app.frames, failed: app.error })
 }
 
-impl App<'_> {
+impl App<'_, '_> {
     fn start(&mut self, el: &ActiveEventLoop) -> anyhow::Result<Running> {
         let args = self.args;
         let attrs = Window::default_attributes()
             .with_title("vkhip")
             .with_inner_size(PhysicalSize::new(args.size.width, args.size.height));
-        super::session::prewarm(args.common.backend);
+        if self.maker.is_none() {
+            super::session::prewarm(args.common.backend);
+        }
         let window = Arc::new(el.create_window(attrs).context("creating the window")?);
         let display = el.display_handle().context("display handle")?.as_raw();
         let exts = ash_window::enumerate_required_extensions(display).map_err(|e| {
@@ -149,7 +176,14 @@ impl App<'_> {
         // SAFETY: `window` is kept in `Running` and dropped after the surface (field order).
         let surface = unsafe { Surface::new(&instance, display, raw_window) }?;
         let post_extent = vk::Extent2D { width: args.size.width, height: args.size.height };
-        let session = Session::for_window(instance, &args.common, &surface, &display_name(), post_extent)?;
+        let session = Session::for_window(
+            instance,
+            &args.common,
+            &surface,
+            &display_name(),
+            post_extent,
+            self.maker.as_deref_mut(),
+        )?;
         let format = surface.choose_format(&session.ctx)?;
         let post = session.post.is_some();
         let (draw_format, draw_layout) = if post {
@@ -349,6 +383,7 @@ impl App<'_> {
     /// Drain and tear down in order, then build the report.
     fn finish(&mut self, mut r: Running) {
         let done = r.frame;
+        self.frames = done;
         let failed_before_a_frame = done == 0 && self.error.is_some();
         if done > 0 {
             if let Err(e) = r.session.sync.wait_rendered(done) {
@@ -393,7 +428,7 @@ impl App<'_> {
     }
 }
 
-impl ApplicationHandler for App<'_> {
+impl ApplicationHandler for App<'_, '_> {
     fn resumed(&mut self, el: &ActiveEventLoop) {
         if self.running.is_some() || self.error.is_some() {
             return;

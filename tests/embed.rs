@@ -1,0 +1,214 @@
+//! The embedding API (`vkhip::embed`, issue 38's "both directions") on lavapipe: the viewer
+//! driven by a caller's writer draws what `--backend cpu` draws; a writer's failure stops the
+//! run with its message; the args are the app's; frames reach the host through the shared
+//! buffers, each the app's own capture of that frame.
+
+mod common;
+use common::*;
+use std::sync::{Arc, Mutex};
+use vkhip::embed::{
+    view, EmbedError, Frames, FramesOptions, HeightTarget, HeightWriter, Importer, ViewOptions, WriterApi,
+    WriterError,
+};
+use vkhip::image::Rgba;
+use vkhip::sim::{fill_reference, Grid, WaveParams};
+
+/// (frame, time) of each call of a writer.
+type Calls = Arc<Mutex<Vec<(u64, f64)>>>;
+
+/// Writes the CPU reference sine wave (or zeros), recording (frame, time) of each call; fails
+/// at `fail_at` with a message naming the frame.
+struct Wave {
+    calls: Calls,
+    flat: bool,
+    fail_at: Option<u64>,
+}
+
+impl HeightWriter for Wave {
+    fn write(&mut self, frame: u64, time_s: f64, target: HeightTarget<'_>) -> Result<(), WriterError> {
+        self.calls.lock().unwrap().push((frame, time_s));
+        if self.fail_at == Some(frame) {
+            return Err(WriterError(format!("the writer gave up at frame {frame}")));
+        }
+        let HeightTarget::Host { heights, cols, rows } = target else {
+            return Err(WriterError("expected the host path".into()));
+        };
+        assert_eq!(heights.len(), cols as usize * rows as usize);
+        if self.flat {
+            heights.fill(0.0);
+        } else {
+            fill_reference(&WaveParams::at_time(Grid { width: cols, height: rows }, time_s), heights);
+        }
+        Ok(())
+    }
+}
+
+fn wave(flat: bool, fail_at: Option<u64>) -> (Box<Wave>, Calls) {
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    (Box::new(Wave { calls: calls.clone(), flat, fail_at }), calls)
+}
+
+const RUN: [&str; 9] =
+    ["--headless", "--frames", "5", "--grid", "48x40", "--size", "200x150", "--slots", "2"];
+
+/// `vkhip --backend cpu` with `args`, its last frame captured to `png`.
+fn cpu_capture(args: &[&str], png: &std::path::Path) -> Rgba {
+    let o = run(vkhip().args(args).args(["--backend", "cpu", "--capture"]).arg(png));
+    assert_ok(&o, "vkhip --backend cpu");
+    Rgba::read_png(png).unwrap()
+}
+
+#[test]
+fn a_host_writer_of_the_reference_draws_what_the_cpu_backend_draws() {
+    let dir = temp_dir("embed-view");
+    let (ours, theirs, flat) = (dir.join("writer.png"), dir.join("cpu.png"), dir.join("flat.png"));
+    let with = |png: &std::path::Path| {
+        RUN.iter()
+            .map(|s| s.to_string())
+            .chain(["--capture".into(), png.display().to_string()])
+            .collect::<Vec<_>>()
+    };
+    let (writer, calls) = wave(false, None);
+    let outcome = view(&ViewOptions::new(with(&ours), WriterApi::Host), writer).unwrap();
+    assert_eq!(outcome.frames, 5);
+    assert_eq!(outcome.capture.as_deref(), Some(ours.as_path()));
+    assert!(outcome.report.contains("the caller's writer on the host"), "{}", outcome.report);
+    // Every frame once, at the time the sine wave uses (`--time frame`, dt 1/60).
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!(calls.iter().map(|c| c.0).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+    for (f, t) in calls {
+        assert_eq!(t, f as f64 * (1.0 / 60.0), "frame {f}");
+    }
+    let a = Rgba::read_png(&ours).unwrap();
+    assert_shows_surface(&a, "the writer's frame");
+    let b = cpu_capture(&RUN, &theirs);
+    assert_eq!((a.width, a.height), (b.width, b.height));
+    let differ = a.pixels.chunks_exact(4).zip(b.pixels.chunks_exact(4)).filter(|(x, y)| x != y).count();
+    assert_eq!(differ, 0, "{differ} pixels differ from --backend cpu's frame");
+    // What the writer writes is what is drawn: a flat field is another picture.
+    let (writer, _) = wave(true, None);
+    view(&ViewOptions::new(with(&flat), WriterApi::Host), writer).unwrap();
+    assert_ne!(Rgba::read_png(&flat).unwrap().pixels, a.pixels);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failing_writer_stops_the_run_with_its_message() {
+    let (writer, calls) = wave(false, Some(3));
+    let args = ["--headless", "--frames", "200", "--grid", "16x16", "--size", "32x32", "--slots", "2"];
+    let err = view(&ViewOptions::new(args, WriterApi::Host), writer).unwrap_err();
+    assert!(matches!(err, EmbedError::Writer(_)), "{err:?}");
+    assert_eq!(err.to_string(), "the writer gave up at frame 3");
+    let calls = calls.lock().unwrap().len();
+    assert_eq!(calls, 4, "the writer was called again after it failed ({calls} calls)");
+}
+
+#[test]
+fn the_args_are_the_apps() {
+    let (writer, calls) = wave(false, None);
+    let err = view(&ViewOptions::new(["--headless", "--bogus"], WriterApi::Host), writer).unwrap_err();
+    let EmbedError::Usage { line, text } = &err else { panic!("{err:?}") };
+    let o = run(vkhip().args(["--headless", "--bogus"]));
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stderr(&o).trim_end(), format!("vkhip: error: {line} (see vkhip --help)"));
+    assert!(line.contains("'--bogus'"), "{line}");
+    assert!(text.contains("Usage: vkhip"), "{text}");
+    assert!(err.is_environment());
+    // --help is the app's text, not an error of ours.
+    let (writer, _) = wave(false, None);
+    let help = view(&ViewOptions::new(["--help"], WriterApi::Host), writer).unwrap_err();
+    let EmbedError::Help(help) = help else { panic!("{help:?}") };
+    assert_eq!(help, stdout(&run(vkhip().arg("--help"))));
+    // The writer is the backend.
+    let (writer, _) = wave(false, None);
+    let err = view(&ViewOptions::new(["--backend", "vulkan"], WriterApi::Host), writer).unwrap_err();
+    assert_eq!(err.to_string(), "--backend vulkan: the writer is the backend here (drop --backend)");
+    assert!(calls.lock().unwrap().is_empty());
+}
+
+#[test]
+fn the_cuda_path_without_a_driver_is_one_environment_line_before_vulkan() {
+    if vkhip_interop::cuda::driver_present() {
+        eprintln!("skipped: a CUDA driver is installed (the GPU check runs the CUDA path)");
+        return;
+    }
+    let (writer, calls) = wave(false, None);
+    // `--device 99` would be Vulkan's error had a Vulkan device been looked for first.
+    let args = ["--headless", "--frames", "3", "--device", "99"];
+    let err = view(&ViewOptions::new(args, WriterApi::Cuda), writer).unwrap_err();
+    assert!(matches!(err, EmbedError::Environment(_)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "backend cuda is not available: libcuda.so not found: install the NVIDIA driver"
+    );
+    assert!(calls.lock().unwrap().is_empty());
+}
+
+/// Frame f of a headless `vkhip` run with `args` (in this process), as its capture.
+fn app_frame(args: &[&str], frame: u64, png: &std::path::Path) -> Rgba {
+    use clap::Parser as _;
+    let frames = (frame + 1).to_string();
+    let argv = ["vkhip", "--headless", "--frames", &frames, "--capture"]
+        .into_iter()
+        .map(String::from)
+        .chain([png.display().to_string()])
+        .chain(args.iter().map(|s| s.to_string()));
+    let cli = vkhip::cli::Cli::try_parse_from(argv).unwrap();
+    let ran = vkhip::app::headless::run_with(&cli.run, None).unwrap();
+    assert!(ran.failed.is_none());
+    Rgba::read_png(png).unwrap()
+}
+
+#[test]
+fn frames_reach_the_host_through_k_shared_buffers_as_the_app_draws_them() {
+    let validation = require_part("frames_reach_the_host", "under validation", Component::ValidationLayer);
+    let dir = temp_dir("embed-frames");
+    let args = ["--grid", "24x20", "--size", "40x30", "--backend", "cpu"];
+    let checked: Vec<&str> = args.iter().copied().chain(validation.then_some("--validation")).collect();
+    let before = vkhip::vk::instance::ValidationCounts::current();
+    let mut frames = Frames::new(&FramesOptions::new(checked.clone(), 3, Importer::Host)).unwrap();
+    assert_eq!((frames.slots(), frames.extent()), (3, (40, 30)));
+    assert!(frames.slot_memory(0).is_ok(), "lavapipe exports memory");
+    assert!(frames.slot_memory(3).is_err());
+    let err = frames.timeline_fds().unwrap_err();
+    assert!(err.to_string().contains("Importer::Cuda"), "{err}");
+    assert!(frames.wait_ready_host(0).is_err(), "nothing rendered yet");
+    let mut seen = Vec::new();
+    for f in 0..10u64 {
+        let info = frames.render().unwrap();
+        assert_eq!((info.frame, info.slot, info.ready_value), (f, (f % 3) as usize, f + 1));
+        frames.wait_ready_host(f).unwrap();
+        let (ptr, len) = frames.host_bytes(info.slot).expect("lavapipe's memory is host-visible");
+        assert_eq!(len, 40 * 30 * 4);
+        // SAFETY: the mapping holds `len` bytes, and frame f's copy is done (`ready` waited);
+        // nothing writes the buffer until `released` says so.
+        let bytes = unsafe { std::slice::from_raw_parts(ptr, len) }.to_vec();
+        frames.release_host(f).unwrap();
+        let png = dir.join(format!("frame{f}.png"));
+        let app = app_frame(&args, f, &png);
+        assert_eq!(bytes, app.pixels, "frame {f} differs from the app's capture of it");
+        seen.push(bytes);
+    }
+    assert_ne!(seen[0], seen[9], "the surface moves between frames");
+    drop(frames);
+    // A host consumer holding K frames: the next copy waits on the GPU, one more frame is
+    // refused (it would wait for the held frame forever); teardown lets the waiting copy go.
+    let mut frames = Frames::new(&FramesOptions::new(checked.clone(), 2, Importer::Host)).unwrap();
+    for _ in 0..3 {
+        frames.render().unwrap();
+    }
+    let err = frames.render().unwrap_err();
+    assert_eq!(err.to_string(), "frame 3: frame 0 is still held (2 frame buffers): release it first");
+    frames.release_host(0).unwrap();
+    frames.render().unwrap();
+    drop(frames);
+    if validation {
+        let after = vkhip::vk::instance::ValidationCounts::current();
+        assert_eq!(
+            (after.errors - before.errors, after.warnings - before.warnings),
+            (0, 0),
+            "validation messages: {after}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
