@@ -13,7 +13,9 @@ mod buffer;
 mod device;
 mod dlpack;
 mod errors;
+mod frames;
 mod profile;
+mod viewer;
 
 use pyo3::prelude::*;
 
@@ -65,6 +67,11 @@ fn _vkhip(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<profile::Stream>()?;
     m.add_class::<profile::Scope>()?;
     m.add_class::<profile::Capture>()?;
+    m.add_class::<frames::Frames>()?;
+    m.add_class::<frames::Frame>()?;
+    m.add_class::<viewer::Heights>()?;
+    m.add_class::<viewer::ViewResult>()?;
+    m.add_function(wrap_pyfunction!(viewer::view, m)?)?;
     m.add_function(wrap_pyfunction!(py_stream_number, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_driver_present, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -1,6 +1,7 @@
 """Type stubs for the compiled part of vkhip (``vkhip._vkhip``, built from ``python/src``)."""
 
 import os
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Literal, Protocol
 
@@ -174,3 +175,102 @@ class Profiler:
     def end_frame(self) -> None: ...
     def finish(self) -> Capture:
         """Stop, detach from the device, and return the capture."""
+
+class Frame:
+    """One rendered frame: a DLPack producer of ``(height, width, 4)`` uint8 RGBA in Vulkan's
+    shared memory. Take it (``torch.from_dlpack(frame)``), then release it (``with frame:``)."""
+
+    @property
+    def index(self) -> int:
+        """The frame number (0, 1, …)."""
+    @property
+    def slot(self) -> int:
+        """The shared buffer it is in (index mod K)."""
+    @property
+    def shape(self) -> tuple[int, int, int]: ...
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> CapsuleType: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
+    def release(self, stream: StreamLike = None) -> None:
+        """End the consumer's turn (frames are released in the order they were rendered)."""
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+class Frames:
+    """The app's renderer as a frame source, K frames in flight. ``api="cuda"``: the frames stay
+    in GPU memory CUDA imports (zero copy into torch, CuPy, JAX); ``"host"``: Vulkan copies them
+    into memory the host maps (NumPy; on a GPU, what a program without vkhip does)."""
+
+    def __init__(
+        self,
+        *,
+        size: tuple[int, int] = (1280, 720),
+        slots: int = 3,
+        api: Literal["auto", "cuda", "host"] = "auto",
+        grid: tuple[int, int] | None = None,
+        args: list[str] | None = None,
+    ) -> None: ...
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) in pixels."""
+    @property
+    def slots(self) -> int: ...
+    @property
+    def dlpack_device(self) -> tuple[int, int]: ...
+    def render(self) -> Frame:
+        """Draw the next frame and copy it into its slot; returns at once."""
+
+class Heights:
+    """One frame's height field, ``(rows, cols)`` float32 in the slot the app draws next: a
+    DLPack producer valid during the writer's call only."""
+
+    @property
+    def shape(self) -> tuple[int, int]: ...
+    @property
+    def stream(self) -> int | None:
+        """The CUDA stream the app orders the slot on (enqueue the writes there); None: host."""
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> CapsuleType: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
+
+class ViewResult:
+    """What :func:`view` drew."""
+
+    @property
+    def report(self) -> str: ...
+    @property
+    def capture(self) -> str | None: ...
+    @property
+    def frames(self) -> int: ...
+
+def view(
+    write: Callable[[int, float, Heights], object],
+    *,
+    api: Literal["auto", "cuda", "host"] = "auto",
+    stream: StreamLike = None,
+    grid: tuple[int, int] | None = None,
+    size: tuple[int, int] | None = None,
+    frames: int | None = None,
+    slots: int | None = None,
+    headless: bool = False,
+    capture: str | os.PathLike[str] | None = None,
+    trace: str | os.PathLike[str] | None = None,
+    args: list[str] | None = None,
+) -> ViewResult:
+    """The app's viewer (a window, or headless with the PNG and the frame report) with the height
+    field written by ``write(frame, time_s, heights)`` every frame: NumPy on the host path, torch
+    or CuPy on ``stream`` on the CUDA path. ``args`` takes any other ``vkhip`` flag."""

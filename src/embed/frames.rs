@@ -42,8 +42,9 @@ use vkhip_interop::{ExportedMemory, ImportFd};
 /// Who reads the frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Importer {
-    /// The host, through the buffers' mappings (host-visible memory: lavapipe); the timelines are
-    /// the app's own, not exportable.
+    /// The host, through the buffers' mappings (memory the host maps: on a GPU, what a program
+    /// without a compute API reads its frames from); the timelines are the app's own, not
+    /// exportable.
     Host,
     /// CUDA imports the buffers and both timelines (exportable: a GPU with
     /// `VK_KHR_external_semaphore_fd`).
@@ -242,7 +243,11 @@ impl Frames {
         let interop = ctx.interop().map_err(vulkan)?;
         let bytes = extent.width as u64 * extent.height as u64 * 4;
         let buffers = (0..k)
-            .map(|_| interop.shared_buffer(bytes))
+            .map(|_| match options.importer {
+                // The host reads the frames: memory it maps (on a GPU, across the bus).
+                Importer::Host => interop.shared_buffer_for_host(bytes),
+                Importer::Cuda => interop.shared_buffer(bytes),
+            })
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| vulkan(e.into()))?;
         let host = buffers

@@ -107,16 +107,27 @@ pub(crate) unsafe fn free(device: &Inner, memory: vk::DeviceMemory) {
     device.allocations.fetch_sub(1, Ordering::Relaxed);
 }
 
-/// Allocate exportable memory for `owner` (`what`, for errors), dedicated to it when the driver
-/// prefers or requires it, or when OPAQUE_FD export of such an object is dedicated-only
-/// (`export_dedicated_only`), and bind it at offset 0. Refused before `vkAllocateMemory` when the
-/// device's limits do not allow it ([`reserve`]). On failure nothing is left allocated; `owner`
-/// itself stays the caller's.
-pub(crate) fn allocate_exportable(
+/// Where an exportable allocation lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// Device-local memory first (what the GPU reads and writes fastest).
+    Device,
+    /// Memory the host maps (HOST_VISIBLE and HOST_COHERENT required, HOST_CACHED preferred):
+    /// for a host reader.
+    Host,
+}
+
+/// Allocate exportable memory for `owner` (`what`, for errors) in the memory `placement` names,
+/// dedicated to it when the driver prefers or requires it, or when OPAQUE_FD export of such an
+/// object is dedicated-only (`export_dedicated_only`), and bind it at offset 0. Refused before
+/// `vkAllocateMemory` when the device's limits do not allow it ([`reserve`]). On failure nothing
+/// is left allocated; `owner` itself stays the caller's.
+pub(crate) fn allocate_exportable_in(
     device: &Inner,
     owner: Owner,
     export_dedicated_only: bool,
     what: &str,
+    placement: Placement,
 ) -> Result<Allocation> {
     let d = &device.device;
     let mut dedicated_req = vk::MemoryDedicatedRequirements::default();
@@ -138,13 +149,13 @@ pub(crate) fn allocate_exportable(
     let dedicated = dedicated_req.prefers_dedicated_allocation == vk::TRUE
         || dedicated_req.requires_dedicated_allocation == vk::TRUE
         || export_dedicated_only;
-    let ty = find_memory_type(
-        &device.memory_properties,
-        req.memory_type_bits,
-        vk::MemoryPropertyFlags::empty(),
-        vk::MemoryPropertyFlags::DEVICE_LOCAL,
-    )
-    .ok_or_else(|| Error::unsupported(Api::Vulkan, "no memory type can hold the shared object"))?;
+    let host = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+    let (required, preferred) = match placement {
+        Placement::Device => (vk::MemoryPropertyFlags::empty(), vk::MemoryPropertyFlags::DEVICE_LOCAL),
+        Placement::Host => (host, vk::MemoryPropertyFlags::HOST_CACHED),
+    };
+    let ty = find_memory_type(&device.memory_properties, req.memory_type_bits, required, preferred)
+        .ok_or_else(|| Error::unsupported(Api::Vulkan, "no memory type can hold the shared object"))?;
     let reserved = reserve(device, ty, req.size, what)?;
     let mut export =
         vk::ExportMemoryAllocateInfo::default().handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);

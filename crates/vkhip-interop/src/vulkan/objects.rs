@@ -5,7 +5,7 @@
 use super::device::{Device, Inner};
 use super::handoff::{self, ImageAccess};
 use super::limits;
-use super::memory::{self, allocate_exportable, Allocation, Owner};
+use super::memory::{self, allocate_exportable_in, Allocation, Owner, Placement};
 use super::BUFFER_USAGE;
 use crate::error::{Api, Error, Result};
 use crate::export::{ExportedImage, ExportedMemory, ImageFormat};
@@ -56,11 +56,29 @@ impl Device {
         self.shared_buffer_with_usage(bytes, BUFFER_USAGE)
     }
 
+    /// [`Self::shared_buffer`] in memory the host maps ([`SharedBuffer::host_ptr`] is `Some`):
+    /// HOST_VISIBLE and HOST_COHERENT, HOST_CACHED where the device has it. For a reader on the
+    /// host — a frame read back the way a program without a compute API does it — not for a
+    /// kernel (a GPU reaches such memory across the bus). Refused like [`Self::shared_buffer`],
+    /// and where no host-visible memory type can hold it.
+    pub fn shared_buffer_for_host(&self, bytes: u64) -> Result<SharedBuffer> {
+        self.shared_buffer_in(bytes, BUFFER_USAGE, Placement::Host)
+    }
+
     /// [`Self::shared_buffer`] with `usage` instead of the crate's (vertex buffers for wgpu).
     pub(crate) fn shared_buffer_with_usage(
         &self,
         bytes: u64,
         usage: vk::BufferUsageFlags,
+    ) -> Result<SharedBuffer> {
+        self.shared_buffer_in(bytes, usage, Placement::Device)
+    }
+
+    fn shared_buffer_in(
+        &self,
+        bytes: u64,
+        usage: vk::BufferUsageFlags,
+        placement: Placement,
     ) -> Result<SharedBuffer> {
         if bytes == 0 {
             return Err(Error::invalid(Api::Vulkan, "a shared buffer of 0 bytes"));
@@ -79,7 +97,13 @@ impl Device {
         // SAFETY: valid device; `info` points at live locals.
         let buffer =
             unsafe { d.create_buffer(&info, None) }.map_err(|r| Error::vulkan("vkCreateBuffer", r))?;
-        match allocate_exportable(&self.inner, Owner::Buffer(buffer), export_dedicated_only, &what) {
+        match allocate_exportable_in(
+            &self.inner,
+            Owner::Buffer(buffer),
+            export_dedicated_only,
+            &what,
+            placement,
+        ) {
             Ok(allocation) => {
                 let mapped = std::sync::Mutex::new(None);
                 Ok(SharedBuffer { buffer, size: bytes, allocation, mapped, device: self.inner.clone() })
@@ -102,7 +126,13 @@ impl Device {
     pub fn shared_image(&self, format: ImageFormat, width: u32, height: u32) -> Result<SharedImage> {
         let made = self.create_image(format, width, height)?;
         let (image, usage) = (made.image, made.usage);
-        match allocate_exportable(&self.inner, Owner::Image(image), made.export_dedicated_only, &made.what) {
+        match allocate_exportable_in(
+            &self.inner,
+            Owner::Image(image),
+            made.export_dedicated_only,
+            &made.what,
+            Placement::Device,
+        ) {
             Ok(allocation) => Ok(SharedImage {
                 image,
                 format,

@@ -1,0 +1,194 @@
+//! `vkhip.view`: the app's viewer with the height field written by a Python function each frame
+//! (`vkhip::embed::view`). The function gets a :class:`Heights` — the slot, a DLPack producer
+//! valid during the call — and the stream its work must go on; the app enqueues the wait before
+//! and the signal after, so nothing waits on the host.
+
+use crate::dlpack::{Dtype, Place, Tensor};
+use crate::errors::invalid;
+use crate::frames::embed_error;
+use pyo3::exceptions::PyBufferError;
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use vkhip::embed::{HeightTarget, HeightWriter, ViewOptions, WriterApi, WriterError};
+
+/// One frame's heights: ``(rows, cols)`` float32 in the slot the app draws next. Valid during
+/// the writer's call only: its ``__dlpack__`` refuses afterwards, and a tensor kept past the
+/// call views memory the app reuses (and frees when ``view`` returns).
+#[pyclass(module = "vkhip", frozen)]
+pub struct Heights {
+    ptr: u64,
+    place: Place,
+    rows: u32,
+    cols: u32,
+    /// The stream the writer's work must go on (CUDA), in DLPack's numbering.
+    stream: Option<i64>,
+    valid: Arc<AtomicBool>,
+}
+
+#[pymethods]
+impl Heights {
+    #[getter]
+    fn shape(&self) -> (u32, u32) {
+        (self.rows, self.cols)
+    }
+
+    /// The CUDA stream the app waits and signals on: enqueue the writes there (None: host).
+    #[getter]
+    fn stream(&self) -> Option<i64> {
+        self.stream
+    }
+
+    fn __dlpack_device__(&self) -> (u32, i32) {
+        self.place.pair()
+    }
+
+    #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
+    fn __dlpack__<'py>(
+        &self,
+        py: Python<'py>,
+        stream: Option<i64>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(u32, i32)>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        if !self.valid.load(Ordering::Acquire) {
+            return Err(invalid("the heights were used after the writer's call returned"));
+        }
+        if dl_device.is_some_and(|d| d != self.place.pair()) || copy == Some(true) {
+            return Err(PyBufferError::new_err("the heights live in the app's slot and are never copied"));
+        }
+        let normal = |s: i64| if s == 0 { 1 } else { s };
+        if let (Some(asked), Some(ours)) = (stream.map(normal), self.stream) {
+            if asked != -1 && asked != ours {
+                return Err(invalid(format!(
+                    "the heights are ordered on stream {ours:#x}, not the consumer's {asked:#x}: pass stream= to vkhip.view() (e.g. torch.cuda.current_stream())"
+                )));
+            }
+        }
+        let tensor = Tensor {
+            data: self.ptr as *mut std::ffi::c_void,
+            place: self.place,
+            dtype: Dtype::parse("float32").ok_or_else(|| invalid("float32"))?,
+            shape: vec![i64::from(self.rows), i64::from(self.cols)],
+            owner: Arc::new(()),
+        };
+        tensor.into_capsule(py, max_version.is_some_and(|(major, _)| major >= 1))
+    }
+}
+
+/// The Python function as the app's writer.
+struct PyWriter {
+    write: Py<PyAny>,
+    ordinal: i32,
+}
+
+impl HeightWriter for PyWriter {
+    fn write(&mut self, frame: u64, time_s: f64, target: HeightTarget<'_>) -> Result<(), WriterError> {
+        let (ptr, place, rows, cols, stream) = match target {
+            HeightTarget::Host { heights, cols, rows } => {
+                (heights.as_mut_ptr() as u64, Place::Cpu, rows, cols, None)
+            }
+            HeightTarget::Cuda { ptr, stream, cols, rows } => {
+                let s = stream as i64;
+                (ptr, Place::Cuda(self.ordinal), rows, cols, Some(if s == 0 { 1 } else { s }))
+            }
+        };
+        Python::attach(|py| {
+            let valid = Arc::new(AtomicBool::new(true));
+            let heights = Heights { ptr, place, rows, cols, stream, valid: valid.clone() };
+            let result = py.check_signals().and_then(|()| self.write.call1(py, (frame, time_s, heights)));
+            valid.store(false, Ordering::Release);
+            result.map(|_| ()).map_err(|e| {
+                let text = e.to_string();
+                WriterError(format!("the writer raised {text}"))
+            })
+        })
+    }
+}
+
+/// Run the app's viewer with ``write(frame, time_s, heights)`` writing the height field.
+#[pyfunction]
+#[pyo3(signature = (write, *, api = "auto", stream = None, grid = None, size = None, frames = None, slots = None, headless = false, capture = None, trace = None, args = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn view(
+    py: Python<'_>,
+    write: Py<PyAny>,
+    api: &str,
+    stream: Option<&Bound<'_, PyAny>>,
+    grid: Option<(u32, u32)>,
+    size: Option<(u32, u32)>,
+    frames: Option<u64>,
+    slots: Option<u32>,
+    headless: bool,
+    capture: Option<std::path::PathBuf>,
+    trace: Option<std::path::PathBuf>,
+    args: Option<Vec<String>>,
+) -> PyResult<ViewResult> {
+    if !write.bind(py).is_callable() {
+        return Err(invalid("write must be callable: write(frame, time_s, heights)"));
+    }
+    let writer_api = match api {
+        "cuda" => WriterApi::Cuda,
+        "host" => WriterApi::Host,
+        "auto" if stream.is_some() || vkhip_interop::cuda::devices().is_ok() => WriterApi::Cuda,
+        "auto" => WriterApi::Host,
+        other => return Err(invalid(format!("api {other:?}: expected \"auto\", \"cuda\" or \"host\""))),
+    };
+    let mut flags: Vec<String> = Vec::new();
+    let mut flag = |name: &str, value: String| flags.extend([name.to_string(), value]);
+    if let Some((w, h)) = grid {
+        flag("--grid", format!("{w}x{h}"));
+    }
+    if let Some((w, h)) = size {
+        flag("--size", format!("{w}x{h}"));
+    }
+    if let Some(n) = frames {
+        flag("--frames", n.to_string());
+    }
+    if let Some(k) = slots {
+        flag("--slots", k.to_string());
+    }
+    if let Some(p) = &capture {
+        flag("--capture", p.display().to_string());
+    }
+    if let Some(p) = &trace {
+        flag("--trace", p.display().to_string());
+    }
+    if headless {
+        flags.push("--headless".into());
+    }
+    flags.extend(args.unwrap_or_default());
+    let mut options = ViewOptions::new(flags, writer_api);
+    if let Some(s) = stream {
+        let number = crate::stream_number(s)?;
+        // SAFETY: the caller's live stream (torch's, CuPy's) of the CUDA device; the app checks
+        // it belongs to the device's context before enqueueing on it.
+        options = unsafe { options.with_stream(number as u64) };
+    }
+    let ordinal = match writer_api {
+        WriterApi::Cuda => {
+            vkhip_interop::cuda::devices().ok().and_then(|d| d.first().map(|d| d.ordinal)).unwrap_or(0)
+        }
+        WriterApi::Host => 0,
+    };
+    let writer = Box::new(PyWriter { write, ordinal });
+    let outcome = py.detach(|| vkhip::embed::view(&options, writer)).map_err(embed_error)?;
+    Ok(ViewResult {
+        report: outcome.report,
+        capture: outcome.capture.map(|p| p.display().to_string()),
+        frames: outcome.frames,
+    })
+}
+
+/// What :func:`view` drew.
+#[pyclass(module = "vkhip", frozen, get_all)]
+pub struct ViewResult {
+    /// The frame report, as ``vkhip`` prints it.
+    pub report: String,
+    /// The PNG written, if any.
+    pub capture: Option<String>,
+    /// Frames drawn.
+    pub frames: u64,
+}
