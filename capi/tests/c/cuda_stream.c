@@ -100,6 +100,11 @@ int main(void) {
   EXPECT(verdict.violations == 0 && verdict.pairs_checked >= 2);
   printf("cuda_stream: verdict %llu violations, %llu pairs checked\n", (unsigned long long)verdict.violations,
          (unsigned long long)verdict.pairs_checked);
+  for (uint64_t i = 0; i < verdict.violations_kept; i++) {
+    const char *sentence = NULL;
+    if (vkhip_capture_violation(capture, i, &sentence) == VKHIP_STATUS_OK && sentence)
+      printf("cuda_stream: hazard: %s\n", sentence);
+  }
   EXPECT_STATUS(vkhip_capture_destroy(capture), VKHIP_STATUS_OK);
   EXPECT_STATUS(vkhip_prof_host_destroy(host), VKHIP_STATUS_OK);
   EXPECT_STATUS(vkhip_resource_destroy(r), VKHIP_STATUS_OK);
