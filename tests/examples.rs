@@ -238,7 +238,12 @@ fn hip_example_kernels_compile_with_hiprtc() {
 
 /// The file names (without `.rs`) in `crates/vkhip-interop/examples/`.
 fn example_files() -> Vec<String> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/vkhip-interop/examples");
+    rust_file_stems("crates/vkhip-interop/examples")
+}
+
+/// The names (without `.rs`) of the Rust files in `dir` (relative to the workspace), sorted.
+fn rust_file_stems(dir: &str) -> Vec<String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.expect("directory entry").path())
@@ -274,7 +279,7 @@ fn every_example_is_checked_listed_in_both_readmes_and_run_in_ci() {
         }
     }
     let measure_readme = source("crates/vkhip-measure/README.md");
-    for name in measure_files() {
+    for name in rust_file_stems("crates/vkhip-measure/src/bin") {
         let path = format!("crates/vkhip-measure/src/bin/{name}.rs");
         if !MEASURE_PROGRAMS.contains(&path.as_str()) {
             missing.push(format!("{name}: not in tests/examples.rs' MEASURE_PROGRAMS"));
@@ -292,19 +297,6 @@ fn every_example_is_checked_listed_in_both_readmes_and_run_in_ci() {
         }
     }
     assert!(missing.is_empty(), "examples that can drift out of sight:\n{}", missing.join("\n"));
-}
-
-/// The file names (without `.rs`) in `crates/vkhip-measure/src/bin/`.
-fn measure_files() -> Vec<String> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/vkhip-measure/src/bin");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
-        .map(|p| p.file_stem().expect("a file name").to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 /// `wgpu_handoff_cost` refuses a bad argument with one line and exit 1 before it looks for a

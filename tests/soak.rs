@@ -3,12 +3,14 @@
 //! set after warm-up (the report measures RSS after frame 10,000 and at the end, from
 //! /proc/self/statm).
 //!
-//! By default 25,000 frames (≈ 12 s in a debug build: a newcomer's `cargo test` does not wait
-//! for it); `VKHIP_SOAK_FRAMES=200000` is the long run, which CI makes on the release binary
-//! (`.ci/run`, release stage). The bound scales with the frames measured, so the short run stays
-//! sensitive: 0.1 MiB (what RSS moves by between two identical 20,000-frame runs: +0.008 and
-//! +0.059 MiB measured on lavapipe) plus 5 bytes a frame — 0.17 MiB over 15,000 frames, catching
-//! a leak of 12 bytes a frame or more; 1.0 MiB over the long run's 190,000, the bound it always had.
+//! By default 25,000 frames (≈ 18 s on lavapipe, whose submissions set the pace, debug build or
+//! not: a newcomer's `cargo test` hardly waits for it); `VKHIP_SOAK_FRAMES=200000` is the long
+//! run, which CI makes in the background beside its builds (`.ci/run`). The bound scales with the
+//! frames measured, so the short run stays sensitive: 0.25 MiB (RSS moves by up to +0.11 MiB
+//! after warm-up whatever the length: +0.008, +0.059 and +0.109 MiB over 10,000 frames, +0.109
+//! over 190,000, measured on lavapipe) plus 5 bytes a frame — 0.32 MiB over 15,000 frames,
+//! catching a leak of 23 bytes a frame or more; 1.16 MiB over the long run's 190,000 (it had
+//! 1.0 MiB).
 
 mod common;
 use common::*;
@@ -17,7 +19,7 @@ use common::*;
 const WARM: u64 = 10_000;
 
 fn allowed_growth_mib(measured_frames: u64) -> f64 {
-    0.1 + 5.0 * measured_frames as f64 / (1024.0 * 1024.0)
+    0.25 + 5.0 * measured_frames as f64 / (1024.0 * 1024.0)
 }
 
 #[test]
@@ -59,8 +61,9 @@ fn many_frames_in_constant_memory() {
 
 #[test]
 fn the_bound_is_the_long_runs_and_scales_with_the_frames() {
-    assert!((allowed_growth_mib(190_000) - 1.006).abs() < 0.001);
-    assert!((allowed_growth_mib(15_000) - 0.172).abs() < 0.001);
-    // A leak of 12 bytes a frame is caught by the short run.
-    assert!(12.0 * 15_000.0 / (1024.0 * 1024.0) > allowed_growth_mib(15_000));
+    assert!((allowed_growth_mib(190_000) - 1.156).abs() < 0.001);
+    assert!((allowed_growth_mib(15_000) - 0.322).abs() < 0.001);
+    // A leak of 23 bytes a frame is caught by the short run; the noise seen is not.
+    assert!(23.0 * 15_000.0 / (1024.0 * 1024.0) > allowed_growth_mib(15_000));
+    assert!(0.109 < allowed_growth_mib(10_000));
 }

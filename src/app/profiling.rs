@@ -117,12 +117,13 @@ impl FrameProfile {
         let clock = session.clock.as_ref();
         let map = |t: u64| clock.map(|c| c.to_host_ns(t));
         let frame = self.frame;
-        let mut b = Batch { frame, last, ..Batch::default() };
+        let mut b = self.feed.batch(frame, last);
         // The render thread's host items, ordered by time on the other side.
-        b.render = marks
-            .iter()
-            .map(|s| (s.end_ns, Rec::Span(Span::host(frame, s.track, s.phase, s.start_ns, s.end_ns))))
-            .collect();
+        b.render.extend(
+            marks
+                .iter()
+                .map(|s| (s.end_ns, Rec::Span(Span::host(frame, s.track, s.phase, s.start_ns, s.end_ns)))),
+        );
         // The render thread's operations.
         b.dropped = program::take(&mut self.recs);
         for rec in self.recs.drain(..) {

@@ -550,7 +550,7 @@ mod tests {
             let submit = Sem::Submit(Track::Render, Track::Compute);
             a.host(
                 Track::Render,
-                vec![(
+                &mut vec![(
                     t0 + 10 * us,
                     crate::profile::program::Rec::Op(op(
                         Track::Render,

@@ -625,14 +625,14 @@ impl Assembler {
     /// A host track's operations and spans, in their program order (ordered by time: an
     /// operation at its host time, a span at its end; at one instant waits first, then spans,
     /// then signals: work done after a wait returned and before a signal was made).
-    pub fn host(&mut self, track: Track, mut items: Vec<(u64, Rec)>) {
+    pub fn host(&mut self, track: Track, items: &mut Vec<(u64, Rec)>) {
         let rank = |r: &Rec| match r {
             Rec::Op(Op { kind: OpKind::Wait(..), .. }) => 0,
             Rec::Span(_) => 1,
             _ => 2,
         };
         items.sort_by_key(|(t, r)| (*t, rank(r)));
-        for (_, rec) in items {
+        for (_, rec) in items.drain(..) {
             self.host_rec(track, rec);
         }
     }
@@ -894,7 +894,7 @@ mod tests {
             host_ns: Some(90),
         });
         let write = Rec::Span(Span::host(1, Track::Render, Phase::Write, 50, 90));
-        a.host(Track::Render, vec![(90, s), (90, write), (50, w)]);
+        a.host(Track::Render, &mut vec![(90, s), (90, write), (50, w)]);
         let mut tl = Timeline::default();
         a.flush(1, &mut tl);
         let kinds: Vec<String> = tl.items[0]

@@ -29,9 +29,10 @@ use crate::stats::{Figure, Stat};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-/// Frames kept open for late GPU scopes before they are summed anyway: the profiler's horizon
-/// in frames, past which it drops a scope whose results have not come.
-pub const OPEN_FRAMES: usize = crate::profiler::HORIZON_FRAMES as usize + 1;
+/// Frames kept open for late GPU scopes before they are summed anyway: one more than the
+/// profiler's horizon in frames (`profiler::HORIZON_FRAMES`, past which it drops a scope whose
+/// results have not come; a test there keeps the two together).
+pub const OPEN_FRAMES: usize = 257;
 /// Distinct (track, scope name) pairs with their own statistics; more are counted, not kept.
 pub const MAX_SCOPE_NAMES: usize = 256;
 /// Scope names listed as counting towards GPU busy.

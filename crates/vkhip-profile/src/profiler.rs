@@ -1024,6 +1024,11 @@ impl Capture {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn the_analysis_keeps_frames_open_as_long_as_the_horizon() {
+        assert_eq!(crate::analysis::OPEN_FRAMES as u64, super::HORIZON_FRAMES + 1);
+    }
+
+    #[test]
     fn the_profiler_is_send_and_sync_with_every_kind_of_track() {
         // Its state holds every track's GPU side (query pools, stamp memory, CUDA events): one
         // that is not Send would make the profiler unusable from other threads.

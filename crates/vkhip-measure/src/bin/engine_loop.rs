@@ -23,6 +23,7 @@ use std::process::ExitCode;
 use vkhip_interop::cuda::{devices, Cuda};
 use vkhip_interop::vulkan::{Device, Importer, SharedBuffer, SharedSemaphore};
 use vkhip_interop::FrameStream;
+use vkhip_measure::{Commands, HostFloats};
 use vkhip_profile::model::{Item, Timeline};
 use vkhip_profile::{Options, Profiler, Submission};
 
@@ -256,98 +257,48 @@ fn union_per_frame(tl: &Timeline) -> BTreeMap<u64, u64> {
         .collect()
 }
 
-/// Per slot: the render and copy command buffers, the copy's fence, and the host buffer the
-/// copy writes the spots into.
+/// Per slot: the render and copy command buffers with the copy's fence, and the host buffer
+/// the copy writes the spots into (dropped after the commands, which wait for the queue).
 struct Slots {
+    cmds: Commands,
+    spots: Vec<HostFloats>,
     vk: Device,
-    queue: vk::Queue,
-    pool: vk::CommandPool,
-    cmds: Vec<[vk::CommandBuffer; 2]>,
-    fences: Vec<vk::Fence>,
-    buffers: Vec<vk::Buffer>,
-    memory: Vec<vk::DeviceMemory>,
-    spots: Vec<*const f32>,
 }
 
 impl Slots {
     fn new(vk: &Device, k: usize) -> Result<Slots, Box<dyn Error>> {
-        let d = vk.ash();
-        let info = vk::CommandPoolCreateInfo::default()
-            .queue_family_index(vk.queue_family())
-            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
-        // SAFETY: the crate's device; queue 0 of its family exists.
-        let (queue, pool) =
-            unsafe { (d.get_device_queue(vk.queue_family(), 0), d.create_command_pool(&info, None)?) };
-        let mut slots = Slots {
-            vk: vk.clone(),
-            queue,
-            pool,
-            cmds: Vec::new(),
-            fences: Vec::new(),
-            buffers: Vec::new(),
-            memory: Vec::new(),
-            spots: Vec::new(),
-        };
-        // SAFETY: the memory properties of the device's own physical device.
-        let props = unsafe { vk.instance().get_physical_device_memory_properties(vk.physical()) };
-        for _ in 0..k {
-            let alloc = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(2);
-            let fence = vk::FenceCreateInfo::default().flags(vk::FenceCreateFlags::SIGNALED);
-            let buffer = vk::BufferCreateInfo::default()
-                .size(u64::from(SPOTS) * 4)
-                .usage(vk::BufferUsageFlags::TRANSFER_DST);
-            // SAFETY: live device and pool; each handle lands in `slots` at once, so Drop
-            // destroys whatever was made if a later call fails.
-            unsafe {
-                let cmds = d.allocate_command_buffers(&alloc)?;
-                slots.cmds.push([cmds[0], cmds[1]]);
-                slots.fences.push(d.create_fence(&fence, None)?);
-                let buffer = d.create_buffer(&buffer, None)?;
-                slots.buffers.push(buffer);
-                let need = d.get_buffer_memory_requirements(buffer);
-                let host = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
-                let ty = (0..props.memory_type_count)
-                    .find(|&i| {
-                        need.memory_type_bits & (1 << i) != 0
-                            && props.memory_types[i as usize].property_flags.contains(host)
-                    })
-                    .ok_or("no host-visible memory")?;
-                let info = vk::MemoryAllocateInfo::default().allocation_size(need.size).memory_type_index(ty);
-                let memory = d.allocate_memory(&info, None)?;
-                slots.memory.push(memory);
-                d.bind_buffer_memory(buffer, memory, 0)?;
-                let p = d.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())?;
-                slots.spots.push(p.cast::<f32>());
-            }
-        }
-        Ok(slots)
+        let spots = (0..k).map(|_| HostFloats::new(vk, SPOTS as usize)).collect::<Result<_, _>>()?;
+        Ok(Slots { cmds: Commands::new(vk, k, 2)?, spots, vk: vk.clone() })
     }
 
-    /// Wait on the host until slot `s`'s copy finished.
     fn wait(&self, s: usize) -> Result<(), Box<dyn Error>> {
-        // SAFETY: a fence of this device.
-        unsafe { self.vk.ash().wait_for_fences(&[self.fences[s]], true, 10_000_000_000) }?;
-        Ok(())
+        self.cmds.wait(s)
     }
 
     /// Whether slot `s` holds frame `f`'s filtered values (its fence waited for).
     fn check(&self, s: usize, f: u64) -> bool {
         let want = 2.0 * value(f) + 1.0;
-        (0..SPOTS as usize).all(|j| {
-            // SAFETY: SPOTS floats of mapped, coherent memory; the copy that wrote them finished
-            // (the caller waited for the slot's fence).
-            unsafe { self.spots[s].add(j).read_volatile() == want }
-        })
+        // SAFETY: the copy that wrote them finished (the caller waited for the slot's fence),
+        // and the next is recorded only after this check.
+        unsafe { self.spots[s].read() }.iter().all(|&v| v == want)
     }
 
-    /// Begin slot `s`'s command buffer `which` (0 render, 1 copy); both finished (the slot's
-    /// fence was waited for, and a fence covers everything submitted before it).
+    /// Begin slot `s`'s command buffer `which` (0 render, 1 copy).
     fn begin(&self, s: usize, which: usize) -> Result<vk::CommandBuffer, Box<dyn Error>> {
-        let cmd = self.cmds[s][which];
-        let info = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-        // SAFETY: the command buffer's last submission finished (see above).
-        unsafe { self.vk.ash().begin_command_buffer(cmd, &info) }?;
-        Ok(cmd)
+        // SAFETY: the slot's fence was waited for before (at frame f ≥ K), or never submitted:
+        // the fence covers both of the slot's submissions of frame f − K.
+        unsafe { self.cmds.begin(s, which) }
+    }
+
+    fn submit(
+        &self,
+        s: usize,
+        which: usize,
+        waits: &[(&SharedSemaphore, u64)],
+        signals: &[(&SharedSemaphore, u64)],
+        fence: bool,
+    ) -> Result<(), Box<dyn Error>> {
+        self.cmds.submit(s, which, waits, signals, fence)
     }
 
     /// Record the copy of SPOTS spread values of `b` (n floats) to slot `s`'s host buffer.
@@ -371,7 +322,7 @@ impl Slots {
         // SAFETY: per this function's contract.
         unsafe {
             b.cmd_acquire(cmd, (transfer, vk::AccessFlags::TRANSFER_READ));
-            d.cmd_copy_buffer(cmd, b.buffer(), self.buffers[s], &regions);
+            d.cmd_copy_buffer(cmd, b.buffer(), self.spots[s].buffer, &regions);
             d.cmd_pipeline_barrier(
                 cmd,
                 transfer,
@@ -382,68 +333,6 @@ impl Slots {
                 &[],
             );
             b.cmd_release(cmd, (transfer, vk::AccessFlags::empty()));
-        }
-    }
-
-    /// End slot `s`'s command buffer `which` and submit it (waits at the transfer stage); with
-    /// `fence`, the slot's fence signals when it is done.
-    fn submit(
-        &self,
-        s: usize,
-        which: usize,
-        waits: &[(&SharedSemaphore, u64)],
-        signals: &[(&SharedSemaphore, u64)],
-        fence: bool,
-    ) -> Result<(), Box<dyn Error>> {
-        let d = self.vk.ash();
-        let wait_sems: Vec<_> = waits.iter().map(|w| w.0.handle()).collect();
-        let wait_values: Vec<_> = waits.iter().map(|w| w.1).collect();
-        let stages = vec![vk::PipelineStageFlags::TRANSFER; waits.len()];
-        let signal_sems: Vec<_> = signals.iter().map(|w| w.0.handle()).collect();
-        let signal_values: Vec<_> = signals.iter().map(|w| w.1).collect();
-        let mut values = vk::TimelineSemaphoreSubmitInfo::default()
-            .wait_semaphore_values(&wait_values)
-            .signal_semaphore_values(&signal_values);
-        let cmds = [self.cmds[s][which]];
-        let submit = vk::SubmitInfo::default()
-            .wait_semaphores(&wait_sems)
-            .wait_dst_stage_mask(&stages)
-            .command_buffers(&cmds)
-            .signal_semaphores(&signal_sems)
-            .push_next(&mut values);
-        let fence = if fence { self.fences[s] } else { vk::Fence::null() };
-        // SAFETY: the command buffer is recording; the fence (when given) was waited for; only
-        // this thread submits to the queue.
-        unsafe {
-            d.end_command_buffer(cmds[0])?;
-            if fence != vk::Fence::null() {
-                d.reset_fences(&[fence])?;
-            }
-            d.queue_submit(self.queue, &[submit], fence)?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Slots {
-    fn drop(&mut self) {
-        let d = self.vk.ash();
-        // SAFETY: the queue is idle first (every submission done); then each object of ours is
-        // destroyed once.
-        unsafe {
-            if let Err(e) = d.queue_wait_idle(self.queue) {
-                log::warn!("{NAME}: waiting for the queue before teardown failed: {e}");
-            }
-            for &f in &self.fences {
-                d.destroy_fence(f, None);
-            }
-            for &b in &self.buffers {
-                d.destroy_buffer(b, None);
-            }
-            for &m in &self.memory {
-                d.free_memory(m, None);
-            }
-            d.destroy_command_pool(self.pool, None);
         }
     }
 }

@@ -24,12 +24,12 @@
 //! device the Vulkan and CUDA tracks do. Exit codes: 0 done, 1 a failed call or a bad argument
 //! (one line on stderr).
 
-use ash::vk;
 use std::error::Error;
 use std::process::ExitCode;
 use std::time::Instant;
 use vkhip_interop::cuda::{devices, Cuda};
 use vkhip_interop::vulkan::{Device, Importer};
+use vkhip_measure::Commands;
 use vkhip_profile::{CudaStamps, Options, Profiler};
 
 const NAME: &str = "profile_scope_cost";
@@ -212,21 +212,21 @@ fn vulkan(args: &Args, vk: &Device) -> Result<(), Box<dyn Error>> {
     let profs =
         [profiler(Some(vk), &Options::default(), true)?, profiler(Some(vk), &Options::default(), false)?];
     let queues = [profs[0].vulkan_queue("graphics")?, profs[1].vulkan_queue("graphics")?];
-    let cmd = OneCommandBuffer::new(vk)?;
-    let d = vk.ash();
+    let cmds = Commands::new(vk, 1, 1)?;
     interleave(args, "vulkan", &profs[0], |enabled| {
         let i = usize::from(!enabled);
         // SAFETY: the command buffer is not in use (the last batch's fence was waited for).
-        unsafe { d.begin_command_buffer(cmd.cmd, &vk::CommandBufferBeginInfo::default())? };
+        let cmd = unsafe { cmds.begin(0, 0) }?;
         let t0 = Instant::now();
         for _ in 0..args.scopes {
             // SAFETY: `cmd` records until `end_command_buffer` below, after the scope's end;
             // the device has hostQueryReset where the crate's `Device::open` could enable it,
             // and the scope is outside any render pass either way.
-            let _s = unsafe { queues[i].scope(cmd.cmd, "s") };
+            let _s = unsafe { queues[i].scope(cmd, "s") };
         }
         let ns = t0.elapsed().as_nanos() as u64;
-        cmd.submit_and_wait()?;
+        cmds.submit(0, 0, &[], &[], true)?;
+        cmds.wait(0)?;
         queues[i].submitted(&[], &[]);
         profs[i].end_frame()?;
         Ok(ns)
@@ -269,69 +269,4 @@ fn span_line(track: &str, on: Profiler, track_name: &str) -> Result<(), Box<dyn 
         f.p50_ns, f.p99_ns, f.mean_ns, f.count
     );
     Ok(())
-}
-
-/// A command buffer and its fence on the device's queue.
-struct OneCommandBuffer {
-    vk: Device,
-    queue: vk::Queue,
-    pool: vk::CommandPool,
-    cmd: vk::CommandBuffer,
-    fence: vk::Fence,
-}
-
-impl OneCommandBuffer {
-    fn new(vk: &Device) -> Result<Self, Box<dyn Error>> {
-        let d = vk.ash();
-        let info = vk::CommandPoolCreateInfo::default()
-            .queue_family_index(vk.queue_family())
-            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
-        // SAFETY: the crate's device; queue 0 of its family exists.
-        let (queue, pool) =
-            unsafe { (d.get_device_queue(vk.queue_family(), 0), d.create_command_pool(&info, None)?) };
-        let mut made = OneCommandBuffer {
-            vk: vk.clone(),
-            queue,
-            pool,
-            cmd: vk::CommandBuffer::null(),
-            fence: vk::Fence::null(),
-        };
-        let alloc = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1);
-        // SAFETY: live device and pool; each handle lands in `made` at once, so Drop destroys
-        // whatever was made if a later call fails.
-        unsafe {
-            made.cmd = d.allocate_command_buffers(&alloc)?[0];
-            made.fence = d.create_fence(&vk::FenceCreateInfo::default(), None)?;
-        }
-        Ok(made)
-    }
-
-    /// End the recording, submit it and wait for it.
-    fn submit_and_wait(&self) -> Result<(), Box<dyn Error>> {
-        let d = self.vk.ash();
-        let cmds = [self.cmd];
-        let submit = vk::SubmitInfo::default().command_buffers(&cmds);
-        // SAFETY: `cmd` is recording (begun by the caller); the fence is unsignalled (reset
-        // after every wait).
-        unsafe {
-            d.end_command_buffer(self.cmd)?;
-            d.queue_submit(self.queue, &[submit], self.fence)?;
-            d.wait_for_fences(&[self.fence], true, 10_000_000_000)?;
-            d.reset_fences(&[self.fence])?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for OneCommandBuffer {
-    fn drop(&mut self) {
-        let d = self.vk.ash();
-        // SAFETY: every submission was waited for (its fence) before `submit_and_wait` returned;
-        // a failed wait leaves the queue to finish first.
-        unsafe {
-            let _ = d.queue_wait_idle(self.queue);
-            d.destroy_fence(self.fence, None);
-            d.destroy_command_pool(self.pool, None);
-        }
-    }
 }
