@@ -69,8 +69,15 @@ fn a_host_writer_of_the_reference_draws_what_the_cpu_backend_draws() {
             .collect::<Vec<_>>()
     };
     let (writer, calls) = wave(false, None);
-    let outcome = view(&ViewOptions::new(with(&ours), WriterApi::Host), writer).unwrap();
+    let trace = dir.join("trace.json");
+    let args: Vec<String> =
+        with(&ours).into_iter().chain(["--trace".into(), trace.display().to_string()]).collect();
+    let outcome = view(&ViewOptions::new(args, WriterApi::Host), writer).unwrap();
     assert_eq!(outcome.frames, 5);
+    assert!(outcome.report.contains("bridged"), "{}", outcome.report);
+    // The app's trace, and its checker proves the protocol's orderings from it.
+    let check = run(vkhip().args(["trace", "check"]).arg(&trace));
+    assert_ok(&check, "vkhip trace check of the writer's run");
     assert_eq!(outcome.capture.as_deref(), Some(ours.as_path()));
     assert!(outcome.report.contains("the caller's writer on the host"), "{}", outcome.report);
     // Every frame once, at the time the sine wave uses (`--time frame`, dt 1/60).

@@ -396,3 +396,16 @@ impl Drop for Frames {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_can_move_to_another_thread() {
+        fn send<T: Send>() {}
+        send::<Frames>();
+        send::<FramesOptions>();
+        send::<EmbedError>();
+    }
+}
