@@ -220,6 +220,12 @@ impl Frames {
             .collect::<Result<Vec<_>, vkhip_interop::Error>>()
             .map_err(|e| vulkan(e.into()))?;
         let export = options.importer == Importer::Cuda;
+        if export && !ctx.physical.timeline_export {
+            return Err(EmbedError::Environment(format!(
+                "{} cannot export timeline semaphores as OPAQUE_FD: a CUDA consumer waits and signals them (Importer::Host reads the frames on the host)",
+                ctx.physical.name
+            )));
+        }
         let ready = Semaphore::timeline(&ctx, 0, export).map_err(vulkan)?;
         let released = Semaphore::timeline(&ctx, 0, export).map_err(vulkan)?;
         let copies = CopyCommands::new(&ctx, &offscreen.target, &buffers, export).map_err(vulkan)?;
