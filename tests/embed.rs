@@ -204,16 +204,35 @@ fn frames_reach_the_host_through_k_shared_buffers_as_the_app_draws_them() {
     }
     assert_ne!(seen[0], seen[9], "the surface moves between frames");
     drop(frames);
-    // A host consumer holding K frames: the next copy waits on the GPU, one more frame is
-    // refused (it would wait for the held frame forever); teardown lets the waiting copy go.
+    // A host consumer holding K frames: the next copy waits on the GPU, and the held frame is
+    // not overwritten; one more frame is refused (it would wait for the held frame forever);
+    // teardown lets a waiting copy go.
     let mut frames = Frames::new(&FramesOptions::new(checked.clone(), 2, Importer::Host)).unwrap();
     for _ in 0..3 {
         frames.render().unwrap();
     }
+    frames.wait_ready_host(1).unwrap();
+    let slot0 = |frames: &Frames| {
+        let (ptr, len) = frames.host_bytes(0).unwrap();
+        // SAFETY: the mapping holds `len` bytes; frame 0's copy is done (frame 1's is, and the
+        // queue runs them in order), and frame 2's copy into it waits for `released` ≥ 1.
+        unsafe { std::slice::from_raw_parts(ptr, len) }.to_vec()
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!frames.is_ready(2).unwrap(), "frame 2's copy ran before frame 0 was released");
+    assert_eq!(
+        slot0(&frames),
+        app_frame(&args, 0, &dir.join("held.png")).pixels,
+        "the held frame was overwritten"
+    );
     let err = frames.render().unwrap_err();
     assert_eq!(err.to_string(), "frame 3: frame 0 is still held (2 frame buffers): release it first");
     frames.release_host(0).unwrap();
+    frames.wait_ready_host(2).unwrap();
+    assert!(frames.is_ready(2).unwrap());
+    assert_eq!(slot0(&frames), app_frame(&args, 2, &dir.join("after.png")).pixels);
     frames.render().unwrap();
+    frames.render().unwrap_err();
     drop(frames);
     if validation {
         let after = vkhip::vk::instance::ValidationCounts::current();

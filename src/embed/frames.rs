@@ -340,6 +340,13 @@ impl Frames {
         .map_err(|e| EmbedError::from_run(&e.into()))
     }
 
+    /// Whether frame `frame`'s copy is done (`ready` ≥ frame+1), without waiting.
+    pub fn is_ready(&self, frame: u64) -> Result<bool, EmbedError> {
+        self.check_rendered(frame)?;
+        let value = self.offscreen.session.ctx.timeline_value(self.ready.handle);
+        Ok(value.map_err(|e| EmbedError::from_run(&e.into()))? > frame)
+    }
+
     /// The host consumer has finished reading frame `frame`: signal `released` = frame+1 (a
     /// frame released already, or an earlier one, is a no-op).
     pub fn release_host(&self, frame: u64) -> Result<(), EmbedError> {
