@@ -69,8 +69,15 @@ fn a_host_writer_of_the_reference_draws_what_the_cpu_backend_draws() {
             .collect::<Vec<_>>()
     };
     let (writer, calls) = wave(false, None);
-    let outcome = view(&ViewOptions::new(with(&ours), WriterApi::Host), writer).unwrap();
+    let trace = dir.join("trace.json");
+    let args: Vec<String> =
+        with(&ours).into_iter().chain(["--trace".into(), trace.display().to_string()]).collect();
+    let outcome = view(&ViewOptions::new(args, WriterApi::Host), writer).unwrap();
     assert_eq!(outcome.frames, 5);
+    assert!(outcome.report.contains("bridged"), "{}", outcome.report);
+    // The app's trace, and its checker proves the protocol's orderings from it.
+    let check = run(vkhip().args(["trace", "check"]).arg(&trace));
+    assert_ok(&check, "vkhip trace check of the writer's run");
     assert_eq!(outcome.capture.as_deref(), Some(ours.as_path()));
     assert!(outcome.report.contains("the caller's writer on the host"), "{}", outcome.report);
     // Every frame once, at the time the sine wave uses (`--time frame`, dt 1/60).
@@ -166,6 +173,12 @@ fn frames_reach_the_host_through_k_shared_buffers_as_the_app_draws_them() {
     let args = ["--grid", "24x20", "--size", "40x30", "--backend", "cpu"];
     let checked: Vec<&str> = args.iter().copied().chain(validation.then_some("--validation")).collect();
     let before = vkhip::vk::instance::ValidationCounts::current();
+    // lavapipe exports memory but no semaphore: a CUDA consumer's timelines cannot be made.
+    if let Err(e) = Frames::new(&FramesOptions::new(checked.clone(), 3, Importer::Cuda)) {
+        eprintln!("Importer::Cuda: {e}");
+        assert!(e.is_environment(), "{e:?}");
+        assert!(e.to_string().ends_with("cannot export timeline semaphores as OPAQUE_FD: a CUDA consumer waits and signals them (Importer::Host reads the frames on the host)"), "{e}");
+    }
     let mut frames = Frames::new(&FramesOptions::new(checked.clone(), 3, Importer::Host)).unwrap();
     assert_eq!((frames.slots(), frames.extent()), (3, (40, 30)));
     assert!(frames.slot_memory(0).is_ok(), "lavapipe exports memory");
@@ -191,16 +204,35 @@ fn frames_reach_the_host_through_k_shared_buffers_as_the_app_draws_them() {
     }
     assert_ne!(seen[0], seen[9], "the surface moves between frames");
     drop(frames);
-    // A host consumer holding K frames: the next copy waits on the GPU, one more frame is
-    // refused (it would wait for the held frame forever); teardown lets the waiting copy go.
+    // A host consumer holding K frames: the next copy waits on the GPU, and the held frame is
+    // not overwritten; one more frame is refused (it would wait for the held frame forever);
+    // teardown lets a waiting copy go.
     let mut frames = Frames::new(&FramesOptions::new(checked.clone(), 2, Importer::Host)).unwrap();
     for _ in 0..3 {
         frames.render().unwrap();
     }
+    frames.wait_ready_host(1).unwrap();
+    let slot0 = |frames: &Frames| {
+        let (ptr, len) = frames.host_bytes(0).unwrap();
+        // SAFETY: the mapping holds `len` bytes; frame 0's copy is done (frame 1's is, and the
+        // queue runs them in order), and frame 2's copy into it waits for `released` ≥ 1.
+        unsafe { std::slice::from_raw_parts(ptr, len) }.to_vec()
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!frames.is_ready(2).unwrap(), "frame 2's copy ran before frame 0 was released");
+    assert_eq!(
+        slot0(&frames),
+        app_frame(&args, 0, &dir.join("held.png")).pixels,
+        "the held frame was overwritten"
+    );
     let err = frames.render().unwrap_err();
     assert_eq!(err.to_string(), "frame 3: frame 0 is still held (2 frame buffers): release it first");
     frames.release_host(0).unwrap();
+    frames.wait_ready_host(2).unwrap();
+    assert!(frames.is_ready(2).unwrap());
+    assert_eq!(slot0(&frames), app_frame(&args, 2, &dir.join("after.png")).pixels);
     frames.render().unwrap();
+    frames.render().unwrap_err();
     drop(frames);
     if validation {
         let after = vkhip::vk::instance::ValidationCounts::current();
@@ -208,6 +240,112 @@ fn frames_reach_the_host_through_k_shared_buffers_as_the_app_draws_them() {
             (after.errors - before.errors, after.warnings - before.warnings),
             (0, 0),
             "validation messages: {after}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The sine wave as a caller's CUDA kernel (not the app's), launched on the stream it is given.
+const WAVE_KERNEL: &str = r#"
+extern "C" __global__ void wave(float* h, unsigned cols, unsigned rows, float phase, float amp, float freq) {
+    unsigned x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= cols || y >= rows) return;
+    float u = 2.0f * (float)x / (float)(cols - 1) - 1.0f;
+    float v = 2.0f * (float)y / (float)(rows - 1) - 1.0f;
+    h[y * cols + x] = amp * sinf(freq * u + phase) * cosf(freq * v + phase);
+}
+"#;
+
+/// A writer launching [`WAVE_KERNEL`] on the stream of each target, recording (frame, stream).
+struct GpuWave {
+    cuda: vkhip_interop::cuda::Cuda,
+    kernel: vkhip_interop::cuda::CudaKernel,
+    streams: Arc<Mutex<Vec<(u64, u64)>>>,
+}
+
+impl HeightWriter for GpuWave {
+    fn write(&mut self, frame: u64, time_s: f64, target: HeightTarget<'_>) -> Result<(), WriterError> {
+        let HeightTarget::Cuda { ptr, stream, cols, rows } = target else {
+            return Err(WriterError("expected the CUDA path".into()));
+        };
+        self.streams.lock().unwrap().push((frame, stream));
+        let p = WaveParams::at_time(Grid { width: cols, height: rows }, time_s);
+        let (mut ptr, mut cols, mut rows) = (ptr, cols, rows);
+        let (mut phase, mut amp, mut freq) = (p.phase, p.amplitude, p.frequency);
+        let mut args: [*mut std::ffi::c_void; 6] = [
+            (&mut ptr as *mut u64).cast(),
+            (&mut cols as *mut u32).cast(),
+            (&mut rows as *mut u32).cast(),
+            (&mut phase as *mut f32).cast(),
+            (&mut amp as *mut f32).cast(),
+            (&mut freq as *mut f32).cast(),
+        ];
+        let fail = |e: vkhip_interop::Error| WriterError(e.to_string());
+        // SAFETY: `stream` is the backend's stream or the one the test lent (the legacy default
+        // stream), both of the device's primary context and alive through the run.
+        let on = unsafe { self.cuda.with_stream(stream) }.map_err(fail)?;
+        let grid = [cols.div_ceil(16), rows.div_ceil(16), 1];
+        // SAFETY: `wave` takes (float*, unsigned, unsigned, float, float, float), as `args`
+        // points at; `ptr` is the slot's mapping of `cols × rows` floats, alive until the
+        // stream is past the launch (the backend synchronises before its imports go).
+        unsafe { on.launch(&self.kernel, grid, [16, 16, 1], &mut args) }.map_err(fail)
+    }
+}
+
+/// On a GPU (skipped elsewhere): a writer launching its own kernel draws what `--backend cuda`
+/// draws, on the backend's stream or a lent one, in `external` (the default there) and
+/// `bridged`.
+#[test]
+fn the_cuda_path_draws_what_the_cuda_backend_draws() {
+    let devices = match vkhip_interop::cuda::devices() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("skipped: the CUDA path needs a GPU ({e})");
+            return;
+        }
+    };
+    let dir = temp_dir("embed-cuda");
+    let base = ["--headless", "--frames", "9", "--grid", "256x256", "--size", "320x240"];
+    let reference =
+        app_frame(&["--grid", "256x256", "--size", "320x240", "--backend", "cuda"], 8, &dir.join("cuda.png"));
+    assert_shows_surface(&reference, "--backend cuda");
+    for (name, lent, sync) in
+        [("own", None, "auto"), ("lent", Some(0u64), "auto"), ("bridged", None, "bridged")]
+    {
+        let cuda = vkhip_interop::cuda::Cuda::open(devices[0].uuid).unwrap();
+        let kernel = cuda.compile(WAVE_KERNEL, "wave").unwrap();
+        let streams = Arc::new(Mutex::new(Vec::new()));
+        let png = dir.join(format!("{name}.png"));
+        let args: Vec<String> = base
+            .iter()
+            .map(|s| s.to_string())
+            .chain(["--sync".into(), sync.into(), "--capture".into(), png.display().to_string()])
+            .collect();
+        let mut options = ViewOptions::new(args, WriterApi::Cuda);
+        if let Some(s) = lent {
+            // SAFETY: the legacy default stream always exists.
+            options = unsafe { options.with_stream(s) };
+        }
+        let writer = Box::new(GpuWave { cuda, kernel, streams: streams.clone() });
+        let outcome = view(&options, writer).unwrap_or_else(|e| panic!("{name}: {e}"));
+        eprintln!("{name}:\n{}", outcome.report);
+        assert_eq!(outcome.frames, 9, "{name}");
+        let mode = if sync == "auto" { "external" } else { "bridged" };
+        assert!(outcome.report.contains(mode), "{name}: not {mode}:\n{}", outcome.report);
+        let streams = streams.lock().unwrap().clone();
+        assert_eq!(streams.iter().map(|s| s.0).collect::<Vec<_>>(), (0..9).collect::<Vec<_>>(), "{name}");
+        match lent {
+            // CU_STREAM_LEGACY, as DLPack's 0 names it.
+            Some(_) => assert!(streams.iter().all(|s| s.1 == 1), "{name}: {streams:?}"),
+            None => assert!(streams.iter().all(|s| s.1 > 2 && s.1 == streams[0].1), "{name}: {streams:?}"),
+        }
+        let ours = Rgba::read_png(&png).unwrap();
+        let d = vkhip::image::compare(&ours, &reference, vkhip::image::CHANNEL_TOLERANCE).unwrap();
+        assert!(
+            d.same(),
+            "{name}: {} pixels over the tolerance (max channel diff {})",
+            d.pixels_over,
+            d.max_channel_diff
         );
     }
     let _ = std::fs::remove_dir_all(&dir);

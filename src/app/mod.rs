@@ -83,10 +83,13 @@ pub fn run_frames(
     if !headless {
         // Window-only checks (e.g. --capture needs a headless run) apply only once a
         // window can really open: a dead DISPLAY falls back to headless, where they don't.
-        match window::event_loop() {
-            Ok(el) => {
-                crate::cli::check_run(&run, false)?;
-                let ran = window::run_with(&run, el, maker.as_deref_mut())?;
+        let windowed = window::with_event_loop(|el| -> anyhow::Result<window::WindowRun> {
+            crate::cli::check_run(&run, false)?;
+            window::run_with(&run, el, maker.as_deref_mut())
+        });
+        match windowed {
+            Ok(ran) => {
+                let ran = ran?;
                 match ran.failed {
                     // No device can draw into the window (before its first frame): as
                     // with a dead display, the run goes on without it.

@@ -31,6 +31,7 @@ use winit::dpi::PhysicalSize;
 use winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
 use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
 use winit::keyboard::{Key, NamedKey};
+use winit::platform::run_on_demand::EventLoopExtRunOnDemand;
 use winit::window::{Window, WindowId};
 
 /// Everything that lives while the window is open. Field order is drop order: swapchain and
@@ -97,6 +98,28 @@ pub fn event_loop() -> anyhow::Result<EventLoop<()>> {
     Ok(super::panics::contain("opening the window system", EventLoop::new)??)
 }
 
+thread_local! {
+    /// This thread's event loop, once made ([`with_event_loop`]).
+    static EVENT_LOOP: std::cell::RefCell<Option<EventLoop<()>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Run `f` with this thread's event loop, made on first use ([`event_loop`]) and kept for the
+/// next window run: winit makes one per process, and a program that runs windows one after
+/// another (an embedding one: `crate::embed`) runs each on the same loop ([`run_with`] runs it
+/// on demand).
+pub fn with_event_loop<T>(f: impl FnOnce(&mut EventLoop<()>) -> T) -> anyhow::Result<T> {
+    EVENT_LOOP.with(|cell| {
+        let mut slot = cell
+            .try_borrow_mut()
+            .map_err(|_| anyhow::anyhow!("a window run is already in progress on this thread"))?;
+        let el = match slot.take() {
+            Some(el) => el,
+            None => event_loop()?,
+        };
+        Ok(f(slot.insert(el)))
+    })
+}
+
 /// Whether `e` says that no device can present to the window (the run falls back to headless).
 pub fn cannot_present(e: &anyhow::Error) -> bool {
     // `SessionError::Vulkan` is transparent: its `source()` skips the `VkError` it holds.
@@ -116,8 +139,8 @@ fn display_name() -> String {
 }
 
 /// Run the window until it is closed (or `--frames` is reached); prints the frame report.
-pub fn run(args: &RunArgs, event_loop: EventLoop<()>) -> anyhow::Result<()> {
-    let ran = run_with(args, event_loop, None)?;
+pub fn run(args: &RunArgs, mut event_loop: EventLoop<()>) -> anyhow::Result<()> {
+    let ran = run_with(args, &mut event_loop, None)?;
     if let Some(report) = &ran.report {
         crate::output::print(report);
     }
@@ -138,7 +161,7 @@ pub struct WindowRun {
 /// instead of printing it. `Err` only for what fails before the window opens.
 pub fn run_with(
     args: &RunArgs,
-    event_loop: EventLoop<()>,
+    event_loop: &mut EventLoop<()>,
     maker: Option<&mut (dyn MakeBackend + '_)>,
 ) -> anyhow::Result<WindowRun> {
     let trace_file = args.trace.as_deref().map(create_trace_file).transpose()?;
@@ -148,7 +171,8 @@ pub fn run_with(
     super::interrupt::set_waker(move || {
         let _ = proxy.send_event(());
     });
-    let ran = event_loop.run_app(&mut app).context("window event loop");
+    // On demand: the loop may run again for the next window ([`with_event_loop`]).
+    let ran = event_loop.run_app_on_demand(&mut app).context("window event loop");
     super::interrupt::clear_waker();
     ran?;
     if let Some(r) = app.running.take() {
@@ -445,7 +469,12 @@ impl ApplicationHandler for App<'_, '_> {
         }
     }
 
-    fn window_event(&mut self, el: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
+    fn window_event(&mut self, el: &ActiveEventLoop, id: WindowId, event: WindowEvent) {
+        // An earlier run's window (the loop runs again for the next window, `with_event_loop`):
+        // its last events, `Destroyed` among them, are not this run's.
+        if self.running.as_ref().is_some_and(|r| r.window.id() != id) {
+            return;
+        }
         match event {
             WindowEvent::CloseRequested => el.exit(),
             // Only a window that ran: one that failed to start is dropped by vkhip itself.

@@ -16,9 +16,12 @@
 //! - signals `ready` = f+1.
 //!
 //! The render pass orders the next draw after the copy (its incoming dependency includes the
-//! transfer stage), so a consumer K frames behind holds the GPU back — the draw after a copy
-//! that waits for `released` waits too — and after `--frames-in-flight` more frames
-//! [`Frames::render`]'s throttle waits on the host (for a value Vulkan signals).
+//! transfer stage), so a consumer K frames behind holds the GPU back: the draw after a copy that
+//! waits for `released` waits too. A host consumer ([`Importer::Host`]) that still holds frame
+//! f−1−K when frame f is asked for gets an error from [`Frames::render`] instead (that frame's
+//! throttle would wait for a draw stuck behind the held frame). A CUDA consumer releases on its
+//! stream, ahead of what the host can see, so there [`Frames::render`]'s throttle waits (for a
+//! value Vulkan signals, up to the app's wait timeout, then an error).
 //!
 //! Teardown ([`Drop`]): copies still waiting for `released` are let go by a host signal, the
 //! protocol is stopped and the queue drained; then the command buffers, the shared buffers, the
@@ -32,7 +35,7 @@ use crate::cli::TimeMode;
 use crate::profile::RenderMarks;
 use crate::vk::device::Context;
 use crate::vk::external::Semaphore;
-use crate::vk::target::subresource;
+use crate::vk::target::OffscreenTarget;
 use crate::vk::{CallContext as _, VkError};
 use ash::vk;
 use std::sync::Arc;
@@ -94,8 +97,7 @@ struct CopyCommands {
 impl CopyCommands {
     fn new(
         ctx: &Arc<Context>,
-        image: vk::Image,
-        extent: vk::Extent2D,
+        target: &OffscreenTarget,
         buffers: &[SharedBuffer],
         export: bool,
     ) -> Result<Self, VkError> {
@@ -117,7 +119,7 @@ impl CopyCommands {
             unsafe { d.begin_command_buffer(cmd, &begin) }.call("vkBeginCommandBuffer")?;
             // SAFETY: `cmd` is recording; the image and the buffer are live, the image is in
             // TRANSFER_SRC_OPTIMAL after the render pass, the buffer holds the whole extent.
-            unsafe { record_copy(d, cmd, image, extent, buffer, export) };
+            unsafe { record_copy(d, cmd, target, buffer, export) };
             // SAFETY: as above.
             unsafe { d.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
         }
@@ -133,52 +135,19 @@ impl CopyCommands {
 unsafe fn record_copy(
     d: &ash::Device,
     cmd: vk::CommandBuffer,
-    image: vk::Image,
-    extent: vk::Extent2D,
+    target: &OffscreenTarget,
     buffer: &SharedBuffer,
     export: bool,
 ) {
     let transfer_write = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
-    let to_transfer = vk::ImageMemoryBarrier::default()
-        .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
-        .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
-        .old_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
-        .new_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
-        .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-        .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-        .image(image)
-        .subresource_range(subresource(vk::ImageAspectFlags::COLOR));
-    let region = vk::BufferImageCopy::default()
-        .image_subresource(vk::ImageSubresourceLayers {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            mip_level: 0,
-            base_array_layer: 0,
-            layer_count: 1,
-        })
-        .image_extent(vk::Extent3D { width: extent.width, height: extent.height, depth: 1 });
     // SAFETY: per this function's contract.
     unsafe {
         if export {
             buffer.cmd_acquire(cmd, transfer_write);
         }
-        d.cmd_pipeline_barrier(
-            cmd,
-            vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
-            vk::PipelineStageFlags::TRANSFER,
-            vk::DependencyFlags::empty(),
-            &[],
-            &[],
-            &[to_transfer],
-        );
-        // The one GPU copy of the frame: tiled image → linear shared buffer (row length 0:
-        // tightly packed rows of width × 4 bytes).
-        d.cmd_copy_image_to_buffer(
-            cmd,
-            image,
-            vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-            buffer.buffer(),
-            &[region],
-        );
+        // The one GPU copy of the frame: tiled image → linear shared buffer, tightly packed
+        // rows of width × 4 bytes (vkCmdCopyImageToBuffer).
+        target.cmd_copy_to_buffer(d, cmd, buffer.buffer());
         crate::vk::cmd_memory_barrier(
             d,
             cmd,
@@ -256,10 +225,15 @@ impl Frames {
             .collect::<Result<Vec<_>, vkhip_interop::Error>>()
             .map_err(|e| vulkan(e.into()))?;
         let export = options.importer == Importer::Cuda;
+        if export && !ctx.physical.timeline_export {
+            return Err(EmbedError::Environment(format!(
+                "{} cannot export timeline semaphores as OPAQUE_FD: a CUDA consumer waits and signals them (Importer::Host reads the frames on the host)",
+                ctx.physical.name
+            )));
+        }
         let ready = Semaphore::timeline(&ctx, 0, export).map_err(vulkan)?;
         let released = Semaphore::timeline(&ctx, 0, export).map_err(vulkan)?;
-        let copies = CopyCommands::new(&ctx, offscreen.target.color.image, extent, &buffers, export)
-            .map_err(vulkan)?;
+        let copies = CopyCommands::new(&ctx, &offscreen.target, &buffers, export).map_err(vulkan)?;
         let profile = FrameProfile::new(&offscreen.session, None);
         let target = offscreen.draw_target();
         Ok(Frames {
@@ -363,12 +337,7 @@ impl Frames {
     /// Host-wait until frame `frame`'s copy is done (`ready` ≥ frame+1, a value Vulkan
     /// signals).
     pub fn wait_ready_host(&self, frame: u64) -> Result<(), EmbedError> {
-        if frame >= self.next {
-            return Err(EmbedError::Unsupported(format!(
-                "frame {frame} was not rendered (the next is {}): its copy would never be done",
-                self.next
-            )));
-        }
+        self.check_rendered(frame)?;
         let ctx = &self.offscreen.session.ctx;
         ctx.wait_timeline(self.ready.handle, frame + 1, || {
             format!("'ready' ≥ {} (frame {frame}'s copy)", frame + 1)
@@ -376,15 +345,17 @@ impl Frames {
         .map_err(|e| EmbedError::from_run(&e.into()))
     }
 
+    /// Whether frame `frame`'s copy is done (`ready` ≥ frame+1), without waiting.
+    pub fn is_ready(&self, frame: u64) -> Result<bool, EmbedError> {
+        self.check_rendered(frame)?;
+        let value = self.offscreen.session.ctx.timeline_value(self.ready.handle);
+        Ok(value.map_err(|e| EmbedError::from_run(&e.into()))? > frame)
+    }
+
     /// The host consumer has finished reading frame `frame`: signal `released` = frame+1 (a
     /// frame released already, or an earlier one, is a no-op).
     pub fn release_host(&self, frame: u64) -> Result<(), EmbedError> {
-        if frame >= self.next {
-            return Err(EmbedError::Unsupported(format!(
-                "frame {frame} was not rendered (the next is {})",
-                self.next
-            )));
-        }
+        self.check_rendered(frame)?;
         let ctx = &self.offscreen.session.ctx;
         let signal = || -> Result<(), VkError> {
             if ctx.timeline_value(self.released.handle)? < frame + 1 {
@@ -398,6 +369,17 @@ impl Frames {
     /// The interop crate's device the frames are on (its `uuid()` opens CUDA on the same GPU).
     pub fn vulkan_device(&self) -> Result<&vkhip_interop::vulkan::Device, EmbedError> {
         self.offscreen.session.ctx.interop().map_err(|e| EmbedError::from_run(&e.into()))
+    }
+
+    /// `frame` was rendered (waiting for or releasing a later one would wait forever).
+    fn check_rendered(&self, frame: u64) -> Result<(), EmbedError> {
+        if frame >= self.next {
+            return Err(EmbedError::Unsupported(format!(
+                "frame {frame} was not rendered (the next is {})",
+                self.next
+            )));
+        }
+        Ok(())
     }
 
     fn no_slot(&self, slot: usize) -> EmbedError {
@@ -430,5 +412,18 @@ impl Drop for Frames {
         if let Err(e) = ctx.queue_wait_idle() {
             log::warn!("frames: draining the queue failed: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_can_move_to_another_thread() {
+        fn send<T: Send>() {}
+        send::<Frames>();
+        send::<FramesOptions>();
+        send::<EmbedError>();
     }
 }

@@ -39,6 +39,7 @@
 //!     pub fn render(&mut self) -> Result<FrameInfo, EmbedError>;
 //!     pub fn host_bytes(&self, slot: usize) -> Option<(*mut u8, usize)>;
 //!     pub fn wait_ready_host(&self, frame: u64) -> Result<(), EmbedError>;
+//!     pub fn is_ready(&self, frame: u64) -> Result<bool, EmbedError>;     // never waits
 //!     pub fn release_host(&self, frame: u64) -> Result<(), EmbedError>;
 //!     pub fn vulkan_device(&self) -> Result<&vkhip_interop::vulkan::Device, EmbedError>;
 //! }

@@ -210,48 +210,68 @@ impl OffscreenTarget {
         Ok(OffscreenTarget { extent, framebuffer, color, depth })
     }
 
+    /// Record the copy of the colour image (in TRANSFER_SRC_OPTIMAL, as the render pass leaves
+    /// it) into `buffer` as tightly packed RGBA8 rows, after a barrier from the render pass's
+    /// colour writes to the copy's reads.
+    ///
+    /// # Safety
+    /// `cmd` is a command buffer of `device` (this target's) in the recording state, outside a
+    /// render pass; `buffer` has TRANSFER_DST usage and holds width × height × 4 bytes.
+    pub unsafe fn cmd_copy_to_buffer(
+        &self,
+        device: &ash::Device,
+        cmd: vk::CommandBuffer,
+        buffer: vk::Buffer,
+    ) {
+        let (w, h) = (self.extent.width, self.extent.height);
+        let barrier = vk::ImageMemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
+            .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
+            .old_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
+            .new_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .image(self.color.image)
+            .subresource_range(subresource(vk::ImageAspectFlags::COLOR));
+        let region = vk::BufferImageCopy::default()
+            .image_subresource(vk::ImageSubresourceLayers {
+                aspect_mask: vk::ImageAspectFlags::COLOR,
+                mip_level: 0,
+                base_array_layer: 0,
+                layer_count: 1,
+            })
+            .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
+        // SAFETY: per this function's contract.
+        unsafe {
+            device.cmd_pipeline_barrier(
+                cmd,
+                vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[],
+                &[barrier],
+            );
+            device.cmd_copy_image_to_buffer(
+                cmd,
+                self.color.image,
+                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                buffer,
+                &[region],
+            );
+        }
+    }
+
     /// Copy the colour image to the host as tightly packed RGBA8 rows, after the frame whose
     /// `rendered` value is `wait` (semaphore, value) has finished.
     pub fn read_rgba(&self, ctx: &Arc<Context>, wait: (vk::Semaphore, u64)) -> Result<Vec<u8>, VkError> {
         let (w, h) = (self.extent.width, self.extent.height);
         let buf = HostBuffer::new(ctx, w as u64 * h as u64 * 4, vk::BufferUsageFlags::TRANSFER_DST)?;
         ctx.one_shot(&[(wait.0, wait.1, vk::PipelineStageFlags::TRANSFER)], |cmd| {
-            let barrier = vk::ImageMemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
-                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
-                .old_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
-                .new_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
-                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .image(self.color.image)
-                .subresource_range(subresource(vk::ImageAspectFlags::COLOR));
-            let region = vk::BufferImageCopy::default()
-                .image_subresource(vk::ImageSubresourceLayers {
-                    aspect_mask: vk::ImageAspectFlags::COLOR,
-                    mip_level: 0,
-                    base_array_layer: 0,
-                    layer_count: 1,
-                })
-                .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
             // SAFETY: recording into the one-shot command buffer; the image is in TRANSFER_SRC
             // layout after the render pass, and the buffer is large enough.
             unsafe {
-                ctx.device.cmd_pipeline_barrier(
-                    cmd,
-                    vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
-                    vk::PipelineStageFlags::TRANSFER,
-                    vk::DependencyFlags::empty(),
-                    &[],
-                    &[],
-                    &[barrier],
-                );
-                ctx.device.cmd_copy_image_to_buffer(
-                    cmd,
-                    self.color.image,
-                    vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-                    buf.buffer,
-                    &[region],
-                );
+                self.cmd_copy_to_buffer(&ctx.device, cmd, buf.buffer);
                 super::cmd_memory_barrier(
                     &ctx.device,
                     cmd,
