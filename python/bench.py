@@ -19,7 +19,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 import vkhip
 
@@ -122,6 +122,30 @@ def heights_round(
     return frame_mean_ms(out)
 
 
+def interleaved(
+    label: str, rounds: int, a: Callable[[], float], b: Callable[[], float]
+) -> tuple[list[float], list[float]]:
+    """`rounds` rounds of a then b, each printed as it ends."""
+    xs: list[float] = []
+    ys: list[float] = []
+    for r in range(rounds):
+        xs.append(a())
+        ys.append(b())
+        print(f"{label} round {r}: {xs[-1]:.5g}, {ys[-1]:.5g}", flush=True)
+    return xs, ys
+
+
+def summary(
+    bench: str, keys: dict[str, str], a: tuple[str, list[float]], b: tuple[str, list[float]]
+) -> dict[str, Any]:
+    """A row: the medians of both sides and their ranges."""
+    row: dict[str, Any] = {"bench": bench, **keys}
+    for name, xs in (a, b):
+        row[name] = statistics.median(xs)
+        row[name.rsplit("_", 1)[0] + "_range"] = [min(xs), max(xs)]
+    return row
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -136,51 +160,38 @@ def main() -> int:
 
     if args.only in (None, "frames"):
         for size in [(256, 256), (1280, 720), (1920, 1080), (3840, 2160)]:
-            zc: list[float] = []
-            host: list[float] = []
-            for r in range(args.rounds):
-                zc.append(frames_round(size, args.frames, True))
-                host.append(frames_round(size, args.frames, False))
-                label = f"frames {size[0]}x{size[1]} round {r}"
-                print(f"{label}: zero copy {zc[-1]:.0f} fps, host {host[-1]:.0f} fps", flush=True)
-            row = {
-                "bench": "frames",
-                "size": f"{size[0]}x{size[1]}",
-                "zero_copy_fps": statistics.median(zc),
-                "host_fps": statistics.median(host),
-                "zero_copy_range": [min(zc), max(zc)],
-                "host_range": [min(host), max(host)],
-            }
+            zc, host = interleaved(
+                f"frames {size[0]}x{size[1]} (fps: zero copy, host)",
+                args.rounds,
+                lambda size=size: frames_round(size, args.frames, True),
+                lambda size=size: frames_round(size, args.frames, False),
+            )
+            row = summary(
+                "frames",
+                {"size": f"{size[0]}x{size[1]}"},
+                ("zero_copy_fps", zc),
+                ("host_fps", host),
+            )
             row["speedup"] = row["zero_copy_fps"] / row["host_fps"]
             rows.append(row)
-            zc_fps, host_fps, speedup = row["zero_copy_fps"], row["host_fps"], row["speedup"]
-            label = f"ROW frames {row['size']}"
-            print(f"{label}: zero copy {zc_fps:.0f} fps, host {host_fps:.0f} fps, {speedup:.2f}x")
+            print(f"ROW {json.dumps(row)}", flush=True)
 
     if args.only in (None, "heights"):
+        size = (1280, 720)
         for grid in [(256, 256), (1024, 1024)]:
-            size = (1280, 720)
-            rust: list[float] = []
-            py: list[float] = []
-            for r in range(args.rounds):
-                rust.append(heights_round(args.vkhip, grid, size, args.frames, False))
-                py.append(heights_round(args.vkhip, grid, size, args.frames, True))
-                label = f"heights {grid[0]}x{grid[1]} round {r}"
-                print(f"{label}: rust {rust[-1]:.3f} ms, torch {py[-1]:.3f} ms", flush=True)
-            row = {
-                "bench": "heights",
-                "grid": f"{grid[0]}x{grid[1]}",
-                "size": f"{size[0]}x{size[1]}",
-                "rust_ms": statistics.median(rust),
-                "torch_ms": statistics.median(py),
-                "rust_range": [min(rust), max(rust)],
-                "torch_range": [min(py), max(py)],
-            }
+            rust, py = interleaved(
+                f"heights {grid[0]}x{grid[1]} (frame ms: rust, torch)",
+                args.rounds,
+                lambda grid=grid: heights_round(args.vkhip, grid, size, args.frames, False),
+                lambda grid=grid: heights_round(args.vkhip, grid, size, args.frames, True),
+            )
+            grid_s, size_s = f"{grid[0]}x{grid[1]}", f"{size[0]}x{size[1]}"
+            row = summary(
+                "heights", {"grid": grid_s, "size": size_s}, ("rust_ms", rust), ("torch_ms", py)
+            )
             row["ratio"] = row["torch_ms"] / row["rust_ms"]
             rows.append(row)
-            rust_ms, torch_ms, ratio = row["rust_ms"], row["torch_ms"], row["ratio"]
-            label = f"ROW heights {row['grid']}"
-            print(f"{label}: rust {rust_ms:.3f} ms, torch {torch_ms:.3f} ms, {ratio:.3f}x")
+            print(f"ROW {json.dumps(row)}", flush=True)
 
     if args.json:
         with open(args.json, "w") as f:

@@ -339,23 +339,8 @@ impl Buffer {
         let core = &self.core;
         core.device.check_open("the buffer's device")?;
         let here = place(&core.device);
-        if let Some(asked) = dl_device {
-            if asked != here.pair() {
-                return Err(PyBufferError::new_err(format!(
-                    "{} lives on DLPack device {:?}, not {asked:?}; vkhip does not copy",
-                    core.name,
-                    here.pair()
-                )));
-            }
-        }
-        if copy == Some(true) {
-            return Err(PyBufferError::new_err(format!(
-                "{}: copy=True asked, but vkhip shares Vulkan's memory and never copies",
-                core.name
-            )));
-        }
-        // DLPack's 0 is CUDA's legacy default stream too (torch's default stream reports 0).
-        let stream = stream.map(|s| if s == 0 { 1 } else { s });
+        crate::dlpack::check_request(&core.name, here, dl_device, copy)?;
+        let stream = crate::dlpack::consumer_stream(stream);
         py.detach(|| acquire(core, stream))?;
         let tensor = Tensor {
             data: core.data as *mut std::ffi::c_void,

@@ -9,6 +9,7 @@ use dlpack_ffi::{
     DLDataType, DLDataTypeCode, DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned,
     DLPackVersion, DLTensor,
 };
+use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
@@ -93,6 +94,34 @@ impl Place {
         };
         DLDevice { device_type, device_id }
     }
+}
+
+/// Refuse what a consumer asks of `what` that vkhip cannot give: another device than `here`, or
+/// a copy (DLPack's `dl_device` and `copy`; the array API's `BufferError`).
+pub fn check_request(
+    what: &str,
+    here: Place,
+    dl_device: Option<(u32, i32)>,
+    copy: Option<bool>,
+) -> PyResult<()> {
+    if let Some(asked) = dl_device.filter(|&d| d != here.pair()) {
+        return Err(PyBufferError::new_err(format!(
+            "{what} lives on DLPack device {:?}, not {asked:?}; vkhip does not copy",
+            here.pair()
+        )));
+    }
+    if copy == Some(true) {
+        return Err(PyBufferError::new_err(format!(
+            "{what}: copy=True asked, but vkhip shares Vulkan's memory and never copies"
+        )));
+    }
+    Ok(())
+}
+
+/// A consumer's stream in DLPack's numbering, with CUDA's 0 read as 1 (both the legacy default
+/// stream: torch's default stream reports 0).
+pub fn consumer_stream(stream: Option<i64>) -> Option<i64> {
+    stream.map(|s| if s == 0 { 1 } else { s })
 }
 
 /// What a capsule describes: `data` (kept alive by `owner`) as a C-contiguous array.

@@ -216,14 +216,8 @@ impl Frame {
             return Err(invalid(format!("frame {} was released: render a new one", self.info.frame)));
         }
         let here = core.place();
-        if dl_device.is_some_and(|d| d != here.pair()) || copy == Some(true) {
-            return Err(PyBufferError::new_err(format!(
-                "frame {} lives on DLPack device {:?} and is never copied",
-                self.info.frame,
-                here.pair()
-            )));
-        }
-        let stream = stream.map(|s| if s == 0 { 1 } else { s });
+        crate::dlpack::check_request(&format!("frame {}", self.info.frame), here, dl_device, copy)?;
+        let stream = crate::dlpack::consumer_stream(stream);
         let data = py.detach(|| -> PyResult<u64> {
             match &core.cuda {
                 Some(side) => {

@@ -155,6 +155,19 @@ fn p_gpu_side(p: &ProfilerCore, buffer: &str) -> Option<(Semaphore, Semaphore)> 
     Some((p.semaphore(&format!("{buffer}.consumer")), p.semaphore(&format!("{buffer}.vulkan"))))
 }
 
+/// `scope` with its declared accesses: `names.0` read, `names.1` written (resources of `core`),
+/// through the scope type's own `reads` and `writes`.
+fn declare<S>(
+    scope: S,
+    core: &ProfilerCore,
+    names: (&[String], &[String]),
+    reads: fn(S, &Resource) -> S,
+    writes: fn(S, &Resource) -> S,
+) -> S {
+    let scope = names.0.iter().fold(scope, |s, n| reads(s, &core.resource(n)));
+    names.1.iter().fold(scope, |s, n| writes(s, &core.resource(n)))
+}
+
 /// Resource names from a sequence of buffers or strings.
 fn names(items: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
     let Some(items) = items else { return Ok(Vec::new()) };
@@ -245,13 +258,7 @@ impl Profiler {
         let (r, w) = (names(reads)?, names(writes)?);
         let mut me = slf.borrow_mut();
         let core = me.core()?.clone();
-        let mut scope = me.host.scope(name);
-        for n in &r {
-            scope = scope.reads(&core.resource(n));
-        }
-        for n in &w {
-            scope = scope.writes(&core.resource(n));
-        }
+        let scope = declare(me.host.scope(name), &core, (&r, &w), HostScope::reads, HostScope::writes);
         // SAFETY: a host scope holds no reference to its thread (the lifetime only ties it to
         // the thread's track in the type); it is ended before `host` drops (field order).
         let scope: HostScope<'static> =
@@ -311,13 +318,8 @@ impl Stream {
     ) -> PyResult<Scope> {
         let (r, w) = (names(reads)?, names(writes)?);
         let me = slf.get();
-        let mut scope = me.track.stream.scope(name).py()?;
-        for n in &r {
-            scope = scope.reads(&me.core.resource(n));
-        }
-        for n in &w {
-            scope = scope.writes(&me.core.resource(n));
-        }
+        let scope = me.track.stream.scope(name).py()?;
+        let scope = declare(scope, &me.core, (&r, &w), CudaScope::reads, CudaScope::writes);
         // SAFETY: the scope borrows `track.stream`, which lives in the `Arc` this object and the
         // returned `Scope` hold; the scope is stored in that same track and dropped before its
         // stream (StreamTrack's field order and Drop).

@@ -6,7 +6,6 @@
 use crate::dlpack::{Dtype, Place, Tensor};
 use crate::errors::invalid;
 use crate::frames::embed_error;
-use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,11 +55,8 @@ impl Heights {
         if !self.valid.load(Ordering::Acquire) {
             return Err(invalid("the heights were used after the writer's call returned"));
         }
-        if dl_device.is_some_and(|d| d != self.place.pair()) || copy == Some(true) {
-            return Err(PyBufferError::new_err("the heights live in the app's slot and are never copied"));
-        }
-        let normal = |s: i64| if s == 0 { 1 } else { s };
-        if let (Some(asked), Some(ours)) = (stream.map(normal), self.stream) {
+        crate::dlpack::check_request("the heights", self.place, dl_device, copy)?;
+        if let (Some(asked), Some(ours)) = (crate::dlpack::consumer_stream(stream), self.stream) {
             if asked != -1 && asked != ours {
                 return Err(invalid(format!(
                     "the heights are ordered on stream {ours:#x}, not the consumer's {asked:#x}: pass stream= to vkhip.view() (e.g. torch.cuda.current_stream())"

@@ -243,19 +243,22 @@ impl Device {
     }
 }
 
-/// Record, submit, wait; on any failure after the submit, drain the queue so the command buffer
-/// and fence can be reused or freed.
-fn submit_and_wait(
+/// Begin `cmd`, record into it with `record`, end it, and submit it to queue 0 of the device's
+/// queue family waiting on `waits` and signalling `signals` (timeline values; ignored for binary
+/// semaphores), with `fence` signalled when it is done. Returns the queue. What the one-shot
+/// submissions and [`super::Submitter`] share.
+pub(crate) fn record_and_submit(
     inner: &Inner,
     fence: vk::Fence,
     cmd: vk::CommandBuffer,
     waits: &[Wait<'_>],
     signals: &[(&SharedSemaphore, u64)],
     record: impl FnOnce(vk::CommandBuffer),
-) -> Result<()> {
+) -> Result<vk::Queue> {
     let d = &inner.device;
     let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-    // SAFETY: a fresh command buffer of the locked pool.
+    // SAFETY: the caller's command buffer of this device, not pending (fresh, or its fence
+    // signalled).
     unsafe { d.begin_command_buffer(cmd, &begin) }.map_err(|r| Error::vulkan("vkBeginCommandBuffer", r))?;
     record(cmd);
     // SAFETY: recording was begun above.
@@ -281,6 +284,21 @@ fn submit_and_wait(
     // SAFETY: the submission's handles are live; the caller keeps other threads off this queue
     // (Device::from_raw's contract); the fence is unsignalled and unused.
     unsafe { d.queue_submit(queue, &[submit], fence) }.map_err(|r| Error::vulkan("vkQueueSubmit", r))?;
+    Ok(queue)
+}
+
+/// Record, submit, wait; on any failure after the submit, drain the queue so the command buffer
+/// and fence can be reused or freed.
+fn submit_and_wait(
+    inner: &Inner,
+    fence: vk::Fence,
+    cmd: vk::CommandBuffer,
+    waits: &[Wait<'_>],
+    signals: &[(&SharedSemaphore, u64)],
+    record: impl FnOnce(vk::CommandBuffer),
+) -> Result<()> {
+    let d = &inner.device;
+    let queue = record_and_submit(inner, fence, cmd, waits, signals, record)?;
     let nanos = ONE_SHOT_TIMEOUT.as_nanos() as u64;
     // SAFETY: the fence was submitted above.
     let waited = match unsafe { d.wait_for_fences(&[fence], true, nanos) } {

@@ -6,9 +6,9 @@
 //! This is the shape of a frame loop's Vulkan side when the consumer is a stream: the GPU waits
 //! for the consumer's release and signals Vulkan's value; the host never waits in between.
 
-use super::device::{Device, Inner};
+use super::device::Device;
 use super::objects::{SharedBuffer, SharedSemaphore};
-use super::submit::{Around, Edge, Wait};
+use super::submit::{record_and_submit, Around, Edge, Wait};
 use crate::error::{Api, Error, Result};
 use ash::vk;
 use std::collections::VecDeque;
@@ -67,37 +67,10 @@ impl Submitter {
     ) -> Result<()> {
         self.reclaim()?;
         let (cmd, fence) = self.take()?;
-        let inner: &Inner = &self.device.inner;
-        let d = &inner.device;
-        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-        // SAFETY: a command buffer of our pool, not pending (fresh or its fence signalled).
-        unsafe { d.begin_command_buffer(cmd, &begin) }
-            .map_err(|r| Error::vulkan("vkBeginCommandBuffer", r))?;
-        record(cmd);
-        // SAFETY: recording was begun above.
-        unsafe { d.end_command_buffer(cmd) }.map_err(|r| Error::vulkan("vkEndCommandBuffer", r))?;
-        let wait_sems: Vec<_> = waits.iter().map(|w| w.0.handle()).collect();
-        let wait_values: Vec<_> = waits.iter().map(|w| w.1).collect();
-        let stages: Vec<_> = waits.iter().map(|w| w.2).collect();
-        let signal_sems: Vec<_> = signals.iter().map(|s| s.0.handle()).collect();
-        let signal_values: Vec<_> = signals.iter().map(|s| s.1).collect();
-        let mut values = vk::TimelineSemaphoreSubmitInfo::default()
-            .wait_semaphore_values(&wait_values)
-            .signal_semaphore_values(&signal_values);
-        let cmds = [cmd];
-        let submit = vk::SubmitInfo::default()
-            .wait_semaphores(&wait_sems)
-            .wait_dst_stage_mask(&stages)
-            .command_buffers(&cmds)
-            .signal_semaphores(&signal_sems)
-            .push_next(&mut values);
-        // SAFETY: queue 0 of the family the device was created with.
-        let queue = unsafe { d.get_device_queue(inner.queue_family, 0) };
-        // SAFETY: the handles are live; the fence is unsignalled and unused; the caller keeps
-        // other threads off this queue (Device::from_raw's contract).
-        if let Err(r) = unsafe { d.queue_submit(queue, &[submit], fence) } {
+        if let Err(e) = record_and_submit(&self.device.inner, fence, cmd, waits, signals, record) {
+            // Not pending (recording or the submit failed): reusable.
             self.free.push((cmd, fence));
-            return Err(Error::vulkan("vkQueueSubmit", r));
+            return Err(e);
         }
         self.in_flight.push_back(InFlight { cmd, fence, _keep: keep });
         Ok(())
