@@ -231,6 +231,9 @@ impl Frames {
                 ctx.physical.name
             )));
         }
+        // CUDA signals `released`: the validation layer's known false positives for a foreign
+        // signal are counted apart, as in the app's external runs.
+        crate::vk::instance::set_foreign_signals(export);
         let ready = Semaphore::timeline(&ctx, 0, export).map_err(vulkan)?;
         let released = Semaphore::timeline(&ctx, 0, export).map_err(vulkan)?;
         let copies = CopyCommands::new(&ctx, &offscreen.target, &buffers, export).map_err(vulkan)?;

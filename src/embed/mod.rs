@@ -34,6 +34,7 @@
 //!     pub fn new(options: &FramesOptions) -> Result<Frames, EmbedError>;
 //!     pub fn slots(&self) -> usize;
 //!     pub fn extent(&self) -> (u32, u32);                                   // (width, height)
+//!     pub fn rendered(&self) -> u64;                                        // the next frame's number
 //!     pub fn slot_memory(&self, slot: usize) -> Result<ExportedMemory, EmbedError>;
 //!     pub fn timeline_fds(&self) -> Result<(ImportFd, ImportFd), EmbedError>; // (ready, released)
 //!     pub fn render(&mut self) -> Result<FrameInfo, EmbedError>;
@@ -45,6 +46,7 @@
 //! }
 //! FramesOptions::new(args, slots, Importer::Host | Importer::Cuda)
 //! pub struct FrameInfo { pub frame: u64, pub slot: usize, pub ready_value: u64, pub width: u32, pub height: u32 }
+//! pub enum EmbedError { Help(String), Usage { line, text }, Unsupported(String), Environment(String), Writer(String), Failed(String) }
 //! ```
 //!
 //! # Examples
@@ -73,9 +75,12 @@
 //!
 //! Threads and lifetimes: [`view`] runs on the calling thread and returns when the run ends. The
 //! writer is called on the bridge thread on the host path (`bridged`), on the calling thread on
-//! the CUDA path in `external` mode. A [`Frames`] is used from one thread at a time; its
-//! exported fds are the caller's to import (CUDA owns an fd once its import succeeded); drop the
-//! caller's imports (and finish their work) before the [`Frames`].
+//! the CUDA path in `external` mode (on the bridge thread with `--sync bridged`). A window needs
+//! the main thread (winit's rule; elsewhere the run says so and goes headless); windows may
+//! follow one another in one process (the app keeps the thread's event loop). A [`Frames`] is
+//! `Send` and used from one thread at a time; its exported fds are the caller's to import (CUDA
+//! owns an fd once its import succeeded); drop the caller's imports (and finish their work)
+//! before the [`Frames`].
 
 pub mod frames;
 pub mod view;
