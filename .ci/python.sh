@@ -28,6 +28,13 @@ summary=$(pytest -q -p no:cacheprovider -rs tests --ignore=tests/test_hip_build.
 echo "$summary"
 if grep -q skipped <<<"$summary"; then echo "pytest skipped a test in CI" >&2; exit 1; fi
 step "pytest (lavapipe)"
+# The same tests under the Khronos validation layer: every Vulkan call the package makes (and the
+# vkhip binary the viewer's test runs) draws no message.
+. ../scripts/validation-layer.sh
+vl_env "$tmp/pytest-vl"
+env "${VL_ENV[@]}" pytest -q -p no:cacheprovider tests --ignore=tests/test_hip_build.py 2>&1 | tail -n 1
+vl_check "$tmp/pytest-vl" || { echo "pytest under the validation layer: $VL_SUMMARY" >&2; cat "$tmp/pytest-vl.validation.log" >&2; exit 1; }
+step "pytest under the validation layer: $VL_SUMMARY"
 rm -rf "$tmp/wheel"
 # The HIP wheel links the machine's ROCm (libamdhip64): nothing of it is copied into the wheel.
 HIP_PATH=/usr maturin build --locked --profile dev --features hip --auditwheel skip --out "$tmp/wheel" 2>&1 | grep -E "Built wheel|error" || true
