@@ -21,7 +21,7 @@ use std::error::Error;
 use std::ffi::c_void;
 use std::process::ExitCode;
 use vkhip_interop::cuda::{devices, Cuda};
-use vkhip_interop::vulkan::{Device, Importer, SharedBuffer, SharedSemaphore};
+use vkhip_interop::vulkan::{Device, Importer, SharedBuffer};
 use vkhip_interop::FrameStream;
 use vkhip_measure::{Commands, HostFloats};
 use vkhip_profile::model::{Item, Timeline};
@@ -148,7 +148,7 @@ fn run() -> Result<bool, Box<dyn Error>> {
             }
         }
         let waits: Vec<_> = reuse.map(|w| (&written, w)).into_iter().collect();
-        slots.submit(s, 0, &waits, &[(&rendered, v)], false)?;
+        slots.cmds.submit(s, 0, &waits, &[(&rendered, v)], false)?;
         let p_waits: Vec<_> = reuse.map(|w| (&p_written, w)).into_iter().collect();
         queue.submitted(&p_waits, &[(&p_rendered, v)]);
 
@@ -179,7 +179,7 @@ fn run() -> Result<bool, Box<dyn Error>> {
             // SAFETY: `cmd` is recording; B[s] holds n floats.
             unsafe { slots.record_copy(cmd, s, &b[s], n) };
         }
-        slots.submit(s, 1, &[(&written, v)], &[], true)?;
+        slots.cmds.submit(s, 1, &[(&written, v)], &[], true)?;
         copies[s] = queue.submitted(&[(&p_written, v)], &[]);
         prof.end_frame()?;
     }
@@ -288,17 +288,6 @@ impl Slots {
         // SAFETY: the slot's fence was waited for before (at frame f ≥ K), or never submitted:
         // the fence covers both of the slot's submissions of frame f − K.
         unsafe { self.cmds.begin(s, which) }
-    }
-
-    fn submit(
-        &self,
-        s: usize,
-        which: usize,
-        waits: &[(&SharedSemaphore, u64)],
-        signals: &[(&SharedSemaphore, u64)],
-        fence: bool,
-    ) -> Result<(), Box<dyn Error>> {
-        self.cmds.submit(s, which, waits, signals, fence)
     }
 
     /// Record the copy of SPOTS spread values of `b` (n floats) to slot `s`'s host buffer.
