@@ -324,6 +324,71 @@ def viewer_and_frames_checks(vkhip_bin: str | None, out: str) -> None:
     )
 
 
+def foreign_context_check(dev: vkhip.Device) -> None:
+    """A stream of another CUDA context (not the primary one torch, CuPy and vkhip share) is
+    refused before anything is enqueued on it."""
+    import ctypes
+
+    cuda = ctypes.CDLL("libcuda.so.1")
+    ctx, stream, device = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_int()
+    assert cuda.cuDeviceGet(ctypes.byref(device), 0) == 0
+    create = getattr(cuda, "cuCtxCreate_v4", None)
+    if create is not None:  # CUDA 13: (ctx, params, flags, dev)
+        rc = create(ctypes.byref(ctx), None, 0, device)
+    else:
+        rc = cuda.cuCtxCreate_v2(ctypes.byref(ctx), 0, device)
+    assert rc == 0, f"cuCtxCreate: {rc}"
+    assert cuda.cuStreamCreate(ctypes.byref(stream), 1) == 0
+    buf = dev.buffer(16)
+    try:
+        buf.__dlpack__(stream=stream.value)
+        row("FAIL", "a stream of another CUDA context is refused", "it was accepted")
+    except vkhip.InvalidError as e:
+        row("PASS", "a stream of another CUDA context is refused", str(e))
+    finally:
+        cuda.cuStreamDestroy_v2(stream)
+        cuda.cuCtxDestroy_v2(ctx)
+        import torch
+
+        torch.cuda.synchronize()  # the primary context current again for what follows
+
+
+def come_and_go_check(vkhip_bin: str | None) -> None:
+    """Frames and viewers made and dropped many times in one process: no failure, fds flat."""
+    import torch
+
+    def frames_once() -> None:
+        frames = vkhip.Frames(size=(640, 360), slots=3, api="cuda")
+        for _ in range(5):
+            with frames.render() as f:
+                torch.from_dlpack(f).float().mean()
+
+    def view_once() -> None:
+        vkhip.view(
+            torch_sine,
+            api="cuda",
+            stream=torch.cuda.current_stream(),
+            headless=True,
+            args=["--frames", "5", "--grid", "64x64", "--size", "160x90"],
+        )
+
+    for make, name, n in ((frames_once, "Frames", 30), (view_once, "view", 15)):
+        make()
+        gc.collect()
+        fd0, done = fds(), 0
+        try:
+            for _ in range(n):
+                make()
+                done += 1
+            gc.collect()
+            fd1 = fds()
+            ok = fd1 == fd0
+            detail = f"{done} of {n}, fds {fd0} -> {fd1}"
+        except Exception as e:  # noqa: BLE001 - a row
+            ok, detail = False, f"{done} of {n} then {type(e).__name__}: {e}"
+        row("PASS" if ok else "FAIL", f"{name} made and dropped {n} times in one process", detail)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -358,9 +423,17 @@ def main() -> int:
     except Exception as e:  # noqa: BLE001
         row("FAIL", "profiler", f"{type(e).__name__}: {e}")
     try:
+        foreign_context_check(dev)
+    except Exception as e:  # noqa: BLE001
+        row("FAIL", "a stream of another CUDA context", f"{type(e).__name__}: {e}")
+    try:
         viewer_and_frames_checks(args.vkhip, args.out)
     except Exception as e:  # noqa: BLE001
         row("FAIL", "viewer and frames", f"{type(e).__name__}: {e}")
+    try:
+        come_and_go_check(args.vkhip)
+    except Exception as e:  # noqa: BLE001
+        row("FAIL", "come and go", f"{type(e).__name__}: {e}")
     dev.close()
     failed = sum(1 for r in ROWS if r[0] == "FAIL")
     print(f"{len(ROWS) - failed} passed, {failed} failed")
