@@ -239,7 +239,15 @@ fn vulkan(args: &Args, vk: &Device) -> Result<(), Box<dyn Error>> {
 
 /// CUDA scopes on the stream (nothing inside them), synchronised once per batch.
 fn cuda(args: &Args, track: &str, vk: &Device, c: &Cuda, stamps: CudaStamps) -> Result<(), Box<dyn Error>> {
-    let options = Options { cuda_stamps: stamps, ..Options::default() };
+    // Room for a whole batch of scopes in the ring (two marks each): a scope begun while the ring
+    // is full would be dropped, not measured (the events ring's default holds 512).
+    let marks = 2 * args.scopes + 16;
+    let options = Options {
+        cuda_stamps: stamps,
+        events_per_stream: marks,
+        stamps_per_stream: marks,
+        ..Options::default()
+    };
     let profs = [profiler(Some(vk), &options, true)?, profiler(Some(vk), &options, false)?];
     let streams = [profs[0].cuda_stream("stream", c)?, profs[1].cuda_stream("stream", c)?];
     interleave(args, track, &profs[0], |enabled| {
