@@ -314,9 +314,7 @@ impl Buffer {
     /// The timeline values so far: (Vulkan's turns, the consumer's releases).
     #[getter]
     fn turns(&self) -> (u64, u64) {
-        let st = self.core.state();
-        let mut t = st.turns;
-        (t.consumer_wait().unwrap_or(0), t.consumer_release() - 1)
+        self.core.state().turns.taken()
     }
 
     fn __dlpack_device__(&self) -> (u32, i32) {

@@ -175,6 +175,7 @@ pub trait FrameStream {
 /// assert_eq!(t.consumer_wait(), Some(1)); // the consumer's stream waits vulkan >= 1
 /// assert_eq!(t.consumer_release(), 1); // and signals consumer = 1 when done
 /// assert_eq!(t.vulkan_turn(), (Some(1), 2)); // Vulkan's next turn waits consumer >= 1
+/// assert_eq!(t.taken(), (2, 1));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Turns {
@@ -200,6 +201,11 @@ impl Turns {
     pub fn consumer_release(&mut self) -> u64 {
         self.consumer += 1;
         self.consumer
+    }
+
+    /// The turns taken so far: (Vulkan's, the consumer's releases).
+    pub fn taken(&self) -> (u64, u64) {
+        (self.vulkan, self.consumer)
     }
 }
 
