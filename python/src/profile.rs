@@ -281,11 +281,9 @@ impl Profiler {
         let core = self.core.take().ok_or_else(|| invalid("the profiler was finished already"))?;
         *lock(&self.device.profiler) = None;
         lock(&core.streams).clear();
-        let core = Arc::try_unwrap(core).map_err(|_| {
-            invalid("a stream track or scope of this profiler is still open: end it before finish()")
-        })?;
-        let ProfilerCore { profiler, queue, .. } = core;
-        drop(queue);
+        // Track handles a Python object still holds record nothing after this.
+        let profiler = core.profiler.clone();
+        drop(core);
         let capture = py.detach(|| profiler.finish()).py()?;
         Ok(Capture { capture: Mutex::new(capture), check: std::sync::OnceLock::new() })
     }

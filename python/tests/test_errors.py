@@ -101,3 +101,6 @@ def test_a_profiler_stream_needs_cuda(dev: vkhip.Device) -> None:
     prof.finish()
     with pytest.raises(vkhip.InvalidError, match="finished"):
         prof.end_frame()
+    with pytest.raises(vkhip.InvalidError, match="finished already"):
+        prof.finish()
+    vkhip.Profiler(dev).finish()  # finished: the device takes a new one
