@@ -409,26 +409,9 @@ impl Buffer {
         core.device.check_open("the buffer's device")?;
         let data = data.to_vec();
         py.detach(|| {
-            finish_if_host(core)?;
-            let (waits, signal, values) = core.vulkan_turn();
-            let profiler = core.device.profiler();
-            let mut scope =
-                crate::profile::VulkanScope::new(profiler.as_deref(), "vulkan_write", &core.name, true);
-            // The one-shot waits on one semaphore (the consumer's release): Vulkan's previous
-            // turn is waited for on its fences first.
-            if waits.len() > 1 {
-                core.device.submitter.lock().unwrap_or_else(|p| p.into_inner()).finish().py()?;
-            }
-            let result = core.device.vk.write_buffer(
-                &core.buffer,
-                &data,
-                waits.first().copied(),
-                signal,
-                &mut |cmd, e| scope.edge(cmd, e),
-            );
-            scope.submitted(values);
-            scope.waited();
-            result.py()
+            one_shot_turn(core, "vulkan_write", true, |wait, signal, around| {
+                core.device.vk.write_buffer(&core.buffer, &data, wait, signal, around)
+            })
         })
     }
 
@@ -438,22 +421,9 @@ impl Buffer {
         let core = &self.core;
         core.device.check_open("the buffer's device")?;
         let bytes = py.detach(|| {
-            finish_if_host(core)?;
-            let (waits, signal, values) = core.vulkan_turn();
-            let profiler = core.device.profiler();
-            let mut scope =
-                crate::profile::VulkanScope::new(profiler.as_deref(), "vulkan_read", &core.name, false);
-            if waits.len() > 1 {
-                core.device.submitter.lock().unwrap_or_else(|p| p.into_inner()).finish().py()?;
-            }
-            let wait = waits.first().copied();
-            let result = core
-                .device
-                .vk
-                .read_buffer_around(&core.buffer, wait, signal, &mut |cmd, e| scope.edge(cmd, e));
-            scope.submitted(values);
-            scope.waited();
-            result.py()
+            one_shot_turn(core, "vulkan_read", false, |wait, signal, around| {
+                core.device.vk.read_buffer_around(&core.buffer, wait, signal, around)
+            })
         })?;
         Ok(PyBytes::new(py, &bytes))
     }
@@ -467,6 +437,33 @@ impl Buffer {
             place(&self.core.device).pair()
         )
     }
+}
+
+/// One of Vulkan's one-shot turns on the buffer (`op`, a write or a read): the host's hand-off
+/// first where there is one; the one-shot submission waits on one semaphore, the consumer's
+/// release, so Vulkan's previous turn is waited for on its fences when there was one; the
+/// profiler's scope around the commands, and the submission and the host's wait for it recorded.
+fn one_shot_turn<T>(
+    core: &BufferCore,
+    op: &'static str,
+    writes: bool,
+    submit: impl FnOnce(
+        Option<(&SharedSemaphore, u64)>,
+        Option<(&SharedSemaphore, u64)>,
+        vkhip_interop::vulkan::Around<'_>,
+    ) -> Result<T, vkhip_interop::Error>,
+) -> PyResult<T> {
+    finish_if_host(core)?;
+    let (waits, signal, values) = core.vulkan_turn();
+    let profiler = core.device.profiler();
+    let mut scope = crate::profile::VulkanScope::new(profiler.as_deref(), op, &core.name, writes);
+    if waits.len() > 1 {
+        core.device.submitter.lock().unwrap_or_else(|p| p.into_inner()).finish().py()?;
+    }
+    let result = submit(waits.first().copied(), signal, &mut |cmd, e| scope.edge(cmd, e));
+    scope.submitted(values);
+    scope.waited();
+    result.py()
 }
 
 /// The host's hand-off: on the host and on HIP, Vulkan's submissions finish before the other
