@@ -9,7 +9,7 @@
 //!   transfer stage, on the GPU;
 //! - **the one GPU copy**: `vkCmdCopyImageToBuffer` from the offscreen colour image (RGBA8,
 //!   `TRANSFER_SRC_OPTIMAL` after the render pass) into buffer s, tightly packed rows
-//!   (`height × width × 4` bytes), recorded once per slot at creation ([`CopyCommands`]);
+//!   (`height × width × 4` bytes), recorded once per slot at creation (`CopyCommands`);
 //! - a barrier making the bytes visible to the host (the host consumer), and with a CUDA
 //!   importer the buffer's release to the external queue family (acquired back before the
 //!   copy);

@@ -1,7 +1,7 @@
 //! The app embedded in another program (the Python package's door): both directions of the
 //! frame hand-off, as a Rust API that knows nothing of Python.
 //!
-//! **A. The viewer driven by a caller's writer** ([`view`]): the app's own run — window where
+//! **A. The viewer driven by a caller's writer** ([`view()`]): the app's own run — window where
 //! there is a display, else headless, with its renderer, sync protocol, frame report, trace and
 //! capture — where the caller's [`HeightWriter`] writes each frame's heights instead of the sine
 //! wave. [`WriterApi::Host`] runs as `--backend cpu` (`bridged`: the writer gets the slot's
@@ -73,7 +73,7 @@
 //! assert!(outcome.report.contains("backend"), "{}", outcome.report);
 //! ```
 //!
-//! Threads and lifetimes: [`view`] runs on the calling thread and returns when the run ends. The
+//! Threads and lifetimes: [`view()`] runs on the calling thread and returns when the run ends. The
 //! writer is called on the bridge thread on the host path (`bridged`), on the calling thread on
 //! the CUDA path in `external` mode (on the bridge thread with `--sync bridged`). A window needs
 //! the main thread (winit's rule; elsewhere the run says so and goes headless); windows may

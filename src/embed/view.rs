@@ -4,7 +4,7 @@
 //! The writer becomes a backend through the app's own seam ([`MakeBackend`]): the run resolves
 //! as `--backend cpu` (the [`WriterApi::Host`] path: host-mapped slots, `bridged`) or `--backend
 //! cuda` (the [`WriterApi::Cuda`] path: exported slots and timelines imported by the interop
-//! crate, `external` where the driver exports timelines), and [`WriterBackend`] calls the
+//! crate, `external` where the driver exports timelines), and `WriterBackend` calls the
 //! writer where the sine wave's backend would write the slot.
 
 use super::{parse_run, EmbedError};
