@@ -14,8 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=${1:?usage: .ci/capi.sh TMPDIR}
 mkdir -p "$tmp"
-# `cargo test` leaves the cdylib in deps/ (only `cargo build` copies it up a level).
-lib=$(cd "${CARGO_TARGET_DIR:-target}/debug/deps" && pwd)
+# The tests below build libvkhip.so into target/debug (tests/c.rs: `cargo test` builds no cdylib
+# for integration tests).
+lib=$(cd "${CARGO_TARGET_DIR:-target}/debug" && pwd)
 # shellcheck source=scripts/validation-layer.sh
 . scripts/validation-layer.sh
 # --workspace: the tests stage's feature set, so nothing is rebuilt.

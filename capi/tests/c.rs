@@ -13,13 +13,45 @@ use std::process::{Command, Output};
 
 const NEEDS: &str = "a C compiler and the Vulkan headers (apt-get install gcc g++ libvulkan-dev)";
 
-/// The crate's directory, and the directory holding libvkhip.so: `cargo test` builds the cdylib
-/// into `deps/` beside the test binary (`cargo build` also copies it to the profile's directory).
+/// The crate's directory, and the directory holding libvkhip.so ([`built_library`]).
 fn dirs() -> (PathBuf, PathBuf) {
     let capi = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let exe = std::env::current_exe().unwrap_or_default();
-    let deps = exe.parent().map(Path::to_path_buf).unwrap_or_default();
-    (capi, deps)
+    (capi, built_library())
+}
+
+/// The folder holding libvkhip.so, built once per test binary. `cargo test` builds no cdylib
+/// for integration tests (the package has no rlib: its library is named like the app's), so it
+/// is built here with the cargo, profile and target folder of this test: `target/<profile>/`.
+fn built_library() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("the test's executable");
+            let profile_dir =
+                exe.parent().and_then(Path::parent).expect("target/<profile>/deps/…").to_path_buf();
+            let target = profile_dir.parent().expect("target/").to_path_buf();
+            let profile = profile_dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
+            let profile = if profile == "debug" { "dev" } else { profile };
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let o = Command::new(cargo)
+                .args([
+                    "build",
+                    "--locked",
+                    "-p",
+                    "vkhip-capi",
+                    "--lib",
+                    "--profile",
+                    profile,
+                    "--target-dir",
+                ])
+                .arg(&target)
+                .output()
+                .expect("cargo runs");
+            let (stdout, stderr) = text(&o);
+            assert!(o.status.success(), "cargo build -p vkhip-capi --lib failed:\n{stdout}{stderr}");
+            profile_dir
+        })
+        .clone()
 }
 
 /// Whether `cc`, `c++` and vulkan.h are here; otherwise the skip line (or, under CI, a failure).
@@ -42,7 +74,7 @@ fn compile(sources: &[PathBuf], out: &Path, extra: &[&str]) {
     let (capi, lib) = dirs();
     assert!(
         lib.join("libvkhip.so").exists(),
-        "no libvkhip.so in {} (cargo test builds it there)",
+        "no libvkhip.so in {} (cargo build -p vkhip-capi --lib puts it there)",
         lib.display()
     );
     let mut cc = Command::new("cc");
