@@ -27,7 +27,7 @@ pub(crate) fn stream_number(stream: &Bound<'_, PyAny>) -> PyResult<i64> {
     if stream.is_none() {
         return Ok(1);
     }
-    let legacy = |n: i64| if n == 0 { 1 } else { n };
+    let legacy = |n: i64| dlpack::consumer_stream(Some(n)).unwrap_or(1);
     if let Ok(n) = stream.extract::<i64>() {
         return Ok(legacy(n));
     }
