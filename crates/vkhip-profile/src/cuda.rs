@@ -52,10 +52,10 @@ use crate::clock::{
 use crate::error::{Error, Result};
 use crate::model::{Access, Api, SyncKind, Track, TrackId};
 use crate::profiler::{
-    Entry, Gpu, GpuKind, Kind, Marks, Profiler, Resolved, Resource, ScopeCore, Semaphore, Shared, State,
-    StreamOps,
+    Gpu, GpuKind, Kind, Marks, Profiler, Resolved, Resource, ScopeCore, Semaphore, Shared, State, StreamOps,
 };
 use crate::ring::Ring;
+use crate::streams::StreamHandle;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::fmt;
@@ -794,6 +794,12 @@ impl Profiler {
     /// first GPU anchor (events: the stream should be idle), or allocates
     /// [`crate::Options::stamps_per_stream`] slots of page-locked memory (kernel stamps). `cuda`
     /// must be the profiler's Vulkan GPU (its timer is the Vulkan clock).
+    ///
+    /// Several tracks may record one stream, and CUDA's two default streams may both have
+    /// tracks: what CUDA orders between them is recorded ([`crate::streams`]). A track on the
+    /// legacy default stream beside one on any other stream but the per-thread default one is
+    /// refused ([`Error::Invalid`]): whether that stream synchronises with the legacy one is not
+    /// known here.
     pub fn cuda_stream<'c>(&self, name: &str, cuda: &'c Cuda) -> Result<CudaStream<'c>> {
         let Some((s, gpu)) = self.require_gpu("a CUDA stream track")? else {
             return Ok(CudaStream { shared: None, track: TrackId(0), cuda, stamps: None });
@@ -805,6 +811,8 @@ impl Profiler {
                 gpu.device.describe()
             )));
         }
+        let handle = StreamHandle::of(cuda.stream());
+        s.lock().admit_stream(name, handle)?; // before anything is made on the stream
         let kernel = cuda.load_module(stamp_ptx(cuda.info().arch()).as_bytes())?.function(STAMP_ENTRY)?;
         let (kind, clock, stamps) = match s.options.cuda_stamps {
             CudaStamps::Kernel => {
@@ -829,10 +837,11 @@ impl Profiler {
             }
         };
         let accuracy_ns = kind.accuracy_ns(gpu.clock.accuracy_ns());
-        let track = s.lock().add_track(
+        let track = s.lock().add_stream_track(
             Track { name: name.into(), api: Api::Cuda, clock, accuracy_ns, clock_domain: Some(0) },
             Kind::Gpu(Box::new(kind)),
-        );
+            handle,
+        )?;
         Ok(CudaStream { shared: Some(s.clone()), track, cuda, stamps })
     }
 }
@@ -853,7 +862,6 @@ impl CudaStream<'_> {
         if st.finished {
             return Ok(CudaScope::inert(self));
         }
-        self.ops().edge(&mut st, now);
         // Events are recorded here, under the lock; a stamp kernel is launched after it.
         let marked = match self.gpu_side(&mut st) {
             Some(CudaTrack::Events(ev)) => {
@@ -873,9 +881,7 @@ impl CudaStream<'_> {
             st.stats.dropped_full += 1;
             return Ok(CudaScope::inert(self));
         };
-        let scope = st.new_scope(self.track, name, marks, now);
-        let id = scope.id;
-        st.push(self.track, Entry::Scope(scope));
+        let id = self.ops().begin(&mut st, name, marks, now);
         drop(st);
         let mut guard = CudaScope {
             stream: self,
@@ -927,6 +933,13 @@ impl CudaStream<'_> {
     /// The track's id in the timeline.
     pub fn track(&self) -> TrackId {
         self.track
+    }
+}
+
+impl Drop for CudaStream<'_> {
+    fn drop(&mut self) {
+        // Its handle may name another stream from now on (crate::streams).
+        self.ops().dropped();
     }
 }
 

@@ -133,6 +133,9 @@ pub mod perfetto;
 pub mod profiler;
 pub mod report;
 pub mod stats;
+#[cfg(test)]
+mod stream_seam;
+pub mod streams;
 #[cfg(feature = "tracy")]
 pub mod tracy;
 

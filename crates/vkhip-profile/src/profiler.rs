@@ -20,7 +20,14 @@
 //! - every Vulkan submission ends with a signal of `join:G` (its number), and every
 //!   [`CudaStream::synchronized`](crate::CudaStream::synchronized) puts one at the stream's end;
 //!   a host thread that waited for a fence, a queue or a stream waits for that value on its own
-//!   track.
+//!   track;
+//! - an operation on a CUDA stream track that CUDA orders after another stream track's work (one
+//!   stream, or the legacy default stream and a blocking one: [`crate::streams`]) waits for a
+//!   `stream:A→B` or `legacy:A→B` signal put after that work.
+//!
+//! Each internal semaphore belongs to one edge or one track: two tracks of one name (a track
+//! made after another was dropped) never share one, so a host wait for one track's join is
+//! never taken for the other's.
 
 use crate::clock::{host_now_ns, ClockInfo, GpuClock, OneOffReading};
 use crate::error::{Error, Result};
@@ -28,6 +35,7 @@ use crate::model::{
     Access, FrameEnd, Item, Names, Ns, ResourceId, Scope, SemaphoreId, SemaphoreInfo, Sink, Sync, SyncKind,
     Timeline, Track, TrackId,
 };
+use crate::streams::{self, Order, Place, StreamHandle};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -262,14 +270,17 @@ pub(crate) struct TrackState {
     /// The track's `join:` semaphore and its last value.
     pub(crate) join: Option<(SemaphoreId, u64)>,
     pub(crate) kind: Kind,
+    /// A CUDA stream track's stream ([`crate::streams`]).
+    pub(crate) stream: Option<Place>,
 }
 
-/// The submit edge from a host track to a GPU track.
+/// An internal edge from one track to another: `submit:` (a host thread to a GPU track),
+/// `stream:` or `legacy:` (a stream track to another).
 struct Edge {
     semaphore: SemaphoreId,
     value: u64,
-    /// The host track's `pushed` right after the last edge.
-    host_pushed: u64,
+    /// How many of the source track's entries the last edge's signal follows.
+    covered: u64,
 }
 
 pub(crate) struct State {
@@ -285,6 +296,7 @@ pub(crate) struct State {
     /// The highest join value each host track waited for, per semaphore.
     joined: HashMap<(TrackId, SemaphoreId), u64>,
     host_tracks: usize,
+    stream_tracks: usize,
     interned: HashSet<Arc<str>>,
     pub(crate) stats: Stats,
     /// `finish` ran: nothing more is recorded.
@@ -304,6 +316,7 @@ impl State {
             edges: HashMap::new(),
             joined: HashMap::new(),
             host_tracks: 0,
+            stream_tracks: 0,
             interned: HashSet::new(),
             stats: Stats::default(),
             finished: false,
@@ -333,8 +346,38 @@ impl State {
             next_scope: 0,
             join: None,
             kind,
+            stream: None,
         });
         id
+    }
+
+    /// Whether a CUDA stream track named `name` on `handle` may be made ([`streams::admit`]).
+    pub(crate) fn admit_stream(&self, name: &str, handle: StreamHandle) -> Result<Place> {
+        let existing: Vec<(&str, Place)> = (self.tracks.iter().zip(&self.names.tracks))
+            .filter_map(|(t, n)| t.stream.map(|p| (n.name.as_str(), p)))
+            .collect();
+        streams::admit(&existing, name, handle)
+    }
+
+    /// A CUDA stream track on `handle` (refused as [`State::admit_stream`] says).
+    pub(crate) fn add_stream_track(
+        &mut self,
+        track: Track,
+        kind: Kind,
+        handle: StreamHandle,
+    ) -> Result<TrackId> {
+        let place = self.admit_stream(&track.name, handle)?;
+        let id = self.add_track(track, kind);
+        self.tracks[id.0 as usize].stream = Some(place);
+        self.stream_tracks += 1;
+        Ok(id)
+    }
+
+    /// The stream track's handle was dropped: its handle may name another stream from now on.
+    pub(crate) fn stream_dropped(&mut self, track: TrackId) {
+        if let Some(p) = self.tracks.get_mut(track.0 as usize).and_then(|t| t.stream.as_mut()) {
+            p.alive = false;
+        }
     }
 
     pub(crate) fn add_semaphore(&mut self, name: String, internal: bool) -> SemaphoreId {
@@ -342,6 +385,20 @@ impl State {
             return SemaphoreId(i as u32);
         }
         self.names.semaphores.push(SemaphoreInfo { name, internal });
+        self.names_version += 1;
+        SemaphoreId(self.names.semaphores.len() as u32 - 1)
+    }
+
+    /// A new internal semaphore for one edge or one track, never shared with another by name
+    /// (two tracks may be named alike): `name`, or `name #2`, `#3`… when taken.
+    pub(crate) fn add_internal(&mut self, name: String) -> SemaphoreId {
+        let mut unique = name.clone();
+        let mut n = 2;
+        while self.names.semaphores.iter().any(|s| s.name == unique) {
+            unique = format!("{name} #{n}");
+            n += 1;
+        }
+        self.names.semaphores.push(SemaphoreInfo { name: unique, internal: true });
         self.names_version += 1;
         SemaphoreId(self.names.semaphores.len() as u32 - 1)
     }
@@ -450,27 +507,77 @@ impl State {
     /// If the host track `host` has new items since its last edge to `gpu`: signal
     /// `submit:H→G` on it (at `host_ns`) and return the wait `gpu` must put before the work.
     pub(crate) fn submit_edge(&mut self, host: TrackId, gpu: TrackId, host_ns: Ns) -> Option<Sync> {
-        let pushed = self.tracks[host.0 as usize].pushed;
-        if self.edges.get(&(host, gpu)).is_some_and(|e| e.host_pushed == pushed) {
+        self.edge(host, gpu, "submit", Some(host_ns))
+    }
+
+    /// How many of `t`'s entries a signal put now would follow, and where it goes: at the end,
+    /// or on a GPU track with a scope still open, before the outermost open scope (its end is
+    /// not enqueued yet, so what comes next on another stream is not ordered after it).
+    fn edge_point(&self, t: TrackId, gpu: bool) -> (u64, Option<usize>) {
+        let tr = &self.tracks[t.0 as usize];
+        if !gpu || tr.depth == 0 {
+            return (tr.pushed, None);
+        }
+        match tr.entries.iter().position(|e| matches!(e, Entry::Scope(s) if s.open)) {
+            Some(i) => (tr.pushed - (tr.entries.len() - i) as u64, Some(i)),
+            None => (tr.pushed, None),
+        }
+    }
+
+    /// If `from` has new items since its last edge to `to`: signal `PREFIX:F→T` on `from` (a
+    /// host signal at `host_ns`, or a GPU one after `from`'s work so far) and return the wait
+    /// `to` must put before its next operation.
+    fn edge(&mut self, from: TrackId, to: TrackId, prefix: &str, host_ns: Option<Ns>) -> Option<Sync> {
+        let gpu = host_ns.is_none();
+        let (covered, at) = self.edge_point(from, gpu);
+        if gpu && covered == 0 {
+            return None; // nothing recorded there yet
+        }
+        if self.edges.get(&(from, to)).is_some_and(|e| e.covered == covered) {
             return None;
         }
-        if !self.edges.contains_key(&(host, gpu)) {
-            let name = format!("submit:{}→{}", self.names.track(host).name, self.names.track(gpu).name);
-            let semaphore = self.add_semaphore(name, true);
-            self.edges.insert((host, gpu), Edge { semaphore, value: 0, host_pushed: u64::MAX });
+        if !self.edges.contains_key(&(from, to)) {
+            let name = format!("{prefix}:{}→{}", self.names.track(from).name, self.names.track(to).name);
+            let semaphore = self.add_internal(name);
+            self.edges.insert((from, to), Edge { semaphore, value: 0, covered: u64::MAX });
         }
         let (semaphore, value) = {
-            let e = self.edges.get_mut(&(host, gpu))?;
+            let e = self.edges.get_mut(&(from, to))?;
             e.value += 1;
             (e.semaphore, e.value)
         };
-        let signal = self.sync(semaphore, value, SyncKind::Signal, Some(host_ns));
-        self.push(host, Entry::Sync(signal));
-        let pushed = self.tracks[host.0 as usize].pushed;
-        if let Some(e) = self.edges.get_mut(&(host, gpu)) {
-            e.host_pushed = pushed;
+        let signal = Entry::Sync(self.sync(semaphore, value, SyncKind::Signal, host_ns));
+        match at {
+            Some(i) if !self.finished => {
+                let t = &mut self.tracks[from.0 as usize];
+                t.entries.insert(i, signal);
+                t.pushed += 1;
+            }
+            _ => self.push(from, signal),
+        }
+        let covered = self.edge_point(from, gpu).0;
+        if let Some(e) = self.edges.get_mut(&(from, to)) {
+            e.covered = covered;
         }
         Some(self.sync(semaphore, value, SyncKind::Wait, None))
+    }
+
+    /// Before an operation on the stream track `to`: wait for the work of every other stream
+    /// track CUDA orders it after ([`streams::order`]; `same_stream`: only one stream's tracks).
+    pub(crate) fn stream_edges(&mut self, to: TrackId, same_stream: bool) {
+        if self.stream_tracks < 2 {
+            return;
+        }
+        let Some(b) = self.tracks[to.0 as usize].stream else { return };
+        for i in 0..self.tracks.len() {
+            let Some(a) = self.tracks[i].stream.filter(|_| i != to.0 as usize) else { continue };
+            let Some(why) = streams::order(&a, &b).filter(|w| !same_stream || *w == Order::SameStream) else {
+                continue;
+            };
+            if let Some(wait) = self.edge(TrackId(i as u32), to, why.prefix(), None) {
+                self.push(to, Entry::Sync(wait));
+            }
+        }
     }
 
     /// The `join:G` semaphore of the GPU track `gpu`, made on first use; and its next value.
@@ -479,7 +586,7 @@ impl State {
             Some(j) => j,
             None => {
                 let name = format!("join:{}", self.names.track(gpu).name);
-                (self.add_semaphore(name, true), 0)
+                (self.add_internal(name), 0)
             }
         };
         self.tracks[gpu.0 as usize].join = Some((semaphore, value + 1));
@@ -866,13 +973,31 @@ pub(crate) struct StreamOps<'a> {
 }
 
 impl StreamOps<'_> {
-    /// The submit edge from the calling thread's host track, if it has new items.
+    /// The submit edge from the calling thread's host track, if it has new items, and the edges
+    /// from the other stream tracks CUDA orders this stream's next operation after.
     pub(crate) fn edge(&self, st: &mut State, now: Ns) {
         let Some(s) = self.shared else { return };
         if let Some(host) = st.current_host(s.id) {
             if let Some(wait) = st.submit_edge(host, self.track, now) {
                 st.push(self.track, Entry::Sync(wait));
             }
+        }
+        st.stream_edges(self.track, false);
+    }
+
+    /// A scope begins on the stream (after [`StreamOps::edge`]): pushed with its marks; its id.
+    pub(crate) fn begin(&self, st: &mut State, name: &str, marks: Marks, now: Ns) -> u64 {
+        self.edge(st, now);
+        let scope = st.new_scope(self.track, name, marks, now);
+        let id = scope.id;
+        st.push(self.track, Entry::Scope(scope));
+        id
+    }
+
+    /// The track's handle was dropped.
+    pub(crate) fn dropped(&self) {
+        if let Some(s) = self.shared {
+            s.lock().stream_dropped(self.track);
         }
     }
 
@@ -893,6 +1018,8 @@ impl StreamOps<'_> {
         let Some(s) = self.shared else { return };
         let mut st = s.lock();
         let Some(host) = st.current_host(s.id) else { return };
+        // The stream's other tracks' work is the stream's too.
+        st.stream_edges(self.track, true);
         let (join, value) = st.next_join(self.track);
         let signal = st.sync(join, value, SyncKind::Signal, None);
         st.push(self.track, Entry::Sync(signal));
