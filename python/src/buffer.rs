@@ -8,7 +8,7 @@
 //! (no semaphore import on Linux) the hand-off is on the host: the consumer's turn starts once
 //! Vulkan's submissions have finished (their fences).
 
-use crate::device::{Compute, DeviceCore};
+use crate::device_core::{Compute, DeviceCore};
 use crate::dlpack::{Dtype, Place, Tensor};
 use crate::errors::{invalid, IntoPy};
 use pyo3::exceptions::PyBufferError;
@@ -392,7 +392,7 @@ impl Buffer {
             let (waits, signal, values) = core.vulkan_turn();
             let profiler = core.device.profiler();
             let mut scope =
-                crate::profile::VulkanScope::new(profiler.as_deref(), "vulkan_fill", &core.name, true);
+                crate::recorder::VulkanScope::new(profiler.as_deref(), "vulkan_fill", &core.name, true);
             let mut submitter = core.device.submitter.lock().unwrap_or_else(|p| p.into_inner());
             // Up to two waits: the consumer's release and Vulkan's previous turn.
             let result = submitter
@@ -456,7 +456,7 @@ fn one_shot_turn<T>(
     finish_if_host(core)?;
     let (waits, signal, values) = core.vulkan_turn();
     let profiler = core.device.profiler();
-    let mut scope = crate::profile::VulkanScope::new(profiler.as_deref(), op, &core.name, writes);
+    let mut scope = crate::recorder::VulkanScope::new(profiler.as_deref(), op, &core.name, writes);
     if waits.len() > 1 {
         core.device.submitter.lock().unwrap_or_else(|p| p.into_inner()).finish().py()?;
     }

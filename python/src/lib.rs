@@ -11,10 +11,12 @@
 
 mod buffer;
 mod device;
+mod device_core;
 mod dlpack;
 mod errors;
 mod frames;
 mod profile;
+mod recorder;
 mod viewer;
 
 use pyo3::prelude::*;
