@@ -485,14 +485,7 @@ fn acquire(core: &BufferCore, stream: Option<i64>) -> PyResult<()> {
             let s = stream.unwrap_or(1);
             let wait = core.state().turns.consumer_wait();
             if s != -1 {
-                if s < -1 {
-                    return Err(invalid(format!(
-                        "stream {s}: DLPack streams are -1, None or a cudaStream_t"
-                    )));
-                }
-                // SAFETY: DLPack's contract: the consumer passes its live stream on this device
-                // (`with_stream` refuses one of another context).
-                let on = unsafe { cuda.with_stream(s as u64) }.py()?;
+                let on = crate::streams::lend(cuda, s)?;
                 if let Some(v) = wait {
                     on.wait(&side.vulkan_done, v).py()?;
                 }
@@ -505,11 +498,13 @@ fn acquire(core: &BufferCore, stream: Option<i64>) -> PyResult<()> {
         }
         None => {
             if let Some(s) = stream.filter(|&s| s != -1) {
-                if core.cuda.is_none() && matches!(core.device.compute, Compute::Host) {
+                if matches!(core.device.compute, Compute::Host) {
                     return Err(PyBufferError::new_err(format!(
                         "stream {s} given for host memory: a CPU consumer passes stream=None"
                     )));
                 }
+                // HIP: the stream release() synchronises, unless it is given another.
+                crate::streams::check(s)?;
             }
             finish_if_host(core)?;
             core.state().stream = stream;
@@ -518,31 +513,43 @@ fn acquire(core: &BufferCore, stream: Option<i64>) -> PyResult<()> {
     }
 }
 
-/// The consumer's turn ends on `stream` (or the one it began on).
+/// The consumer's turn ends on `stream` (or the one it began on). The stream is checked (and,
+/// on CUDA, lent) before the turn is counted: a refused stream leaves the buffer as it was.
 fn release(core: &BufferCore, stream: Option<i64>) -> PyResult<()> {
     let mut st = core.state();
     let s = stream.or(st.stream).unwrap_or(1);
+    if s == -1 && !matches!(core.device.compute, Compute::Host) {
+        return Err(invalid(format!(
+            "{}: release on stream -1 (unsynchronised): pass the stream the tensor was used on",
+            core.name
+        )));
+    }
+    let lent = match core.cuda() {
+        Some((cuda, side)) => Some((crate::streams::lend(cuda, s)?, side)),
+        None => {
+            crate::streams::check(s)?;
+            if matches!(core.device.compute, Compute::Host) && !matches!(s, -1 | 1) {
+                return Err(invalid(format!(
+                    "{}: release on stream {s}: host memory has no streams (release() or release(None))",
+                    core.name
+                )));
+            }
+            None
+        }
+    };
     let value = st.turns.consumer_release();
     drop(st);
-    if let Some((cuda, side)) = core.cuda() {
-        if s == -1 {
-            return Err(invalid(format!(
-                "{}: release on stream -1 (unsynchronised): pass the stream the tensor was used on",
-                core.name
-            )));
-        }
-        // SAFETY: as in `acquire`.
-        let on = unsafe { cuda.with_stream(s as u64) }.py()?;
+    #[cfg(feature = "hip")]
+    if let (Compute::Hip(h), Some(_)) = (&core.device.compute, &core.hip) {
+        // No semaphore import on Linux: the consumer's work on its stream is waited for on the
+        // host before the call returns (Vulkan's next turn waits for nothing on the GPU).
+        crate::streams::hip_synchronize(h, s)?;
+    }
+    if let Some((on, side)) = lent {
         on.signal(&side.consumer_done, value).py()?;
         if let Some(p) = core.device.profiler() {
             p.stream_released(s, &core.name, value);
         }
-    }
-    #[cfg(feature = "hip")]
-    if let (Compute::Hip(h), Some(_)) = (&core.device.compute, &core.hip) {
-        // No semaphore import on Linux: the consumer's work is waited for on the host.
-        let _ = s;
-        h.synchronize().py()?;
     }
     Ok(())
 }

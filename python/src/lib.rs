@@ -17,6 +17,7 @@ mod errors;
 mod frames;
 mod profile;
 mod recorder;
+mod streams;
 mod viewer;
 
 use pyo3::prelude::*;

@@ -95,9 +95,7 @@ impl Profiler {
                 self.device.compute.api()
             )));
         };
-        // SAFETY: the caller passes its live stream of this device; `with_stream` refuses one of
-        // another context.
-        let lent = unsafe { cuda.with_stream(number as u64) }.py()?;
+        let lent = crate::streams::lend(cuda, number)?;
         let track = StreamTrack::new(&core.profiler, name, lent)?;
         lock(&core.streams).insert(number, track.clone());
         Ok(Stream { track, core, next: Mutex::new(0) })
