@@ -322,9 +322,10 @@ impl Buffer {
     }
 
     /// DLPack: a capsule viewing the buffer. ``stream`` is the consumer's stream (DLPack's
-    /// numbering: None or 1 the legacy default stream, 2 the per-thread one, else a
-    /// ``cudaStream_t``; -1: do not synchronise): the wait for Vulkan's last write is enqueued
-    /// there, on the GPU. On the host, Vulkan's submissions are waited for first.
+    /// numbering: None or 1 the legacy default stream, 2 the per-thread one, else a live
+    /// ``cudaStream_t`` of the buffer's device; -1: do not synchronise): the wait for Vulkan's
+    /// last write is enqueued there, on the GPU. A number that cannot be a stream is an
+    /// ``InvalidError``. On the host, Vulkan's submissions are waited for first.
     #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
     fn __dlpack__<'py>(
         &self,
@@ -350,9 +351,10 @@ impl Buffer {
         tensor.into_capsule(py, max_version.is_some_and(|(major, _)| major >= 1))
     }
 
-    /// End the consumer's turn: on ``stream`` (default: the one ``__dlpack__`` was given last)
-    /// enqueue the signal Vulkan's next use of the buffer waits for, on the GPU. On the host
-    /// the turn simply ends.
+    /// End the consumer's turn: on ``stream`` (default: the one ``__dlpack__`` was given last; a
+    /// live stream of the buffer's device) enqueue the signal Vulkan's next use of the buffer
+    /// waits for, on the GPU. On HIP, wait on the host for ``stream``'s work; on the host the
+    /// turn simply ends. A refused stream ends no turn.
     #[pyo3(signature = (stream = None))]
     fn release(&self, py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let stream = stream.map(crate::stream_number).transpose()?;
