@@ -353,6 +353,93 @@ def foreign_context_check(dev: vkhip.Device) -> None:
         torch.cuda.synchronize()  # the primary context current again for what follows
 
 
+NO_STREAMS = [123456789, 12345, -2, 4095, 1 << 60]
+
+
+def stream_number_checks(dev: vkhip.Device) -> None:
+    """Issue 45: an integer that is no stream ended the interpreter with SIGSEGV (the driver read
+    it as a stream object). Now each is an InvalidError on every door that takes a stream, the
+    buffer's turns untouched; and the streams frameworks really hand over (torch's current and a
+    new one, CuPy's, the legacy and per-thread default streams) pass the check (8-aligned)."""
+    import torch
+
+    buf = dev.buffer(1024, name="streams")
+    refused, accepted = [], []
+    for n in NO_STREAMS:
+        for what, call in (
+            ("__dlpack__", lambda n=n: buf.__dlpack__(stream=n)),
+            ("release", lambda n=n: buf.release(n)),
+        ):
+            try:
+                call()
+                accepted.append(f"{what}({n})")
+            except vkhip.InvalidError:
+                refused.append(f"{what}({n})")
+    prof = vkhip.Profiler(dev)
+    try:
+        prof.stream("bad", 12345)
+        accepted.append("Profiler.stream(12345)")
+    except vkhip.InvalidError:
+        refused.append("Profiler.stream")
+    finally:
+        prof.finish()
+    frames = vkhip.Frames(size=(64, 36), grid=(16, 16), slots=2, api="cuda")
+    frame = frames.render()
+    try:
+        frame.__dlpack__(stream=123456789)
+        accepted.append("Frame.__dlpack__(123456789)")
+    except vkhip.InvalidError:
+        refused.append("Frame.__dlpack__")
+    with frame:
+        torch.from_dlpack(frame).float().mean()
+    # The buffer still takes turns: nothing was counted by the refused calls.
+    turns = buf.turns
+    buf.vulkan_fill(3.0)
+    with buf:
+        torch.from_dlpack(buf).add_(1.0)
+    values = np.frombuffer(buf.vulkan_read(), dtype=np.float32)
+    works = bool((values == 4.0).all()) and buf.turns == (turns[0] + 2, turns[1] + 1)
+    row(
+        "PASS" if not accepted and works else "FAIL",
+        "a number that is no stream is refused, not dereferenced",
+        f"{len(refused)} calls refused with InvalidError"
+        + (f"; ACCEPTED: {', '.join(accepted)}" if accepted else "")
+        + f"; the buffer's next turn {'right' if works else 'WRONG'} (turns {buf.turns})",
+    )
+
+    side = torch.cuda.Stream()
+    handles: list[tuple[str, Any]] = [
+        ("torch current", torch.cuda.current_stream()),
+        ("torch new", side),
+        ("legacy 0", 0),
+        ("legacy 1", 1),
+        ("per-thread 2", 2),
+    ]
+    try:
+        import cupy
+
+        handles.append(("cupy new", cupy.cuda.Stream(non_blocking=True)))
+    except ImportError:
+        pass
+    good, seen = 0, []
+    for i, (name, stream) in enumerate(handles):
+        number = vkhip.stream_number(stream)
+        seen.append(f"{name} {number:#x}")
+        try:
+            buf.vulkan_fill(float(i))
+            buf.__dlpack__(stream=number)
+            buf.release(stream)
+            got = np.frombuffer(buf.vulkan_read(), dtype=np.float32)
+            good += int((got == float(i)).all())
+        except vkhip.Error as e:
+            seen[-1] += f" REFUSED ({e})"
+    row(
+        "PASS" if good == len(handles) else "FAIL",
+        "real streams pass the check",
+        f"{good} of {len(handles)} took and released a turn: {', '.join(seen)}",
+    )
+
+
 def come_and_go_check(vkhip_bin: str | None) -> None:
     """Frames and viewers made and dropped many times in one process: no failure, fds flat."""
     import torch
@@ -426,6 +513,10 @@ def main() -> int:
         foreign_context_check(dev)
     except Exception as e:  # noqa: BLE001
         row("FAIL", "a stream of another CUDA context", f"{type(e).__name__}: {e}")
+    try:
+        stream_number_checks(dev)
+    except Exception as e:  # noqa: BLE001
+        row("FAIL", "stream numbers", f"{type(e).__name__}: {e}")
     try:
         viewer_and_frames_checks(args.vkhip, args.out)
     except Exception as e:  # noqa: BLE001

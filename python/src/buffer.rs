@@ -8,7 +8,7 @@
 //! (no semaphore import on Linux) the hand-off is on the host: the consumer's turn starts once
 //! Vulkan's submissions have finished (their fences).
 
-use crate::device::{Compute, DeviceCore};
+use crate::device_core::{Compute, DeviceCore};
 use crate::dlpack::{Dtype, Place, Tensor};
 use crate::errors::{invalid, IntoPy};
 use pyo3::exceptions::PyBufferError;
@@ -322,9 +322,10 @@ impl Buffer {
     }
 
     /// DLPack: a capsule viewing the buffer. ``stream`` is the consumer's stream (DLPack's
-    /// numbering: None or 1 the legacy default stream, 2 the per-thread one, else a
-    /// ``cudaStream_t``; -1: do not synchronise): the wait for Vulkan's last write is enqueued
-    /// there, on the GPU. On the host, Vulkan's submissions are waited for first.
+    /// numbering: None or 1 the legacy default stream, 2 the per-thread one, else a live
+    /// ``cudaStream_t`` of the buffer's device; -1: do not synchronise): the wait for Vulkan's
+    /// last write is enqueued there, on the GPU. A number that cannot be a stream is an
+    /// ``InvalidError``. On the host, Vulkan's submissions are waited for first.
     #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
     fn __dlpack__<'py>(
         &self,
@@ -350,9 +351,10 @@ impl Buffer {
         tensor.into_capsule(py, max_version.is_some_and(|(major, _)| major >= 1))
     }
 
-    /// End the consumer's turn: on ``stream`` (default: the one ``__dlpack__`` was given last)
-    /// enqueue the signal Vulkan's next use of the buffer waits for, on the GPU. On the host
-    /// the turn simply ends.
+    /// End the consumer's turn: on ``stream`` (default: the one ``__dlpack__`` was given last; a
+    /// live stream of the buffer's device) enqueue the signal Vulkan's next use of the buffer
+    /// waits for, on the GPU. On HIP, wait on the host for ``stream``'s work; on the host the
+    /// turn simply ends. A refused stream ends no turn.
     #[pyo3(signature = (stream = None))]
     fn release(&self, py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let stream = stream.map(crate::stream_number).transpose()?;
@@ -392,7 +394,7 @@ impl Buffer {
             let (waits, signal, values) = core.vulkan_turn();
             let profiler = core.device.profiler();
             let mut scope =
-                crate::profile::VulkanScope::new(profiler.as_deref(), "vulkan_fill", &core.name, true);
+                crate::recorder::VulkanScope::new(profiler.as_deref(), "vulkan_fill", &core.name, true);
             let mut submitter = core.device.submitter.lock().unwrap_or_else(|p| p.into_inner());
             // Up to two waits: the consumer's release and Vulkan's previous turn.
             let result = submitter
@@ -456,7 +458,7 @@ fn one_shot_turn<T>(
     finish_if_host(core)?;
     let (waits, signal, values) = core.vulkan_turn();
     let profiler = core.device.profiler();
-    let mut scope = crate::profile::VulkanScope::new(profiler.as_deref(), op, &core.name, writes);
+    let mut scope = crate::recorder::VulkanScope::new(profiler.as_deref(), op, &core.name, writes);
     if waits.len() > 1 {
         core.device.submitter.lock().unwrap_or_else(|p| p.into_inner()).finish().py()?;
     }
@@ -485,14 +487,7 @@ fn acquire(core: &BufferCore, stream: Option<i64>) -> PyResult<()> {
             let s = stream.unwrap_or(1);
             let wait = core.state().turns.consumer_wait();
             if s != -1 {
-                if s < -1 {
-                    return Err(invalid(format!(
-                        "stream {s}: DLPack streams are -1, None or a cudaStream_t"
-                    )));
-                }
-                // SAFETY: DLPack's contract: the consumer passes its live stream on this device
-                // (`with_stream` refuses one of another context).
-                let on = unsafe { cuda.with_stream(s as u64) }.py()?;
+                let on = crate::streams::lend(cuda, s)?;
                 if let Some(v) = wait {
                     on.wait(&side.vulkan_done, v).py()?;
                 }
@@ -505,11 +500,13 @@ fn acquire(core: &BufferCore, stream: Option<i64>) -> PyResult<()> {
         }
         None => {
             if let Some(s) = stream.filter(|&s| s != -1) {
-                if core.cuda.is_none() && matches!(core.device.compute, Compute::Host) {
+                if matches!(core.device.compute, Compute::Host) {
                     return Err(PyBufferError::new_err(format!(
                         "stream {s} given for host memory: a CPU consumer passes stream=None"
                     )));
                 }
+                // HIP: the stream release() synchronises, unless it is given another.
+                crate::streams::check(s)?;
             }
             finish_if_host(core)?;
             core.state().stream = stream;
@@ -518,31 +515,43 @@ fn acquire(core: &BufferCore, stream: Option<i64>) -> PyResult<()> {
     }
 }
 
-/// The consumer's turn ends on `stream` (or the one it began on).
+/// The consumer's turn ends on `stream` (or the one it began on). The stream is checked (and,
+/// on CUDA, lent) before the turn is counted: a refused stream leaves the buffer as it was.
 fn release(core: &BufferCore, stream: Option<i64>) -> PyResult<()> {
     let mut st = core.state();
     let s = stream.or(st.stream).unwrap_or(1);
+    if s == -1 && !matches!(core.device.compute, Compute::Host) {
+        return Err(invalid(format!(
+            "{}: release on stream -1 (unsynchronised): pass the stream the tensor was used on",
+            core.name
+        )));
+    }
+    let lent = match core.cuda() {
+        Some((cuda, side)) => Some((crate::streams::lend(cuda, s)?, side)),
+        None => {
+            crate::streams::check(s)?;
+            if matches!(core.device.compute, Compute::Host) && !matches!(s, -1 | 1) {
+                return Err(invalid(format!(
+                    "{}: release on stream {s}: host memory has no streams (release() or release(None))",
+                    core.name
+                )));
+            }
+            None
+        }
+    };
     let value = st.turns.consumer_release();
     drop(st);
-    if let Some((cuda, side)) = core.cuda() {
-        if s == -1 {
-            return Err(invalid(format!(
-                "{}: release on stream -1 (unsynchronised): pass the stream the tensor was used on",
-                core.name
-            )));
-        }
-        // SAFETY: as in `acquire`.
-        let on = unsafe { cuda.with_stream(s as u64) }.py()?;
+    #[cfg(feature = "hip")]
+    if let (Compute::Hip(h), Some(_)) = (&core.device.compute, &core.hip) {
+        // No semaphore import on Linux: the consumer's work on its stream is waited for on the
+        // host before the call returns (Vulkan's next turn waits for nothing on the GPU).
+        crate::streams::hip_synchronize(h, s)?;
+    }
+    if let Some((on, side)) = lent {
         on.signal(&side.consumer_done, value).py()?;
         if let Some(p) = core.device.profiler() {
             p.stream_released(s, &core.name, value);
         }
-    }
-    #[cfg(feature = "hip")]
-    if let (Compute::Hip(h), Some(_)) = (&core.device.compute, &core.hip) {
-        // No semaphore import on Linux: the consumer's work is waited for on the host.
-        let _ = s;
-        h.synchronize().py()?;
     }
     Ok(())
 }

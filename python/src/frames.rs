@@ -223,9 +223,7 @@ impl Frame {
                 Some(side) => {
                     let s = stream.unwrap_or(1);
                     if s != -1 {
-                        // SAFETY: DLPack's contract: the consumer's live stream of this device
-                        // (`with_stream` refuses another context's).
-                        let on = unsafe { side.cuda.with_stream(s as u64) }.py()?;
+                        let on = crate::streams::lend(&side.cuda, s)?;
                         on.wait(&side.ready, self.info.ready_value).py()?;
                     }
                     Ok(side.slots[self.info.slot].device_ptr())
@@ -278,8 +276,7 @@ impl Frame {
                     if s == -1 {
                         return Err(invalid("release on stream -1: pass the stream the frame was used on"));
                     }
-                    // SAFETY: as in `__dlpack__`.
-                    let on = unsafe { side.cuda.with_stream(s as u64) }.py()?;
+                    let on = crate::streams::lend(&side.cuda, s)?;
                     on.signal(&side.released, self.info.ready_value).py()
                 }
                 None => lock(&core.frames).release_host(self.info.frame).map_err(embed_error),

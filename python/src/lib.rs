@@ -11,10 +11,13 @@
 
 mod buffer;
 mod device;
+mod device_core;
 mod dlpack;
 mod errors;
 mod frames;
 mod profile;
+mod recorder;
+mod streams;
 mod viewer;
 
 use pyo3::prelude::*;

@@ -159,6 +159,7 @@ pub fn view(
     let mut options = ViewOptions::new(flags, writer_api);
     if let Some(s) = stream {
         let number = crate::stream_number(s)?;
+        crate::streams::check(number)?;
         // SAFETY: the caller's live stream (torch's, CuPy's) of the CUDA device; the app checks
         // it belongs to the device's context before enqueueing on it.
         options = unsafe { options.with_stream(number as u64) };

@@ -3,6 +3,7 @@ call where the input says enough; nothing crashes the interpreter."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import vkhip
@@ -75,6 +76,49 @@ def test_bad_api_and_streams(dev: vkhip.Device) -> None:
 
     assert vkhip.stream_number(TorchLike()) == 77
     assert vkhip.stream_number(Protocol()) == 99
+
+
+@pytest.mark.parametrize(
+    ("number", "why"),
+    [
+        (-2, "below -1"),
+        (4095, "in the first page of memory"),
+        (12345, "not a multiple of 8"),
+        (123456789, "not a multiple of 8"),
+        (1 << 60, "beyond the process's address space"),
+    ],
+)
+def test_a_number_that_is_no_stream_is_refused_before_any_driver_reads_it(
+    dev: vkhip.Device, number: int, why: str
+) -> None:
+    """The numbers that ended the interpreter with SIGSEGV on CUDA (issue 45) are refused by
+    value, on every device: the host checks a stream number as CUDA and HIP do. The refused
+    release counts no turn, and the buffer goes on working."""
+    buf = dev.buffer(4)
+    buf.vulkan_write(b"\x01" * 16)
+    with buf:
+        assert np.from_dlpack(buf).view(np.uint8).tolist() == [1] * 16
+        with pytest.raises(vkhip.InvalidError, match=f"stream {number} .*is no stream: {why}"):
+            buf.release(number)
+        assert buf.turns == (1, 0), "a refused release counts no turn"
+    assert buf.turns == (1, 1)
+    assert buf.vulkan_read() == b"\x01" * 16
+
+
+def test_host_memory_has_no_streams(dev: vkhip.Device) -> None:
+    """On the host (lavapipe) a stream number means nothing: DLPack's CPU consumer passes None
+    (any stream is a BufferError, as the array API says), and release() takes None, 0, 1 or -1;
+    a number that could be a stream elsewhere is refused rather than ignored."""
+    buf = dev.buffer(4)
+    for stream in (2, 8192, 123456789, -5):
+        with pytest.raises(BufferError, match=f"stream {stream} given for host memory"):
+            buf.__dlpack__(stream=stream)
+    for stream in (2, 8192):
+        with pytest.raises(vkhip.InvalidError, match=f"release on stream {stream}: host memory"):
+            buf.release(stream)
+    for stream in (None, 0, 1, -1):
+        buf.release(stream)
+    assert buf.turns == (0, 4)
 
 
 @pytest.mark.skipif(vkhip.cuda_driver_present(), reason="this machine has a CUDA driver")

@@ -21,9 +21,16 @@ class _CudaStreamProtocol(Protocol):
     def __cuda_stream__(self) -> tuple[int, int]: ...
 
 StreamLike: TypeAlias = int | None | _TorchStream | _CupyStream | _CudaStreamProtocol
-"""A CUDA stream: an int ``cudaStream_t`` (DLPack's numbering: 0 or 1 the legacy default
-stream, 2 the per-thread one), a ``torch.cuda.Stream``, a ``cupy.cuda.Stream``, an object with
-``__cuda_stream__``, or None (the legacy default stream)."""
+"""A CUDA (or HIP) stream: an int ``cudaStream_t`` (DLPack's numbering: 0 or 1 the legacy
+default stream, 2 the per-thread one), a ``torch.cuda.Stream``, a ``cupy.cuda.Stream``, an object
+with ``__cuda_stream__``, or None (the legacy default stream).
+
+The contract: an int handle is a **live stream of the buffer's device**. vkhip raises
+:class:`vkhip.InvalidError` for a number that cannot be a stream (below -1, below 4096, not a
+multiple of 8, past the address space) and, on CUDA, for a stream of another context; any other
+number is read by the driver as its stream object, so a destroyed stream or an unrelated address
+is undefined behaviour (usually a crash), as in CUDA itself. On the host (``api="host"``) there are
+no streams: pass None."""
 
 DtypeLike: TypeAlias = Any
 """A dtype name ("float32", "uint8", …, or "f4"-style), or an object naming one (``numpy.float32``,
@@ -107,11 +114,20 @@ class Buffer:
         max_version: tuple[int, int] | None = None,
         dl_device: tuple[int, int] | None = None,
         copy: bool | None = None,
-    ) -> CapsuleType: ...
+    ) -> CapsuleType:
+        """DLPack: a capsule viewing the buffer (what ``from_dlpack`` calls). ``stream`` is the
+        consumer's, in DLPack's numbering (None, 0 or 1 the legacy default stream, 2 the
+        per-thread one, -1 no synchronisation, else a live stream of the buffer's device: see
+        :data:`StreamLike`): the wait for Vulkan's last write is enqueued there. On the host,
+        Vulkan's work is waited for and ``stream`` must be None (else ``BufferError``). A number
+        that cannot be a stream is :class:`vkhip.InvalidError`."""
     def __dlpack_device__(self) -> tuple[int, int]: ...
     def release(self, stream: StreamLike = None) -> None:
         """End the consumer's turn: Vulkan's next use waits, on the GPU, for the work enqueued on
-        ``stream`` (default: the stream ``__dlpack__`` was given last) so far."""
+        ``stream`` (default: the stream ``__dlpack__`` was given last) so far. ``stream`` is a
+        live stream of the buffer's device (:data:`StreamLike`), not -1; a refused stream raises
+        :class:`vkhip.InvalidError` and ends no turn. HIP: waits on the host for ``stream``'s
+        work (no semaphore import on Linux). Host: no stream (None, 0, 1 or -1)."""
     def vulkan_fill(self, value: float) -> None:
         """Vulkan writes ``value`` into every element (after the consumer's release); returns at
         once."""
@@ -167,7 +183,8 @@ class Profiler:
 
     def __init__(self, device: Device, *, enabled: bool = True) -> None: ...
     def stream(self, name: str, stream: StreamLike) -> Stream:
-        """A track on the framework's stream (CUDA devices)."""
+        """A track on the framework's stream (CUDA devices): a live stream of the device
+        (:data:`StreamLike`)."""
     def host_scope(
         self, name: str, *, reads: Resources | None = None, writes: Resources | None = None
     ) -> Scope:
@@ -195,10 +212,13 @@ class Frame:
         max_version: tuple[int, int] | None = None,
         dl_device: tuple[int, int] | None = None,
         copy: bool | None = None,
-    ) -> CapsuleType: ...
+    ) -> CapsuleType:
+        """DLPack: the frame's pixels, after a wait for Vulkan's copy enqueued on ``stream`` (as
+        :meth:`Buffer.__dlpack__`: a live stream of the device, see :data:`StreamLike`)."""
     def __dlpack_device__(self) -> tuple[int, int]: ...
     def release(self, stream: StreamLike = None) -> None:
-        """End the consumer's turn (frames are released in the order they were rendered)."""
+        """End the consumer's turn on ``stream`` (a live stream of the device, not -1; default:
+        the one ``__dlpack__`` was given). Frames are released in the order they were rendered."""
     def __enter__(self) -> Self: ...
     def __exit__(
         self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None

@@ -65,6 +65,9 @@ pub type RawExternalSemaphore = *mut c_void;
 
 /// `hipStreamNonBlocking`: the stream does not synchronise with the null stream.
 pub const STREAM_NON_BLOCKING: c_uint = 0x1;
+/// `hipStreamPerThread` (hip_runtime_api.h: `((hipStream_t)2)`): the calling thread's default
+/// stream, where HIP reads a stream handle; as CUDA's `CU_STREAM_PER_THREAD`, 2 in DLPack's numbering.
+pub const STREAM_PER_THREAD: usize = 2;
 /// `hipEventDefault`.
 pub const EVENT_DEFAULT: c_uint = 0x0;
 /// `hipEventDisableTiming`.
@@ -520,7 +523,8 @@ pub fn stream_create_non_blocking() -> Result<RawStream> {
 }
 
 /// # Safety
-/// `stream` must be a live stream created by [`stream_create_non_blocking`].
+/// `stream` must be a live stream of the current device (one created by
+/// [`stream_create_non_blocking`], or a caller's), the null stream, or [`STREAM_PER_THREAD`].
 pub unsafe fn stream_synchronize(stream: RawStream) -> Result<()> {
     // SAFETY: the caller guarantees `stream` is live.
     check(unsafe { hipStreamSynchronize(stream) }, "hipStreamSynchronize")

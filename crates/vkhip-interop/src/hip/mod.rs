@@ -152,6 +152,16 @@ pub fn devices() -> Result<Vec<DeviceInfo>> {
     device::enumerate()
 }
 
+/// The `hipStream_t` a stream number is, in DLPack's numbering: 0 and 1 (the legacy default
+/// stream) HIP's null stream, 2 the per-thread default stream, any other number the handle.
+fn stream_handle(stream: u64) -> ffi::RawStream {
+    match stream {
+        0 | 1 => std::ptr::null_mut(),
+        2 => ffi::STREAM_PER_THREAD as ffi::RawStream,
+        other => other as usize as ffi::RawStream,
+    }
+}
+
 /// What every object of a device shares: the stream first (field order is drop order; its
 /// `Drop` waits for it), then the device to make current before each call.
 struct Shared {
@@ -334,6 +344,22 @@ impl Hip {
     pub fn synchronize(&self) -> Result<()> {
         self.shared.current()?.stream.synchronize()
     }
+
+    /// Wait (on the host) until everything enqueued so far on `stream`, a stream the caller owns
+    /// (a framework's current stream on ROCm: torch's `cuda_stream`, CuPy's `ptr`), has
+    /// finished: the hand-off of the caller's work to Vulkan while no semaphore can be imported
+    /// (see the module notes). `stream` 0 or 1 is the null stream, 2 the per-thread default
+    /// stream (`hipStreamPerThread`), as in DLPack's `__dlpack__(stream=…)` ([`stream_handle`]).
+    /// Work on the crate's own stream is [`Hip::synchronize`]'s.
+    ///
+    /// # Safety
+    /// `stream` is one of the special values above or a live `hipStream_t` of this device (HIP
+    /// 5.x has no call that tells a stream's device, so another device's is not refused).
+    pub unsafe fn synchronize_stream(&self, stream: u64) -> Result<()> {
+        self.shared.current()?;
+        // SAFETY: per this function's contract.
+        unsafe { ffi::stream_synchronize(stream_handle(stream)) }
+    }
 }
 
 impl FrameStream for Hip {
@@ -510,6 +536,13 @@ mod tests {
         assert!(RuntimeVersion(60_443_484).has_timeline_handle_type(), "Debian sid's HIP 6.4.3");
         assert!(RuntimeVersion(70_000_000).has_timeline_handle_type(), "HIP 7.0");
         assert_eq!(RuntimeVersion(60_443_483).to_string(), "6.4.43483");
+    }
+
+    #[test]
+    fn dlpack_stream_numbers_map_to_hip_streams() {
+        assert!(stream_handle(0).is_null() && stream_handle(1).is_null(), "the null stream");
+        assert_eq!(stream_handle(2) as usize, 2, "hipStreamPerThread");
+        assert_eq!(stream_handle(0x5555_0000_1230) as usize, 0x5555_0000_1230, "a caller's handle");
     }
 
     #[test]
