@@ -158,7 +158,31 @@ class Jax(Framework):
         return int(arr.unsafe_buffer_pointer())
 
 
-def loop(fw: Framework, dev: vkhip.Device, frames: int, elements: int) -> None:
+class TorchOn(Torch):
+    """torch on ``cuda:n`` named explicitly (not the current device): its flag, its stream, and
+    a check that every tensor it takes lives on ``cuda:n``."""
+
+    def __init__(self, n: int) -> None:
+        import torch
+
+        self.torch = torch
+        self.device = torch.device("cuda", n)
+        self.name = f"torch on cuda:{n}"
+        self.ok = torch.ones((), dtype=torch.bool, device=self.device)
+
+    def stream(self) -> Any:
+        return self.torch.cuda.current_stream(self.device)
+
+    def take(self, buf: vkhip.Buffer) -> Any:
+        t = self.torch.from_dlpack(buf)
+        if t.device != self.device:
+            raise AssertionError(f"{buf.name}: the tensor is on {t.device}, not {self.device}")
+        return t
+
+
+def loop(
+    fw: Framework, dev: vkhip.Device, frames: int, elements: int, flat_check: bool = True
+) -> None:
     k = 3
     bufs = [dev.buffer((elements,), "float32", name=f"{fw.name}{i}") for i in range(k)]
     zero_copy = True
@@ -202,7 +226,7 @@ def loop(fw: Framework, dev: vkhip.Device, frames: int, elements: int) -> None:
         if zero_copy
         else "a pointer differs: the framework copied",
     )
-    if fd0 is not None:
+    if fd0 is not None and flat_check:  # (not with other threads opening files meanwhile)
         flat = fd1 == fd0 and rss1 - rss0 < 8
         row(
             "PASS" if flat else "FAIL",
@@ -476,6 +500,168 @@ def come_and_go_check(vkhip_bin: str | None) -> None:
         row("PASS" if ok else "FAIL", f"{name} made and dropped {n} times in one process", detail)
 
 
+def torch_uuid(n: int) -> str | None:
+    """torch's UUID of ``cuda:n`` as vkhip writes UUIDs (None where torch does not say)."""
+    import torch
+
+    uuid = getattr(torch.cuda.get_device_properties(n), "uuid", None)
+    return None if uuid is None else str(uuid).lower().removeprefix("gpu-")
+
+
+def device_choice_checks() -> None:
+    """The same GPU four ways (issue 44), a GPU this process does not have, and, with two GPUs
+    or more, a stream of another GPU refused naming both."""
+    import torch
+
+    gpus = torch.cuda.device_count()
+    torch.cuda.set_device(0)
+    ways = {
+        "device=0": lambda: vkhip.Device(device=0),
+        'device="cuda:0"': lambda: vkhip.Device(device="cuda:0"),
+        'device=torch.device("cuda", 0)': lambda: vkhip.Device(device=torch.device("cuda", 0)),
+        "Device() after torch.cuda.set_device(0)": lambda: vkhip.Device(),
+    }
+    seen = {}
+    for way, make in ways.items():
+        with make() as d:
+            seen[way] = (d.uuid, d.dlpack_device)
+    same = len(set(seen.values())) == 1
+    first = next(iter(seen.values()))
+    theirs = torch_uuid(0)
+    ok = same and first[1] == (2, 0) and theirs in (None, first[0])
+    row(
+        "PASS" if ok else "FAIL",
+        "the same GPU four ways",
+        f"{', '.join(seen)}: UUID {first[0]}, DLPack {first[1]}; torch's UUID of cuda:0 {theirs}"
+        if same
+        else f"they differ: {seen}",
+    )
+    try:
+        vkhip.Device(device=gpus).close()
+        row("FAIL", f"device={gpus} on {gpus} GPU(s) is refused", "it opened")
+    except vkhip.UnavailableError as e:
+        want = f"CUDA device {gpus}: this process sees {gpus} CUDA device"
+        row(
+            "PASS" if want in str(e) else "FAIL",
+            f"device={gpus} on {gpus} GPU(s): UnavailableError",
+            str(e),
+        )
+    if gpus >= 2:
+        with vkhip.Device(device=0) as d:
+            buf = d.buffer(16)
+            other = torch.cuda.current_stream(1)
+            try:
+                buf.__dlpack__(stream=other.cuda_stream)
+                row(
+                    "FAIL",
+                    "a stream of cuda:1 for a buffer of cuda:0 is refused",
+                    "it was accepted",
+                )
+            except vkhip.InvalidError as e:
+                names = "CUDA device 1" in str(e) and "CUDA device 0" in str(e)
+                row(
+                    "PASS" if names else "FAIL",
+                    "a stream of cuda:1 for a buffer of cuda:0 is refused",
+                    str(e),
+                )
+            buf.release(torch.cuda.current_stream(0))
+
+
+def every_gpu_checks(frames: int, elements: int, script: str) -> None:
+    """Every GPU n: torch on cuda:n reads and writes what Vulkan on GPU n wrote and reads, every
+    value, the tensors on cuda:n; frames of GPU n on cuda:n. In one process (a Device per GPU,
+    a thread per GPU, all at once) and in one process per GPU (all at once)."""
+    import subprocess
+    import threading
+
+    import torch
+
+    gpus = torch.cuda.device_count()
+    devs = [vkhip.Device(device=n) for n in range(gpus)]
+    pairs = [(d.dlpack_device, d.uuid, torch_uuid(n)) for n, d in enumerate(devs)]
+    ok = all(p == (2, n) and t in (None, u) for n, (p, u, t) in enumerate(pairs))
+    row("PASS" if ok else "FAIL", f"one process, a Device per GPU ({gpus})", f"{pairs}")
+
+    def on(n: int) -> None:
+        try:
+            with torch.cuda.device(n):
+                loop(TorchOn(n), devs[n], frames, elements, flat_check=False)
+        except Exception as e:  # noqa: BLE001 - a row
+            row("FAIL", f"torch on cuda:{n} (thread)", f"{type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=on, args=(n,)) for n in range(gpus)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for d in devs:
+        d.close()
+    for n in range(gpus):
+        frames_on(n)
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-P",
+                script,
+                "--gpu-worker",
+                str(n),
+                "--frames",
+                str(frames),
+                "--elements",
+                str(elements),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for n in range(gpus)
+    ]
+    for n, p in enumerate(procs):
+        out, _ = p.communicate()
+        rows = [line for line in out.splitlines() if line[:4] in ("PASS", "FAIL", "SKIP")]
+        failed = sum(1 for line in rows if line.startswith("FAIL"))
+        row(
+            "PASS" if p.returncode == 0 and rows and failed == 0 else "FAIL",
+            f"one process per GPU: the process on cuda:{n}",
+            f"exit {p.returncode}, {len(rows) - failed} rows passed, {failed} failed"
+            + ("".join(f"; {line}" for line in rows if line.startswith("FAIL"))),
+        )
+
+
+def frames_on(n: int) -> None:
+    """Frames rendered on GPU n are CUDA memory of cuda:n."""
+    import torch
+
+    frames = vkhip.Frames(size=(128, 72), slots=2, device=n)
+    with frames.render() as f:
+        t = torch.from_dlpack(f)
+        lit = float(t.float().mean())
+        ok = frames.dlpack_device == (2, n) and t.device == torch.device("cuda", n) and lit > 0
+    row(
+        "PASS" if ok else "FAIL",
+        f"Frames(device={n}) on cuda:{n}",
+        f"dlpack_device {frames.dlpack_device}, tensor on {t.device}, mean pixel {lit:.1f}",
+    )
+
+
+def gpu_worker(n: int, frames: int, elements: int) -> int:
+    """One process on GPU n, the way a torchrun rank opens it: set_device(n), then the default."""
+    import torch
+
+    torch.cuda.set_device(n)
+    with vkhip.Device() as dev:
+        ok = dev.dlpack_device == (2, n)
+        row(
+            "PASS" if ok else "FAIL",
+            f"Device() after set_device({n})",
+            f"{dev.name}; DLPack {dev.dlpack_device}",
+        )
+        loop(TorchOn(n), dev, frames, elements)
+    frames_on(n)
+    return sum(1 for r in ROWS if r[0] == "FAIL")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -486,7 +672,10 @@ def main() -> int:
     ap.add_argument("--broken-runs", type=int, default=10)
     ap.add_argument("--vkhip", default=None, help="the vkhip binary, for the viewer's picture")
     ap.add_argument("--out", default=".", help="where captures go")
+    ap.add_argument("--gpu-worker", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.gpu_worker is not None:
+        return gpu_worker(args.gpu_worker, args.frames, args.elements)
 
     try:
         dev = vkhip.Device("cuda")
@@ -525,6 +714,25 @@ def main() -> int:
         come_and_go_check(args.vkhip)
     except Exception as e:  # noqa: BLE001
         row("FAIL", "come and go", f"{type(e).__name__}: {e}")
+    try:
+        device_choice_checks()
+    except Exception as e:  # noqa: BLE001
+        row("FAIL", "device choice", f"{type(e).__name__}: {e}")
+    try:
+        import torch
+
+        gpus = torch.cuda.device_count()
+        if gpus >= 2:
+            every_gpu_checks(min(args.frames, 2000), args.elements, os.path.abspath(__file__))
+        else:
+            frames_on(0)
+            row(
+                "SKIP",
+                "every GPU of the machine",
+                f"{gpus} GPU here: the multi-GPU rows need 2 or more",
+            )
+    except Exception as e:  # noqa: BLE001
+        row("FAIL", "every GPU", f"{type(e).__name__}: {e}")
     dev.close()
     failed = sum(1 for r in ROWS if r[0] == "FAIL")
     print(f"{len(ROWS) - failed} passed, {failed} failed")

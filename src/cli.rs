@@ -26,6 +26,7 @@ use crate::compute::BackendKind;
 use crate::sim::Grid;
 use crate::sync::plan::{ComputeWait, MemoryPath, Submit, SyncRequest};
 use crate::sync::SyncMode;
+use crate::vk::device::DeviceArg;
 
 /// `--backend`'s values are the backends' names, with their help lines.
 impl ValueEnum for BackendKind {
@@ -81,6 +82,7 @@ Examples:
   vkhip --headless --frames 120 --capture frame.png
   vkhip --backend cpu --sync bridged --slots 2 --grid 1024x1024
   vkhip info                              devices, capabilities, and which pair vkhip would use
+  vkhip --backend cuda --device cuda:1    on the GPU CUDA numbers 1 (--device N: Vulkan's index N)
   vkhip verify --backend vulkan --grid 513x257
   vkhip bench --preset quick --out b      the frame-sync benchmark matrix (CSV, markdown, PNG)
   vkhip --headless --frames 600 --trace t.json   then open t.json in ui.perfetto.dev
@@ -203,9 +205,11 @@ pub struct CommonArgs {
     /// Grid size WxH (each side 2..=16384).
     #[arg(long, value_name = "WxH", default_value = "512x512")]
     pub grid: Grid,
-    /// Vulkan device index (see `vkhip info`); default: the device matching the compute backend.
-    #[arg(long, value_name = "N")]
-    pub device: Option<usize>,
+    /// The GPU: a Vulkan device index N, or cuda:N for the GPU of CUDA device N (the two
+    /// numberings need not agree; `vkhip info` lists both). Default: the device matching the
+    /// compute backend (CUDA device 0's with cuda).
+    #[arg(long, value_name = "N|cuda:N")]
+    pub device: Option<DeviceArg>,
     /// Enable VK_LAYER_KHRONOS_validation with synchronization validation; report message counts.
     /// Without the layer installed (Debian: vulkan-validationlayers) the run does not start: one
     /// error line, exit 2.
@@ -266,9 +270,9 @@ pub struct InfoArgs {
     /// Backend whose device pairing to explain.
     #[arg(long, value_enum, default_value_t = BackendKind::Auto)]
     pub backend: BackendKind,
-    /// Vulkan device index to pair with.
-    #[arg(long, value_name = "N")]
-    pub device: Option<usize>,
+    /// The device to pair with: a Vulkan index N, or cuda:N (the GPU of CUDA device N).
+    #[arg(long, value_name = "N|cuda:N")]
+    pub device: Option<DeviceArg>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -388,9 +392,9 @@ pub struct MatrixArgs {
     /// the profiler's timestamps and events (`on` includes their cost, the same for every row).
     #[arg(long, value_enum, default_value_t = OnOff::Off)]
     pub gpu_timing: OnOff,
-    /// Vulkan device index passed to every run (see `vkhip info`).
-    #[arg(long, value_name = "N")]
-    pub device: Option<usize>,
+    /// The GPU of every run: a Vulkan index N or cuda:N (see `vkhip info`).
+    #[arg(long, value_name = "N|cuda:N")]
+    pub device: Option<DeviceArg>,
     /// Run nothing: draw the chart of an existing bench.csv again, beside it (FILE.png; the title
     /// names the device of FILE.md when there is one).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["preset", "reps", "frames", "warmup", "grids", "only", "out", "gpu_timing", "device"])]

@@ -114,6 +114,30 @@ const CASES: &[Case] = &[
         expect: "--device 99: there are only 1 Vulkan devices",
     },
     Case { args: &["--headless", "--bogus-flag"], env: &[], expect: "unexpected argument '--bogus-flag'" },
+    // Issue 44: --device is a Vulkan index or cuda:N; anything else is refused at parse time,
+    // and a CUDA ordinal this machine lacks names what was asked and what exists.
+    Case {
+        args: &["--device", "gpu1"],
+        env: &[],
+        expect: "invalid value 'gpu1' for '--device <N|cuda:N>': \"gpu1\": expected a Vulkan device index (0, 1, …) or cuda:N (a CUDA ordinal); `vkhip info` lists both",
+    },
+    Case { args: &["--device", "cuda:"], env: &[], expect: "\"cuda:\": expected a Vulkan device index" },
+    Case { args: &["--device", "cuda:-1"], env: &[], expect: "\"cuda:-1\": expected a Vulkan device index" },
+    Case { args: &["--device", "hip:0"], env: &[], expect: "\"hip:0\": expected a Vulkan device index" },
+    Case {
+        args: &["bench", "--device", "cuda:one"],
+        env: &[],
+        expect: "invalid value 'cuda:one' for '--device <N|cuda:N>'",
+    },
+    Case { args: &["--device", "vulkan:7"], env: &[], expect: "--device 7: there are only 1 Vulkan devices" },
+    // No driver here (lavapipe): "libcuda.so not found"; on a GPU machine with fewer than 10
+    // GPUs: "this process sees N CUDA devices (0 …)". Both start so.
+    Case {
+        args: &["--headless", "--frames", "1", "--device", "cuda:9"],
+        env: &[],
+        expect: "--device cuda:9: cuda: CUDA device 9: ",
+    },
+    Case { args: &["info", "--device", "cuda:9"], env: &[], expect: "--device cuda:9: cuda: CUDA device 9: " },
 ];
 
 #[test]

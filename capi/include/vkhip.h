@@ -47,6 +47,12 @@
 #define VKHIP_MAX_EXTENSIONS 4
 
 /*
+ `vkhip_device_open_cuda`'s ordinal for the device of the CUDA context current on the calling
+ thread (what `cudaSetDevice` made current), else CUDA device 0.
+ */
+#define VKHIP_CUDA_DEVICE_CURRENT -1
+
+/*
  What every `vkhip_*` call returns. On anything but `VKHIP_STATUS_OK`, `vkhip_last_error()`
  says what happened, in one line.
  */
@@ -1216,6 +1222,19 @@ enum VkhipStatus vkhip_device_from_raw(PFN_vkGetInstanceProcAddr get_instance_pr
 enum VkhipStatus vkhip_device_open(VkhipImporter importer,
                                    const uint8_t *prefer_uuid,
                                    struct VkhipDevice **out);
+
+/*
+ Open the Vulkan device of CUDA device `ordinal` (as this process numbers them, after
+ `CUDA_VISIBLE_DEVICES`; VKHIP_CUDA_DEVICE_CURRENT: the current context's device, else 0): the
+ one with its UUID, whatever order Vulkan lists the GPUs in; vkhip_cuda_open on it then opens
+ that CUDA device. A GPU this process does not see (or no CUDA at all) is
+ VKHIP_STATUS_UNAVAILABLE, naming what was asked and what exists; another negative ordinal is
+ VKHIP_STATUS_INVALID.
+
+ # Safety
+ `out` is NULL or writable.
+ */
+enum VkhipStatus vkhip_device_open_cuda(int32_t ordinal, struct VkhipDevice **out);
 
 /*
  Destroy the handle (NULL: nothing happens). A borrowed device's Vulkan objects stay the

@@ -6,6 +6,7 @@ use crate::{entry, Fail, Result, VkhipStatus};
 use ash::vk;
 use std::ffi::{c_char, CString};
 use std::time::Duration;
+use vkhip_interop::device_match::DeviceRequest;
 use vkhip_interop::vulkan::{self, ImageAccess, Importer};
 use vkhip_interop::ImageFormat;
 
@@ -271,6 +272,33 @@ pub unsafe extern "C" fn vkhip_device_open(
                 vec![unsafe { prefer_uuid.cast::<[u8; 16]>().read_unaligned() }]
             };
             let made = vulkan::Device::open(&prefer, importer)?;
+            Ok(VkhipDevice::new(made))
+        };
+        // SAFETY: `out` is NULL or writable (this function's contract).
+        unsafe { handle::create(out, F, make) }
+    })
+}
+
+/// `vkhip_device_open_cuda`'s ordinal for the device of the CUDA context current on the calling
+/// thread (what `cudaSetDevice` made current), else CUDA device 0.
+pub const VKHIP_CUDA_DEVICE_CURRENT: i32 = -1;
+
+/// Open the Vulkan device of CUDA device `ordinal` (as this process numbers them, after
+/// `CUDA_VISIBLE_DEVICES`; VKHIP_CUDA_DEVICE_CURRENT: the current context's device, else 0): the
+/// one with its UUID, whatever order Vulkan lists the GPUs in; vkhip_cuda_open on it then opens
+/// that CUDA device. A GPU this process does not see (or no CUDA at all) is
+/// VKHIP_STATUS_UNAVAILABLE, naming what was asked and what exists; another negative ordinal is
+/// VKHIP_STATUS_INVALID.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn vkhip_device_open_cuda(ordinal: i32, out: *mut *mut VkhipDevice) -> VkhipStatus {
+    const F: &str = "vkhip_device_open_cuda";
+    entry(F, || {
+        let make = || {
+            let want = (ordinal != VKHIP_CUDA_DEVICE_CURRENT).then_some(DeviceRequest::Ordinal(ordinal));
+            let made = vkhip_interop::cuda::open_vulkan(want)?;
             Ok(VkhipDevice::new(made))
         };
         // SAFETY: `out` is NULL or writable (this function's contract).

@@ -1,63 +1,91 @@
 //! `vkhip.Device`: a Vulkan device and, on it, the compute API a framework uses (CUDA, HIP), or
 //! the host where Vulkan's memory is host-visible (lavapipe, for tests without a GPU).
 
+use crate::choose::Choice;
 use crate::device_core::{Compute, DeviceCore};
 use crate::errors::{invalid, IntoPy};
 use pyo3::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use vkhip_interop::cuda::Cuda;
+use vkhip_interop::device_match::DeviceRequest;
 use vkhip_interop::vulkan::{self, Importer, Submitter};
 
-/// Open the device for `api` ("auto", "cuda", "hip", "host").
-fn open(api: &str) -> PyResult<DeviceCore> {
+/// Open the device for `api` ("auto", "cuda", "hip", "host") and `device=` ([`Choice`]).
+fn open(api: &str, choice: Choice) -> PyResult<DeviceCore> {
     let (compute, vk) = match api {
-        "cuda" => open_cuda()?,
-        "host" => (Compute::Host, vulkan::Device::open(&[], Importer::Hip).py()?),
+        "cuda" => open_cuda(choice.cuda_request(api)?)?,
+        "host" => {
+            choice.check_host()?;
+            (Compute::Host, vulkan::Device::open(&[], Importer::Hip).py()?)
+        }
         #[cfg(feature = "hip")]
-        "hip" => open_hip()?,
+        "hip" => open_hip(choice.cuda_request(api)?)?,
         #[cfg(not(feature = "hip"))]
         "hip" => {
             return Err(Python::attach(|py| {
                 crate::errors::raise(py, "UnavailableError", "this vkhip was built without HIP: build it with --features hip (maturin build --features hip)")
             }))
         }
-        "auto" => match open_cuda() {
-            Ok(pair) => pair,
-            Err(cuda_error) => {
-                log::info!("vkhip: no CUDA device ({cuda_error}); trying the host");
-                let vk = vulkan::Device::open(&[], Importer::Hip).py()?;
-                (Compute::Host, vk)
-            }
+        "auto" => match choice {
+            Choice::Cpu => (Compute::Host, vulkan::Device::open(&[], Importer::Hip).py()?),
+            // A GPU named: that GPU or an error, never the host instead.
+            Choice::Cuda(_) | Choice::CudaDefault => open_cuda(choice.cuda_request(api)?)?,
+            Choice::Default => match open_cuda(None) {
+                Ok(pair) => pair,
+                Err(cuda_error) => {
+                    log::info!("vkhip: no CUDA device ({cuda_error}); trying the host");
+                    let vk = vulkan::Device::open(&[], Importer::Hip).py()?;
+                    (Compute::Host, vk)
+                }
+            },
         },
         other => {
-            return Err(invalid(format!("api {other:?}: expected \"auto\", \"cuda\", \"hip\" or \"host\"")))
+            let hint = if other.starts_with("cuda:") || other == "cpu" {
+                format!(" (a device is chosen with device={other:?})")
+            } else {
+                String::new()
+            };
+            return Err(invalid(format!(
+                "api {other:?}: expected \"auto\", \"cuda\", \"hip\" or \"host\"{hint}"
+            )));
         }
     };
     let submitter = Mutex::new(Submitter::new(&vk).py()?);
     Ok(DeviceCore { submitter, compute, vk, closed: AtomicBool::new(false), profiler: Mutex::new(None) })
 }
 
-fn open_cuda() -> PyResult<(Compute, vulkan::Device)> {
-    let uuids: Vec<[u8; 16]> = vkhip_interop::cuda::devices().py()?.iter().map(|d| d.uuid).collect();
-    let vk = vulkan::Device::open(&uuids, Importer::Cuda).py()?;
-    let cuda = Cuda::open(vk.uuid()).py()?;
+/// The CUDA device asked for (`None`: the current context's, else 0) and the Vulkan device with
+/// its UUID.
+fn open_cuda(want: Option<DeviceRequest>) -> PyResult<(Compute, vulkan::Device)> {
+    let (vk, cuda) = Cuda::open_with_vulkan(want).py()?;
     Ok((Compute::Cuda(cuda), vk))
 }
 
+/// The HIP device of ordinal `want` (`None`: 0; HIP has no current-context lookup here) and the
+/// Vulkan device with its UUID.
 #[cfg(feature = "hip")]
-fn open_hip() -> PyResult<(Compute, vulkan::Device)> {
-    let uuids: Vec<[u8; 16]> = vkhip_interop::hip::devices().py()?.iter().map(|d| d.uuid).collect();
-    let vk = vulkan::Device::open(&uuids, Importer::Hip).py()?;
+fn open_hip(want: Option<DeviceRequest>) -> PyResult<(Compute, vulkan::Device)> {
+    use vkhip_interop::device_match::{compute_position, ComputeDevice};
+    let seen = vkhip_interop::hip::devices().py()?;
+    let listed: Vec<ComputeDevice> =
+        seen.iter().map(|d| ComputeDevice::new(d.ordinal, &d.name, d.uuid)).collect();
+    let want = want.unwrap_or(DeviceRequest::Ordinal(0));
+    let at =
+        compute_position("HIP", want, &listed).map_err(|e| e.into_error(vkhip_interop::Api::Hip)).py()?;
+    let vk = vulkan::Device::open_matching(&listed[at], Importer::Hip).py()?;
     let hip = vkhip_interop::hip::Hip::open(vk.uuid()).py()?;
     Ok((Compute::Hip(hip), vk))
 }
 
 /// A Vulkan device shared with the compute API PyTorch, CuPy and JAX use.
 ///
-/// ``Device()`` opens the GPU CUDA sees (its primary context: torch's, CuPy's and JAX's), or,
-/// where there is no CUDA device, Vulkan on the host (host-visible memory, NumPy). Raises
-/// ``vkhip.UnavailableError`` when no such device exists.
+/// ``Device()`` opens the GPU the framework works on: the device of the CUDA context current on
+/// this thread (``torch.cuda.set_device(n)``, ``cupy.cuda.Device(n).use()``), else CUDA device
+/// 0, through its primary context (torch's, CuPy's and JAX's); where there is no CUDA device,
+/// Vulkan on the host (host-visible memory, NumPy). ``device=`` names the GPU: an int or
+/// ``"cuda:N"`` (a CUDA ordinal), or a ``torch.device``. Raises ``vkhip.InvalidError`` for a
+/// ``device=`` it cannot read and ``vkhip.UnavailableError`` when no such device exists.
 #[pyclass(module = "vkhip", frozen)]
 pub struct Device {
     pub core: Arc<DeviceCore>,
@@ -66,9 +94,11 @@ pub struct Device {
 #[pymethods]
 impl Device {
     #[new]
-    #[pyo3(signature = (api = "auto"))]
-    fn new(py: Python<'_>, api: &str) -> PyResult<Self> {
-        let core = py.detach(|| open(api))?;
+    #[pyo3(signature = (api = "auto", *, device = None))]
+    fn new(py: Python<'_>, api: &str, device: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let choice = crate::choose::parse(device)?;
+        // On this thread: the default is the CUDA context current here (the framework's).
+        let core = py.detach(|| open(api, choice))?;
         Ok(Device { core: Arc::new(core) })
     }
 

@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use std::sync::{Arc, Mutex, MutexGuard};
 use vkhip::embed::{EmbedError, FrameInfo, FramesOptions, Importer};
+use vkhip::vk::device::DeviceArg;
 use vkhip_interop::cuda::{Cuda, CudaBuffer, CudaSemaphore};
 use vkhip_interop::FrameStream;
 
@@ -75,7 +76,7 @@ pub struct Frames {
 #[pymethods]
 impl Frames {
     #[new]
-    #[pyo3(signature = (*, size = (1280, 720), slots = 3, api = "auto", grid = None, args = None))]
+    #[pyo3(signature = (*, size = (1280, 720), slots = 3, api = "auto", grid = None, args = None, device = None))]
     fn new(
         py: Python<'_>,
         size: (u32, u32),
@@ -83,20 +84,19 @@ impl Frames {
         api: &str,
         grid: Option<(u32, u32)>,
         args: Option<Vec<String>>,
+        device: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let importer = match api {
-            "cuda" => Importer::Cuda,
-            "host" => Importer::Host,
-            "auto" if vkhip_interop::cuda::devices().is_ok() => Importer::Cuda,
-            "auto" => Importer::Host,
-            other => return Err(invalid(format!("api {other:?}: expected \"auto\", \"cuda\" or \"host\""))),
-        };
+        let choice = crate::choose::parse(device)?;
+        let (importer, gpu) = crate::choose::importer(api, choice)?;
         let mut flags = vec!["--size".to_string(), format!("{}x{}", size.0, size.1)];
         if let Some((w, h)) = grid {
             flags.extend(["--grid".to_string(), format!("{w}x{h}")]);
         }
         flags.extend(args.unwrap_or_default());
-        let options = FramesOptions::new(flags, slots, importer);
+        let mut options = FramesOptions::new(flags, slots, importer);
+        if let Some(n) = gpu {
+            options = options.with_device(DeviceArg::Cuda(n));
+        }
         let core = py.detach(|| -> PyResult<FramesCore> {
             let frames = vkhip::embed::Frames::new(&options).map_err(embed_error)?;
             let (width, height) = frames.extent();

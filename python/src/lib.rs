@@ -10,6 +10,7 @@
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 mod buffer;
+mod choose;
 mod device;
 mod device_core;
 mod dlpack;

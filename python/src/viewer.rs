@@ -10,7 +10,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use vkhip::embed::{HeightTarget, HeightWriter, ViewOptions, WriterApi, WriterError};
+use vkhip::embed::{HeightTarget, HeightWriter, Importer, ViewOptions, WriterApi, WriterError};
+use vkhip::vk::device::DeviceArg;
 
 /// One frame's heights: ``(rows, cols)`` float32 in the slot the app draws next. Valid during
 /// the writer's call only: its ``__dlpack__`` refuses afterwards, and a tensor kept past the
@@ -106,7 +107,7 @@ impl HeightWriter for PyWriter {
 
 /// Run the app's viewer with ``write(frame, time_s, heights)`` writing the height field.
 #[pyfunction]
-#[pyo3(signature = (write, *, api = "auto", stream = None, grid = None, size = None, frames = None, slots = None, headless = false, capture = None, trace = None, args = None))]
+#[pyo3(signature = (write, *, api = "auto", stream = None, grid = None, size = None, frames = None, slots = None, headless = false, capture = None, trace = None, args = None, device = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn view(
     py: Python<'_>,
@@ -121,16 +122,18 @@ pub fn view(
     capture: Option<std::path::PathBuf>,
     trace: Option<std::path::PathBuf>,
     args: Option<Vec<String>>,
+    device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<ViewResult> {
     if !write.bind(py).is_callable() {
         return Err(invalid("write must be callable: write(frame, time_s, heights)"));
     }
-    let writer_api = match api {
-        "cuda" => WriterApi::Cuda,
-        "host" => WriterApi::Host,
-        "auto" if stream.is_some() || vkhip_interop::cuda::devices().is_ok() => WriterApi::Cuda,
-        "auto" => WriterApi::Host,
-        other => return Err(invalid(format!("api {other:?}: expected \"auto\", \"cuda\" or \"host\""))),
+    let choice = crate::choose::parse(device)?;
+    // A stream is CUDA's: with one, "auto" means CUDA.
+    let api = if api == "auto" && stream.is_some() { "cuda" } else { api };
+    let (importer, gpu) = crate::choose::importer(api, choice)?;
+    let writer_api = match importer {
+        Importer::Cuda => WriterApi::Cuda,
+        Importer::Host => WriterApi::Host,
     };
     let mut flags: Vec<String> = Vec::new();
     let mut flag = |name: &str, value: String| flags.extend([name.to_string(), value]);
@@ -157,6 +160,9 @@ pub fn view(
     }
     flags.extend(args.unwrap_or_default());
     let mut options = ViewOptions::new(flags, writer_api);
+    if let Some(n) = gpu {
+        options = options.with_device(DeviceArg::Cuda(n));
+    }
     if let Some(s) = stream {
         let number = crate::stream_number(s)?;
         crate::streams::check(number)?;
@@ -164,12 +170,8 @@ pub fn view(
         // it belongs to the device's context before enqueueing on it.
         options = unsafe { options.with_stream(number as u64) };
     }
-    let ordinal = match writer_api {
-        WriterApi::Cuda => {
-            vkhip_interop::cuda::devices().ok().and_then(|d| d.first().map(|d| d.ordinal)).unwrap_or(0)
-        }
-        WriterApi::Host => 0,
-    };
+    // The heights' DLPack device: the GPU the run is on.
+    let ordinal = gpu.unwrap_or(0);
     let writer = Box::new(PyWriter { write, ordinal });
     let outcome = py.detach(|| vkhip::embed::view(&options, writer)).map_err(embed_error)?;
     Ok(ViewResult {

@@ -38,6 +38,23 @@ DtypeLike: TypeAlias = Any
 
 Resources: TypeAlias = list[Buffer | str] | tuple[Buffer | str, ...]
 
+class _TorchDevice(Protocol):
+    @property
+    def type(self) -> str: ...
+    @property
+    def index(self) -> int | None: ...
+
+DeviceLike: TypeAlias = int | str | _TorchDevice | None
+"""Which GPU: ``None`` (the device of the CUDA context current on the calling thread, what
+``torch.cuda.set_device(n)`` or ``cupy.cuda.Device(n).use()`` made current; else CUDA device 0),
+an int ``n`` or ``"cuda:n"`` (CUDA ordinal n, as this process numbers the GPUs after
+``CUDA_VISIBLE_DEVICES``), ``"cuda"`` (as None), ``"cpu"`` (the host path), or a
+``torch.device`` (any object with ``.type`` and ``.index``). Anything else raises
+:class:`vkhip.InvalidError`; a GPU this process does not see raises
+:class:`vkhip.UnavailableError` naming the devices it does see. With ``api="host"`` only None
+and ``"cpu"`` are accepted (the host path opens no CUDA device); with ``api="auto"`` a GPU named
+means CUDA on that GPU or an error, never the host instead."""
+
 def stream_number(stream: StreamLike) -> int:
     """The integer DLPack passes for ``stream`` (0 becomes 1: both the legacy default stream)."""
 
@@ -47,12 +64,17 @@ def cuda_driver_present() -> bool:
 class Device:
     """A Vulkan device shared with the compute API PyTorch, CuPy and JAX use.
 
-    ``Device()`` opens the GPU CUDA sees (its primary context, the frameworks' own), or Vulkan on
-    the host where there is no CUDA device. Raises :class:`vkhip.UnavailableError` when no such
-    device exists.
+    ``Device()`` opens the GPU the framework works on (the device of the CUDA context current on
+    this thread, else CUDA device 0) through its primary context, the frameworks' own; or Vulkan
+    on the host where there is no CUDA device. ``device=`` names the GPU (:data:`DeviceLike`):
+    the Vulkan device opened is the one with that CUDA device's UUID, whatever order Vulkan
+    lists the GPUs in. Raises :class:`vkhip.InvalidError` for a ``device=`` it cannot read and
+    :class:`vkhip.UnavailableError` when no such device exists.
     """
 
-    def __init__(self, api: Literal["auto", "cuda", "hip", "host"] = "auto") -> None: ...
+    def __init__(
+        self, api: Literal["auto", "cuda", "hip", "host"] = "auto", *, device: DeviceLike = None
+    ) -> None: ...
     @property
     def api(self) -> Literal["cuda", "hip", "host"]:
         """Who shares Vulkan's memory."""
@@ -237,7 +259,10 @@ class Frames:
         api: Literal["auto", "cuda", "host"] = "auto",
         grid: tuple[int, int] | None = None,
         args: list[str] | None = None,
-    ) -> None: ...
+        device: DeviceLike = None,
+    ) -> None:
+        """``device=`` (:data:`DeviceLike`): the GPU that renders and whose CUDA memory holds the
+        frames (``dlpack_device`` is ``(2, n)``)."""
     @property
     def size(self) -> tuple[int, int]:
         """(width, height) in pixels."""
@@ -290,7 +315,9 @@ def view(
     capture: str | os.PathLike[str] | None = None,
     trace: str | os.PathLike[str] | None = None,
     args: list[str] | None = None,
+    device: DeviceLike = None,
 ) -> ViewResult:
     """The app's viewer (a window, or headless with the PNG and the frame report) with the height
     field written by ``write(frame, time_s, heights)`` every frame: NumPy on the host path, torch
-    or CuPy on ``stream`` on the CUDA path. ``args`` takes any other ``vkhip`` flag."""
+    or CuPy on ``stream`` on the CUDA path. ``args`` takes any other ``vkhip`` flag; ``device=``
+    (:data:`DeviceLike`) the GPU (``stream`` must be one of that GPU's)."""

@@ -66,7 +66,7 @@ impl Offscreen {
         maker: Option<&mut (dyn MakeBackend + '_)>,
     ) -> anyhow::Result<Self> {
         if maker.is_none() {
-            super::session::prewarm(common.backend);
+            super::session::prewarm(common.backend, common.device);
         }
         // A dependency panicking while the device is made: one line and exit 2 (`super::panics`).
         let session = super::panics::contain("creating the Vulkan device", || {

@@ -9,9 +9,10 @@
 //! ```
 //! use vkhip::cli::InfoArgs;
 //! use vkhip::compute::BackendKind;
+//! use vkhip::vk::device::DeviceArg;
 //!
 //! vkhip::app::info::run(&InfoArgs { backend: BackendKind::Vulkan, device: None }).unwrap();
-//! let err = vkhip::app::info::run(&InfoArgs { backend: BackendKind::Auto, device: Some(999) }).unwrap_err();
+//! let err = vkhip::app::info::run(&InfoArgs { backend: BackendKind::Auto, device: Some(DeviceArg::Vulkan(999)) }).unwrap_err();
 //! assert!(err.to_string().starts_with("--device 999: there are only "), "{err}");
 //! assert!(vkhip::app::is_environment_error(&err));
 //! ```
@@ -20,7 +21,7 @@ use super::session::{choose_backend, probe_interop};
 use crate::cli::InfoArgs;
 use crate::compute::BackendKind;
 use crate::sync::{SyncMode, SyncPlan, SyncRequest};
-use crate::vk::device::{choose_device, enumerate, uuid_string};
+use crate::vk::device::{choose_device, enumerate, resolve_device_arg, uuid_string, PhysicalDeviceInfo};
 use crate::vk::instance::Instance;
 use ash::vk;
 
@@ -36,7 +37,8 @@ fn yes(b: bool) -> &'static str {
 pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
     let instance = Instance::new(false, &[])?;
     let devices = enumerate(&instance)?;
-    if let Some(index) = args.device.filter(|&i| i >= devices.len()) {
+    let device = resolve_device_arg(args.device, &devices)?;
+    if let Some(index) = device.filter(|&i| i >= devices.len()) {
         // A mistake in the request, not something to report on: exit 2 before printing anything.
         return Err(crate::vk::VkError::BadDeviceIndex { index, count: devices.len() }.into());
     }
@@ -95,8 +97,9 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
             Err(e) => crate::outln!("  {kind}: unavailable: {e}"),
         }
     }
+    print_pairing(&devices);
     crate::outln!("Selection (--backend {}):", args.backend);
-    let choice = match choose_backend(args.backend, &devices, args.device) {
+    let choice = match choose_backend(args.backend, &devices, device) {
         Ok(c) => c,
         Err(e) => {
             crate::outln!("  backend {} cannot be used: {e}", args.backend);
@@ -104,7 +107,7 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
         }
     };
     let uuids: Vec<[u8; 16]> = choice.compute_devices.iter().map(|c| c.uuid).collect();
-    match choose_device(&devices, args.device, &uuids) {
+    match choose_device(&devices, device, &uuids) {
         Ok((i, why)) => {
             let d = &devices[i];
             crate::outln!("  backend  {} ({})", choice.kind, choice.reason);
@@ -117,4 +120,37 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
         Err(e) => crate::outln!("  no device: {e}"),
     }
     Ok(())
+}
+
+/// Which Vulkan index is which CUDA ordinal (by deviceUUID: the two numberings need not agree),
+/// the two spellings of `--device` side by side; without CUDA, one line saying so.
+fn print_pairing(devices: &[PhysicalDeviceInfo]) {
+    use vkhip_interop::device_match::{pairing, ComputeDevice, VulkanDevice};
+    crate::outln!(
+        "Vulkan and CUDA numbering (--device N is Vulkan's index, --device cuda:N CUDA's ordinal):"
+    );
+    let cuda = match vkhip_interop::cuda::devices() {
+        Ok(list) => list,
+        Err(e) => {
+            crate::outln!("  no CUDA here ({e}): --device cuda:N cannot be used");
+            return;
+        }
+    };
+    let compute: Vec<ComputeDevice> =
+        cuda.iter().map(|c| ComputeDevice::new(c.ordinal, &c.name, c.uuid)).collect();
+    let vulkan: Vec<VulkanDevice> =
+        devices.iter().map(|d| VulkanDevice::new(d.index, &d.name, d.uuid)).collect();
+    for (d, (index, ordinal)) in devices.iter().zip(pairing(&compute, &vulkan)) {
+        match ordinal {
+            Some(n) => crate::outln!("  --device {index} = --device cuda:{n}  {}", d.name),
+            None => crate::outln!("  --device {index}  {} (no CUDA device has its deviceUUID)", d.name),
+        }
+    }
+    for c in cuda.iter().filter(|c| !devices.iter().any(|d| d.uuid == c.uuid)) {
+        crate::outln!(
+            "  cuda:{} {}: no Vulkan device has its UUID (not usable with vkhip)",
+            c.ordinal,
+            c.name
+        );
+    }
 }

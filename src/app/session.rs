@@ -52,7 +52,9 @@ use crate::sync::{
     default_frames_in_flight, Export, FrameSemaphores, FrameSync, SyncError, SyncPlan, SyncRequest,
 };
 use crate::vk::clock::GpuClock;
-use crate::vk::device::{choose_device, enumerate, uuid_string, Context, PhysicalDeviceInfo};
+use crate::vk::device::{
+    choose_device, enumerate, resolve_device_arg, uuid_string, Context, PhysicalDeviceInfo,
+};
 use crate::vk::external::{Slot, SlotMemory};
 use crate::vk::instance::Instance;
 use crate::vk::post::{PostAccess, PostImage, PostImages};
@@ -287,7 +289,7 @@ impl Session {
         maker: Option<&mut (dyn MakeBackend + '_)>,
     ) -> Result<Self, SessionError> {
         if maker.is_none() {
-            prewarm(args.backend);
+            prewarm(args.backend, args.device);
         }
         crate::profile::set_gpu_timing(args.gpu_timing == crate::cli::OnOff::On);
         let mut devices = enumerate(&instance)?;
@@ -298,13 +300,17 @@ impl Session {
         }
         startup_mark("Vulkan instance made, devices enumerated");
         // Before the backend's checks, which would otherwise answer for a device that is not there.
-        if let Some(index) = args.device.filter(|&i| i >= devices.len()) {
+        let device = resolve_device_arg(args.device, &devices)?;
+        if let Some(index) = device.filter(|&i| i >= devices.len()) {
             return Err(VkError::BadDeviceIndex { index, count: devices.len() }.into());
         }
-        let choice = choose_backend(args.backend, &devices, args.device)?;
+        let choice = choose_backend(args.backend, &devices, device)?;
         startup_mark("compute devices probed");
         let uuids: Vec<[u8; 16]> = choice.compute_devices.iter().map(|c| c.uuid).collect();
-        let (index, device_reason) = choose_device(&devices, args.device, &uuids)?;
+        let (index, mut device_reason) = choose_device(&devices, device, &uuids)?;
+        if let Some(asked @ crate::vk::device::DeviceArg::Cuda(_)) = args.device {
+            device_reason = format!("--device {asked}: the GPU with that CUDA device's UUID");
+        }
         let physical = devices[index].clone();
         log::info!(
             "backend {} ({}); Vulkan device {} '{}' ({device_reason})",
@@ -475,9 +481,19 @@ pub fn post_resources(images: &PostImages, kind: PostKind) -> Result<PostResourc
 
 /// Start loading the compute API (driver, contexts, kernel) in the background, so it overlaps the
 /// Vulkan set-up, when the backend may be CUDA. Idempotent; call it as early as possible.
-pub fn prewarm(backend: BackendKind) {
+///
+/// Only the GPU the run will use: `--device cuda:N`'s, else (no `--device`) CUDA device 0, the
+/// default's usual match; a Vulkan index (`--device N`) does not say which CUDA device it is
+/// before Vulkan is up, so then every device. One process per GPU (torchrun) so opens a context
+/// on its own GPU only.
+pub fn prewarm(backend: BackendKind, device: Option<crate::vk::device::DeviceArg>) {
+    use crate::vk::device::DeviceArg;
     if matches!(backend, BackendKind::Cuda | BackendKind::Auto) {
-        crate::compute::cuda::prewarm();
+        crate::compute::cuda::prewarm(match device {
+            None => Some(0),
+            Some(DeviceArg::Cuda(n)) => Some(n),
+            Some(DeviceArg::Vulkan(_)) => None,
+        });
     }
 }
 

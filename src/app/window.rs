@@ -188,7 +188,7 @@ impl App<'_, '_> {
             .with_title("vkhip")
             .with_inner_size(PhysicalSize::new(args.size.width, args.size.height));
         if self.maker.is_none() {
-            super::session::prewarm(args.common.backend);
+            super::session::prewarm(args.common.backend, args.common.device);
         }
         let window = Arc::new(el.create_window(attrs).context("creating the window")?);
         let display = el.display_handle().context("display handle")?.as_raw();

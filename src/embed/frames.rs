@@ -70,6 +70,13 @@ impl FramesOptions {
     pub fn new(args: impl IntoIterator<Item = impl Into<String>>, slots: usize, importer: Importer) -> Self {
         FramesOptions { args: args.into_iter().map(Into::into).collect(), slots, importer }
     }
+
+    /// Render on `device` (`--device`: a Vulkan index, or the GPU of a CUDA ordinal); the
+    /// importer then opens the same GPU (the Vulkan device's UUID).
+    pub fn with_device(mut self, device: crate::vk::device::DeviceArg) -> Self {
+        self.args.extend(["--device".to_string(), device.to_string()]);
+        self
+    }
 }
 
 /// One rendered frame, on its way to the consumer.

@@ -65,6 +65,13 @@ impl ViewOptions {
         ViewOptions { args: args.into_iter().map(Into::into).collect(), writer_api, stream: None }
     }
 
+    /// Run on `device` (`--device`: a Vulkan index, or the GPU of a CUDA ordinal); the CUDA
+    /// writer's memory is then on that GPU.
+    pub fn with_device(mut self, device: crate::vk::device::DeviceArg) -> Self {
+        self.args.extend(["--device".to_string(), device.to_string()]);
+        self
+    }
+
     /// Enqueue the CUDA path's waits and signals on `stream`, a `CUstream` the caller owns
     /// (torch's current stream; DLPack's numbering: 0 and 1 the legacy default stream, 2 the
     /// per-thread one), instead of the backend's own.

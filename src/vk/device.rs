@@ -41,6 +41,76 @@ fn wait_error(e: vkhip_interop::Error, what: impl FnOnce() -> String) -> VkError
     }
 }
 
+/// `--device`: a Vulkan device index (Vulkan's order, as `vkhip info` lists them) or the GPU of
+/// a CUDA ordinal (CUDA's order, after `CUDA_VISIBLE_DEVICES`; the two orders need not agree).
+///
+/// ```
+/// use vkhip::vk::device::DeviceArg;
+/// assert_eq!("2".parse::<DeviceArg>(), Ok(DeviceArg::Vulkan(2)));
+/// assert_eq!("cuda:1".parse::<DeviceArg>(), Ok(DeviceArg::Cuda(1)));
+/// assert_eq!(DeviceArg::Cuda(1).to_string(), "cuda:1");
+/// assert!("gpu1".parse::<DeviceArg>().unwrap_err().starts_with("\"gpu1\": expected"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceArg {
+    /// `N` or `vulkan:N`: Vulkan's physical device N.
+    Vulkan(usize),
+    /// `cuda:N`: the Vulkan device with the deviceUUID of CUDA device N.
+    Cuda(i32),
+}
+
+impl std::str::FromStr for DeviceArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || {
+            format!("{s:?}: expected a Vulkan device index (0, 1, …) or cuda:N (a CUDA ordinal); `vkhip info` lists both")
+        };
+        let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+        let (api, number) = s.split_once(':').unwrap_or(("vulkan", s));
+        if !digits(number) {
+            return Err(bad());
+        }
+        match api {
+            "vulkan" => number.parse().map(DeviceArg::Vulkan).map_err(|_| bad()),
+            "cuda" => number.parse().map(DeviceArg::Cuda).map_err(|_| bad()),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl std::fmt::Display for DeviceArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceArg::Vulkan(i) => write!(f, "{i}"),
+            DeviceArg::Cuda(n) => write!(f, "cuda:{n}"),
+        }
+    }
+}
+
+/// The Vulkan index `--device` names among `devices`: a Vulkan index as given (checked later,
+/// by [`choose_device`]); `cuda:N` through CUDA device N's UUID (the interop crate's rule,
+/// [`vkhip_interop::device_match`]). No CUDA, or no such CUDA device, or none of `devices` with
+/// its UUID, is an environment error naming what was asked and what exists.
+pub fn resolve_device_arg(
+    arg: Option<DeviceArg>,
+    devices: &[PhysicalDeviceInfo],
+) -> Result<Option<usize>, VkError> {
+    use vkhip_interop::device_match::{vulkan_position, ComputeDevice, DeviceRequest, VulkanDevice};
+    let n = match arg {
+        None => return Ok(None),
+        Some(DeviceArg::Vulkan(i)) => return Ok(Some(i)),
+        Some(DeviceArg::Cuda(n)) => n,
+    };
+    let no = |why: String| VkError::NoSuchDevice { arg: format!("cuda:{n}"), why };
+    let cuda = vkhip_interop::cuda::device(DeviceRequest::Ordinal(n)).map_err(|e| no(e.to_string()))?;
+    let listed: Vec<VulkanDevice> =
+        devices.iter().map(|d| VulkanDevice::new(d.index, &d.name, d.uuid)).collect();
+    let at = vulkan_position("CUDA", &ComputeDevice::new(cuda.ordinal, &cuda.name, cuda.uuid), &listed)
+        .map_err(|e| no(e.to_string()))?;
+    Ok(Some(devices[at].index))
+}
+
 /// What vkhip needs to know about one physical device.
 #[derive(Clone, Debug, Default)]
 pub struct PhysicalDeviceInfo {

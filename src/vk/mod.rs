@@ -39,6 +39,10 @@ pub enum VkError {
     /// A user-chosen device index is out of range.
     #[error("--device {index}: there are only {count} Vulkan devices (see `vkhip info`)")]
     BadDeviceIndex { index: usize, count: usize },
+    /// `--device cuda:N` names no GPU here (no CUDA, no such ordinal, or no Vulkan device with
+    /// its UUID).
+    #[error("--device {arg}: {why}")]
+    NoSuchDevice { arg: String, why: String },
     /// The device lacks something this run needs.
     #[error("{0}")]
     Unsupported(String),
@@ -87,6 +91,7 @@ impl VkError {
             VkError::NoLoader(_)
                 | VkError::NoDevice(_)
                 | VkError::BadDeviceIndex { .. }
+                | VkError::NoSuchDevice { .. }
                 | VkError::Unsupported(_)
                 | VkError::CannotPresent { .. }
         ) || matches!(self, VkError::Interop(e) if e.is_environment())

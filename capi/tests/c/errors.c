@@ -56,6 +56,17 @@ int main(void) {
   EXPECT_STATUS(vkhip_device_destroy(NULL), VKHIP_STATUS_OK);
   EXPECT_STATUS(vkhip_capture_destroy(NULL), VKHIP_STATUS_OK);
 
+  /* The Vulkan device of a CUDA ordinal: a negative one is the caller's mistake; one this
+   * process does not see (here: no CUDA at all) is the environment, naming what was asked. */
+  EXPECT_STATUS(vkhip_device_open_cuda(-5, &dev), VKHIP_STATUS_INVALID);
+  EXPECT_ERROR("CUDA device -5: an ordinal is 0 or more");
+  EXPECT(dev == NULL);
+  EXPECT_STATUS(vkhip_device_open_cuda(9999, &dev), VKHIP_STATUS_UNAVAILABLE);
+  EXPECT_ERROR("CUDA device 9999: ");
+  EXPECT(dev == NULL && vkhip_status_is_environment(VKHIP_STATUS_UNAVAILABLE));
+  EXPECT_STATUS(vkhip_device_open_cuda(VKHIP_CUDA_DEVICE_CURRENT, NULL), VKHIP_STATUS_NULL_ARGUMENT);
+  EXPECT_ERROR("vkhip_device_open_cuda: out is NULL");
+
   /* A device of vkhip's own on lavapipe (memory only: lavapipe exports no semaphores). */
   EXPECT_STATUS(vkhip_device_open(VKHIP_IMPORTER_HIP, NULL, &dev), VKHIP_STATUS_OK);
   if (!dev) return finish("errors");

@@ -113,7 +113,7 @@
 
 pub mod cuda;
 pub mod cuda_in_vulkan;
-mod device_match;
+pub mod device_match;
 mod error;
 mod export;
 mod fd;

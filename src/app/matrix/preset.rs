@@ -238,7 +238,7 @@ pub struct Plan {
     pub frames: u64,
     pub warmup: u64,
     pub reps: u32,
-    pub device: Option<usize>,
+    pub device: Option<crate::vk::device::DeviceArg>,
     /// `--gpu-timing` of every child run.
     pub gpu_timing: crate::cli::OnOff,
 }

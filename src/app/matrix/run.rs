@@ -88,7 +88,7 @@ pub fn child_args(
     cell: &Cell,
     frames: u64,
     warmup: u64,
-    device: Option<usize>,
+    device: Option<crate::vk::device::DeviceArg>,
     gpu_timing: crate::cli::OnOff,
 ) -> Vec<String> {
     let c = &cell.config;

@@ -4,7 +4,7 @@
 //! `--backend cuda` used to reach its first frame ≈ 0.3 s after `--backend vulkan`, because
 //! `cuInit`, the primary-context retain and the kernel load (NVRTC on a cache miss) all ran after
 //! the Vulkan set-up. [`prewarm`] starts (once per process) a thread that loads the driver,
-//! enumerates the devices and, for each, opens it ([`Cuda::open`]: its primary context and the
+//! enumerates the devices and, for each (or only the run's GPU, when known), opens it ([`Cuda::open`]: its primary context and the
 //! stream its backend will use) and loads the kernel through the same cache as the backends.
 //! [`take`] hands a backend the device and kernel:
 //! it joins the thread first (so it waits at most for the work it would otherwise do itself) and
@@ -59,16 +59,20 @@ pub fn limit_hardware_queues() {
 
 /// Start the prewarm thread, once per process; later calls do nothing. Never blocks, never fails
 /// (a thread that cannot be spawned is logged at debug level and the backends set up as before).
-pub fn prewarm() {
-    STARTED.call_once(|| match std::thread::Builder::new().name("cuda-prewarm".into()).spawn(warm_all) {
-        Ok(handle) => *lock(&THREAD) = Some(handle),
-        Err(e) => log::debug!("cuda: prewarm thread not started: {e}"),
+/// `only`: the one CUDA ordinal to warm (the run's GPU); `None`: every device.
+pub fn prewarm(only: Option<i32>) {
+    STARTED.call_once(|| {
+        match std::thread::Builder::new().name("cuda-prewarm".into()).spawn(move || warm_all(only)) {
+            Ok(handle) => *lock(&THREAD) = Some(handle),
+            Err(e) => log::debug!("cuda: prewarm thread not started: {e}"),
+        }
     });
 }
 
-/// The thread's work: every device and its kernel, or the first error that stops it all.
-/// A device whose own set-up fails is skipped (its backend will meet the error itself).
-fn warm_all() -> Result<Warmed> {
+/// The thread's work: every device (or the one `only` names) and its kernel, or the first error
+/// that stops it all. A device whose own set-up fails is skipped (its backend will meet the
+/// error itself).
+fn warm_all(only: Option<i32>) -> Result<Warmed> {
     let started = Instant::now();
     // NVRTC is loaded (a large library) on its own thread while the driver initialises: the
     // kernel cache's key needs its version even when the kernel is cached.
@@ -80,7 +84,7 @@ fn warm_all() -> Result<Warmed> {
     let driver_version = interop::driver_version()?;
     log::debug!("cuda: prewarm: libcuda + cuInit in {:.1?}", started.elapsed());
     let mut warmed = Vec::new();
-    for device in interop::devices()? {
+    for device in interop::devices()?.into_iter().filter(|d| only.is_none_or(|n| n == d.ordinal)) {
         let t = Instant::now();
         let setup = Cuda::open(device.uuid).map_err(ComputeError::from).and_then(|cuda| {
             let opened = t.elapsed();
@@ -127,9 +131,9 @@ mod tests {
 
     #[test]
     fn prewarm_is_harmless_and_take_never_hangs() {
-        prewarm();
+        prewarm(Some(0));
         // Once per process.
-        prewarm();
+        prewarm(None);
         // No device has the all-zero UUID; without a driver the thread just ends.
         assert!(take([0; 16]).is_none());
         assert!(lock(&THREAD).is_none(), "take joins the thread");

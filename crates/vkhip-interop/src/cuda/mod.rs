@@ -41,6 +41,7 @@ mod sys;
 
 pub use nvrtc::Target;
 
+use crate::device_match::{self, ComputeDevice, DeviceRequest};
 use crate::error::{Api, Error, Result};
 use crate::held::{Held, Quiesce};
 use crate::{ExportedImage, ExportedMemory, FrameStream, ImageShape, ImportFd};
@@ -163,6 +164,62 @@ fn enumerate(driver: &Driver) -> Result<Vec<(cu::CUdevice, DeviceInfo)>> {
         .collect()
 }
 
+/// The CUDA device `want` names (an ordinal as this process numbers them, after
+/// `CUDA_VISIBLE_DEVICES`, or a UUID). A device the process does not see is
+/// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) naming what was asked and what
+/// exists; a negative ordinal is [`ErrorKind::Invalid`](crate::ErrorKind::Invalid).
+pub fn device(want: DeviceRequest) -> Result<DeviceInfo> {
+    if matches!(want, DeviceRequest::Ordinal(n) if n < 0) {
+        return Err(device_match::compute_position("CUDA", want, &[]).unwrap_err().into_error(Api::Cuda));
+    }
+    let mut seen = match devices() {
+        Ok(seen) => seen,
+        // No driver, no device: say which device was asked for, then why there is none.
+        Err(e) => return Err(e.context(format!("CUDA device {want}"))),
+    };
+    let listed: Vec<ComputeDevice> =
+        seen.iter().map(|d| ComputeDevice::new(d.ordinal, &d.name, d.uuid)).collect();
+    let i = device_match::compute_position("CUDA", want, &listed).map_err(|e| e.into_error(Api::Cuda))?;
+    Ok(seen.swap_remove(i))
+}
+
+/// The ordinal of the device whose context is current on the calling thread (what
+/// `torch.cuda.set_device(n)`, `cupy.cuda.Device(n).use()` or `cudaSetDevice(n)` made current),
+/// or `None` when no context is current (or there is no driver).
+pub fn current_device() -> Result<Option<i32>> {
+    let Ok(driver) = Driver::get() else {
+        return Ok(None);
+    };
+    let ctx = driver.ctx_get_current()?;
+    if ctx.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: the thread's current context is live.
+    let handle = unsafe { driver.ctx_device(ctx) }?;
+    Ok(enumerate(driver)?.into_iter().find(|(h, _)| *h == handle).map(|(_, info)| info.ordinal))
+}
+
+/// The Vulkan device of the CUDA device `want` names (`None`: [`default_device`]), opened for
+/// CUDA to import from ([`vulkan::Device::open_matching`](crate::vulkan::Device::open_matching)):
+/// the GPU of the CUDA ordinal, whatever Vulkan's order. [`Cuda::open`] with its
+/// [`uuid`](crate::vulkan::Device::uuid) then opens the CUDA side.
+pub fn open_vulkan(want: Option<DeviceRequest>) -> Result<crate::vulkan::Device> {
+    let want = match want {
+        Some(w) => w,
+        None => default_device()?,
+    };
+    let info = device(want)?;
+    let compute = ComputeDevice::new(info.ordinal, &info.name, info.uuid);
+    crate::vulkan::Device::open_matching(&compute, crate::vulkan::Importer::Cuda)
+}
+
+/// The device a program means when it names none: the device of the context current on the
+/// calling thread (the framework's: `torch.cuda.set_device`, `cupy.cuda.Device(n).use()`), else
+/// ordinal 0.
+pub fn default_device() -> Result<DeviceRequest> {
+    Ok(DeviceRequest::Ordinal(current_device()?.unwrap_or(0)))
+}
+
 /// The index in `seen` of the device whose UUID is `want`, or an error naming the devices seen.
 fn choose_device(want: [u8; 16], seen: &[DeviceInfo]) -> Result<usize> {
     let seen: Vec<_> = seen.iter().map(|d| (d.ordinal, d.name.as_str(), d.uuid)).collect();
@@ -258,6 +315,16 @@ impl Cuda {
         Ok(Cuda { shared: Arc::new(Shared { stream, ctx, driver, info, lent_streams }), lent: None })
     }
 
+    /// The CUDA device `want` names ([`device`]) and the Vulkan device of the same GPU
+    /// ([`vulkan::Device::open_matching`](crate::vulkan::Device::open_matching)), whatever
+    /// order each API lists them in: the one way the Python and C doors open a device. `None`
+    /// is [`default_device`]: the device of the calling thread's current context, else 0.
+    pub fn open_with_vulkan(want: Option<DeviceRequest>) -> Result<(crate::vulkan::Device, Cuda)> {
+        let vk = open_vulkan(want)?;
+        let cuda = Cuda::open(vk.uuid())?;
+        Ok((vk, cuda))
+    }
+
     /// The same device, enqueueing on a stream the caller owns: torch's current stream
     /// (`torch.cuda.current_stream().cuda_stream`), a CuPy stream's `ptr`, an engine's
     /// `CUstream`. Waits, signals, launches, event records and copies made through the returned
@@ -281,11 +348,32 @@ impl Cuda {
         // SAFETY: per this function's contract.
         let ctx = unsafe { s.driver.stream_context(raw) }?;
         if ctx != s.ctx.raw() {
+            // Name the stream's device: another GPU, or this one through another context.
+            // SAFETY: the context of a live stream is live.
+            let theirs = unsafe { s.driver.ctx_device(ctx) }
+                .ok()
+                .and_then(|h| enumerate(s.driver).ok()?.into_iter().find(|(d, _)| *d == h))
+                .map(|(_, info)| info);
+            let whose = match theirs {
+                Some(d) if d.ordinal == s.info.ordinal => {
+                    format!("a context of {} that is not its primary one", self.describe())
+                }
+                Some(d) => format!(
+                    "CUDA device {} ({}, UUID {})",
+                    d.ordinal,
+                    d.name,
+                    device_match::uuid_string(&d.uuid)
+                ),
+                None => "another CUDA context".to_string(),
+            };
             return Err(Error::invalid(
                 Api::Cuda,
                 format!(
-                    "stream {stream:#x} belongs to another CUDA context than {}'s primary one (another device?): enqueue on a stream of this device",
-                    self.describe()
+                    "stream {stream:#x} belongs to {whose}, but this handle is {} (UUID {}): enqueue on a stream of CUDA device {} (torch.cuda.current_stream({}))",
+                    self.describe(),
+                    device_match::uuid_string(&s.info.uuid),
+                    s.info.ordinal,
+                    s.info.ordinal
                 ),
             ));
         }

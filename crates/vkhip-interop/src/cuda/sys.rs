@@ -96,6 +96,10 @@ macro_rules! symbol_table {
 /// The driver entry points, declared as in `cuda.h` (CUDA 13) except that each returns the raw
 /// status. Handles and structs are cudarc's; `CUdevice_attribute` is an enum we only pass in.
 struct DriverApi {
+    cuCtxGetCurrent: unsafe extern "C" fn(*mut sys::CUcontext) -> CuStatus,
+    cuCtxGetDevice: unsafe extern "C" fn(*mut sys::CUdevice) -> CuStatus,
+    cuCtxPopCurrent_v2: unsafe extern "C" fn(*mut sys::CUcontext) -> CuStatus,
+    cuCtxPushCurrent_v2: unsafe extern "C" fn(sys::CUcontext) -> CuStatus,
     cuCtxSetCurrent: unsafe extern "C" fn(sys::CUcontext) -> CuStatus,
     cuCtxSynchronize: unsafe extern "C" fn() -> CuStatus,
     cuDestroyExternalMemory: unsafe extern "C" fn(sys::CUexternalMemory) -> CuStatus,
@@ -190,6 +194,10 @@ symbol_table!(
     DriverApi,
     DRIVER_SYMBOLS,
     [
+        cuCtxGetCurrent,
+        cuCtxGetDevice,
+        cuCtxPopCurrent_v2,
+        cuCtxPushCurrent_v2,
         cuCtxSetCurrent,
         cuCtxSynchronize,
         cuDestroyExternalMemory,
@@ -552,6 +560,33 @@ impl Driver {
     pub unsafe fn ctx_set_current(&self, ctx: sys::CUcontext) -> Result<()> {
         // SAFETY: per this function's contract.
         self.check("cuCtxSetCurrent", unsafe { (self.api.cuCtxSetCurrent)(ctx) })
+    }
+
+    /// The context current on the calling thread (null: none), `cuCtxGetCurrent`.
+    pub fn ctx_get_current(&self) -> Result<sys::CUcontext> {
+        let mut ctx = std::ptr::null_mut();
+        // SAFETY: writes one handle.
+        self.check("cuCtxGetCurrent", unsafe { (self.api.cuCtxGetCurrent)(&mut ctx) })?;
+        Ok(ctx)
+    }
+
+    /// The device of `ctx` (`cuCtxGetDevice` with `ctx` pushed for the call, then popped: the
+    /// thread's current context is left as it was).
+    ///
+    /// # Safety
+    /// `ctx` is a live context (the current one, or one a live stream belongs to).
+    pub unsafe fn ctx_device(&self, ctx: sys::CUcontext) -> Result<sys::CUdevice> {
+        // SAFETY: per this function's contract.
+        self.check("cuCtxPushCurrent_v2", unsafe { (self.api.cuCtxPushCurrent_v2)(ctx) })?;
+        let mut dev = 0;
+        // SAFETY: writes one int; `ctx` is current now.
+        let got = self.check("cuCtxGetDevice", unsafe { (self.api.cuCtxGetDevice)(&mut dev) });
+        let mut popped = std::ptr::null_mut();
+        // SAFETY: pops what was pushed above.
+        let pop = self.check("cuCtxPopCurrent_v2", unsafe { (self.api.cuCtxPopCurrent_v2)(&mut popped) });
+        got?;
+        pop?;
+        Ok(dev)
     }
 
     /// Block until every stream of the current context is idle (`cuCtxSynchronize`).
@@ -1293,7 +1328,7 @@ mod tests {
         let err = Driver::load(&["libc.so.6"]).unwrap_err();
         assert_eq!(err.kind(), crate::ErrorKind::Unavailable);
         let err = err.message();
-        assert!(err.starts_with("the NVIDIA driver's libcuda lacks cuCtxSetCurrent, "), "{err}");
+        assert!(err.starts_with("the NVIDIA driver's libcuda lacks cuCtxGetCurrent, "), "{err}");
         assert!(err.contains("cuWaitExternalSemaphoresAsync"), "{err}");
         assert!(!err.contains('\n'));
         let err = Nvrtc::load(&["libc.so.6"]).unwrap_err();

@@ -4,6 +4,7 @@
 use super::limits::{self, DeviceLimits};
 use super::one_shot::OneShot;
 use super::{compute_queue_family, requirements, uuid_string, version_string, Importer};
+use crate::device_match::{self, ComputeDevice, VulkanDevice};
 use crate::error::{Api, Error, Result};
 use ash::{khr, vk};
 use std::ffi::{c_char, CStr};
@@ -152,6 +153,15 @@ pub(crate) unsafe fn calibrated_extension(
         .then_some(name)
 }
 
+/// Which physical device [`Device::open`] / [`Device::open_matching`] take.
+#[derive(Clone, Copy)]
+enum Pick<'a> {
+    /// The first with one of these UUIDs, else the best that can export.
+    Prefer(&'a [[u8; 16]]),
+    /// The one with this compute device's UUID, or none.
+    Exactly(&'a ComputeDevice),
+}
+
 /// The device everything is exported from, with the loaders of the export entry points. Cheap to
 /// clone (shared); the objects made from it keep it alive.
 #[derive(Clone)]
@@ -255,6 +265,19 @@ impl Device {
     /// queue where it has one, and, like an engine's, Vulkan 1.3 with `synchronization2` where
     /// the device has them. Destroyed with the last clone.
     pub fn open(prefer: &[[u8; 16]], importer: Importer) -> Result<Self> {
+        Device::open_picking(Pick::Prefer(prefer), importer)
+    }
+
+    /// Open the Vulkan device of the compute device `compute` (the one with its UUID), and no
+    /// other: the device of a CUDA ordinal ([`crate::cuda::device`]) whatever Vulkan's order.
+    /// None with that UUID that can export what `importer` imports is
+    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable), naming the compute device and
+    /// the Vulkan devices seen.
+    pub fn open_matching(compute: &ComputeDevice, importer: Importer) -> Result<Self> {
+        Device::open_picking(Pick::Exactly(compute), importer)
+    }
+
+    fn open_picking(pick: Pick<'_>, importer: Importer) -> Result<Self> {
         // SAFETY: loading the system's Vulkan loader runs its initialisers; nothing else here.
         let entry = unsafe { ash::Entry::load() }.map_err(|e| {
             Error::unavailable(
@@ -276,7 +299,7 @@ impl Device {
         let instance = unsafe { entry.create_instance(&info, None) }
             .map_err(|r| Error::vulkan("vkCreateInstance", r))?;
         // SAFETY: `instance` was just created; on failure nothing else refers to it.
-        match unsafe { Device::open_on(&entry, &instance, prefer, importer) } {
+        match unsafe { Device::open_on(&entry, &instance, pick, importer) } {
             Ok((physical, device, family, optional)) => {
                 // SAFETY: made above with `requirements(importer)`; ownership passes to `Inner`.
                 let mut made =
@@ -300,7 +323,7 @@ impl Device {
     unsafe fn open_on(
         entry: &ash::Entry,
         instance: &ash::Instance,
-        prefer: &[[u8; 16]],
+        pick: Pick<'_>,
         importer: Importer,
     ) -> Result<(vk::PhysicalDevice, ash::Device, u32, OptionalFeatures)> {
         // SAFETY: live instance.
@@ -327,6 +350,24 @@ impl Device {
             vk::PhysicalDeviceType::INTEGRATED_GPU => 1,
             vk::PhysicalDeviceType::VIRTUAL_GPU => 2,
             _ => 3,
+        };
+        let prefer = match pick {
+            Pick::Prefer(prefer) => prefer,
+            Pick::Exactly(compute) => {
+                let listed: Vec<VulkanDevice> = candidates
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| VulkanDevice::new(i, &c.1.name, c.1.uuid))
+                    .collect();
+                let at = device_match::vulkan_position(importer.name(), compute, &listed).map_err(|e| {
+                    let mut e = e.to_string();
+                    if !refusals.is_empty() {
+                        e.push_str(&format!(" (unusable: {})", refusals.join("; ")));
+                    }
+                    Error::unavailable(Api::Vulkan, "", e)
+                })?;
+                &[candidates[at].1.uuid][..]
+            }
         };
         let chosen = candidates
             .iter()

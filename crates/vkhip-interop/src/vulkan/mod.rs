@@ -148,12 +148,4 @@ pub(crate) fn version_string(v: u32) -> String {
     format!("{}.{}.{}", vk::api_version_major(v), vk::api_version_minor(v), vk::api_version_patch(v))
 }
 
-/// Format a UUID as 8-4-4-4-12 hex.
-///
-/// ```
-/// assert_eq!(vkhip_interop::vulkan::uuid_string(&[0xab; 16]), "abababab-abab-abab-abab-abababababab");
-/// ```
-pub fn uuid_string(u: &[u8; 16]) -> String {
-    let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
-}
+pub use crate::device_match::uuid_string;
