@@ -20,6 +20,11 @@ use vkhip::sim::WaveParams;
 /// Each pose drawn alone (the app's one-view path: no `--views`) over the heights of time 0,
 /// one frame each, read back.
 fn alone(args: &[&str], poses: &[Pose]) -> Vec<Vec<u8>> {
+    alone_over(args, poses, 0..1)
+}
+
+/// [`alone`], pose i over environment `envs[i]` of time 0 (environment 0 when there are fewer).
+fn alone_over(args: &[&str], poses: &[Pose], envs: std::ops::Range<u32>) -> Vec<Vec<u8>> {
     let cli = vkhip::cli::Cli::try_parse_from(["vkhip"].iter().chain(args)).unwrap();
     let extent = vk::Extent2D { width: cli.run.size.width, height: cli.run.size.height };
     let mut o = Offscreen::new(&cli.run.common, extent).unwrap();
@@ -31,7 +36,9 @@ fn alone(args: &[&str], poses: &[Pose]) -> Vec<Vec<u8>> {
         let mut marks = RenderMarks::start(f);
         throttle(&o.session, f, &mut marks).unwrap();
         let grid = o.session.grid;
-        let params: Vec<_> = o.session.sync.due(f).map(|_| WaveParams::at_time(grid, 0.0)).collect();
+        let env = if envs.len() > 1 { envs.start + f as u32 } else { 0 };
+        let heights = WaveParams::at_time(grid, 0.0).env(env);
+        let params: Vec<_> = o.session.sync.due(f).map(|_| heights).collect();
         let target = DrawTarget { push: pose_push(pose, grid, extent), ..base };
         compute_and_draw(&mut o.session, &mut o.renderer, f, &params, &target, &mut marks).unwrap();
         out.push(o.target.read_rgba(&o.session.ctx, o.target_done(f + 1)).unwrap());
@@ -94,6 +101,33 @@ fn every_view_is_its_camera_alone_byte_for_byte() {
         let after = vkhip::vk::instance::ValidationCounts::current();
         let new = (after.errors - before.errors, after.warnings - before.warnings);
         assert_eq!(new, (0, 0), "validation messages: {after}");
+    }
+}
+
+/// `--envs N`: view i draws environment i (each at its own phase), byte for byte as its camera
+/// alone over that environment's heights; `verify` checks every environment's values against
+/// the CPU reference, for both backends that write them.
+#[test]
+fn each_view_follows_its_own_environment() {
+    for backend in ["cpu", "vulkan"] {
+        let args = ["--grid", "20x18", "--size", "27x19", "--backend", backend];
+        let mut with_envs: Vec<&str> = args.to_vec();
+        with_envs.extend(["--envs", "6"]);
+        let (multi, _) = first_frame(&with_envs, 6, None);
+        let each = alone_over(&args, &Pose::default_spread(6), 0..6);
+        assert_views_equal(&format!("--envs 6 --backend {backend}"), &multi, &each);
+        // Not the same picture as every view over environment 0.
+        let (shared, _) = first_frame(&args, 6, None);
+        let per_view = shared.len() / 6;
+        assert_eq!(shared[..per_view], multi[..per_view], "view 0 sees environment 0 either way");
+        assert_ne!(shared[per_view..], multi[per_view..], "{backend}: views 1.. ignored their environments");
+        let o = run(vkhip().args(["verify", "--frames", "3", "--views", "6", "--envs", "6"]).args(args));
+        assert_ok(&o, &format!("verify --envs 6 --backend {backend}"));
+        let line = stdout(&o);
+        assert!(
+            line.contains("verify: PASS") && line.contains("values=6480") && line.contains("views=6 envs=6"),
+            "{line}"
+        );
     }
 }
 
@@ -201,4 +235,40 @@ fn gpu_times_give_the_draw_and_the_copy() {
     let times = frames.gpu_times().unwrap().expect("lavapipe has timestamps");
     assert!(times.frames > 0 && times.draw_ns_p50 > 0.0 && times.copy_ns_p50 > 0.0, "{times:?}");
     assert_eq!(times.raster_ns_p50, times.draw_ns_p50 + times.copy_ns_p50);
+}
+
+/// `view()` with `--views 3 --envs 3`: the caller's writer gets `(3, rows, cols)` heights; filled
+/// with the CPU reference of every environment, the run draws what the cpu backend draws.
+#[test]
+fn a_writer_gets_every_environment_and_draws_what_the_backend_draws() {
+    use vkhip::embed::{view, HeightTarget, HeightWriter, ViewOptions, WriterApi, WriterError};
+    use vkhip::sim::{fill_reference, Grid};
+
+    struct Envs;
+    impl HeightWriter for Envs {
+        fn write(&mut self, _frame: u64, time_s: f64, target: HeightTarget<'_>) -> Result<(), WriterError> {
+            let HeightTarget::Host { heights, cols, rows, envs } = target else {
+                return Err(WriterError("a host writer".into()));
+            };
+            if envs != 3 || heights.len() != (3 * cols * rows) as usize {
+                return Err(WriterError(format!("{envs} environments, {} values", heights.len())));
+            }
+            let p = WaveParams::at_time(Grid { width: cols, height: rows }, time_s).with_envs(envs);
+            fill_reference(&p, heights);
+            Ok(())
+        }
+    }
+    let dir = temp_dir("views-writer");
+    let args =
+        ["--headless", "--frames", "2", "--views", "3", "--envs", "3", "--grid", "16x16", "--size", "24x20"];
+    let png = dir.join("writer.png");
+    let mut with_capture: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    with_capture.extend(["--capture".into(), png.display().to_string()]);
+    let outcome = view(&ViewOptions::new(with_capture, WriterApi::Host), Box::new(Envs)).unwrap();
+    assert_eq!(outcome.frames, 2);
+    let cpu_png = dir.join("cpu.png");
+    let o = run(vkhip().args(args).args(["--backend", "cpu", "--capture"]).arg(&cpu_png));
+    assert_ok(&o, "the cpu backend's run");
+    assert_eq!(Rgba::read_png(&png).unwrap().pixels, Rgba::read_png(&cpu_png).unwrap().pixels);
+    let _ = std::fs::remove_dir_all(&dir);
 }
