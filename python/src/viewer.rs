@@ -84,10 +84,10 @@ struct PyWriter {
 impl HeightWriter for PyWriter {
     fn write(&mut self, frame: u64, time_s: f64, target: HeightTarget<'_>) -> Result<(), WriterError> {
         let (ptr, place, rows, cols, stream) = match target {
-            HeightTarget::Host { heights, cols, rows } => {
+            HeightTarget::Host { heights, cols, rows, .. } => {
                 (heights.as_mut_ptr() as u64, Place::Cpu, rows, cols, None)
             }
-            HeightTarget::Cuda { ptr, stream, cols, rows } => {
+            HeightTarget::Cuda { ptr, stream, cols, rows, .. } => {
                 let s = stream as i64;
                 (ptr, Place::Cuda(self.ordinal), rows, cols, Some(if s == 0 { 1 } else { s }))
             }
