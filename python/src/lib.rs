@@ -14,6 +14,7 @@ mod device;
 mod dlpack;
 mod errors;
 mod frames;
+mod poses;
 mod profile;
 mod viewer;
 
@@ -69,6 +70,7 @@ fn _vkhip(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<profile::Capture>()?;
     m.add_class::<frames::Frames>()?;
     m.add_class::<frames::Frame>()?;
+    m.add_class::<frames::GpuTimes>()?;
     m.add_class::<viewer::Heights>()?;
     m.add_class::<viewer::ViewResult>()?;
     m.add_function(wrap_pyfunction!(viewer::view, m)?)?;
