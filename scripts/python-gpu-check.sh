@@ -2,7 +2,8 @@
 # The Python door on the GPU machine (issue 38): install the vkhip wheel from a folder (no
 # network there) and run python/gpu_check.py: torch, CuPy and JAX read what Vulkan wrote and write
 # what Vulkan reads, every value checked, fds and RSS flat, the profiler's verdict on a correct
-# and a broken torch loop. One row per check; exit status = failed rows.
+# and a broken torch loop, N views into torch and (N, rows, cols) heights from torch. One row per
+# check; exit status = failed rows.
 #
 #   scripts/python-gpu-check.sh CARRY [gpu_check.py options]   (CARRY holds vkhip-*.whl)
 set -euo pipefail
