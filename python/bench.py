@@ -441,19 +441,23 @@ def views_benchmarks(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
         row["rounds_ok"] = len(ok)
         rows.append(row)
         table.append(row)
-        print(f"ROW {json.dumps(row)}", flush=True)
+    # The rows in full go to --json; here one line each: medians, the views/s range, MiB taken.
     print(
-        "\nscene        size     N      views/s (range)              raster limit   of it  frame ms"
+        "\nscene       size    N      views/s  min-max         raster limit  of it  "
+        "frame ms  draw ms  copy ms   MiB"
     )
+    nan = float("nan")
     for row in table:
+        head = f"{row['scene']:11} {row['size']:7} {row['views']!s:6}"
         if "views_s" not in row:
-            print(f"{row['scene']:12} {row['size']:8} {row['views']!s:6} error: {row['error']}")
+            print(f"{head} error: {row['error']}")
             continue
-        lo, hi = row["views_s_range"]
+        spread = "{:.0f}-{:.0f}".format(*row["views_s_range"])
         print(
-            f"{row['scene']:12} {row['size']:8} {row['views']!s:6} {row['views_s']:9.0f} "
-            f"({lo:.0f}–{hi:.0f}){'':4} {row.get('raster_views_s', float('nan')):10.0f}   "
-            f"{row.get('of_limit', float('nan')):.2f}  {row['frame_ms']:.4f}"
+            f"{head} {row['views_s']:8.0f}  {spread:15} {row.get('raster_views_s', nan):10.0f}  "
+            f"{row.get('of_limit', nan):5.2f}  {row['frame_ms']:8.4f}  "
+            f"{row.get('draw_ms', nan):7.4f}  {row.get('copy_ms', nan):7.4f}  "
+            f"{row.get('mem_bytes', nan) / 2**20:5.0f}"
         )
     for label, _, z, _ in row_keys:
         today = cells_of.get((label, z, "today"), [])
