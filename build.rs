@@ -35,12 +35,45 @@ fn const_name(path: &Path) -> String {
     file.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect()
 }
 
+/// A second build of one shader with a `#define` and its own SPIR-V version; `layer_location`:
+/// the output at that location becomes `BuiltIn Layer` ([`patch_layer`]).
+struct Variant {
+    file: &'static str,
+    name: &'static str,
+    define: &'static str,
+    lang_version: (u8, u8),
+    layer_location: Option<u32>,
+}
+
+/// `surface.vert` for N views in one render pass: gl_Layer from a push constant (see the
+/// shader and docs/ARCHITECTURE.md, "Views").
+const VARIANTS: &[Variant] = &[Variant {
+    file: "surface.vert",
+    name: "SURFACE_LAYERED_VERT",
+    define: "VKHIP_LAYERED",
+    lang_version: (1, 5),
+    layer_location: Some(15),
+}];
+
 fn compile(path: &Path, stage: ShaderStage) -> Result<Vec<u32>, String> {
+    compile_with(path, stage, None, (1, 3))
+}
+
+fn compile_with(
+    path: &Path,
+    stage: ShaderStage,
+    define: Option<&str>,
+    lang_version: (u8, u8),
+) -> Result<Vec<u32>, String> {
     let shown = path.display().to_string();
     let source = std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
 
+    let mut glsl = naga::front::glsl::Options::from(stage);
+    if let Some(d) = define {
+        glsl.defines.insert(d.to_string(), "1".to_string());
+    }
     let module = naga::front::glsl::Frontend::default()
-        .parse(&naga::front::glsl::Options::from(stage), &source)
+        .parse(&glsl, &source)
         .map_err(|e| format!("GLSL parse error(s):\n{}", e.emit_to_string_with_path(&source, &shown)))?;
 
     // IMMEDIATES = push constants (naga's newer name for them).
@@ -49,7 +82,7 @@ fn compile(path: &Path, stage: ShaderStage) -> Result<Vec<u32>, String> {
         .map_err(|e| format!("naga validation error:\n{}", e.emit_to_string_with_path(&source, &shown)))?;
 
     let options = spv::Options {
-        lang_version: (1, 3),
+        lang_version,
         // Deliberately NOT `ADJUST_COORDINATE_SPACE` (naga's default): that flag negates
         // gl_Position.y for WGSL-style clip space. Our GLSL is written for Vulkan clip space,
         // so the SPIR-V must behave exactly as glslc's would. Also no CLAMP_FRAG_DEPTH.
@@ -59,6 +92,57 @@ fn compile(path: &Path, stage: ShaderStage) -> Result<Vec<u32>, String> {
     let pipeline = spv::PipelineOptions { shader_stage: stage, entry_point: "main".into() };
     spv::write_vec(&module, &info, &options, Some(&pipeline))
         .map_err(|e| format!("{shown}: SPIR-V generation failed: {e}"))
+}
+
+/// naga's GLSL frontend has no `gl_Layer`: turn the output variable decorated `Location
+/// location` into `BuiltIn Layer` (dropping its `Flat`, which a built-in does not take) and
+/// declare `OpCapability ShaderLayer` (SPIR-V 1.5; Vulkan 1.2's `shaderOutputLayer`). Fails
+/// unless exactly one such output exists.
+fn patch_layer(words: &[u32], location: u32) -> Result<Vec<u32>, String> {
+    const OP_CAPABILITY: u32 = 17;
+    const OP_DECORATE: u32 = 71;
+    const DECORATION_BUILTIN: u32 = 11;
+    const DECORATION_FLAT: u32 = 14;
+    const DECORATION_LOCATION: u32 = 30;
+    const BUILTIN_LAYER: u32 = 9;
+    const CAPABILITY_SHADER_LAYER: u32 = 69;
+    let (header, body) = words.split_at(5);
+    let mut insts = Vec::new();
+    let mut i = 0;
+    while i < body.len() {
+        let count = (body[i] >> 16) as usize;
+        if count == 0 || i + count > body.len() {
+            return Err(format!("malformed SPIR-V at word {}", i + 5));
+        }
+        insts.push(&body[i..i + count]);
+        i += count;
+    }
+    let decorate = |inst: &[u32], decoration: u32| {
+        inst[0] & 0xffff == OP_DECORATE && inst.len() >= 3 && inst[2] == decoration
+    };
+    let targets: Vec<u32> = insts
+        .iter()
+        .filter(|inst| decorate(inst, DECORATION_LOCATION) && inst.len() == 4 && inst[3] == location)
+        .map(|inst| inst[1])
+        .collect();
+    let [target] = targets[..] else {
+        return Err(format!("{} variables at location {location}, 1 expected", targets.len()));
+    };
+    let mut out = header.to_vec();
+    let mut capability_added = false;
+    for inst in insts {
+        let op = inst[0] & 0xffff;
+        if op != OP_CAPABILITY && !capability_added {
+            out.extend([(2 << 16) | OP_CAPABILITY, CAPABILITY_SHADER_LAYER]);
+            capability_added = true;
+        }
+        if decorate(inst, DECORATION_LOCATION) && inst[1] == target {
+            out.extend([(4 << 16) | OP_DECORATE, target, DECORATION_BUILTIN, BUILTIN_LAYER]);
+        } else if !(decorate(inst, DECORATION_FLAT) && inst[1] == target) {
+            out.extend_from_slice(inst);
+        }
+    }
+    Ok(out)
 }
 
 /// One line for `cargo:warning`: "file:line:col: message (notes)" from a codespan report.
@@ -89,13 +173,27 @@ fn main() {
 
     let mut generated = String::from("// @generated by build.rs from shaders/*: SPIR-V words.\n");
     let mut errors = Vec::new();
-    for (path, stage) in &files {
+    let variants = VARIANTS.iter().map(|v| {
+        let path = Path::new(SHADER_DIR).join(v.file);
+        let stage =
+            stage_for(path.extension().and_then(|e| e.to_str()).unwrap_or_default()).expect("a stage");
+        let words =
+            compile_with(&path, stage, Some(v.define), v.lang_version).and_then(|w| match v.layer_location {
+                Some(l) => patch_layer(&w, l),
+                None => Ok(w),
+            });
+        (path, v.name.to_string(), format!("{}.{}", v.file, v.define.to_lowercase()), words)
+    });
+    let plain = files.iter().map(|(path, stage)| {
         println!("cargo:rerun-if-changed={}", path.display());
-        match compile(path, *stage) {
+        let file = path.file_name().unwrap().to_string_lossy().to_string();
+        (path.clone(), const_name(path), file, compile(path, *stage))
+    });
+    let all: Vec<_> = plain.collect::<Vec<_>>().into_iter().chain(variants).collect();
+    for (path, name, file, words) in all {
+        match words {
             Ok(words) => {
-                let name = const_name(path);
                 let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-                let file = path.file_name().unwrap().to_string_lossy();
                 std::fs::write(out_dir.join(format!("{file}.spv")), bytes).expect("cannot write .spv");
                 writeln!(generated, "\n/// SPIR-V of `shaders/{file}` ({} words).", words.len()).unwrap();
                 write!(generated, "pub const {name}: &[u32] = &[").unwrap();

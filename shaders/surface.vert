@@ -23,14 +23,28 @@ layout(push_constant) uniform SurfacePush {
     uint height;        // offset 84: H
     float height_scale; // offset 88: world y = height * height_scale
     float pad;          // offset 92: unused
+#ifdef VKHIP_LAYERED
+    uint layer;         // offset 96: the view: the layer of the target written (gl_Layer)
+    uint heights_base;  // offset 100: the first height of this view's environment
+#endif
 } pc;
 
 layout(location = 0) out vec3 v_world;   // world-space position
 layout(location = 1) out vec3 v_normal;  // world-space normal (not normalised)
 layout(location = 2) out float v_height; // raw height from the buffer (sim units)
+#ifdef VKHIP_LAYERED
+// gl_Layer: naga's GLSL frontend has no such built-in, so build.rs compiles this variant with
+// an ordinary output at location 15 and rewrites its decoration to BuiltIn Layer (SPIR-V 1.5,
+// capability ShaderLayer = Vulkan 1.2's shaderOutputLayer).
+layout(location = 15) flat out uint v_layer;
+#endif
 
 float height_at(uint x, uint y) {
+#ifdef VKHIP_LAYERED
+    return h[pc.heights_base + y * pc.width + x];
+#else
     return h[y * pc.width + x];
+#endif
 }
 
 void main() {
@@ -61,4 +75,7 @@ void main() {
     v_normal = vec3(-dhdu, 1.0, -dhdv); // = d/dv x d/du of (u, s*h, v): points up (+y)
     v_height = hc;
     gl_Position = pc.view_proj * vec4(world, 1.0);
+#ifdef VKHIP_LAYERED
+    v_layer = pc.layer;
+#endif
 }

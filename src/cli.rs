@@ -203,6 +203,17 @@ pub struct CommonArgs {
     /// Grid size WxH (each side 2..=16384).
     #[arg(long, value_name = "WxH", default_value = "512x512")]
     pub grid: Grid,
+    /// Cameras per frame, N: every view drawn in ONE submission into an N-layer target (view i
+    /// in layer i, its camera at its own azimuth around the surface), copied out as one
+    /// (N, H, W, 4) array; still one hand-off each way per frame. Headless: --capture writes
+    /// the views tiled. Up to the device's maxImageArrayLayers (see docs/ARCHITECTURE.md,
+    /// "Views"); not with --post.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub views: u32,
+    /// Height fields per frame, E: 1 (every view sees the same surface) or N = --views (view i
+    /// sees environment i, each at its own time: t + i × 0.25 s), written in one launch.
+    #[arg(long, value_name = "E", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub envs: u32,
     /// Vulkan device index (see `vkhip info`); default: the device matching the compute backend.
     #[arg(long, value_name = "N")]
     pub device: Option<usize>,
@@ -589,6 +600,7 @@ pub fn check_run(args: &RunArgs, headless: bool) -> Result<(), UsageError> {
     }
     check_dt(args.dt)?;
     check_max_fps(args.max_fps)?;
+    check_views(&args.common)?;
     if args.trace.is_some() && args.common.gpu_timing == OnOff::Off {
         return Err(UsageError(
             "--trace needs the GPU side of the timeline: drop --gpu-timing off (or --trace)".into(),
@@ -599,6 +611,32 @@ pub fn check_run(args: &RunArgs, headless: bool) -> Result<(), UsageError> {
     }
     if let Some(path) = &args.capture {
         check_png_path(path, "--capture")?;
+    }
+    Ok(())
+}
+
+/// `--views` and `--envs` together, and with the rest of the run (clap cannot say these).
+///
+/// ```
+/// use clap::Parser as _;
+/// use vkhip::cli::{check_views, Cli};
+///
+/// let common = |args: &[&str]| Cli::try_parse_from(["vkhip"].iter().chain(args)).unwrap().run.common;
+/// assert!(check_views(&common(&["--views", "8", "--envs", "8"])).is_ok());
+/// let e = check_views(&common(&["--views", "8", "--envs", "3"])).unwrap_err();
+/// assert_eq!(e.to_string(), "--envs 3: 1 or --views (8): view i sees environment i, or every view environment 0");
+/// ```
+pub fn check_views(common: &CommonArgs) -> Result<(), UsageError> {
+    let (n, e) = (common.views, common.envs);
+    if e != 1 && e != n {
+        return Err(UsageError(format!(
+            "--envs {e}: 1 or --views ({n}): view i sees environment i, or every view environment 0"
+        )));
+    }
+    if n > 1 && common.post != crate::compute::post::PostKind::None {
+        return Err(UsageError(format!(
+            "--views {n} with --post: the post stage filters one image a frame; drop one of them"
+        )));
     }
     Ok(())
 }

@@ -70,6 +70,36 @@ impl PendingPng {
 }
 
 impl Rgba {
+    /// `views` images of `width` × `height` (contiguous RGBA8, one after the other: an
+    /// `(N, H, W, 4)` array) tiled into one picture, ⌈√N⌉ columns, row by row; tiles past the
+    /// last view stay transparent black.
+    ///
+    /// ```
+    /// use vkhip::image::Rgba;
+    ///
+    /// let views: Vec<u8> = (0..3u8).flat_map(|v| [v; 2 * 1 * 4]).collect(); // 3 views of 2x1
+    /// let t = Rgba::tiled(&views, 2, 1, 3);
+    /// assert_eq!((t.width, t.height), (4, 2)); // 2 columns, 2 rows
+    /// assert_eq!(t.pixels[..16], [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1]);
+    /// assert_eq!(t.pixels[16..24], [2; 8]);
+    /// assert_eq!(t.pixels[24..], [0; 8]);
+    /// ```
+    pub fn tiled(views: &[u8], width: u32, height: u32, n: u32) -> Rgba {
+        let cols = (n as f64).sqrt().ceil().max(1.0) as u32;
+        let rows = n.div_ceil(cols);
+        let (w, h) = (width as usize, height as usize);
+        let out_w = w * cols as usize;
+        let mut pixels = vec![0u8; out_w * h * rows as usize * 4];
+        for (i, view) in views.chunks_exact(w * h * 4).take(n as usize).enumerate() {
+            let (tx, ty) = (i % cols as usize, i / cols as usize);
+            for (y, row) in view.chunks_exact(w * 4).enumerate() {
+                let start = ((ty * h + y) * out_w + tx * w) * 4;
+                pixels[start..start + w * 4].copy_from_slice(row);
+            }
+        }
+        Rgba { width: width * cols, height: height * rows, pixels }
+    }
+
     /// Write as an 8-bit RGBA PNG, atomically (see [`PendingPng`]).
     pub fn write_png(&self, path: &Path) -> Result<(), ImageError> {
         PendingPng::create(path)?.commit(self)

@@ -4,11 +4,11 @@
 //! overlay ([`crate::overlay`]) is drawn after the surface; its pipeline is created on first use,
 //! so a run that never shows it records exactly what it did before.
 
-use crate::camera::OrbitCamera;
+use crate::camera::{OrbitCamera, Pose};
 use crate::overlay::OverlayHistory;
 use crate::profile::program;
 use crate::profile::{Phase, Span, Track};
-use crate::shaders::SurfacePush;
+use crate::shaders::{SurfacePush, ViewPush};
 use crate::sim::Grid;
 use crate::sync::{DrawSync, SyncError, HEIGHTS_READ_STAGE};
 use crate::vk::device::{Context, QueueBatch};
@@ -94,8 +94,19 @@ pub struct Renderer {
     overlay: Option<OverlayPipeline>,
     /// `--post`: the scene framebuffers and the copy submissions' command buffers.
     post: Option<PostStage>,
+    /// `--views N` > 1: the layered pipeline and each view's push constants.
+    views: Option<ViewDraws>,
     pub render_pass: RenderPass,
     ctx: Arc<Context>,
+}
+
+/// The draws of `--views N` > 1 (docs/ARCHITECTURE.md, "Views"): in the one render pass over
+/// the layered target, one `vkCmdDraw` per view with its [`ViewPush`] (pose, layer, heights).
+struct ViewDraws {
+    pipeline: SurfacePipeline,
+    pushes: Vec<ViewPush>,
+    /// Bumped whenever `pushes` change: the recorded draws' key.
+    generation: u64,
 }
 
 /// The renderer's side of the post stage.
@@ -121,6 +132,8 @@ struct DrawKey {
     push: SurfacePush,
     /// The post stage's pair whose scene the draw renders and hands over (off Vulkan's queue).
     post_pair: Option<usize>,
+    /// The views' pushes ([`ViewDraws::generation`]; 0 without views).
+    views: u64,
 }
 
 /// What a copy command buffer was recorded for ([`Renderer::copy`]).
@@ -159,6 +172,37 @@ pub fn surface_push(camera: &OrbitCamera, grid: Grid, extent: vk::Extent2D) -> S
     SurfacePush::new(camera.view_proj(aspect), camera.eye(), grid, 1.0)
 }
 
+/// The push constants for a grid seen through `pose` in a viewport of `extent` (one view).
+pub fn pose_push(pose: &Pose, grid: Grid, extent: vk::Extent2D) -> SurfacePush {
+    let aspect = extent.width as f32 / extent.height.max(1) as f32;
+    SurfacePush::new(pose.view_proj(aspect), pose.eye.into(), grid, 1.0)
+}
+
+/// The push constants of `--views`: view i through `poses[i]` into layer i, reading environment
+/// i of the slot when there are `envs` > 1 of them (`envs` == the views), else environment 0.
+///
+/// ```
+/// use ash::vk;
+/// use vkhip::camera::Pose;
+/// use vkhip::render::view_pushes;
+/// use vkhip::sim::Grid;
+///
+/// let grid = Grid { width: 4, height: 3 };
+/// let pushes = view_pushes(&Pose::default_spread(3), grid, vk::Extent2D { width: 8, height: 8 }, 3);
+/// assert_eq!(pushes.iter().map(|p| (p.layer, p.heights_base)).collect::<Vec<_>>(), [(0, 0), (1, 12), (2, 24)]);
+/// ```
+pub fn view_pushes(poses: &[Pose], grid: Grid, extent: vk::Extent2D, envs: u32) -> Vec<ViewPush> {
+    poses
+        .iter()
+        .enumerate()
+        .map(|(i, pose)| ViewPush {
+            surface: pose_push(pose, grid, extent),
+            layer: i as u32,
+            heights_base: if envs > 1 { (i * grid.len()) as u32 } else { 0 },
+        })
+        .collect()
+}
+
 impl Renderer {
     pub fn new(
         ctx: &Arc<Context>,
@@ -190,6 +234,7 @@ impl Renderer {
             pipeline,
             overlay: None,
             post: None,
+            views: None,
             render_pass,
             ctx: ctx.clone(),
         };
@@ -241,6 +286,24 @@ impl Renderer {
         let copy_timer = DrawTimer::new(&self.ctx, copies, Layout::PostCopy)?;
         let copy_keys = vec![None; copy_cmds.len()];
         self.post = Some(PostStage { framebuffers, _depth: depth, copy_cmds, copy_keys, copy_timer });
+        Ok(())
+    }
+
+    /// Draw N views (one per layer of a layered framebuffer given to [`Self::draw`]) with
+    /// `pushes`, one per view, instead of the one surface of `draw`'s push (the layered
+    /// pipeline is made on the first call, for `slots`). Called again with new pushes (new
+    /// poses), the draws recorded so far are recorded again on their next use.
+    pub fn set_views(&mut self, slots: &[Slot], pushes: Vec<ViewPush>) -> Result<(), VkError> {
+        match self.views.as_mut() {
+            Some(v) => {
+                v.pushes = pushes;
+                v.generation += 1;
+            }
+            None => {
+                let pipeline = SurfacePipeline::layered(&self.ctx, &self.render_pass, slots)?;
+                self.views = Some(ViewDraws { pipeline, pushes, generation: 1 });
+            }
+        }
         Ok(())
     }
 
@@ -398,8 +461,13 @@ impl Renderer {
         } else {
             // Off Vulkan's queue the post stage adds only the scene's hand-off, which depends on
             // the pair alone (the filter and the copy are not in this command buffer).
-            let key =
-                Some(DrawKey { framebuffer, extent, push: *push, post_pair: post.as_ref().map(|p| p.pair) });
+            let key = Some(DrawKey {
+                framebuffer,
+                extent,
+                push: *push,
+                post_pair: post.as_ref().map(|p| p.pair),
+                views: self.views.as_ref().map_or(0, |v| v.generation),
+            });
             let i = index * self.slots + slot;
             let cmd = self.reused[i].cmd;
             if self.reused[i].key != key {
@@ -509,7 +577,10 @@ impl Renderer {
             d.cmd_set_viewport(cmd, 0, &[viewport]);
             d.cmd_set_scissor(cmd, 0, &[area]);
         }
-        self.pipeline.record_draw(cmd, slot, push);
+        match &self.views {
+            Some(v) => v.pipeline.record_views(cmd, slot, &v.pushes),
+            None => self.pipeline.record_draw(cmd, slot, push),
+        }
         if let (Some(history), Some(pipeline)) = (overlay, self.overlay.as_mut()) {
             // SAFETY: inside the render pass (same one the pipeline was made for); the throttle
             // freed this frame's index, so its sample buffer is no longer read.

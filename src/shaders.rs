@@ -111,6 +111,11 @@ mod generated {
 pub const SURFACE_VERT: &[u32] = generated::SURFACE_VERT;
 /// Fragment shader of the surface pipeline (`shaders/surface.frag`).
 pub const SURFACE_FRAG: &[u32] = generated::SURFACE_FRAG;
+/// The surface's vertex shader for N views in one render pass (`shaders/surface.vert` built
+/// with `VKHIP_LAYERED`): push constants [`ViewPush`], writes `gl_Layer` = `layer` (SPIR-V 1.5,
+/// capability `ShaderLayer`: the device's `shaderOutputLayer` feature), reads the heights from
+/// `heights_base` on. Used with [`SURFACE_FRAG`] (whose block is the first 96 bytes).
+pub const SURFACE_LAYERED_VERT: &[u32] = generated::SURFACE_LAYERED_VERT;
 /// Compute shader that writes the height field (`shaders/sinewave.comp`).
 pub const SINEWAVE_COMP: &[u32] = generated::SINEWAVE_COMP;
 /// Compute shader of the post filter (`shaders/outline.comp`).
@@ -229,6 +234,27 @@ impl SurfacePush {
     pub fn as_bytes(&self) -> &[u8] {
         // SAFETY: repr(C), only 4-byte fields, size a multiple of 4: no padding bytes, so all
         // size_of::<Self>() bytes are initialised; the slice borrows `self`.
+        unsafe { std::slice::from_raw_parts((self as *const Self).cast::<u8>(), std::mem::size_of::<Self>()) }
+    }
+}
+
+/// Push constants of [`SURFACE_LAYERED_VERT`]: [`SurfacePush`], then the view's layer (@96) and
+/// the index of its environment's first height (@100); 104 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ViewPush {
+    pub surface: SurfacePush,
+    pub layer: u32,
+    pub heights_base: u32,
+}
+
+/// Size in bytes of the layered surface's push-constant range (stages VERTEX | FRAGMENT).
+pub const VIEW_PUSH_SIZE: u32 = std::mem::size_of::<ViewPush>() as u32;
+
+impl ViewPush {
+    /// The bytes for `cmd_push_constants` (offset 0, stages VERTEX | FRAGMENT).
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: repr(C) of 4-byte fields only: no padding; the slice borrows `self`.
         unsafe { std::slice::from_raw_parts((self as *const Self).cast::<u8>(), std::mem::size_of::<Self>()) }
     }
 }

@@ -29,16 +29,17 @@ use super::frame::{compute_and_draw, flush_post, interrupted, throttle, Clock, D
 use super::profiling::{create_trace_file, FrameProfile};
 use super::report::frame_report;
 use super::session::{MakeBackend, Session};
-use crate::camera::OrbitCamera;
+use crate::camera::{OrbitCamera, Pose};
 use crate::cli::{CommonArgs, RunArgs, TimeMode};
 use crate::image::Rgba;
 use crate::overlay::OverlayFeed;
 use crate::profile::clock::host_now_ns;
 use crate::profile::RenderMarks;
-use crate::render::{surface_push, Renderer};
+use crate::render::{surface_push, view_pushes, Renderer};
 use crate::vk::instance::Instance;
 use crate::vk::post::{CopyDest, Which, POST_FORMAT};
 use crate::vk::target::{OffscreenTarget, OFFSCREEN_FORMAT};
+use crate::vk::views::ViewsRequest;
 use anyhow::Context as _;
 use ash::vk;
 use std::sync::Arc;
@@ -50,6 +51,9 @@ pub struct Offscreen {
     pub target: OffscreenTarget,
     pub renderer: Renderer,
     pub session: Session,
+    /// `--views` (N layers in the target) and `--envs`.
+    pub views: u32,
+    pub envs: u32,
 }
 
 impl Offscreen {
@@ -65,6 +69,19 @@ impl Offscreen {
         extent: vk::Extent2D,
         maker: Option<&mut (dyn MakeBackend + '_)>,
     ) -> anyhow::Result<Self> {
+        Self::with_shared(common, extent, maker, 0)
+    }
+
+    /// [`Offscreen::with_backend`] for a caller that will also hold `shared_buffers` linear
+    /// copies of the target (the embed API's K frame buffers), counted in the views' memory
+    /// check ([`crate::vk::views::check`]).
+    pub fn with_shared(
+        common: &CommonArgs,
+        extent: vk::Extent2D,
+        maker: Option<&mut (dyn MakeBackend + '_)>,
+        shared_buffers: u32,
+    ) -> anyhow::Result<Self> {
+        crate::cli::check_views(common)?;
         if maker.is_none() {
             super::session::prewarm(common.backend);
         }
@@ -88,12 +105,26 @@ impl Offscreen {
             session.sync.plan().joined(),
             session.sync.plan().post_on_queue(),
         )?;
-        let target = OffscreenTarget::new(&session.ctx, renderer.render_pass.handle, extent)?;
+        let (views, envs) = (common.views, common.envs);
+        let request = ViewsRequest {
+            views,
+            envs,
+            extent,
+            grid: session.grid,
+            slots: session.slots.len() as u32,
+            shared_buffers,
+        };
+        crate::vk::views::check(&session.ctx.physical, &request)?;
+        let target = OffscreenTarget::layered(&session.ctx, renderer.render_pass.handle, extent, views)?;
+        if views > 1 {
+            let pushes = view_pushes(&Pose::default_spread(views), session.grid, extent, envs);
+            renderer.set_views(&session.slots, pushes)?;
+        }
         if let Some(images) = &session.post {
             renderer.attach_post(images, session.sync.plan().post_batch)?;
         }
         crate::profile::clock::startup_mark("renderer and target ready");
-        Ok(Offscreen { target, renderer, session })
+        Ok(Offscreen { target, renderer, session, views, envs })
     }
 
     /// The default camera's view of the grid, drawn into the target.
@@ -209,7 +240,12 @@ pub fn run_with(args: &RunArgs, maker: Option<&mut (dyn MakeBackend + '_)>) -> a
         let pixels = o.target.read_rgba(&o.session.ctx, o.target_done(done))?;
         let shown = format!("{} (frame {})", png.path().display(), done - 1);
         let path = png.path().to_path_buf();
-        match png.commit(&Rgba { width: extent.width, height: extent.height, pixels }) {
+        let picture = if o.views > 1 {
+            Rgba::tiled(&pixels, extent.width, extent.height, o.views)
+        } else {
+            Rgba { width: extent.width, height: extent.height, pixels }
+        };
+        match png.commit(&picture) {
             Ok(()) => {
                 extra.push(("capture", shown));
                 captured = Some(path);

@@ -32,7 +32,7 @@ use crate::profile::clock::{host_now_ns, ClockInfo};
 use crate::profile::feed::{Batch, Feed, Outcome};
 use crate::profile::program::{self, Layout, Rec};
 use crate::profile::span::HostSpan;
-use crate::profile::{Profiler, RenderMarks, Span, Track};
+use crate::profile::{Phase, Profiler, RenderMarks, Span, Track};
 use crate::render::Renderer;
 use crate::sync::plan::MemoryPath;
 use crate::sync::SyncMode;
@@ -61,6 +61,9 @@ pub fn create_trace_file(path: &Path) -> Result<PendingFile, TraceError> {
         .map_err(|what| TraceError::NotWritable { path: path.display().to_string(), what })
 }
 
+/// The most GPU draw times [`FrameProfile::keep_draw_times`] keeps (the older half goes).
+pub const KEPT_DRAW_TIMES: usize = 1 << 16;
+
 /// One run's profiler: the app's own figures, and the profiler crate's analysis and trace ring
 /// on a thread of their own ([`Feed`]).
 pub struct FrameProfile {
@@ -79,6 +82,8 @@ pub struct FrameProfile {
     frame: u64,
     scratch: Vec<Span>,
     recs: Vec<Rec>,
+    /// Each frame's draw on the GPU (ns), kept only when asked ([`Self::keep_draw_times`]).
+    draw_ns: Option<Vec<u64>>,
 }
 
 impl FrameProfile {
@@ -100,7 +105,19 @@ impl FrameProfile {
             frame: 0,
             scratch: Vec::new(),
             recs: Vec::new(),
+            draw_ns: None,
         }
+    }
+
+    /// Keep every frame's GPU draw time (the queue's draw span, ns) for [`Self::draw_times`]:
+    /// the embed API's raster limit (a bounded ring of the last [`KEPT_DRAW_TIMES`]).
+    pub fn keep_draw_times(&mut self) {
+        self.draw_ns.get_or_insert_with(Vec::new);
+    }
+
+    /// The GPU draw times kept so far (ns; empty unless [`Self::keep_draw_times`]).
+    pub fn draw_times(&self) -> &[u64] {
+        self.draw_ns.as_deref().unwrap_or_default()
     }
 
     /// Collect what every actor measured and recorded so far: the app's own figures here, the
@@ -154,6 +171,14 @@ impl FrameProfile {
         session.sync.take_spans(&mut self.scratch);
         for s in self.scratch.drain(..) {
             let Some(h) = self.profiler.add(s, &map) else { continue };
+            if let Some(kept) =
+                self.draw_ns.as_mut().filter(|_| h.phase == Phase::Draw && h.track == Track::Queue)
+            {
+                if kept.len() >= KEPT_DRAW_TIMES {
+                    kept.drain(..KEPT_DRAW_TIMES / 2);
+                }
+                kept.push(h.end_ns.saturating_sub(h.start_ns));
+            }
             if h.track.is_host() {
                 b.render
                     .push((h.end_ns, Rec::Span(Span::host(s.frame, h.track, h.phase, h.start_ns, h.end_ns))));

@@ -31,8 +31,10 @@ use super::{parse_run, EmbedError};
 use crate::app::frame::{compute_and_draw, throttle, Clock, DrawTarget};
 use crate::app::headless::Offscreen;
 use crate::app::profiling::FrameProfile;
+use crate::camera::Pose;
 use crate::cli::TimeMode;
 use crate::profile::RenderMarks;
+use crate::render::{pose_push, view_pushes};
 use crate::vk::device::Context;
 use crate::vk::external::Semaphore;
 use crate::vk::target::OffscreenTarget;
@@ -70,6 +72,33 @@ impl FramesOptions {
     pub fn new(args: impl IntoIterator<Item = impl Into<String>>, slots: usize, importer: Importer) -> Self {
         FramesOptions { args: args.into_iter().map(Into::into).collect(), slots, importer }
     }
+
+    /// N views a frame: appends `--views n` to the args (each frame is then an
+    /// `(n, height, width, 4)` array; see [`Frames::set_poses`]).
+    pub fn with_views(mut self, n: u32) -> Self {
+        self.args.extend(["--views".to_string(), n.to_string()]);
+        self
+    }
+
+    /// E environments (1 or the views): appends `--envs e` to the args.
+    pub fn with_envs(mut self, e: u32) -> Self {
+        self.args.extend(["--envs".to_string(), e.to_string()]);
+        self
+    }
+}
+
+/// The Vulkan GPU time of the frames so far: the draw and the copy alone, without the
+/// hand-offs (the raster limit: `views / raster_ns_p50` views a nanosecond).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GpuTimes {
+    /// Frames whose draw was timed.
+    pub frames: u64,
+    /// Median GPU time of a frame's draw (the clear and every view), ns.
+    pub draw_ns_p50: f64,
+    /// Median GPU time of a frame's copy into its shared buffer, ns.
+    pub copy_ns_p50: f64,
+    /// `draw_ns_p50 + copy_ns_p50`.
+    pub raster_ns_p50: f64,
 }
 
 /// One rendered frame, on its way to the consumer.
@@ -84,6 +113,69 @@ pub struct FrameInfo {
     pub ready_value: u64,
     pub width: u32,
     pub height: u32,
+    /// N: the buffer holds a contiguous `(views, height, width, 4)` uint8 array, view i at
+    /// byte i × height × width × 4.
+    pub views: u32,
+}
+
+/// Timestamps around each slot's copy (2 a slot), reset inside the copy's own command buffer;
+/// slot s's pair is read once `ready` says its last copy finished, before the slot's next copy
+/// is submitted (so it always holds that copy's times).
+struct CopyTimer {
+    pool: vk::QueryPool,
+    period_ns: f64,
+    /// The frame whose times each slot's pair was last read for.
+    read: Vec<Option<u64>>,
+    ns: Vec<u64>,
+}
+
+impl CopyTimer {
+    fn new(ctx: &Context, slots: usize) -> Result<Option<Self>, VkError> {
+        let p = &ctx.physical;
+        if p.timestamp_bits == 0 || p.timestamp_period <= 0.0 || !crate::profile::gpu_timing() {
+            return Ok(None);
+        }
+        let info = vk::QueryPoolCreateInfo::default()
+            .query_type(vk::QueryType::TIMESTAMP)
+            .query_count(2 * slots as u32);
+        // SAFETY: valid device and create info.
+        let pool = unsafe { ctx.device.create_query_pool(&info, None) }.call("vkCreateQueryPool")?;
+        Ok(Some(CopyTimer {
+            pool,
+            period_ns: p.timestamp_period as f64,
+            read: vec![None; slots],
+            ns: Vec::new(),
+        }))
+    }
+
+    /// Read slot `slot`'s times, of frame `frame`'s copy, which has finished.
+    fn collect(&mut self, ctx: &Context, slot: usize, frame: u64) {
+        if self.read[slot] == Some(frame) {
+            return;
+        }
+        let mut stamps = [[0u64; 2]; 2];
+        // SAFETY: two queries of this pool; with AVAILABILITY each element is (value, available).
+        let got = unsafe {
+            ctx.device.get_query_pool_results(
+                self.pool,
+                2 * slot as u32,
+                &mut stamps,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WITH_AVAILABILITY,
+            )
+        };
+        if got.is_ok() && stamps.iter().all(|s| s[1] != 0) && stamps[1][0] >= stamps[0][0] {
+            self.read[slot] = Some(frame);
+            if self.ns.len() >= crate::app::profiling::KEPT_DRAW_TIMES {
+                self.ns.drain(..crate::app::profiling::KEPT_DRAW_TIMES / 2);
+            }
+            self.ns.push(((stamps[1][0] - stamps[0][0]) as f64 * self.period_ns) as u64);
+        }
+    }
+
+    fn destroy(&self, ctx: &Context) {
+        // SAFETY: the queue is idle (the owner's Drop drained it).
+        unsafe { ctx.device.destroy_query_pool(self.pool, None) };
+    }
 }
 
 /// The K copy command buffers, one per slot, recorded once (`SIMULTANEOUS_USE`: each is
@@ -100,6 +192,7 @@ impl CopyCommands {
         target: &OffscreenTarget,
         buffers: &[SharedBuffer],
         export: bool,
+        timer: Option<&CopyTimer>,
     ) -> Result<Self, VkError> {
         let d = &ctx.device;
         let info = vk::CommandPoolCreateInfo::default().queue_family_index(ctx.queue_family);
@@ -112,14 +205,14 @@ impl CopyCommands {
             .command_buffer_count(buffers.len() as u32);
         // SAFETY: a pool of this device.
         copies.cmds = unsafe { d.allocate_command_buffers(&alloc) }.call("vkAllocateCommandBuffers")?;
-        for (&cmd, buffer) in copies.cmds.iter().zip(buffers) {
+        for (slot, (&cmd, buffer)) in copies.cmds.iter().zip(buffers).enumerate() {
             let begin =
                 vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
             // SAFETY: a fresh command buffer of this device.
             unsafe { d.begin_command_buffer(cmd, &begin) }.call("vkBeginCommandBuffer")?;
             // SAFETY: `cmd` is recording; the image and the buffer are live, the image is in
             // TRANSFER_SRC_OPTIMAL after the render pass, the buffer holds the whole extent.
-            unsafe { record_copy(d, cmd, target, buffer, export) };
+            unsafe { record_copy(d, cmd, target, buffer, export, timer.map(|t| (t.pool, 2 * slot as u32))) };
             // SAFETY: as above.
             unsafe { d.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
         }
@@ -138,12 +231,25 @@ unsafe fn record_copy(
     target: &OffscreenTarget,
     buffer: &SharedBuffer,
     export: bool,
+    timer: Option<(vk::QueryPool, u32)>,
 ) {
     let transfer_write = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::TRANSFER_WRITE);
+    let transfer = (vk::PipelineStageFlags::TRANSFER, vk::AccessFlags::empty());
     // SAFETY: per this function's contract.
     unsafe {
+        if let Some((pool, first)) = timer {
+            // The slot's previous copy has finished before this one starts (it waits for
+            // `released` of the frame it copied): the reset is ordered after its timestamps.
+            d.cmd_reset_query_pool(cmd, pool, first, 2);
+        }
         if export {
             buffer.cmd_acquire(cmd, transfer_write);
+        }
+        if let Some((pool, first)) = timer {
+            // A barrier from the stage the submission waits at chains with its waits: the
+            // timestamp after it is written once the waits are satisfied.
+            crate::vk::cmd_memory_barrier(d, cmd, transfer, transfer);
+            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TRANSFER, pool, first);
         }
         // The one GPU copy of the frame: tiled image → linear shared buffer, tightly packed
         // rows of width × 4 bytes (vkCmdCopyImageToBuffer).
@@ -156,6 +262,9 @@ unsafe fn record_copy(
         );
         if export {
             buffer.cmd_release(cmd, transfer_write);
+        }
+        if let Some((pool, first)) = timer {
+            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool, first + 1);
         }
     }
 }
@@ -171,6 +280,7 @@ impl Drop for CopyCommands {
 /// The app's renderer feeding K shared buffers (module note). Field order is teardown order,
 /// after [`Drop`] has drained the queue.
 pub struct Frames {
+    copy_timer: Option<CopyTimer>,
     copies: CopyCommands,
     buffers: Vec<SharedBuffer>,
     /// Each buffer's host mapping (address), where its memory is host-visible.
@@ -183,6 +293,8 @@ pub struct Frames {
     offscreen: Offscreen,
     importer: Importer,
     next: u64,
+    /// Every view's camera (the default spread until [`Frames::set_poses`]).
+    poses: Vec<Pose>,
 }
 
 impl Frames {
@@ -206,11 +318,13 @@ impl Frames {
             }
         }
         let extent = vk::Extent2D { width: run.size.width, height: run.size.height };
-        let offscreen = Offscreen::new(&run.common, extent).map_err(|e| EmbedError::from_run(&e))?;
+        let offscreen = Offscreen::with_shared(&run.common, extent, None, k as u32)
+            .map_err(|e| EmbedError::from_run(&e))?;
         let ctx = offscreen.session.ctx.clone();
         let vulkan = |e: VkError| EmbedError::from_run(&e.into());
         let interop = ctx.interop().map_err(vulkan)?;
-        let bytes = extent.width as u64 * extent.height as u64 * 4;
+        // (views, height, width, 4), contiguous: the one copy of every layer.
+        let bytes = offscreen.target.bytes();
         let buffers = (0..k)
             .map(|_| match options.importer {
                 // The host reads the frames: memory it maps (on a GPU, across the bus).
@@ -236,10 +350,16 @@ impl Frames {
         crate::vk::instance::set_foreign_signals(export);
         let ready = Semaphore::timeline(&ctx, 0, export).map_err(vulkan)?;
         let released = Semaphore::timeline(&ctx, 0, export).map_err(vulkan)?;
-        let copies = CopyCommands::new(&ctx, &offscreen.target, &buffers, export).map_err(vulkan)?;
-        let profile = FrameProfile::new(&offscreen.session, None);
+        let copy_timer = CopyTimer::new(&ctx, k).map_err(vulkan)?;
+        let copies = CopyCommands::new(&ctx, &offscreen.target, &buffers, export, copy_timer.as_ref())
+            .map_err(vulkan)?;
+        let mut profile = FrameProfile::new(&offscreen.session, None);
+        profile.keep_draw_times();
         let target = offscreen.draw_target();
+        let poses = Pose::default_spread(offscreen.views);
+        // (The renderer draws the default spread already: `Offscreen` set it up.)
         Ok(Frames {
+            copy_timer,
             copies,
             buffers,
             host,
@@ -251,7 +371,84 @@ impl Frames {
             offscreen,
             importer: options.importer,
             next: 0,
+            poses,
         })
+    }
+
+    /// N, the views of every frame.
+    pub fn views(&self) -> u32 {
+        self.offscreen.views
+    }
+
+    /// E, the environments (height fields) of every frame.
+    pub fn envs(&self) -> u32 {
+        self.offscreen.envs
+    }
+
+    /// Every view's camera now.
+    pub fn poses(&self) -> &[Pose] {
+        &self.poses
+    }
+
+    /// The default cameras of `n` views ([`Pose::default_spread`]): the app's orbit camera at
+    /// `n` evenly spaced azimuths; view 0 is the app's one camera.
+    pub fn default_poses(n: u32) -> Vec<Pose> {
+        Pose::default_spread(n)
+    }
+
+    /// Set every view's camera, from the next [`Frames::render`] on: `poses[i]` for view i,
+    /// exactly N of them. Checked first (nothing changes on an error): `Unsupported` naming the
+    /// view and the problem (a non-finite value, the eye at the target, up along the view
+    /// direction, a field of view outside (0, 180) degrees).
+    pub fn set_poses(&mut self, poses: &[Pose]) -> Result<(), EmbedError> {
+        let n = self.views();
+        if poses.len() != n as usize {
+            return Err(EmbedError::Unsupported(format!("{} poses for {n} views", poses.len())));
+        }
+        for (i, p) in poses.iter().enumerate() {
+            p.check().map_err(|why| EmbedError::Unsupported(format!("pose {i}: {why}")))?;
+        }
+        let o = &mut self.offscreen;
+        let (grid, extent) = (o.session.grid, o.target.extent);
+        if n == 1 {
+            self.target.push = pose_push(&poses[0], grid, extent);
+        } else {
+            let pushes = view_pushes(poses, grid, extent, o.envs);
+            o.renderer.set_views(&o.session.slots, pushes).map_err(|e| EmbedError::from_run(&e.into()))?;
+        }
+        self.poses = poses.to_vec();
+        Ok(())
+    }
+
+    /// The Vulkan GPU time of the frames' draws and copies measured so far: the raster limit
+    /// beside which the views a second are read. Waits for nothing (what has not finished is
+    /// not counted yet). None where the device has no timestamps or with `--gpu-timing off`.
+    pub fn gpu_times(&mut self) -> Result<Option<GpuTimes>, EmbedError> {
+        let ctx = self.offscreen.session.ctx.clone();
+        let ready = ctx.timeline_value(self.ready.handle).map_err(|e| EmbedError::from_run(&e.into()))?;
+        let k = self.buffers.len() as u64;
+        if let Some(t) = self.copy_timer.as_mut() {
+            // Each slot's last copy, if it has finished.
+            for g in self.next.saturating_sub(k)..self.next {
+                if ready > g {
+                    t.collect(&ctx, (g % k) as usize, g);
+                }
+            }
+        }
+        // The draws' spans come through the frame profile as frames end.
+        let draws = self.profile.draw_times();
+        let (Some(t), false) = (self.copy_timer.as_ref(), draws.is_empty()) else { return Ok(None) };
+        if t.ns.is_empty() {
+            return Ok(None);
+        }
+        let draw = median(draws);
+        let copy = median(&t.ns);
+        Ok(Some(GpuTimes {
+            frames: draws.len() as u64,
+            draw_ns_p50: draw,
+            copy_ns_p50: copy,
+            raster_ns_p50: draw + copy,
+        }))
     }
 
     /// K.
@@ -315,6 +512,16 @@ impl Frames {
         compute_and_draw(&mut o.session, &mut o.renderer, f, &params, &self.target, &mut marks)
             .map_err(|e| failed(e.into()))?;
         self.profile.end_frame(&mut o.session, &mut o.renderer, marks);
+        if let Some(t) = self.copy_timer.as_mut() {
+            // Slot `slot`'s previous copy (frame f − K), if it has finished: its times, read
+            // before this frame's copy resets them.
+            if f >= k {
+                let ready = o.session.ctx.timeline_value(self.ready.handle);
+                if ready.map_err(|e| EmbedError::from_run(&e.into()))? > f - k {
+                    t.collect(&o.session.ctx, slot, f - k);
+                }
+            }
+        }
         let (drawn, value) = o.target_done(f + 1);
         let mut waits = vec![(drawn, value, vk::PipelineStageFlags::TRANSFER)];
         if f >= k {
@@ -326,15 +533,15 @@ impl Frames {
             .map_err(|e| failed(e.into()))?;
         self.next = f + 1;
         let (width, height) = self.extent();
-        Ok(FrameInfo { frame: f, slot, ready_value: f + 1, width, height })
+        Ok(FrameInfo { frame: f, slot, ready_value: f + 1, width, height, views: self.offscreen.views })
     }
 
     /// Buffer `slot`'s host mapping (address, bytes), where its memory is host-visible: read
     /// frame f there after [`Frames::wait_ready_host`]`(f)` and before
     /// [`Frames::release_host`]`(f)`.
     pub fn host_bytes(&self, slot: usize) -> Option<(*mut u8, usize)> {
-        let (w, h) = self.extent();
-        self.host.get(slot).copied().flatten().map(|a| (a as *mut u8, w as usize * h as usize * 4))
+        let bytes = self.offscreen.target.bytes() as usize;
+        self.host.get(slot).copied().flatten().map(|a| (a as *mut u8, bytes))
     }
 
     /// Host-wait until frame `frame`'s copy is done (`ready` ≥ frame+1, a value Vulkan
@@ -415,6 +622,20 @@ impl Drop for Frames {
         if let Err(e) = ctx.queue_wait_idle() {
             log::warn!("frames: draining the queue failed: {e}");
         }
+        if let Some(t) = self.copy_timer.take() {
+            t.destroy(&ctx);
+        }
+    }
+}
+
+fn median(values: &[u64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2] as f64
+    } else {
+        (v[n / 2 - 1] as f64 + v[n / 2] as f64) / 2.0
     }
 }
 

@@ -43,10 +43,17 @@
 //!     pub fn is_ready(&self, frame: u64) -> Result<bool, EmbedError>;     // never waits
 //!     pub fn release_host(&self, frame: u64) -> Result<(), EmbedError>;
 //!     pub fn vulkan_device(&self) -> Result<&vkhip_interop::vulkan::Device, EmbedError>;
+//!     pub fn views(&self) -> u32;                                           // N (--views)
+//!     pub fn envs(&self) -> u32;                                            // E (--envs)
+//!     pub fn set_poses(&mut self, poses: &[Pose]) -> Result<(), EmbedError>; // N cameras
+//!     pub fn poses(&self) -> &[Pose];
+//!     pub fn gpu_times(&mut self) -> Result<Option<GpuTimes>, EmbedError>;  // the raster limit
 //! }
-//! FramesOptions::new(args, slots, Importer::Host | Importer::Cuda)
-//! pub struct FrameInfo { pub frame: u64, pub slot: usize, pub ready_value: u64, pub width: u32, pub height: u32 }
-//! pub enum EmbedError { Help(String), Usage { line, text }, Unsupported(String), Environment(String), Writer(String), Failed(String) }
+//! FramesOptions::new(args, slots, Importer::Host | Importer::Cuda).with_views(n).with_envs(e)
+//! pub struct FrameInfo { pub frame: u64, pub slot: usize, pub ready_value: u64, pub width: u32, pub height: u32, pub views: u32 }
+//! pub struct Pose { pub eye: [f32; 3], pub target: [f32; 3], pub up: [f32; 3], pub fov_y_deg: f32 }
+//! pub enum EmbedError { Help(String), Usage { line, text }, Unsupported(String), Environment(String), Writer(String), Failed(String),
+//!                       Limit { limit: String, device: u64, asked: u64, what: String } }
 //! ```
 //!
 //! # Examples
@@ -85,7 +92,8 @@
 pub mod frames;
 pub mod view;
 
-pub use frames::{FrameInfo, Frames, FramesOptions, Importer};
+pub use crate::camera::Pose;
+pub use frames::{FrameInfo, Frames, FramesOptions, GpuTimes, Importer};
 pub use view::{view, HeightTarget, HeightWriter, ViewOptions, ViewOutcome, WriterApi, WriterError};
 
 use crate::cli::{Cli, RunArgs};
@@ -114,16 +122,41 @@ pub enum EmbedError {
     /// The run failed.
     #[error("{0}")]
     Failed(String),
+    /// A device limit the request is past, refused before any driver call (Python's
+    /// `LimitError`): the limit's Vulkan name (`maxImageArrayLayers`, …), the device's value,
+    /// what was asked and how much.
+    #[error("{what}: {asked} is past this device's {limit} ({device})")]
+    Limit { limit: String, device: u64, asked: u64, what: String },
 }
 
 impl EmbedError {
     /// An environment gap or a usage mistake (the app's exit code 2) rather than a failure.
     pub fn is_environment(&self) -> bool {
-        matches!(self, EmbedError::Environment(_) | EmbedError::Usage { .. } | EmbedError::Unsupported(_))
+        matches!(
+            self,
+            EmbedError::Environment(_)
+                | EmbedError::Usage { .. }
+                | EmbedError::Unsupported(_)
+                | EmbedError::Limit { .. }
+        )
     }
 
-    /// The app's error, on one line, sorted as the app sorts it.
+    /// The app's error, on one line, sorted as the app sorts it (a device limit as
+    /// [`EmbedError::Limit`], a usage mistake found after parsing as `Unsupported`).
     pub(crate) fn from_run(e: &anyhow::Error) -> Self {
+        for c in e.chain() {
+            if let Some(crate::vk::VkError::Limit { limit, device, asked, what }) = c.downcast_ref() {
+                return EmbedError::Limit {
+                    limit: limit.to_string(),
+                    device: *device,
+                    asked: *asked,
+                    what: what.clone(),
+                };
+            }
+            if let Some(u) = c.downcast_ref::<crate::cli::UsageError>() {
+                return EmbedError::Unsupported(u.0.clone());
+            }
+        }
         let line = one_line(&format!("{e:#}"));
         if crate::app::is_environment_error(e) {
             EmbedError::Environment(line)

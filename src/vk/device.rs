@@ -68,6 +68,13 @@ pub struct PhysicalDeviceInfo {
     pub binary_export: bool,
     pub swapchain_ext: bool,
     pub max_storage_buffer_range: u32,
+    /// `shaderOutputLayer` (Vulkan 1.2): a vertex shader may write `gl_Layer` (`--views` > 1).
+    pub shader_output_layer: bool,
+    /// `maxImageArrayLayers`, `maxFramebufferLayers`, `maxImageDimension2D`: what `--views`
+    /// and `--size` are checked against ([`super::views`]).
+    pub max_image_array_layers: u32,
+    pub max_framebuffer_layers: u32,
+    pub max_image_dimension_2d: u32,
     pub max_memory_allocation_size: u64,
     /// Largest device-local heap, bytes.
     pub device_local_bytes: u64,
@@ -278,8 +285,15 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError
         let props = props2.properties;
         let mut timeline = vk::PhysicalDeviceTimelineSemaphoreFeatures::default();
         let mut query_reset = vk::PhysicalDeviceHostQueryResetFeatures::default();
-        let mut feats2 =
-            vk::PhysicalDeviceFeatures2::default().push_next(&mut timeline).push_next(&mut query_reset);
+        let mut v12_features = vk::PhysicalDeviceVulkan12Features::default();
+        let mut feats2 = vk::PhysicalDeviceFeatures2::default();
+        let api12 =
+            vk::api_version_major(props.api_version) > 1 || vk::api_version_minor(props.api_version) >= 2;
+        feats2 = feats2.push_next(&mut timeline).push_next(&mut query_reset);
+        if api12 {
+            // VkPhysicalDeviceVulkan12Features may be chained only on a 1.2 device.
+            feats2 = feats2.push_next(&mut v12_features);
+        }
         // SAFETY: as above.
         unsafe { inst.get_physical_device_features2(handle, &mut feats2) };
         // SAFETY: valid handle.
@@ -332,6 +346,10 @@ pub fn enumerate(instance: &Instance) -> Result<Vec<PhysicalDeviceInfo>, VkError
             binary_export: export.binary_export,
             swapchain_ext: has(khr::swapchain::NAME),
             max_storage_buffer_range: props.limits.max_storage_buffer_range,
+            shader_output_layer: v12_features.shader_output_layer == vk::TRUE,
+            max_image_array_layers: props.limits.max_image_array_layers,
+            max_framebuffer_layers: props.limits.max_framebuffer_layers,
+            max_image_dimension_2d: props.limits.max_image_dimension2_d,
             max_memory_allocation_size: maint3.max_memory_allocation_size,
             device_local_bytes,
             timestamp_period: props.limits.timestamp_period,
@@ -449,6 +467,9 @@ impl Context {
         let mut v12 = vk::PhysicalDeviceVulkan12Features::default()
             .timeline_semaphore(true)
             .host_query_reset(physical.host_query_reset)
+            // `--views` > 1 draws each view into its layer (gl_Layer); enabling the feature
+            // changes nothing for a run that does not use it.
+            .shader_output_layer(physical.shader_output_layer)
             .buffer_device_address(cuda_in_vulkan);
         let info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)

@@ -22,6 +22,7 @@ pub mod post;
 pub mod swapchain;
 pub mod target;
 pub mod timestamps;
+pub mod views;
 
 use ash::vk;
 
@@ -46,6 +47,10 @@ pub enum VkError {
     /// presents to it): the window run falls back to headless.
     #[error("{device} cannot present to the window on {display} ({why})")]
     CannotPresent { device: String, display: String, why: String },
+    /// A device limit the request is past, refused before any driver call: the limit's Vulkan
+    /// name, the device's value, what was asked (`--views`, `--size`, …) and how much.
+    #[error("{what}: {asked} is past this device's {limit} ({device})")]
+    Limit { limit: &'static str, device: u64, asked: u64, what: String },
     /// A Vulkan call returned an error.
     #[error("{call} failed: {}", describe(*result))]
     Call { call: &'static str, result: vk::Result },
@@ -89,6 +94,7 @@ impl VkError {
                 | VkError::BadDeviceIndex { .. }
                 | VkError::Unsupported(_)
                 | VkError::CannotPresent { .. }
+                | VkError::Limit { .. }
         ) || matches!(self, VkError::Interop(e) if e.is_environment())
             || matches!(
                 self,

@@ -37,7 +37,7 @@ use super::device::Context;
 use super::external::Slot;
 use super::target::DEPTH_FORMAT;
 use super::{CallContext, VkError};
-use crate::shaders::{sinewave_dispatch, surface_draw, SinewavePush, SurfacePush};
+use crate::shaders::{sinewave_dispatch, surface_draw, SinewavePush, SurfacePush, ViewPush};
 use crate::sim::Grid;
 use ash::vk;
 use std::sync::Arc;
@@ -385,6 +385,50 @@ impl SurfacePipeline {
             GraphicsState { depth: true, blend: None },
         )?;
         Ok(SurfacePipeline { pipeline, descriptors })
+    }
+
+    /// The pipeline of `--views N` > 1: the layered vertex shader
+    /// ([`crate::shaders::SURFACE_LAYERED_VERT`]: view i → layer i) with [`ViewPush`] (the device
+    /// must have `shaderOutputLayer` enabled; [`super::views::check`] says so first).
+    pub fn layered(ctx: &Arc<Context>, render_pass: &RenderPass, slots: &[Slot]) -> Result<Self, VkError> {
+        let descriptors = BufferDescriptors::for_slots(ctx, slots, vk::ShaderStageFlags::VERTEX)?;
+        let mut pipeline =
+            Pipeline::layout(ctx, descriptors.layout, SURFACE_PUSH_STAGES, std::mem::size_of::<ViewPush>())?;
+        pipeline.handle = graphics_pipeline(
+            ctx,
+            &pipeline,
+            render_pass,
+            (crate::shaders::SURFACE_LAYERED_VERT, crate::shaders::SURFACE_FRAG),
+            GraphicsState { depth: true, blend: None },
+        )?;
+        Ok(SurfacePipeline { pipeline, descriptors })
+    }
+
+    /// Record the draws of every view of `views` from `slot`, one `vkCmdDraw` each after its
+    /// push constants (inside a layered render pass, viewport/scissor set; a pipeline made by
+    /// [`Self::layered`]).
+    pub fn record_views(&self, cmd: vk::CommandBuffer, slot: usize, views: &[ViewPush]) {
+        let d = &self.pipeline.ctx.device;
+        let Some(first) = views.first() else { return };
+        // SAFETY: as in `record_draw`; each view reads its environment's width × height floats
+        // from `heights_base`, inside the slot (the pushes are made for the slot's size).
+        unsafe {
+            self.pipeline.bind(
+                cmd,
+                vk::PipelineBindPoint::GRAPHICS,
+                self.descriptors.sets[slot],
+                SURFACE_PUSH_STAGES,
+                first.as_bytes(),
+            );
+            let (vertices, instances) =
+                surface_draw(Grid { width: first.surface.width, height: first.surface.height });
+            for (i, view) in views.iter().enumerate() {
+                if i > 0 {
+                    d.cmd_push_constants(cmd, self.pipeline.layout, SURFACE_PUSH_STAGES, 0, view.as_bytes());
+                }
+                d.cmd_draw(cmd, vertices, instances, 0, 0);
+            }
+        }
     }
 
     /// Record the draw of `slot` with `push` (inside a render pass, viewport/scissor set).

@@ -72,13 +72,26 @@ impl Image {
         usage: vk::ImageUsageFlags,
         aspect: vk::ImageAspectFlags,
     ) -> Result<Self, VkError> {
+        Self::layered(ctx, extent, 1, format, usage, aspect)
+    }
+
+    /// [`Image::new`] with `layers` array layers (a `2D_ARRAY` view over all of them when
+    /// `layers` > 1: a layered render target, one layer per view).
+    pub fn layered(
+        ctx: &Arc<Context>,
+        extent: vk::Extent2D,
+        layers: u32,
+        format: vk::Format,
+        usage: vk::ImageUsageFlags,
+        aspect: vk::ImageAspectFlags,
+    ) -> Result<Self, VkError> {
         let d = &ctx.device;
         let info = vk::ImageCreateInfo::default()
             .image_type(vk::ImageType::TYPE_2D)
             .format(format)
             .extent(vk::Extent3D { width: extent.width, height: extent.height, depth: 1 })
             .mip_levels(1)
-            .array_layers(1)
+            .array_layers(layers)
             .samples(vk::SampleCountFlags::TYPE_1)
             .tiling(vk::ImageTiling::OPTIMAL)
             .usage(usage)
@@ -107,9 +120,9 @@ impl Image {
         unsafe { d.bind_image_memory(image, me.memory, 0) }.call("vkBindImageMemory")?;
         let view_info = vk::ImageViewCreateInfo::default()
             .image(image)
-            .view_type(vk::ImageViewType::TYPE_2D)
+            .view_type(if layers > 1 { vk::ImageViewType::TYPE_2D_ARRAY } else { vk::ImageViewType::TYPE_2D })
             .format(format)
-            .subresource_range(subresource(aspect));
+            .subresource_range(subresource_layers(aspect, layers));
         // SAFETY: bound image.
         me.view = unsafe { d.create_image_view(&view_info, None) }.call("vkCreateImageView")?;
         Ok(me)
@@ -134,12 +147,17 @@ impl Drop for Image {
 
 /// The whole-image subresource range for `aspect`.
 pub fn subresource(aspect: vk::ImageAspectFlags) -> vk::ImageSubresourceRange {
+    subresource_layers(aspect, 1)
+}
+
+/// The subresource range of `layers` layers from layer 0 for `aspect`.
+pub fn subresource_layers(aspect: vk::ImageAspectFlags, layers: u32) -> vk::ImageSubresourceRange {
     vk::ImageSubresourceRange {
         aspect_mask: aspect,
         base_mip_level: 0,
         level_count: 1,
         base_array_layer: 0,
-        layer_count: 1,
+        layer_count: layers,
     }
 }
 
@@ -156,12 +174,23 @@ impl Framebuffer {
         views: &[vk::ImageView],
         extent: vk::Extent2D,
     ) -> Result<Self, VkError> {
+        Self::layered(ctx, render_pass, views, extent, 1)
+    }
+
+    /// [`Framebuffer::new`] with `layers` layers (attachments of as many array layers).
+    pub fn layered(
+        ctx: &Arc<Context>,
+        render_pass: vk::RenderPass,
+        views: &[vk::ImageView],
+        extent: vk::Extent2D,
+        layers: u32,
+    ) -> Result<Self, VkError> {
         let info = vk::FramebufferCreateInfo::default()
             .render_pass(render_pass)
             .attachments(views)
             .width(extent.width)
             .height(extent.height)
-            .layers(1);
+            .layers(layers);
         // SAFETY: valid render pass and views of this device.
         let handle = unsafe { ctx.device.create_framebuffer(&info, None) }.call("vkCreateFramebuffer")?;
         Ok(Framebuffer { ctx: ctx.clone(), handle })
@@ -176,8 +205,12 @@ impl Drop for Framebuffer {
 }
 
 /// Offscreen colour + depth target. The render pass leaves colour in TRANSFER_SRC_OPTIMAL.
+/// With `layers` > 1 (`--views N`) both images have N array layers and the framebuffer N
+/// layers: view i is drawn into layer i (docs/ARCHITECTURE.md, "Views").
 pub struct OffscreenTarget {
     pub extent: vk::Extent2D,
+    /// Array layers: the views (1 without `--views`).
+    pub layers: u32,
     pub framebuffer: Framebuffer,
     pub color: Image,
     pub depth: Image,
@@ -189,9 +222,20 @@ impl OffscreenTarget {
         render_pass: vk::RenderPass,
         extent: vk::Extent2D,
     ) -> Result<Self, VkError> {
-        let color = Image::new(
+        Self::layered(ctx, render_pass, extent, 1)
+    }
+
+    /// [`OffscreenTarget::new`] with `layers` layers (one per view).
+    pub fn layered(
+        ctx: &Arc<Context>,
+        render_pass: vk::RenderPass,
+        extent: vk::Extent2D,
+        layers: u32,
+    ) -> Result<Self, VkError> {
+        let color = Image::layered(
             ctx,
             extent,
+            layers,
             OFFSCREEN_FORMAT,
             // TRANSFER_DST: with `--post` the frame is copied in instead of drawn.
             vk::ImageUsageFlags::COLOR_ATTACHMENT
@@ -199,24 +243,31 @@ impl OffscreenTarget {
                 | vk::ImageUsageFlags::TRANSFER_DST,
             vk::ImageAspectFlags::COLOR,
         )?;
-        let depth = Image::new(
+        let depth = Image::layered(
             ctx,
             extent,
+            layers,
             DEPTH_FORMAT,
             vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT,
             vk::ImageAspectFlags::DEPTH,
         )?;
-        let framebuffer = Framebuffer::new(ctx, render_pass, &[color.view, depth.view], extent)?;
-        Ok(OffscreenTarget { extent, framebuffer, color, depth })
+        let framebuffer = Framebuffer::layered(ctx, render_pass, &[color.view, depth.view], extent, layers)?;
+        Ok(OffscreenTarget { extent, layers, framebuffer, color, depth })
+    }
+
+    /// Bytes of one frame in a linear buffer: layers × height × width × 4.
+    pub fn bytes(&self) -> u64 {
+        self.layers as u64 * self.extent.width as u64 * self.extent.height as u64 * 4
     }
 
     /// Record the copy of the colour image (in TRANSFER_SRC_OPTIMAL, as the render pass leaves
     /// it) into `buffer` as tightly packed RGBA8 rows, after a barrier from the render pass's
-    /// colour writes to the copy's reads.
+    /// colour writes to the copy's reads. With layers, ONE copy of every layer: a contiguous
+    /// `(layers, height, width, 4)` array (layer i at byte i × height × width × 4).
     ///
     /// # Safety
     /// `cmd` is a command buffer of `device` (this target's) in the recording state, outside a
-    /// render pass; `buffer` has TRANSFER_DST usage and holds width × height × 4 bytes.
+    /// render pass; `buffer` has TRANSFER_DST usage and holds [`Self::bytes`] bytes.
     pub unsafe fn cmd_copy_to_buffer(
         &self,
         device: &ash::Device,
@@ -232,13 +283,13 @@ impl OffscreenTarget {
             .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
             .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
             .image(self.color.image)
-            .subresource_range(subresource(vk::ImageAspectFlags::COLOR));
+            .subresource_range(subresource_layers(vk::ImageAspectFlags::COLOR, self.layers));
         let region = vk::BufferImageCopy::default()
             .image_subresource(vk::ImageSubresourceLayers {
                 aspect_mask: vk::ImageAspectFlags::COLOR,
                 mip_level: 0,
                 base_array_layer: 0,
-                layer_count: 1,
+                layer_count: self.layers,
             })
             .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
         // SAFETY: per this function's contract.
@@ -262,11 +313,10 @@ impl OffscreenTarget {
         }
     }
 
-    /// Copy the colour image to the host as tightly packed RGBA8 rows, after the frame whose
-    /// `rendered` value is `wait` (semaphore, value) has finished.
+    /// Copy the colour image to the host as tightly packed RGBA8 rows (every layer, in order),
+    /// after the frame whose `rendered` value is `wait` (semaphore, value) has finished.
     pub fn read_rgba(&self, ctx: &Arc<Context>, wait: (vk::Semaphore, u64)) -> Result<Vec<u8>, VkError> {
-        let (w, h) = (self.extent.width, self.extent.height);
-        let buf = HostBuffer::new(ctx, w as u64 * h as u64 * 4, vk::BufferUsageFlags::TRANSFER_DST)?;
+        let buf = HostBuffer::new(ctx, self.bytes(), vk::BufferUsageFlags::TRANSFER_DST)?;
         ctx.one_shot(&[(wait.0, wait.1, vk::PipelineStageFlags::TRANSFER)], |cmd| {
             // SAFETY: recording into the one-shot command buffer; the image is in TRANSFER_SRC
             // layout after the render pass, and the buffer is large enough.
