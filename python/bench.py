@@ -320,9 +320,9 @@ def largest_round(size: int, opts: dict[str, Any]) -> dict[str, Any]:
     out["view_bytes_3_slots"] = (mem[(256, 3)] - mem[(1, 3)]) / 255
     out["frame_bytes_per_view"] = size * size * 4
     try:
-        vkhip.Frames(size=(size, size), views=1 << 24, api="cuda", grid=(64, 64))
-        out["limit"] = "none named: 16777216 views were accepted"
-        n = 1 << 24
+        vkhip.Frames(size=(size, size), views=65536, api="cuda", grid=(64, 64))
+        out["limit"] = "none named: 65536 views (the flag's most) were accepted"
+        n = 65536
     except vkhip.LimitError as e:
         m = re.search(r"past this device's (\w+) \((\d+)\)", str(e))
         out["limit"] = str(e)
