@@ -76,6 +76,24 @@ def test_poses_from_numpy_and_lists_move_the_cameras() -> None:
     assert np.array_equal(first_frame(c), moved)
 
 
+def test_poses_from_any_array_or_dlpack_producer(dev: vkhip.Device) -> None:
+    poses = np.array(vkhip.Frames.default_poses(2), dtype=np.float32)
+    poses[:, 9] = [35.0, 55.0]
+
+    class OnlyArray:
+        def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+            return poses
+
+    frames = vkhip.Frames(views=2, **ARGS)  # type: ignore[arg-type]
+    frames.set_poses(OnlyArray())
+    assert np.array_equal(np.array(frames.poses, dtype=np.float32), poses)
+    buf = dev.buffer((2, 10), "float32")  # a DLPack producer with no __array__ or tolist()
+    buf.vulkan_write((poses + np.float32(1.0)).tobytes())
+    with buf:
+        frames.set_poses(buf)
+    assert np.array_equal(np.array(frames.poses, dtype=np.float32), poses + np.float32(1.0))
+
+
 @pytest.mark.parametrize(
     ("poses", "message"),
     [
