@@ -381,6 +381,7 @@ def handoffs_round(size: int, counts: list[int], frames: int) -> list[dict[str, 
                 "frames": counted,
                 "waits": waits,
                 "handoffs_per_frame": sum(waits.values()) / max(counted, 1),
+                "lines": [ln.strip() for ln in result.report.splitlines() if "hand-off" in ln],
                 "frame_ms": frame_mean_ms(result.report),
             }
         )
@@ -484,10 +485,20 @@ def views_benchmarks(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
 
     if args.handoffs:
         got = in_process_json(["handoffs", "128", ccsv, str(args.handoff_frames)])
+        print("\nhand-offs per frame (vkhip.view, torch writes (N, 64, 64) heights, 128x128):")
         for c in got if isinstance(got, list) else [got]:
-            row = {"bench": "views-handoffs", "size": "128x128", **c}
-            rows.append(row)
-            print(f"ROW {json.dumps(row)}", flush=True)
+            rows.append({"bench": "views-handoffs", "size": "128x128", **c})
+            if "error" in c:
+                print(f"  error: {c['error']}")
+                continue
+            print(
+                f"  N = {c['views']:5}: {c['handoffs_per_frame']:.2f} a frame ({c['waits']} waits "
+                f"over {c['frames']} frames), frame {c['frame_ms']:.3f} ms",
+                flush=True,
+            )
+            if c["views"] == 1 or not c["waits"]:
+                for line in c["lines"]:
+                    print(f"      {line}")
 
     if args.hd:
         zc, host = interleaved(
