@@ -515,9 +515,21 @@ def views_benchmarks(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
     if args.largest:
         for z in sizes:
             out = in_process_json(["largest", str(z), spec_opts])
-            row = {"bench": "views-memory", "size": f"{z}x{z}", **out}
-            rows.append(row)
-            print(f"ROW {json.dumps(row)}", flush=True)
+            rows.append({"bench": "views-memory", "size": f"{z}x{z}", **out})
+            if "error" in out:
+                print(f"memory {z}x{z}: error: {out['error']}")
+                continue
+            print(
+                f"memory {z}x{z}: a slot of 256 views "
+                f"{out['slot_bytes_256_views'] / 2**20:.1f} MiB, "
+                f"a view (3 slots and the target) {out['view_bytes_3_slots'] / 2**10:.0f} KiB "
+                f"(its pixels {out['frame_bytes_per_view'] / 2**10:.0f} KiB); largest N "
+                f"{out.get('largest_n')} ({out.get('largest_mem_bytes', 0) / 2**20:.0f} MiB, "
+                f"{out.get('largest_views_s', 0):.0f} views/s); limit: {out['limit']}",
+                flush=True,
+            )
+            for refused in out.get("refused", []):
+                print(f"    refused {refused}")
     print(f"views benchmarks: {time.perf_counter() - t_start:.0f} s", flush=True)
 
 
