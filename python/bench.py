@@ -381,7 +381,11 @@ def handoffs_round(size: int, counts: list[int], frames: int) -> list[dict[str, 
                 "frames": counted,
                 "waits": waits,
                 "handoffs_per_frame": sum(waits.values()) / max(counted, 1),
-                "lines": [ln.strip() for ln in result.report.splitlines() if "hand-off" in ln],
+                "lines": [
+                    ln.strip()
+                    for ln in result.report.splitlines()
+                    if ln.strip().startswith("hand-off")
+                ],
                 "frame_ms": frame_mean_ms(result.report),
             }
         )
@@ -492,8 +496,9 @@ def views_benchmarks(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
                 print(f"  error: {c['error']}")
                 continue
             print(
-                f"  N = {c['views']:5}: {c['handoffs_per_frame']:.2f} a frame ({c['waits']} waits "
-                f"over {c['frames']} frames), frame {c['frame_ms']:.3f} ms",
+                f"  N = {c['views']:5}: {len(c['waits'])} edges, {c['handoffs_per_frame']:.2f} "
+                f"waits a frame ({c['waits']} over {c['frames']} frames; the first K - 1 frames "
+                f"wait for no earlier one), frame {c['frame_ms']:.3f} ms",
                 flush=True,
             )
             if c["views"] == 1 or not c["waits"]:
