@@ -89,12 +89,7 @@ fn check_shape(shape: &[i64], n: u32) -> PyResult<()> {
 /// One row (10 numbers) as a pose.
 fn pose_of(r: &[f64]) -> Pose {
     let f = |i: usize| r[i] as f32;
-    Pose {
-        eye: [f(0), f(1), f(2)],
-        target: [f(3), f(4), f(5)],
-        up: [f(6), f(7), f(8)],
-        fov_y_deg: f(9),
-    }
+    Pose { eye: [f(0), f(1), f(2)], target: [f(3), f(4), f(5)], up: [f(6), f(7), f(8)], fov_y_deg: f(9) }
 }
 
 /// A pose as its row of 10 floats.
