@@ -5,7 +5,8 @@
 //   u = 2.0*float(x)/float(W-1) - 1.0,   v = 2.0*float(y)/float(H-1) - 1.0
 //   h = amplitude * sin(frequency*u + phase) * cos(frequency*v + phase)
 // Layout: one float per grid point, row-major, index = y*width + x.
-// Dispatch: (ceil(W/16), ceil(H/16), 1); invocations outside the grid do nothing.
+// Dispatch: (ceil(W/16), ceil(H/16), envs); invocations outside the grid do nothing.
+// Environment e (z) writes its field at e*W*H (see --envs in src/sim.rs).
 //
 // sin/cos are NOT the GLSL built-ins: Vulkan only guarantees those to 2^-11 absolute error,
 // and every backend must agree with the CPU within 1e-5 on every driver (some drivers are
@@ -33,7 +34,13 @@ layout(push_constant) uniform SinewavePush {
     float phase;     // offset  8
     float amplitude; // offset 12
     float frequency; // offset 16
+    uint envs;       // offset 20: environments, one after the other (dispatch z)
 } pc;
+
+// = sim::ENV_PHASES and sim::ENV_PHASE_STEP (src/sim.rs; a test checks they agree): environment e
+// is at phase pc.phase + (e % ENV_PHASES) * ENV_PHASE_STEP (exact products: no rounding to differ).
+const uint ENV_PHASES = 64u;
+const float ENV_PHASE_STEP = 0.09375;
 
 // --- Cody-Waite range reduction: x = k*(pi/2) + r, |r| <= pi/4 (+ rounding) ---------------
 const float FRAC_2_PI = 0.63661975;  // 2/pi
@@ -81,11 +88,13 @@ float vk_cos(float x) {
 void main() {
     uint x = gl_GlobalInvocationID.x;
     uint y = gl_GlobalInvocationID.y;
+    uint e = gl_GlobalInvocationID.z;
     if (x >= pc.width || y >= pc.height) {
         return;
     }
+    float phase = pc.phase + float(e % ENV_PHASES) * ENV_PHASE_STEP;
     float u = 2.0 * float(x) / float(pc.width - 1u) - 1.0;
     float v = 2.0 * float(y) / float(pc.height - 1u) - 1.0;
-    h[y * pc.width + x] =
-        pc.amplitude * vk_sin(pc.frequency * u + pc.phase) * vk_cos(pc.frequency * v + pc.phase);
+    h[e * pc.width * pc.height + y * pc.width + x] =
+        pc.amplitude * vk_sin(pc.frequency * u + phase) * vk_cos(pc.frequency * v + phase);
 }

@@ -50,9 +50,10 @@
 //! - Descriptor set 0, binding 0: `STORAGE_BUFFER`, stage `COMPUTE`,
 //!   `layout(set=0, binding=0, std430) buffer Heights { float h[]; }` (same layout; only
 //!   written, but declared read-write because naga rejects `writeonly` storage buffers).
-//! - Push constants: one range, stage `COMPUTE`, offset 0, size 20 ([`SinewavePush`],
+//! - Push constants: one range, stage `COMPUTE`, offset 0, size 24 ([`SinewavePush`],
 //!   [`SINEWAVE_PUSH_SIZE`]): `uint width` @0, `uint height` @4, `float phase` @8,
-//!   `float amplitude` @12, `float frequency` @16.
+//!   `float amplitude` @12, `float frequency` @16, `uint envs` @20 (`--envs`: the dispatch's z;
+//!   environment e at `phase + (e % 64) × 0.09375`, written from `e × W × H` on).
 //! - Computes exactly [`crate::sim::height`] in the same order of operations, but with its own
 //!   `sin`/`cos` ([`trig`]): GLSL's built-ins are only guaranteed to 2^-11 absolute error on
 //!   Vulkan, far from the 1e-5 every backend must meet on every driver.
@@ -261,7 +262,8 @@ impl ViewPush {
 
 /// Push constants of [`SINEWAVE_COMP`]: `SinewavePush` in `sinewave.comp`.
 ///
-/// Byte offsets 0, 4, 8, 12, 16; 20 bytes. Same order as the HIP/CUDA kernel's arguments.
+/// Byte offsets 0, 4, 8, 12, 16, 20; 24 bytes. The first five in the order of the HIP/CUDA
+/// kernel's arguments; `envs` is the Vulkan writer's (`--envs`, dispatch z).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SinewavePush {
@@ -270,6 +272,7 @@ pub struct SinewavePush {
     pub phase: f32,
     pub amplitude: f32,
     pub frequency: f32,
+    pub envs: u32,
 }
 
 impl From<&WaveParams> for SinewavePush {
@@ -280,6 +283,7 @@ impl From<&WaveParams> for SinewavePush {
             phase: p.phase,
             amplitude: p.amplitude,
             frequency: p.frequency,
+            envs: p.envs.max(1),
         }
     }
 }
@@ -586,6 +590,29 @@ mod tests {
     }
 
     #[test]
+    fn the_layered_surface_writes_gl_layer_from_its_push_constants() {
+        assert_eq!((size_of::<ViewPush>(), VIEW_PUSH_SIZE), (104, 104));
+        assert_eq!((offset_of!(ViewPush, layer), offset_of!(ViewPush, heights_base)), (96, 100));
+        let m = Module::new(SURFACE_LAYERED_VERT);
+        let spv = m.member_offsets(m.push_constant_struct());
+        let names: Vec<&str> = spv.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names[6..], ["layer", "heights_base"]);
+        assert_eq!(spv[6..].iter().map(|&(_, o)| o).collect::<Vec<_>>(), [96, 100]);
+        // SPIR-V 1.5, capability ShaderLayer (69), one variable decorated BuiltIn (11) Layer (9),
+        // nothing left at location 15 and no Flat on it.
+        assert_eq!(SURFACE_LAYERED_VERT[1], 0x0001_0500);
+        assert!(m.ops(17).any(|a| a == [69]));
+        let layer: Vec<u32> = m.ops(OP_DECORATE).filter(|a| a[1..] == [11, 9]).map(|a| a[0]).collect();
+        assert_eq!(layer.len(), 1);
+        assert!(!m.ops(OP_DECORATE).any(|a| a[1..] == [30, 15]));
+        assert!(!m.ops(OP_DECORATE).any(|a| a == [layer[0], 14]));
+        // The one-view shader is untouched: no layer anywhere.
+        let plain = Module::new(SURFACE_VERT);
+        assert!(!plain.ops(OP_DECORATE).any(|a| a[1..] == [11, 9]));
+        assert_eq!(SURFACE_VERT[1], 0x0001_0300);
+    }
+
+    #[test]
     fn surface_push_layout_matches_glsl() {
         assert_eq!(size_of::<SurfacePush>(), 96);
         assert_eq!(SURFACE_PUSH_SIZE, 96);
@@ -668,16 +695,17 @@ mod tests {
 
     #[test]
     fn sinewave_push_layout_matches_glsl() {
-        assert_eq!(size_of::<SinewavePush>(), 20);
-        assert_eq!(SINEWAVE_PUSH_SIZE, 20);
+        assert_eq!(size_of::<SinewavePush>(), 24);
+        assert_eq!(SINEWAVE_PUSH_SIZE, 24);
         let rust = [
             ("width", offset_of!(SinewavePush, width)),
             ("height", offset_of!(SinewavePush, height)),
             ("phase", offset_of!(SinewavePush, phase)),
             ("amplitude", offset_of!(SinewavePush, amplitude)),
             ("frequency", offset_of!(SinewavePush, frequency)),
+            ("envs", offset_of!(SinewavePush, envs)),
         ];
-        assert_eq!(rust.map(|(_, o)| o), [0, 4, 8, 12, 16]);
+        assert_eq!(rust.map(|(_, o)| o), [0, 4, 8, 12, 16, 20]);
         let m = Module::new(SINEWAVE_COMP);
         let spv = m.member_offsets(m.push_constant_struct());
         let expect: Vec<(String, u32)> = rust.iter().map(|&(n, o)| (n.to_string(), o as u32)).collect();
@@ -688,6 +716,14 @@ mod tests {
         assert_eq!(&b[0..4], 7u32.to_le_bytes());
         assert_eq!(&b[8..12], p.phase.to_le_bytes());
         assert_eq!(&b[16..20], crate::sim::FREQUENCY.to_le_bytes());
+        assert_eq!(&b[20..24], 1u32.to_le_bytes());
+    }
+
+    #[test]
+    fn the_compute_shaders_environment_phases_are_sims() {
+        let src = include_str!("../shaders/sinewave.comp");
+        assert!(src.contains(&format!("const uint ENV_PHASES = {}u;", crate::sim::ENV_PHASES)));
+        assert!(src.contains(&format!("const float ENV_PHASE_STEP = {:?};", crate::sim::ENV_PHASE_STEP)));
     }
 
     #[test]
@@ -755,9 +791,10 @@ mod tests {
             let v: f32 = lit.parse().unwrap();
             assert!(constants.contains(&v.to_bits()) || constants.contains(&(-v).to_bits()), "{name}");
         }
+        // (+ ENV_PHASE_STEP, tested by `the_compute_shaders_environment_phases_are_sims`.)
         assert_eq!(
             src.matches("const float ").count(),
-            trig::LITERALS.len(),
+            trig::LITERALS.len() + 1,
             "untested constant in sinewave.comp"
         );
         // The split of pi/2 is right and its first two parts are short enough for exact k*part.

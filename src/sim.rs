@@ -25,6 +25,27 @@ pub const FREQUENCY: f32 = 6.0;
 /// Phase speed in radians per second of simulation time.
 pub const SPEED: f64 = 1.5;
 
+/// `--envs`: environment e's wave is the same wave at phase `phase + (e mod ENV_PHASES) ×
+/// ENV_PHASE_STEP` ([`env_phase`]), i.e. at time `t + (e mod ENV_PHASES) × ENV_PHASE_STEP / SPEED`
+/// ([`env_time`]): 64 distinct phases 0.09375 rad (1/16 s) apart, repeating. The step is exact in
+/// f32 and so is every `k × step` for k < 64, so every backend (fused multiply-add or not) adds
+/// the same value to the phase.
+pub const ENV_PHASES: u32 = 64;
+/// See [`ENV_PHASES`].
+pub const ENV_PHASE_STEP: f32 = 0.09375;
+
+/// Environment `env`'s phase for a frame at `phase` (environment 0's is `phase` itself).
+#[inline]
+pub fn env_phase(phase: f32, env: u32) -> f32 {
+    phase + (env % ENV_PHASES) as f32 * ENV_PHASE_STEP
+}
+
+/// Environment `env`'s simulation time for a frame at `t` seconds (what a caller's writer may
+/// use for environment `env`: [`env_phase`] of `phase_for_time(t)`, up to rounding).
+pub fn env_time(t: f64, env: u32) -> f64 {
+    t + (env % ENV_PHASES) as f64 * ENV_PHASE_STEP as f64 / SPEED
+}
+
 /// Largest side accepted for the grid (the renderer's limits may lower it further).
 pub const MAX_SIDE: u32 = 16384;
 
@@ -110,12 +131,37 @@ pub struct WaveParams {
     /// The simulation time these parameters are for, seconds (the phase comes from it; no
     /// kernel reads it; a caller's own writer gets it).
     pub time: f64,
+    /// `--envs`: height fields written one after the other, `(envs, height, width)`;
+    /// environment e at phase [`env_phase`]`(phase, e)`.
+    pub envs: u32,
 }
 
 impl WaveParams {
     /// The parameters for simulation time `t` seconds.
     pub fn at_time(grid: Grid, t: f64) -> Self {
-        WaveParams { grid, phase: phase_for_time(t), amplitude: AMPLITUDE, frequency: FREQUENCY, time: t }
+        WaveParams {
+            grid,
+            phase: phase_for_time(t),
+            amplitude: AMPLITUDE,
+            frequency: FREQUENCY,
+            time: t,
+            envs: 1,
+        }
+    }
+
+    /// The same frame with `envs` environments.
+    pub fn with_envs(self, envs: u32) -> Self {
+        WaveParams { envs: envs.max(1), ..self }
+    }
+
+    /// Values written: envs × width × height.
+    pub fn values(&self) -> usize {
+        self.envs as usize * self.grid.len()
+    }
+
+    /// Environment `env` alone (its phase, one environment).
+    pub fn env(&self, env: u32) -> WaveParams {
+        WaveParams { phase: env_phase(self.phase, env), envs: 1, ..*self }
     }
 }
 
@@ -154,10 +200,13 @@ pub fn height(p: &WaveParams, x: u32, y: u32) -> f32 {
 /// ```
 pub fn fill_reference(p: &WaveParams, out: &mut [f32]) {
     let w = p.grid.width as usize;
-    assert_eq!(out.len(), p.grid.len(), "output length must equal the grid size");
-    for (y, row) in out.chunks_exact_mut(w).enumerate() {
-        for (x, h) in row.iter_mut().enumerate() {
-            *h = height(p, x as u32, y as u32);
+    assert_eq!(out.len(), p.values(), "output length must equal envs × the grid size");
+    for (e, field) in out.chunks_exact_mut(p.grid.len()).enumerate() {
+        let pe = p.env(e as u32);
+        for (y, row) in field.chunks_exact_mut(w).enumerate() {
+            for (x, h) in row.iter_mut().enumerate() {
+                *h = height(&pe, x as u32, y as u32);
+            }
         }
     }
 }
@@ -191,6 +240,8 @@ pub fn compare_with_reference_progress(
 ) -> Comparison {
     use rayon::prelude::*;
     let w = p.grid.width as usize;
+    let field = p.grid.len();
+    let envs: Vec<WaveParams> = (0..p.envs).map(|e| p.env(e)).collect();
     let mut c = actual
         .par_chunks(COMPARE_CHUNK)
         .enumerate()
@@ -199,7 +250,9 @@ pub fn compare_with_reference_progress(
             let mut c = Comparison::default();
             for (j, &a) in chunk.iter().enumerate() {
                 let i = base + j;
-                let e = height(p, (i % w) as u32, (i / w) as u32);
+                let (env, k) = (i / field, i % field);
+                let pe = envs.get(env).unwrap_or(p);
+                let e = height(pe, (k % w) as u32, (k / w) as u32);
                 let err = (a - e).abs();
                 if !err.is_finite() || err > tolerance {
                     c.mismatches += 1;
@@ -220,8 +273,8 @@ pub fn compare_with_reference_progress(
                 (x, y) => x.or(y),
             },
         });
-    if actual.len() != p.grid.len() {
-        c.mismatches += p.grid.len().abs_diff(actual.len());
+    if actual.len() != p.values() {
+        c.mismatches += p.values().abs_diff(actual.len());
     }
     c
 }
@@ -229,6 +282,29 @@ pub fn compare_with_reference_progress(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn environments_follow_one_another_at_their_phases() {
+        let grid = Grid { width: 5, height: 4 };
+        let p = WaveParams::at_time(grid, 0.75).with_envs(3);
+        let mut v = vec![f32::NAN; p.values()];
+        fill_reference(&p, &mut v);
+        for e in 0..3u32 {
+            let pe = WaveParams::at_time(grid, env_time(0.75, e));
+            assert!((pe.phase - env_phase(p.phase, e)).abs() < 1e-6);
+            let at = |x, y| v[e as usize * grid.len() + (y * 5 + x) as usize];
+            assert_eq!(at(3, 2), height(&p.env(e), 3, 2));
+        }
+        assert_eq!(p.env(0).phase, p.phase);
+        assert_ne!(v[..grid.len()], v[grid.len()..2 * grid.len()]);
+        assert_eq!(compare_with_reference(&p, &v, 1e-6).mismatches, 0);
+        // Environment 1's values where environment 2's should be: every value of it counted.
+        let mut wrong = v.clone();
+        wrong.copy_within(grid.len()..2 * grid.len(), 2 * grid.len());
+        assert!(compare_with_reference(&p, &wrong, 1e-6).mismatches > 10);
+        assert_eq!(compare_with_reference(&p, &v[..grid.len()], 1e-6).mismatches, 2 * grid.len());
+        assert_eq!(env_phase(1.0, ENV_PHASES), 1.0);
+    }
 
     #[test]
     fn grid_parses_and_rejects() {
@@ -249,6 +325,7 @@ mod tests {
             amplitude: 1.0,
             frequency: std::f32::consts::FRAC_PI_2,
             time: 0.0,
+            envs: 1,
         };
         let mut out = vec![0.0; 9];
         fill_reference(&p, &mut out);

@@ -30,7 +30,7 @@ impl HeightWriter for Wave {
         if self.fail_at == Some(frame) {
             return Err(WriterError(format!("the writer gave up at frame {frame}")));
         }
-        let HeightTarget::Host { heights, cols, rows } = target else {
+        let HeightTarget::Host { heights, cols, rows, .. } = target else {
             return Err(WriterError("expected the host path".into()));
         };
         assert_eq!(heights.len(), cols as usize * rows as usize);
@@ -265,7 +265,7 @@ struct GpuWave {
 
 impl HeightWriter for GpuWave {
     fn write(&mut self, frame: u64, time_s: f64, target: HeightTarget<'_>) -> Result<(), WriterError> {
-        let HeightTarget::Cuda { ptr, stream, cols, rows } = target else {
+        let HeightTarget::Cuda { ptr, stream, cols, rows, .. } = target else {
             return Err(WriterError("expected the CUDA path".into()));
         };
         self.streams.lock().unwrap().push((frame, stream));

@@ -16,7 +16,7 @@ struct Wave(Arc<Mutex<Vec<u64>>>);
 
 impl HeightWriter for Wave {
     fn write(&mut self, frame: u64, time_s: f64, target: HeightTarget<'_>) -> Result<(), WriterError> {
-        let HeightTarget::Host { heights, cols, rows } = target else {
+        let HeightTarget::Host { heights, cols, rows, .. } = target else {
             return Err(WriterError("expected the host path".into()));
         };
         self.0.lock().unwrap().push(frame);

@@ -83,7 +83,7 @@ impl Clock {
         session
             .sync
             .due(render_frame)
-            .map(|g| WaveParams::at_time(grid, self.time_for(g, render_frame)))
+            .map(|g| WaveParams::at_time(grid, self.time_for(g, render_frame)).with_envs(session.envs))
             .collect()
     }
 }

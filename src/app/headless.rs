@@ -312,6 +312,7 @@ fn post_test_offscreen(
         slots,
         ctx: ctx.clone(),
         grid,
+        envs: 1,
         device_reason: String::new(),
         backend_reason: String::new(),
     };
@@ -328,7 +329,7 @@ fn post_test_offscreen(
     .unwrap();
     renderer.attach_post(session.post.as_ref().unwrap(), plan.post_batch).unwrap();
     let target = OffscreenTarget::new(ctx, renderer.render_pass.handle, extent).unwrap();
-    Offscreen { target, renderer, session }
+    Offscreen { target, renderer, session, views: 1, envs: 1 }
 }
 
 /// The post stage's on-Vulkan's-queue frame shape (`vulkan`, `cuda-in-vulkan`: heights → draw →

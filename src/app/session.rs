@@ -233,6 +233,8 @@ pub struct Session {
     pub slots: Vec<Slot>,
     pub ctx: Arc<Context>,
     pub grid: Grid,
+    /// `--envs`: height fields in each slot, `(envs, rows, cols)`.
+    pub envs: u32,
     pub device_reason: String,
     pub backend_reason: String,
 }
@@ -322,6 +324,18 @@ impl Session {
         let plan = SyncPlan::resolve(&request, choice.kind, &physical)?;
         let slots_n = plan.slots;
         check_grid(args.grid, slots_n, &physical)?;
+        if args.envs > 1 {
+            // `--envs`: (E, rows, cols) in each slot, written in one launch by the cpu and vulkan
+            // backends (or by the caller's writer, `maker`).
+            if maker.is_none() && !matches!(choice.kind, BackendKind::Cpu | BackendKind::Vulkan) {
+                return Err(VkError::Unsupported(format!(
+                    "--envs {} with --backend {}: the cpu and vulkan backends write E environments in one launch; the CUDA/HIP kernel writes one (use --envs 1)",
+                    args.envs, choice.kind
+                ))
+                .into());
+            }
+            crate::vk::views::check_heights(&physical, args.envs, args.grid)?;
+        }
         let staged = plan.memory == MemoryPath::Staged;
         let interop = choice.kind.imports_memory() && !staged;
         if interop && !physical.memory_export {
@@ -364,7 +378,7 @@ impl Session {
             SlotMemory::DeviceLocal
         };
         let slots = (0..slots_n)
-            .map(|_| Slot::new(&ctx, args.grid.bytes(), memory, interop))
+            .map(|_| Slot::new(&ctx, args.grid.bytes() * args.envs as u64, memory, interop))
             .collect::<Result<Vec<_>, _>>()?;
         let export_sems = interop && plan.export != Export::Nothing;
         let sems = FrameSemaphores::new(&ctx, &plan)?;
@@ -435,6 +449,7 @@ impl Session {
             slots,
             ctx,
             grid: args.grid,
+            envs: args.envs,
             device_reason,
             backend_reason: choice.reason,
         })

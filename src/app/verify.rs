@@ -59,14 +59,16 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let Offscreen { session, renderer, .. } = &mut o;
     let mut post = PostCheck::default();
 
-    let bar = progress_bar(args.frames.saturating_mul(session.grid.len() as u64));
+    // Every environment of the slot (`--envs`: what each view reads) is checked.
+    let envs = session.envs;
+    let bar = progress_bar(args.frames.saturating_mul(session.grid.len() as u64 * envs as u64));
     let mut max_err = 0f32;
     let mut over = 0usize;
     let mut values = 0usize;
     let mut frames_done = 0u64;
     let mut first_failure = None;
     let grid = session.grid;
-    let params_of = |g: u64| WaveParams::at_time(grid, g as f64 * args.dt);
+    let params_of = |g: u64| WaveParams::at_time(grid, g as f64 * args.dt).with_envs(envs);
     for f in 0..args.frames {
         if interrupted() {
             break;
@@ -112,7 +114,7 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         post.check_copied(session, ready, args.corrupt_frame)?;
         let mut data =
             session.read_slot(slot, &waits).with_context(|| format!("reading slot {slot} back"))?;
-        data.truncate(session.grid.len());
+        data.truncate(params.values());
         let t_cmp = std::time::Instant::now();
         bar.set_message(format!("frame {f}: comparing with the CPU reference"));
         let c = compare_with_reference_progress(&params, &data, args.tolerance, &|n| bar.inc(n));
@@ -125,12 +127,14 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         if c.mismatches > 0 && first_failure.is_none() {
             let i = c.first_mismatch.unwrap_or(0);
             let w = session.grid.width as usize;
+            let (env, k) = (i / session.grid.len(), i % session.grid.len());
+            let at = if envs > 1 { format!("environment {env} ") } else { String::new() };
             first_failure = Some(format!(
-                "frame {f} slot {slot}: first bad value at (x={}, y={}) = {} (expected {})",
-                i % w,
-                i / w,
+                "frame {f} slot {slot}: first bad value at {at}(x={}, y={}) = {} (expected {})",
+                k % w,
+                k / w,
                 data.get(i).copied().unwrap_or(f32::NAN),
-                crate::sim::height(&params, (i % w) as u32, (i / w) as u32)
+                crate::sim::height(&params.env(env as u32), (k % w) as u32, (k / w) as u32)
             ));
         }
         max_err = max_err.max(c.max_abs_error);
@@ -140,11 +144,19 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     }
     bar.finish_and_clear();
     // Post batches: the last, partial batch's filters and copies, then their checks.
+    let blank = blank_views(&o, frames_done)?;
+    if let Some(&v) = blank.first() {
+        first_failure.get_or_insert(format!(
+            "view {v} of the last frame ({} of {} views) shows only the background",
+            blank.len(),
+            o.views
+        ));
+    }
     let Offscreen { session, renderer, .. } = &mut o;
     let flushed = flush_post(session, renderer, frames_done, &draw_target)?;
     post.check_copied(session, flushed.end, args.corrupt_frame)?;
     let post_all = session.post.is_none() || post.frames == frames_done;
-    let pass = over == 0 && post.over == 0 && post_all && frames_done == args.frames;
+    let pass = over == 0 && post.over == 0 && post_all && frames_done == args.frames && blank.is_empty();
     let backend = session.sync.backend_kind();
     let mode = session.sync.mode();
     let slots = session.sync.slots();
@@ -174,11 +186,32 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     } else {
         "FAIL"
     };
+    let views_line = match (args.common.views, args.common.envs) {
+        (1, 1) => String::new(),
+        (n, e) => format!(" views={n} envs={e}"),
+    };
     crate::outln!(
-        "verify: {verdict} backend={backend} sync={mode} slots={slots} run_ahead={run_ahead} batch={batch} grid={} frames={frames_done} values={values} max_abs_error={max_err:.3e} over_tolerance={over} submit={submit}{post_line}",
+        "verify: {verdict} backend={backend} sync={mode} slots={slots} run_ahead={run_ahead} batch={batch} grid={} frames={frames_done} values={values} max_abs_error={max_err:.3e} over_tolerance={over} submit={submit}{views_line}{post_line}",
         args.common.grid,
     );
     Ok(if pass { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// `--views`: the views of the last frame (`frames` drawn) that show only the background (every
+/// view must draw the surface: its heights were checked above, its layer is checked here).
+fn blank_views(o: &Offscreen, frames: u64) -> anyhow::Result<Vec<u32>> {
+    if o.views == 1 || frames == 0 {
+        return Ok(Vec::new());
+    }
+    let pixels = o.target.read_rgba(&o.session.ctx, o.target_done(frames))?;
+    let per_view = pixels.len() / o.views as usize;
+    let background = pixels[..4].to_vec();
+    Ok(pixels
+        .chunks_exact(per_view)
+        .enumerate()
+        .filter(|(_, view)| view.chunks_exact(4).all(|p| p == background.as_slice()))
+        .map(|(i, _)| i as u32)
+        .collect())
 }
 
 /// The post stage's check: every frame's output against [`outline_reference`] of its scene.

@@ -104,27 +104,35 @@ impl ComputeBackend for CpuBackend {
         params: &WaveParams,
     ) -> Result<(), ComputeError> {
         let (ptr, len) = self.slots[slot];
-        let n = params.grid.len();
+        let n = params.values();
         if n > len {
             return Err(ComputeError::Unsupported {
                 backend: "cpu",
-                reason: format!("slot holds {len} values, grid needs {n}"),
+                reason: format!(
+                    "slot holds {len} values, {} environment(s) of the grid need {n}",
+                    params.envs
+                ),
             });
         }
         // SAFETY: the mapping holds `len ≥ n` floats and the protocol guarantees no reader or other
         // writer uses this slot now (its previous draw has finished: `rendered` was waited on).
         let out = unsafe { std::slice::from_raw_parts_mut(ptr, n) };
-        // Split rows across threads for large grids; each thread computes whole rows.
+        // Split rows across threads for large grids; each thread computes whole rows (the rows
+        // of every environment, one after the other).
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
         let w = params.grid.width as usize;
-        let rows_per = (params.grid.height as usize).div_ceil(threads);
+        let rows = params.grid.height as usize;
+        let rows_per = (rows * params.envs as usize).div_ceil(threads);
         if threads > 1 && n >= 1 << 16 {
+            let envs: Vec<WaveParams> = (0..params.envs).map(|e| params.env(e)).collect();
+            let envs = &envs;
             std::thread::scope(|s| {
                 for (i, chunk) in out.chunks_mut(rows_per * w).enumerate() {
                     s.spawn(move || {
-                        let y0 = (i * rows_per) as u32;
+                        let r0 = i * rows_per;
                         for (j, h) in chunk.iter_mut().enumerate() {
-                            *h = crate::sim::height(params, (j % w) as u32, y0 + (j / w) as u32);
+                            let r = r0 + j / w;
+                            *h = crate::sim::height(&envs[r / rows], (j % w) as u32, (r % rows) as u32);
                         }
                     });
                 }

@@ -67,7 +67,7 @@
 //! struct Wave;
 //! impl HeightWriter for Wave {
 //!     fn write(&mut self, _frame: u64, time_s: f64, target: HeightTarget<'_>) -> Result<(), WriterError> {
-//!         let HeightTarget::Host { heights, cols, rows } = target else {
+//!         let HeightTarget::Host { heights, cols, rows, .. } = target else {
 //!             return Err(WriterError("a host writer".into()));
 //!         };
 //!         fill_reference(&WaveParams::at_time(Grid { width: cols, height: rows }, time_s), heights);

@@ -19,14 +19,18 @@ use std::sync::{Arc, Mutex};
 use vkhip_interop::cuda::{Cuda, CudaBuffer, CudaSemaphore};
 use vkhip_interop::FrameStream;
 
-/// Where the writer puts frame f's heights: `rows × cols` f32, row-major.
+/// Where the writer puts frame f's heights: `(envs, rows, cols)` f32, C order (environment e
+/// from element `e × rows × cols` on, row-major inside); `envs` is `--envs` (1 without it;
+/// with `--views N --envs N` view i draws environment i). Match with `..`: fields may be added.
 pub enum HeightTarget<'a> {
-    /// The host path: the slot's heights through its persistent mapping.
-    Host { heights: &'a mut [f32], cols: u32, rows: u32 },
-    /// The CUDA path: the slot's device pointer, and the stream the writer must enqueue on (the
-    /// lent stream if the caller gave one, else the backend's). The wait for the slot's previous
-    /// reader is already enqueued there, and the signal follows the writer's work.
-    Cuda { ptr: u64, stream: u64, cols: u32, rows: u32 },
+    /// The host path: the slot's heights through its persistent mapping (`envs × rows × cols`
+    /// values).
+    Host { heights: &'a mut [f32], cols: u32, rows: u32, envs: u32 },
+    /// The CUDA path: the slot's device pointer (`envs × rows × cols` f32), and the stream the
+    /// writer must enqueue on (the lent stream if the caller gave one, else the backend's). The
+    /// wait for the slot's previous reader is already enqueued there, and the signal follows the
+    /// writer's work.
+    Cuda { ptr: u64, stream: u64, cols: u32, rows: u32, envs: u32 },
 }
 
 /// A writer's failure: its message becomes [`EmbedError::Writer`]'s.
@@ -265,13 +269,17 @@ struct WriterBackend {
 unsafe impl Send for WriterBackend {}
 
 impl CudaSide {
-    /// Slot `slot`'s pointer and the writer's stream, for a grid of `grid`.
-    fn target(&self, slot: usize, grid: Grid) -> Result<HeightTarget<'static>, ComputeError> {
+    /// Slot `slot`'s pointer and the writer's stream, for `envs` fields of `grid`.
+    fn target(&self, slot: usize, grid: Grid, envs: u32) -> Result<HeightTarget<'static>, ComputeError> {
         let buffer = self.buffers.get(slot).ok_or_else(|| bad_slot(slot))?;
-        if buffer.size() < grid.bytes() {
+        let need = grid.bytes() * envs as u64;
+        if buffer.size() < need {
             return Err(ComputeError::Unsupported {
                 backend: "writer",
-                reason: format!("slot holds {} bytes, grid needs {}", buffer.size(), grid.bytes()),
+                reason: format!(
+                    "slot holds {} bytes, {envs} environment(s) of the grid need {need}",
+                    buffer.size()
+                ),
             });
         }
         Ok(HeightTarget::Cuda {
@@ -279,6 +287,7 @@ impl CudaSide {
             stream: self.stream().stream(),
             cols: grid.width,
             rows: grid.height,
+            envs,
         })
     }
 
@@ -341,7 +350,7 @@ impl ComputeBackend for WriterBackend {
         sync: GpuSync,
     ) -> Result<(), ComputeError> {
         let Side::Cuda(c) = &self.side else { return Err(host_only()) };
-        let target = c.target(slot, params.grid)?;
+        let target = c.target(slot, params.grid, params.envs)?;
         let ops = semaphore_ops("writer", sync, c.timeline.is_some(), 0)?;
         if let Some(w) = ops.wait {
             c.stream().wait(c.timeline(w.semaphore)?, w.value)?;
@@ -363,11 +372,14 @@ impl ComputeBackend for WriterBackend {
         match &self.side {
             Side::Host(slots) => {
                 let &(ptr, len) = slots.get(slot).ok_or_else(|| bad_slot(slot))?;
-                let n = grid.len();
+                let n = params.values();
                 if n > len {
                     return Err(ComputeError::Unsupported {
                         backend: "writer",
-                        reason: format!("slot holds {len} values, grid needs {n}"),
+                        reason: format!(
+                            "slot holds {len} values, {} environment(s) of the grid need {n}",
+                            params.envs
+                        ),
                     });
                 }
                 // SAFETY: the mapping holds `len ≥ n` floats and the protocol gives this call the
@@ -376,11 +388,11 @@ impl ComputeBackend for WriterBackend {
                 self.writer.call(
                     frame,
                     params,
-                    HeightTarget::Host { heights, cols: grid.width, rows: grid.height },
+                    HeightTarget::Host { heights, cols: grid.width, rows: grid.height, envs: params.envs },
                 )
             }
             Side::Cuda(c) => {
-                self.writer.call(frame, params, c.target(slot, grid)?)?;
+                self.writer.call(frame, params, c.target(slot, grid, params.envs)?)?;
                 // CUDA's own wait (the stream), never a semaphore value.
                 Ok(c.stream().synchronize()?)
             }

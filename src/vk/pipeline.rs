@@ -480,7 +480,8 @@ impl SinewavePipeline {
         Ok(SinewavePipeline { pipeline, descriptors })
     }
 
-    /// Record the dispatch that writes `slot` (workgroup counts from `shaders::sinewave_dispatch`).
+    /// Record the dispatch that writes `slot` (workgroup counts from `shaders::sinewave_dispatch`,
+    /// z = `push.envs`: one launch for every environment).
     pub fn record_dispatch(&self, cmd: vk::CommandBuffer, slot: usize, push: &SinewavePush) {
         let d = &self.pipeline.ctx.device;
         // SAFETY: recording state is managed by the caller; the set for `slot` exists.
@@ -492,8 +493,9 @@ impl SinewavePipeline {
                 vk::ShaderStageFlags::COMPUTE,
                 push.as_bytes(),
             );
-            let (x, y, z) = sinewave_dispatch(Grid { width: push.width, height: push.height });
-            d.cmd_dispatch(cmd, x, y, z);
+            // z: one layer of workgroups per environment (`--envs`).
+            let (x, y, _) = sinewave_dispatch(Grid { width: push.width, height: push.height });
+            d.cmd_dispatch(cmd, x, y, push.envs.max(1));
         }
     }
 }

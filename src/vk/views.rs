@@ -90,8 +90,7 @@ pub fn check(device: &PhysicalDeviceInfo, request: &ViewsRequest) -> Result<(), 
     let side = r.extent.width.max(r.extent.height);
     let size = format!("--size {}x{}", r.extent.width, r.extent.height);
     limit("maxImageDimension2D", device.max_image_dimension_2d.into(), side.into(), &size)?;
-    let heights = format!("--envs {} of --grid {} (bytes)", r.envs, r.grid);
-    limit("maxStorageBufferRange", device.max_storage_buffer_range.into(), r.heights_bytes(), &heights)?;
+    check_heights(device, r.envs, r.grid)?;
     let frame = format!("{views} at {size} (bytes of one frame)");
     if device.max_memory_allocation_size > 0 {
         limit("maxMemoryAllocationSize", device.max_memory_allocation_size, r.frame_bytes(), &frame)?;
@@ -106,6 +105,22 @@ pub fn check(device: &PhysicalDeviceInfo, request: &ViewsRequest) -> Result<(), 
             r.slots, r.shared_buffers
         );
         limit("device-local heap size", device.device_local_bytes, total, &what)?;
+    }
+    Ok(())
+}
+
+/// A slot of `envs` height fields of `grid` within `maxStorageBufferRange` (one binding reads
+/// them all).
+pub fn check_heights(device: &PhysicalDeviceInfo, envs: u32, grid: Grid) -> Result<(), VkError> {
+    let bytes = envs as u64 * grid.bytes();
+    let range = device.max_storage_buffer_range as u64;
+    if bytes > range {
+        return Err(VkError::Limit {
+            limit: "maxStorageBufferRange",
+            device: range,
+            asked: bytes,
+            what: format!("--envs {envs} of --grid {grid} (bytes)"),
+        });
     }
     Ok(())
 }

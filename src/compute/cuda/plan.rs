@@ -214,7 +214,7 @@ mod tests {
     #[test]
     fn launch_argument_pointers_follow_the_signature_order_and_sizes() {
         let grid = Grid { width: 1000, height: 777 };
-        let p = WaveParams { grid, phase: 1.25, amplitude: 0.25, frequency: 6.0, time: 0.0 };
+        let p = WaveParams { grid, phase: 1.25, amplitude: 0.25, frequency: 6.0, time: 0.0, envs: 1 };
         let target = StampTarget { stamps: 0x5000, blocks_done: 0x6000 };
         let mut args = SinewaveArgs::new(0xdead_0000, &p).with_stamps(Some(target));
         let ptrs = args.param_pointers();
