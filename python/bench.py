@@ -12,6 +12,21 @@ frames: Vulkan frame → torch tensor, K = 3 in flight, a mean per frame on the 
   the frame's own cost is small and the hand-off's stands out.
 heights: the app's viewer, headless, with the height field written by torch every frame
   (``vkhip.view``), against ``vkhip --backend cuda`` (the Rust sine kernel), same grid and image.
+views (``--only views``; issue 43): N cameras a frame (``Frames(views=N)``), one hand-off.
+  - views into torch per second against N (1, 4, …, 1024) at 64², 128², 256², light and default
+    scenes, beside the GPU's raster limit for the same N: N / (Vulkan's GPU time of the draw and
+    the copy, ``Frames.gpu_times()``: the same frames with no hand-off); today's path (no
+    ``views=``) in the same process for the N = 1 comparison; memory each Frames took
+    (``torch.cuda.mem_get_info`` before and after it was made). One process per row and round
+    (every N of one scene and size), rows interleaved round by round; each cell runs for
+    ``--cell-seconds`` after ``--warmup`` frames, at least ``--min-frames``.
+  - the 32x32 grid's row (light scene, 128²), beside the light scene's 64x64;
+  - hand-offs per frame against N: ``vkhip.view(torch writer, views=N)``, from its frame report
+    (the hand-off lines' waits over the frames);
+  - 1920x1080 with N = 4 (views/s) against the host round trip of one view (frames/s);
+  - memory per slot and per view, and the largest N the GPU holds at each size.
+  The consumer reads every byte of each frame in torch (``--consume sum``: one int64 sum on the
+  GPU) before the release.
 """
 
 from __future__ import annotations
@@ -180,6 +195,381 @@ def summary(
     return row
 
 
+VIEW_COUNTS = "1,4,16,64,256,1024"
+VIEW_SIZES = "64,128,256"
+
+
+def consume_frame(t: Any, acc: Any, how: str) -> None:
+    """What torch does with each frame before the release: read every byte (``sum``: an int64
+    sum on the GPU), the float mean the frames rows use (``mean``), or nothing (``none``)."""
+    import torch
+
+    if how == "sum":
+        acc.add_(t.sum(dtype=torch.int64))
+    elif how == "mean":
+        acc.add_(t.float().mean().to(torch.int64))
+
+
+def views_cell(
+    size: tuple[int, int],
+    views: int | None,
+    scene: str,
+    grid: tuple[int, int] | None,
+    opts: dict[str, Any],
+    api: str = "cuda",
+) -> dict[str, Any]:
+    """One Frames: warm up, then render into torch for ``cell_seconds``; views/s, the raster
+    limit from Vulkan's GPU times, the memory it took."""
+    import numpy as np
+    import torch
+
+    s = SCENES[scene]
+    torch.cuda.synchronize()
+    free0 = torch.cuda.mem_get_info()[0]
+    t_make = time.perf_counter()
+    frames = vkhip.Frames(
+        size=size,
+        views=views,
+        slots=opts["slots"],
+        api=api,  # type: ignore[arg-type]
+        grid=grid if grid is not None else s["grid"],  # type: ignore[arg-type]
+        args=list(s["args"]),  # type: ignore[call-overload]
+    )
+    make_s = time.perf_counter() - t_make
+    mem = free0 - torch.cuda.mem_get_info()[0]
+    acc = torch.zeros((), dtype=torch.int64, device="cuda")
+    n = frames.views
+
+    def one() -> None:
+        f = frames.render()
+        with f:
+            if api == "cuda":
+                t = torch.from_dlpack(f)
+            else:
+                # The host round trip: Vulkan copied the frame into memory the host maps, the
+                # host waits for that copy, torch uploads it.
+                t = torch.from_numpy(np.from_dlpack(f)).cuda()
+            consume_frame(t, acc, opts["consume"])
+
+    for _ in range(opts["warmup"]):
+        one()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    done = 0
+    while done < opts["min_frames"] or time.perf_counter() - t0 < opts["cell_seconds"]:
+        one()
+        done += 1
+    torch.cuda.synchronize()
+    wall = time.perf_counter() - t0
+    cell: dict[str, Any] = {
+        "views": "today" if views is None else views,
+        "frames": done,
+        "fps": done / wall,
+        "views_s": n * done / wall,
+        "frame_ms": wall / done * 1e3,
+        "mem_bytes": mem,
+        "make_s": make_s,
+    }
+    g = frames.gpu_times()
+    if g is not None and g.raster_ns_p50 > 0:
+        cell.update(
+            raster_views_s=n / (g.raster_ns_p50 * 1e-9),
+            draw_ms=g.draw_ns_p50 / 1e6,
+            copy_ms=g.copy_ns_p50 / 1e6,
+            raster_ms=g.raster_ns_p50 / 1e6,
+            of_limit=(n * done / wall) / (n / (g.raster_ns_p50 * 1e-9)),
+        )
+    return cell
+
+
+def views_row_round(
+    scene: str, size: int, grid: tuple[int, int] | None, counts: list[int], opts: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """One round of one row: today's path, then every N, in this process."""
+    import gc
+
+    import torch
+
+    torch.cuda.init()
+    cells = []
+    for views in [None, *counts]:
+        try:
+            cells.append(views_cell((size, size), views, scene, grid, opts))
+        except Exception as e:  # noqa: BLE001 - a cell that fails is a row of its own
+            cells.append({"views": "today" if views is None else views, "error": f"{e}"})
+        gc.collect()
+    return cells
+
+
+def largest_round(size: int, opts: dict[str, Any]) -> dict[str, Any]:
+    """Memory per slot and per view at ``size``², and the largest N the GPU holds: the limit the
+    door names for an impossible N, then that N made and drawn (halved until it is)."""
+    import gc
+
+    import torch
+
+    torch.cuda.init()
+    out: dict[str, Any] = {"size": f"{size}x{size}"}
+    one = dict(opts, warmup=2, min_frames=2, cell_seconds=0.0)
+    mem = {}
+    for views, slots in [(1, 3), (256, 1), (256, 3)]:
+        cell = views_cell((size, size), views, "light", None, dict(one, slots=slots))
+        mem[(views, slots)] = cell["mem_bytes"]
+        gc.collect()
+    out["slot_bytes_256_views"] = (mem[(256, 3)] - mem[(256, 1)]) / 2
+    out["view_bytes_3_slots"] = (mem[(256, 3)] - mem[(1, 3)]) / 255
+    out["frame_bytes_per_view"] = size * size * 4
+    try:
+        vkhip.Frames(size=(size, size), views=65536, api="cuda", grid=(64, 64))
+        out["limit"] = "none named: 65536 views (the flag's most) were accepted"
+        n = 65536
+    except vkhip.LimitError as e:
+        m = re.search(r"past this device's (\w+) \((\d+)\)", str(e))
+        out["limit"] = str(e)
+        n = int(m.group(2)) if m else 2048
+    while n >= 1:
+        try:
+            cell = views_cell((size, size), n, "light", None, dict(one, slots=opts["slots"]))
+            out["largest_n"] = n
+            out["largest_mem_bytes"] = cell["mem_bytes"]
+            out["largest_views_s"] = cell["views_s"]
+            break
+        except Exception as e:  # noqa: BLE001 - too many: halve
+            out.setdefault("refused", []).append(f"{n}: {type(e).__name__}: {e}")
+            gc.collect()
+            n //= 2
+    return out
+
+
+HANDOFF = re.compile(r"^\s+(hand-off \w+)\s.*?(\d+) waits\)", re.M)
+FRAMES_LINE = re.compile(r"^\s+frames\s+(\d+)", re.M)
+
+
+def handoffs_round(size: int, counts: list[int], frames: int) -> list[dict[str, Any]]:
+    """Hand-offs per frame against N, from the frame report of ``vkhip.view`` with torch writing
+    the ``(N, rows, cols)`` heights (every N in this process)."""
+    import torch
+
+    cols, rows = 64, 64
+    x = torch.linspace(-1.0, 1.0, cols, device="cuda").view(1, cols)
+    y = torch.linspace(-1.0, 1.0, rows, device="cuda").view(rows, 1)
+
+    def write(frame: int, t: float, heights: vkhip.Heights) -> None:
+        # Every environment the sine wave at the frame's time (broadcast over N).
+        h = torch.from_dlpack(heights)
+        p = (1.5 * t) % 6.283185307179586
+        h.copy_((torch.sin(x * 6.0 + p) * torch.cos(y * 6.0 + p) * 0.25).expand_as(h))
+
+    cells = []
+    for n in counts:
+        result = vkhip.view(
+            write,
+            api="cuda",
+            stream=torch.cuda.current_stream(),
+            grid=(cols, rows),
+            size=(size, size),
+            frames=frames,
+            views=n,
+            headless=True,
+        )
+        waits = {name: int(w) for name, w in HANDOFF.findall(result.report)}
+        m = FRAMES_LINE.search(result.report)
+        counted = int(m.group(1)) if m else result.frames
+        cells.append(
+            {
+                "views": n,
+                "frames": counted,
+                "waits": waits,
+                "handoffs_per_frame": sum(waits.values()) / max(counted, 1),
+                "lines": [
+                    ln.strip()
+                    for ln in result.report.splitlines()
+                    if ln.strip().startswith("hand-off")
+                ],
+                "frame_ms": frame_mean_ms(result.report),
+            }
+        )
+    return cells
+
+
+def median_cell(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """The medians (and ranges) of one cell's rounds."""
+    row: dict[str, Any] = {}
+    for key in ["views_s", "raster_views_s", "of_limit", "frame_ms", "raster_ms"]:
+        xs = [c[key] for c in cells if key in c]
+        if xs:
+            row[key] = statistics.median(xs)
+            row[key + "_range"] = [min(xs), max(xs)]
+    for key in ["draw_ms", "copy_ms", "mem_bytes", "frames"]:
+        xs = [c[key] for c in cells if key in c]
+        if xs:
+            row[key] = statistics.median(xs)
+    return row
+
+
+def views_benchmarks(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+    """``--only views`` (module note)."""
+    t_start = time.perf_counter()
+    counts = [int(c) for c in args.counts.split(",")]
+    sizes = [int(c) for c in args.sizes.split(",")]
+    opts = {
+        "slots": 3,
+        "warmup": args.warmup,
+        "min_frames": args.min_frames,
+        "cell_seconds": args.cell_seconds,
+        "consume": args.consume,
+    }
+    spec_opts = json.dumps(opts)
+    # (label, scene, size, grid): the matrix, then the 32x32 grid's row at 128².
+    row_keys = [(sc, sc, z, "-") for sc in args.scenes.split(",") for z in sizes]
+    if args.grid32:
+        row_keys.append(("light 32x32", "light", 128, "32x32"))
+    ccsv = ",".join(map(str, counts))
+    cells_of: dict[tuple[str, int, Any], list[dict[str, Any]]] = {}
+    for r in range(args.rounds):
+        for label, scene, z, grid in row_keys:
+            got = in_process_json(["views", scene, str(z), grid, ccsv, spec_opts])
+            if isinstance(got, dict):  # the process failed: every cell of this round
+                got = [{"views": v, **got} for v in ["today", *counts]]
+            for c in got:
+                cells_of.setdefault((label, z, c["views"]), []).append(c)
+            brief = ", ".join(
+                f"{c['views']}: {c['views_s']:.0f}" if "views_s" in c else f"{c['views']}: error"
+                for c in got
+            )
+            print(f"views {label} {z}x{z} round {r} (views/s): {brief}", flush=True)
+    table = []
+    for (label, z, views), cells in cells_of.items():
+        ok = [c for c in cells if "views_s" in c]
+        row: dict[str, Any] = {"bench": "views", "scene": label, "size": f"{z}x{z}", "views": views}
+        row.update(median_cell(ok) if ok else {"error": cells[0].get("error", "?")})
+        row["rounds_ok"] = len(ok)
+        rows.append(row)
+        table.append(row)
+    # The rows in full go to --json; here one line each: medians, the views/s range, MiB taken.
+    print(
+        "\nscene       size    N      views/s  min-max         raster limit  of it  "
+        "frame ms  draw ms  copy ms   MiB"
+    )
+    nan = float("nan")
+    for row in table:
+        head = f"{row['scene']:11} {row['size']:7} {row['views']!s:6}"
+        if "views_s" not in row:
+            print(f"{head} error: {row['error']}")
+            continue
+        spread = "{:.0f}-{:.0f}".format(*row["views_s_range"])
+        print(
+            f"{head} {row['views_s']:8.0f}  {spread:15} {row.get('raster_views_s', nan):10.0f}  "
+            f"{row.get('of_limit', nan):5.2f}  {row['frame_ms']:8.4f}  "
+            f"{row.get('draw_ms', nan):7.4f}  {row.get('copy_ms', nan):7.4f}  "
+            f"{row.get('mem_bytes', nan) / 2**20:5.0f}"
+        )
+    for label, _, z, _ in row_keys:
+        today = cells_of.get((label, z, "today"), [])
+        one = cells_of.get((label, z, 1), [])
+        t = [c["frame_ms"] for c in today if "frame_ms" in c]
+        o = [c["frame_ms"] for c in one if "frame_ms" in c]
+        if t and o:
+            ratio = statistics.median(o) / statistics.median(t)
+            print(
+                f"N = 1 against today ({label} {z}x{z}): {statistics.median(o):.4f} ms vs "
+                f"{statistics.median(t):.4f} ms a frame = {ratio:.3f}x",
+                flush=True,
+            )
+        passes = [
+            v
+            for v in counts
+            if statistics.median(
+                [c.get("of_limit", 0.0) for c in cells_of.get((label, z, v), [])] or [0.0]
+            )
+            >= 0.5
+        ]
+        if passes:
+            print(f"first N at >= 0.5x the raster limit ({label} {z}x{z}): {passes[0]}")
+
+    if args.handoffs:
+        got = in_process_json(["handoffs", "128", ccsv, str(args.handoff_frames)])
+        print("\nhand-offs per frame (vkhip.view, torch writes (N, 64, 64) heights, 128x128):")
+        for c in got if isinstance(got, list) else [got]:
+            rows.append({"bench": "views-handoffs", "size": "128x128", **c})
+            if "error" in c:
+                print(f"  error: {c['error']}")
+                continue
+            print(
+                f"  N = {c['views']:5}: {len(c['waits'])} edges, {c['handoffs_per_frame']:.2f} "
+                f"waits a frame ({c['waits']} over {c['frames']} frames; the first K - 1 frames "
+                f"wait for no earlier one), frame {c['frame_ms']:.3f} ms",
+                flush=True,
+            )
+            if c["views"] == 1 or not c["waits"]:
+                for line in c["lines"]:
+                    print(f"      {line}")
+
+    if args.hd:
+        zc, host = interleaved(
+            "views 1920x1080 (views/s: N = 4 zero copy; frames/s: one view, host round trip)",
+            args.rounds,
+            lambda: float(in_process_json(["hd", "cuda", "4", spec_opts]).get("views_s", "nan")),
+            lambda: float(in_process_json(["hd", "host", "0", spec_opts]).get("views_s", "nan")),
+        )
+        row = summary("views-hd", {"size": "1920x1080"}, ("n4_views_s", zc), ("host_one_s", host))
+        row["speedup_per_view"] = row["n4_views_s"] / row["host_one_s"]
+        rows.append(row)
+        print(f"ROW {json.dumps(row)}", flush=True)
+
+    if args.largest:
+        for z in sizes:
+            out = in_process_json(["largest", str(z), spec_opts])
+            rows.append({"bench": "views-memory", "size": f"{z}x{z}", **out})
+            if "error" in out:
+                print(f"memory {z}x{z}: error: {out['error']}")
+                continue
+            print(
+                f"memory {z}x{z}: a slot of 256 views "
+                f"{out['slot_bytes_256_views'] / 2**20:.1f} MiB, "
+                f"a view (3 slots and the target) {out['view_bytes_3_slots'] / 2**10:.0f} KiB "
+                f"(its pixels {out['frame_bytes_per_view'] / 2**10:.0f} KiB); largest N "
+                f"{out.get('largest_n')} ({out.get('largest_mem_bytes', 0) / 2**20:.0f} MiB, "
+                f"{out.get('largest_views_s', 0):.0f} views/s); limit: {out['limit']}",
+                flush=True,
+            )
+            for refused in out.get("refused", []):
+                print(f"    refused {refused}")
+    print(f"views benchmarks: {time.perf_counter() - t_start:.0f} s", flush=True)
+
+
+def views_round(spec: list[str]) -> Any:
+    """One views round in this process (``--round views|handoffs|hd|largest …``)."""
+    kind, *rest = spec
+    if kind == "views":
+        scene, z, grid, ccsv, spec_opts = rest
+        g = None if grid == "-" else tuple(int(v) for v in grid.split("x"))
+        counts = [int(c) for c in ccsv.split(",")]
+        return views_row_round(scene, int(z), g, counts, json.loads(spec_opts))  # type: ignore[arg-type]
+    if kind == "handoffs":
+        z, ccsv, frames = rest
+        return handoffs_round(int(z), [int(c) for c in ccsv.split(",")], int(frames))
+    if kind == "hd":
+        api, n, spec_opts = rest
+        views = int(n) or None
+        return views_cell((1920, 1080), views, "light", None, json.loads(spec_opts), api=api)
+    z, spec_opts = rest
+    return largest_round(int(z), json.loads(spec_opts))
+
+
+def in_process_json(spec: list[str]) -> Any:
+    """One views round in a fresh process: its last line is the JSON of what it measured; a
+    process that fails is ``{"error": …}`` (its last lines printed), not the end of the run."""
+    done = subprocess.run(
+        [sys.executable, "-P", __file__, "--round", *spec], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        print(f"  round {' '.join(spec[:3])} failed ({done.returncode}): {' | '.join(tail)}")
+        return {"error": tail[-1] if tail else f"exit {done.returncode}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -187,13 +577,38 @@ def main() -> int:
     ap.add_argument("--vkhip", default="vkhip", help="the vkhip binary (release)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--frames", type=int, default=600)
-    ap.add_argument("--only", choices=["frames", "heights"], default=None)
-    ap.add_argument("--scenes", default="light,default", help="frames: which scenes")
+    ap.add_argument(
+        "--only",
+        choices=["frames", "heights", "views"],
+        default=None,
+        help="one benchmark (default: frames and heights; views runs only when named)",
+    )
+    ap.add_argument("--scenes", default="light,default", help="frames, views: which scenes")
+    views = ap.add_argument_group("views (--only views)")
+    views.add_argument("--counts", default=VIEW_COUNTS, help="N, the views a frame")
+    views.add_argument("--sizes", default=VIEW_SIZES, help="square sizes (pixels a side)")
+    views.add_argument("--cell-seconds", type=float, default=0.25, help="measured time a cell")
+    views.add_argument("--min-frames", type=int, default=4, help="measured frames a cell, at least")
+    views.add_argument("--warmup", type=int, default=3, help="frames before a cell's clock")
+    views.add_argument("--consume", choices=["sum", "mean", "none"], default="sum")
+    views.add_argument("--handoff-frames", type=int, default=120)
+    for name, what in [
+        ("grid32", "the 32x32 grid's row at 128²"),
+        ("handoffs", "hand-offs per frame against N"),
+        ("hd", "1920x1080, N = 4, against the host round trip"),
+        ("largest", "memory per slot and view, the largest N"),
+    ]:
+        views.add_argument(
+            f"--no-{name}", dest=name, action="store_false", help=f"leave out {what}"
+        )
     ap.add_argument("--json", default=None, help="write the rows here")
     ap.add_argument("--round", nargs="+", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.round:
-        print(one_round(args.round), flush=True)
+        if args.round[0] in ("views", "handoffs", "hd", "largest"):
+            print(json.dumps(views_round(args.round)), flush=True)
+        else:
+            print(one_round(args.round), flush=True)
         return 0
     rows: list[dict[str, Any]] = []
 
@@ -212,6 +627,9 @@ def main() -> int:
                 row["speedup"] = row["zero_copy_fps"] / row["host_fps"]
                 rows.append(row)
                 print(f"ROW {json.dumps(row)}", flush=True)
+
+    if args.only == "views":
+        views_benchmarks(args, rows)
 
     if args.only in (None, "heights"):
         w, h = 1280, 720

@@ -348,6 +348,82 @@ def viewer_and_frames_checks(vkhip_bin: str | None, out: str) -> None:
     )
 
 
+def views_checks(vkhip_bin: str | None, out: str, n: int) -> None:
+    """N views (issue 43): torch reads ``(N, H, W, 4)`` equal, view by view, to the host path's
+    frame of the same cameras (set from a CUDA tensor, copied to the host); and ``(N, rows, cols)``
+    heights written by torch on the CUDA path draw the picture NumPy's on the host path draws."""
+    import subprocess
+
+    import torch
+
+    size, grid = (160, 96), (64, 64)
+    poses = torch.tensor(vkhip.Frames.default_poses(n), device="cuda")
+    poses[:, 9] = 40.0 + torch.arange(n, device="cuda")  # each view its own field of view
+    gpu = vkhip.Frames(size=size, grid=grid, views=n, envs=n, slots=3, api="cuda")
+    host = vkhip.Frames(size=size, grid=grid, views=n, envs=n, slots=3, api="host")
+    gpu.set_poses(poses)
+    host.set_poses(poses.cpu().numpy())
+    frames, equal, shapes, on_gpu = 8, 0, set(), True
+    for _ in range(frames):
+        fg, fh = gpu.render(), host.render()
+        with fg:
+            t = torch.from_dlpack(fg)
+            shapes.add(tuple(t.shape))
+            on_gpu &= t.is_cuda
+            a = t.cpu().numpy()
+        with fh:
+            b = np.from_dlpack(fh)
+            equal += sum(int(np.array_equal(a[v], b[v])) for v in range(n))
+    distinct = len({a[v].tobytes() for v in range(n)})
+    ok = equal == frames * n and shapes == {(n, size[1], size[0], 4)} and on_gpu and distinct == n
+    row(
+        "PASS" if ok else "FAIL",
+        f"views: torch reads ({n}, H, W, 4), every view the host path's",
+        f"{equal} of {frames * n} views equal over {frames} frames, shapes {sorted(shapes)}, "
+        f"on the GPU: {on_gpu}, {distinct} distinct views in the last frame",
+    )
+    if vkhip_bin is None:
+        row("SKIP", "views: torch-written heights", "no --vkhip binary given")
+        return
+
+    def pattern(rows: int, cols: int) -> np.ndarray:
+        # Heights exact in float32 (k / 64), environment e its own pattern: torch and NumPy
+        # write the very same bits.
+        e, y, x = np.meshgrid(np.arange(n), np.arange(rows), np.arange(cols), indexing="ij")
+        return (((x + 3 * y + 5 * e) % 16) / 64.0 - 0.125).astype(np.float32)
+
+    def torch_write(frame: int, t: float, heights: vkhip.Heights) -> None:
+        h = torch.from_dlpack(heights)
+        h.copy_(torch.from_numpy(pattern(h.shape[1], h.shape[2])).roll(frame, 2))
+
+    def numpy_write(frame: int, t: float, heights: vkhip.Heights) -> None:
+        h = np.from_dlpack(heights)
+        h[...] = np.roll(pattern(h.shape[1], h.shape[2]), frame, 2)
+
+    flags = ["--frames", "4", "--grid", "48x32", "--size", "320x180", "--slots", "3"]
+    a_png, b_png = f"{out}/views-torch.png", f"{out}/views-numpy.png"
+    got = vkhip.view(
+        torch_write,
+        api="cuda",
+        stream=torch.cuda.current_stream(),
+        views=n,
+        headless=True,
+        capture=a_png,
+        args=flags,
+    )
+    vkhip.view(numpy_write, api="host", views=n, headless=True, capture=b_png, args=flags)
+    cmp = subprocess.run(
+        [vkhip_bin, "compare-png", "--tolerance", "0", a_png, b_png],
+        capture_output=True,
+        text=True,
+    )
+    row(
+        "PASS" if cmp.returncode == 0 and got.frames == 4 else "FAIL",
+        f"views: ({n}, rows, cols) heights written by torch draw NumPy's picture, view by view",
+        cmp.stdout.strip() or cmp.stderr.strip(),
+    )
+
+
 def foreign_context_check(dev: vkhip.Device) -> None:
     """A stream of another CUDA context (not the primary one torch, CuPy and vkhip share) is
     refused before anything is enqueued on it."""
@@ -673,6 +749,7 @@ def main() -> int:
     ap.add_argument("--vkhip", default=None, help="the vkhip binary, for the viewer's picture")
     ap.add_argument("--out", default=".", help="where captures go")
     ap.add_argument("--gpu-worker", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--views", type=int, default=7, help="N for the views' rows")
     args = ap.parse_args()
     if args.gpu_worker is not None:
         return gpu_worker(args.gpu_worker, args.frames, args.elements)
@@ -710,6 +787,10 @@ def main() -> int:
         viewer_and_frames_checks(args.vkhip, args.out)
     except Exception as e:  # noqa: BLE001
         row("FAIL", "viewer and frames", f"{type(e).__name__}: {e}")
+    try:
+        views_checks(args.vkhip, args.out, args.views)
+    except Exception as e:  # noqa: BLE001
+        row("FAIL", "views", f"{type(e).__name__}: {e}")
     try:
         come_and_go_check(args.vkhip)
     except Exception as e:  # noqa: BLE001

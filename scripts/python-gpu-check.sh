@@ -4,7 +4,8 @@
 # network and no Rust (`pip install --no-deps --no-index WHEEL`: pip refuses a wheel whose tag
 # this Python or this glibc cannot run), then run python/gpu_check.py: torch, CuPy and JAX read
 # what Vulkan wrote and write what Vulkan reads, every value checked, fds and RSS flat, the
-# profiler's verdict on a correct and a broken torch loop, stream numbers. One row per check;
+# profiler's verdict on a correct and a broken torch loop, stream numbers, N views into torch
+# and (N, rows, cols) heights from torch. One row per check;
 # exit status = failed rows.
 #
 #   scripts/python-gpu-check.sh WHEEL [gpu_check.py options]

@@ -9,7 +9,7 @@ use crate::errors::{invalid, IntoPy};
 use crate::stream_number;
 use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyCapsule, PyTuple};
 use std::sync::{Arc, Mutex, MutexGuard};
 use vkhip::embed::{EmbedError, FrameInfo, FramesOptions, Importer};
 use vkhip::vk::device::DeviceArg;
@@ -20,10 +20,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The app's errors as exceptions: environment gaps are `UnavailableError`, usage mistakes
-/// `InvalidError`.
+/// The app's errors as exceptions: environment gaps are `UnavailableError`, a device limit
+/// `LimitError` (naming the limit and the device's value), usage mistakes `InvalidError`.
 pub fn embed_error(e: EmbedError) -> PyErr {
     let class = match &e {
+        EmbedError::Limit { .. } => "LimitError",
         EmbedError::Environment(_) => "UnavailableError",
         EmbedError::Usage { .. } | EmbedError::Unsupported(_) | EmbedError::Help(_) => "InvalidError",
         _ => "Error",
@@ -54,6 +55,10 @@ pub struct FramesCore {
     width: u32,
     height: u32,
     slots: usize,
+    /// N, the views of every frame.
+    views: u32,
+    /// `views=` was given: frames are `(N, H, W, 4)` (else `(H, W, 4)`, N = 1).
+    batched: bool,
 }
 
 impl FramesCore {
@@ -65,9 +70,18 @@ impl FramesCore {
     }
 }
 
+/// A count given from Python (`views=`, `envs=`): at least 1, as the app's u32.
+pub fn count(what: &str, n: i64) -> PyResult<u32> {
+    if n < 1 {
+        return Err(invalid(format!("{what}={n}: at least 1")));
+    }
+    u32::try_from(n).map_err(|_| invalid(format!("{what}={n}: at most {}", u32::MAX)))
+}
+
 /// The app's renderer as a frame source: each ``render()`` draws the next frame offscreen and
 /// copies it, on Vulkan's side, into one of ``slots`` shared buffers; the returned
-/// :class:`Frame` is a DLPack producer of shape ``(height, width, 4)``, uint8 RGBA.
+/// :class:`Frame` is a DLPack producer of shape ``(height, width, 4)``, uint8 RGBA — or, with
+/// ``views=N``, ``(N, height, width, 4)``: N cameras drawn in one submission, one hand-off.
 #[pyclass(module = "vkhip", frozen)]
 pub struct Frames {
     core: Arc<FramesCore>,
@@ -76,16 +90,25 @@ pub struct Frames {
 #[pymethods]
 impl Frames {
     #[new]
-    #[pyo3(signature = (*, size = (1280, 720), slots = 3, api = "auto", grid = None, args = None, device = None))]
+    #[pyo3(signature = (*, size = (1280, 720), views = None, poses = None, envs = None, slots = 3, api = "auto", grid = None, args = None, device = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         size: (u32, u32),
+        views: Option<i64>,
+        poses: Option<&Bound<'_, PyAny>>,
+        envs: Option<i64>,
         slots: usize,
         api: &str,
         grid: Option<(u32, u32)>,
         args: Option<Vec<String>>,
         device: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let views = views.map(|n| count("views", n)).transpose()?;
+        let envs = envs.map(|n| count("envs", n)).transpose()?;
+        // Checked before the device is made: a bad array fails at once.
+        let poses = poses.map(|p| crate::poses::from_python(p, views.unwrap_or(1))).transpose()?;
+        let batched = views.is_some();
         let choice = crate::choose::parse(device)?;
         let (importer, gpu) = crate::choose::importer(api, choice)?;
         let mut flags = vec!["--size".to_string(), format!("{}x{}", size.0, size.1)];
@@ -97,8 +120,17 @@ impl Frames {
         if let Some(n) = gpu {
             options = options.with_device(DeviceArg::Cuda(n));
         }
+        if let Some(n) = views {
+            options = options.with_views(n);
+        }
+        if let Some(e) = envs {
+            options = options.with_envs(e);
+        }
         let core = py.detach(|| -> PyResult<FramesCore> {
-            let frames = vkhip::embed::Frames::new(&options).map_err(embed_error)?;
+            let mut frames = vkhip::embed::Frames::new(&options).map_err(embed_error)?;
+            if let Some(p) = &poses {
+                frames.set_poses(p).map_err(embed_error)?;
+            }
             let (width, height) = frames.extent();
             let cuda = match importer {
                 Importer::Host => None,
@@ -119,6 +151,7 @@ impl Frames {
                 }
             };
             let slots = frames.slots();
+            let views = frames.views();
             Ok(FramesCore {
                 cuda,
                 held: Mutex::new(Held::default()),
@@ -126,6 +159,8 @@ impl Frames {
                 width,
                 height,
                 slots,
+                views,
+                batched,
             })
         })?;
         Ok(Frames { core: Arc::new(core) })
@@ -141,6 +176,54 @@ impl Frames {
     #[getter]
     fn slots(&self) -> usize {
         self.core.slots
+    }
+
+    /// N: the cameras of every frame (1 without ``views=``).
+    #[getter]
+    fn views(&self) -> u32 {
+        self.core.views
+    }
+
+    /// E: the height fields (environments); view i sees field i when E = N, field 0 when E = 1.
+    #[getter]
+    fn envs(&self) -> u32 {
+        lock(&self.core.frames).envs()
+    }
+
+    /// The views' cameras now: N rows of ``[ex, ey, ez, tx, ty, tz, ux, uy, uz, fov_y_deg]``
+    /// (eye, target, up, vertical field of view in degrees; y up, the surface spans [-1, 1] in x
+    /// and z). ``numpy.array(frames.poses, dtype=numpy.float32)`` gives the ``(N, 10)`` array.
+    #[getter]
+    fn poses(&self) -> Vec<[f32; crate::poses::POSE_FLOATS]> {
+        lock(&self.core.frames).poses().iter().map(crate::poses::row_of).collect()
+    }
+
+    /// Set every view's camera from an ``(N, 10)`` array of floats (NumPy, torch — a CUDA tensor
+    /// is copied to the host —, CuPy, JAX, or a list of lists), rows as :attr:`poses`; used from
+    /// the next ``render()`` on. Nothing changes on an error.
+    fn set_poses(&self, poses: &Bound<'_, PyAny>) -> PyResult<()> {
+        let poses = crate::poses::from_python(poses, self.core.views)?;
+        lock(&self.core.frames).set_poses(&poses).map_err(embed_error)
+    }
+
+    /// The default cameras for ``n`` views, as :attr:`poses`: the app's orbit camera at ``n``
+    /// evenly spaced azimuths (view 0 is the app's one camera).
+    #[staticmethod]
+    fn default_poses(n: i64) -> PyResult<Vec<[f32; crate::poses::POSE_FLOATS]>> {
+        let n = count("n", n)?;
+        Ok(vkhip::embed::Frames::default_poses(n).iter().map(crate::poses::row_of).collect())
+    }
+
+    /// Vulkan's GPU time for the frames rendered so far (draw and copy: the raster limit), or
+    /// None where the device has no timestamps. Reads what has finished; waits for nothing.
+    fn gpu_times(&self) -> PyResult<Option<GpuTimes>> {
+        let times = lock(&self.core.frames).gpu_times().map_err(embed_error)?;
+        Ok(times.map(|t| GpuTimes {
+            frames: t.frames,
+            draw_ns_p50: t.draw_ns_p50,
+            copy_ns_p50: t.copy_ns_p50,
+            raster_ns_p50: t.raster_ns_p50,
+        }))
     }
 
     /// ``__dlpack_device__`` of the frames.
@@ -167,14 +250,38 @@ impl Frames {
     }
 }
 
-/// One rendered frame: a DLPack producer of ``(height, width, 4)`` uint8 (RGBA), in Vulkan's
-/// shared memory. Take it (``torch.from_dlpack(frame)``), then release it (``with frame:``).
+/// Vulkan's GPU time per frame (medians, ns): the draw's command buffer (the clear and every
+/// view), the copy into the shared buffer, and both (``raster_ns_p50``: N views in that time is
+/// the GPU's raster limit, the frame with no hand-off).
+#[pyclass(module = "vkhip", frozen, get_all)]
+pub struct GpuTimes {
+    /// Frames measured.
+    pub frames: u64,
+    pub draw_ns_p50: f64,
+    pub copy_ns_p50: f64,
+    pub raster_ns_p50: f64,
+}
+
+/// One rendered frame: a DLPack producer of ``(height, width, 4)`` uint8 (RGBA), or ``(N,
+/// height, width, 4)`` with ``views=N``, in Vulkan's shared memory. Take it
+/// (``torch.from_dlpack(frame)``), then release it (``with frame:``).
 #[pyclass(module = "vkhip", frozen)]
 pub struct Frame {
     core: Arc<FramesCore>,
     info: FrameInfo,
     stream: Mutex<Option<i64>>,
     released: Mutex<bool>,
+}
+
+impl Frame {
+    /// The tensor's shape (`shape`).
+    fn dims(&self) -> Vec<i64> {
+        let mut dims = vec![i64::from(self.info.height), i64::from(self.info.width), 4];
+        if self.core.batched {
+            dims.insert(0, i64::from(self.core.views));
+        }
+        dims
+    }
 }
 
 #[pymethods]
@@ -191,9 +298,16 @@ impl Frame {
         self.info.slot
     }
 
+    /// N: the views in it.
     #[getter]
-    fn shape(&self) -> (u32, u32, u32) {
-        (self.info.height, self.info.width, 4)
+    fn views(&self) -> u32 {
+        self.core.views
+    }
+
+    /// ``(N, height, width, 4)`` with ``views=``, else ``(height, width, 4)``.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.dims())
     }
 
     fn __dlpack_device__(&self) -> (u32, i32) {
@@ -246,7 +360,7 @@ impl Frame {
             data: data as *mut std::ffi::c_void,
             place: here,
             dtype: Dtype::parse("uint8").ok_or_else(|| invalid("uint8"))?,
-            shape: vec![i64::from(self.info.height), i64::from(self.info.width), 4],
+            shape: self.dims(),
             owner: core.clone(),
         };
         tensor.into_capsule(py, max_version.is_some_and(|(major, _)| major >= 1))

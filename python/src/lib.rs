@@ -16,6 +16,7 @@ mod device_core;
 mod dlpack;
 mod errors;
 mod frames;
+mod poses;
 mod profile;
 mod recorder;
 mod streams;
@@ -73,6 +74,7 @@ fn _vkhip(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<profile::Capture>()?;
     m.add_class::<frames::Frames>()?;
     m.add_class::<frames::Frame>()?;
+    m.add_class::<frames::GpuTimes>()?;
     m.add_class::<viewer::Heights>()?;
     m.add_class::<viewer::ViewResult>()?;
     m.add_function(wrap_pyfunction!(viewer::view, m)?)?;

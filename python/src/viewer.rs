@@ -7,31 +7,45 @@ use crate::dlpack::{Dtype, Place, Tensor};
 use crate::errors::invalid;
 use crate::frames::embed_error;
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyCapsule, PyTuple};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use vkhip::embed::{HeightTarget, HeightWriter, Importer, ViewOptions, WriterApi, WriterError};
 use vkhip::vk::device::DeviceArg;
 
-/// One frame's heights: ``(rows, cols)`` float32 in the slot the app draws next. Valid during
-/// the writer's call only: its ``__dlpack__`` refuses afterwards, and a tensor kept past the
-/// call views memory the app reuses (and frees when ``view`` returns).
+/// One frame's heights: ``(rows, cols)`` float32 in the slot the app draws next, or ``(E, rows,
+/// cols)`` with ``view(views=…)`` (environment e for view e; E = N, or 1 with ``envs=1``). Valid
+/// during the writer's call only: its ``__dlpack__`` refuses afterwards, and a tensor kept past
+/// the call views memory the app reuses (and frees when ``view`` returns).
 #[pyclass(module = "vkhip", frozen)]
 pub struct Heights {
     ptr: u64,
     place: Place,
     rows: u32,
     cols: u32,
+    /// E with `views=` (the leading dimension), else None (2-D heights).
+    envs: Option<u32>,
     /// The stream the writer's work must go on (CUDA), in DLPack's numbering.
     stream: Option<i64>,
     valid: Arc<AtomicBool>,
 }
 
+impl Heights {
+    fn dims(&self) -> Vec<i64> {
+        let mut dims = vec![i64::from(self.rows), i64::from(self.cols)];
+        if let Some(e) = self.envs {
+            dims.insert(0, i64::from(e));
+        }
+        dims
+    }
+}
+
 #[pymethods]
 impl Heights {
+    /// ``(rows, cols)``, or ``(E, rows, cols)`` with ``view(views=…)``.
     #[getter]
-    fn shape(&self) -> (u32, u32) {
-        (self.rows, self.cols)
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.dims())
     }
 
     /// The CUDA stream the app waits and signals on: enqueue the writes there (None: host).
@@ -68,7 +82,7 @@ impl Heights {
             data: self.ptr as *mut std::ffi::c_void,
             place: self.place,
             dtype: Dtype::parse("float32").ok_or_else(|| invalid("float32"))?,
-            shape: vec![i64::from(self.rows), i64::from(self.cols)],
+            shape: self.dims(),
             owner: Arc::new(()),
         };
         tensor.into_capsule(py, max_version.is_some_and(|(major, _)| major >= 1))
@@ -79,22 +93,25 @@ impl Heights {
 struct PyWriter {
     write: Py<PyAny>,
     ordinal: i32,
+    /// `views=` was given: the heights are `(E, rows, cols)`.
+    batched: bool,
 }
 
 impl HeightWriter for PyWriter {
     fn write(&mut self, frame: u64, time_s: f64, target: HeightTarget<'_>) -> Result<(), WriterError> {
-        let (ptr, place, rows, cols, stream) = match target {
-            HeightTarget::Host { heights, cols, rows, .. } => {
-                (heights.as_mut_ptr() as u64, Place::Cpu, rows, cols, None)
+        let (ptr, place, rows, cols, envs, stream) = match target {
+            HeightTarget::Host { heights, cols, rows, envs, .. } => {
+                (heights.as_mut_ptr() as u64, Place::Cpu, rows, cols, envs, None)
             }
-            HeightTarget::Cuda { ptr, stream, cols, rows, .. } => {
+            HeightTarget::Cuda { ptr, stream, cols, rows, envs, .. } => {
                 let s = stream as i64;
-                (ptr, Place::Cuda(self.ordinal), rows, cols, Some(if s == 0 { 1 } else { s }))
+                (ptr, Place::Cuda(self.ordinal), rows, cols, envs, Some(if s == 0 { 1 } else { s }))
             }
         };
+        let envs = self.batched.then_some(envs);
         Python::attach(|py| {
             let valid = Arc::new(AtomicBool::new(true));
-            let heights = Heights { ptr, place, rows, cols, stream, valid: valid.clone() };
+            let heights = Heights { ptr, place, rows, cols, envs, stream, valid: valid.clone() };
             let result = py.check_signals().and_then(|()| self.write.call1(py, (frame, time_s, heights)));
             valid.store(false, Ordering::Release);
             result.map(|_| ()).map_err(|e| {
@@ -107,7 +124,7 @@ impl HeightWriter for PyWriter {
 
 /// Run the app's viewer with ``write(frame, time_s, heights)`` writing the height field.
 #[pyfunction]
-#[pyo3(signature = (write, *, api = "auto", stream = None, grid = None, size = None, frames = None, slots = None, headless = false, capture = None, trace = None, args = None, device = None))]
+#[pyo3(signature = (write, *, api = "auto", stream = None, grid = None, size = None, frames = None, slots = None, views = None, envs = None, headless = false, capture = None, trace = None, args = None, device = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn view(
     py: Python<'_>,
@@ -118,6 +135,8 @@ pub fn view(
     size: Option<(u32, u32)>,
     frames: Option<u64>,
     slots: Option<u32>,
+    views: Option<i64>,
+    envs: Option<i64>,
     headless: bool,
     capture: Option<std::path::PathBuf>,
     trace: Option<std::path::PathBuf>,
@@ -149,6 +168,16 @@ pub fn view(
     if let Some(k) = slots {
         flag("--slots", k.to_string());
     }
+    let views = views.map(|n| crate::frames::count("views", n)).transpose()?;
+    let envs = envs.map(|n| crate::frames::count("envs", n)).transpose()?;
+    if envs.is_some() && views.is_none() {
+        return Err(invalid("envs= without views=: give views=N (envs is N, or 1 to share one field)"));
+    }
+    if let Some(n) = views {
+        // Each view its own environment unless envs=1 says they share one.
+        flag("--views", n.to_string());
+        flag("--envs", envs.unwrap_or(n).to_string());
+    }
     if let Some(p) = &capture {
         flag("--capture", p.display().to_string());
     }
@@ -172,7 +201,7 @@ pub fn view(
     }
     // The heights' DLPack device: the GPU the run is on.
     let ordinal = gpu.unwrap_or(0);
-    let writer = Box::new(PyWriter { write, ordinal });
+    let writer = Box::new(PyWriter { write, ordinal, batched: views.is_some() });
     let outcome = py.detach(|| vkhip::embed::view(&options, writer)).map_err(embed_error)?;
     Ok(ViewResult {
         report: outcome.report,

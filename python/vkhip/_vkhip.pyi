@@ -55,6 +55,14 @@ an int ``n`` or ``"cuda:n"`` (CUDA ordinal n, as this process numbers the GPUs a
 and ``"cpu"`` are accepted (the host path opens no CUDA device); with ``api="auto"`` a GPU named
 means CUDA on that GPU or an error, never the host instead."""
 
+PosesLike: TypeAlias = Any
+"""N camera poses: an ``(N, 10)`` array of floats (float32, float64, float16 or bfloat16) —
+NumPy, torch (a CUDA tensor is copied to the host), CuPy, JAX, any object with ``__array__`` or
+``__dlpack__`` (read through NumPy) — or a list of N lists of 10 numbers. One row a view:
+``[ex, ey, ez, tx, ty, tz, ux, uy, uz, fov_y_deg]``: the eye, the point it looks at, the up
+direction (y up; the surface spans [-1, 1] in x and z, heights within ±0.25) and the vertical
+field of view in degrees."""
+
 def stream_number(stream: StreamLike) -> int:
     """The integer DLPack passes for ``stream`` (0 becomes 1: both the legacy default stream)."""
 
@@ -216,8 +224,9 @@ class Profiler:
         """Stop, detach from the device, and return the capture."""
 
 class Frame:
-    """One rendered frame: a DLPack producer of ``(height, width, 4)`` uint8 RGBA in Vulkan's
-    shared memory. Take it (``torch.from_dlpack(frame)``), then release it (``with frame:``)."""
+    """One rendered frame: a DLPack producer of ``(height, width, 4)`` uint8 RGBA — ``(N,
+    height, width, 4)`` with ``Frames(views=N)`` — in Vulkan's shared memory. Take it
+    (``torch.from_dlpack(frame)``), then release it (``with frame:``)."""
 
     @property
     def index(self) -> int:
@@ -226,7 +235,11 @@ class Frame:
     def slot(self) -> int:
         """The shared buffer it is in (index mod K)."""
     @property
-    def shape(self) -> tuple[int, int, int]: ...
+    def views(self) -> int:
+        """N: the views in it."""
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """``(N, height, width, 4)`` with ``Frames(views=N)``, else ``(height, width, 4)``."""
     def __dlpack__(
         self,
         *,
@@ -246,15 +259,41 @@ class Frame:
         self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None
     ) -> None: ...
 
+class GpuTimes:
+    """Vulkan's GPU time per frame, medians in ns: the draw (the clear and every view), the copy
+    into the shared buffer, and both (``raster_ns_p50``): ``views / raster_ns_p50 * 1e9`` is the
+    GPU's raster limit in views/s, the same frames with no hand-off."""
+
+    @property
+    def frames(self) -> int:
+        """Frames measured."""
+    @property
+    def draw_ns_p50(self) -> float: ...
+    @property
+    def copy_ns_p50(self) -> float: ...
+    @property
+    def raster_ns_p50(self) -> float: ...
+
 class Frames:
     """The app's renderer as a frame source, K frames in flight. ``api="cuda"``: the frames stay
     in GPU memory CUDA imports (zero copy into torch, CuPy, JAX); ``"host"``: Vulkan copies them
-    into memory the host maps (NumPy; on a GPU, what a program without vkhip does)."""
+    into memory the host maps (NumPy; on a GPU, what a program without vkhip does).
+
+    ``views=N``: N cameras a frame, drawn in one submission and handed over once; each frame is
+    ``(N, height, width, 4)`` (also for ``views=1``; without ``views=`` it stays ``(height,
+    width, 4)``). ``poses``: the cameras (:data:`PosesLike`; default: the app's orbit camera at N
+    evenly spaced azimuths). ``envs``: 1 (every view sees one height field) or N (view i sees
+    field i, each at its own time). Raises :class:`vkhip.InvalidError` for a bad count or bad
+    poses, :class:`vkhip.LimitError` for N past the device's limit (the message names the limit,
+    e.g. ``maxImageArrayLayers``, and the device's value)."""
 
     def __init__(
         self,
         *,
         size: tuple[int, int] = (1280, 720),
+        views: int | None = None,
+        poses: PosesLike = None,
+        envs: int | None = None,
         slots: int = 3,
         api: Literal["auto", "cuda", "host"] = "auto",
         grid: tuple[int, int] | None = None,
@@ -269,16 +308,36 @@ class Frames:
     @property
     def slots(self) -> int: ...
     @property
+    def views(self) -> int:
+        """N: the cameras of every frame (1 without ``views=``)."""
+    @property
+    def envs(self) -> int:
+        """E: the height fields (1, or N: one per view)."""
+    @property
+    def poses(self) -> list[list[float]]:
+        """The cameras now: N rows of ``[ex, ey, ez, tx, ty, tz, ux, uy, uz, fov_y_deg]``."""
+    @property
     def dlpack_device(self) -> tuple[int, int]: ...
+    def set_poses(self, poses: PosesLike) -> None:
+        """Set every view's camera (an ``(N, 10)`` array, :data:`PosesLike`) from the next
+        ``render()`` on; nothing changes on an error (:class:`vkhip.InvalidError`)."""
+    @staticmethod
+    def default_poses(n: int) -> list[list[float]]:
+        """The default cameras of ``n`` views (view 0 is the app's one camera)."""
+    def gpu_times(self) -> GpuTimes | None:
+        """Vulkan's GPU time of the frames rendered so far (None: the device has no
+        timestamps); waits for nothing."""
     def render(self) -> Frame:
-        """Draw the next frame and copy it into its slot; returns at once."""
+        """Draw the next frame (every view) and copy it into its slot; returns at once."""
 
 class Heights:
-    """One frame's height field, ``(rows, cols)`` float32 in the slot the app draws next: a
-    DLPack producer valid during the writer's call only."""
+    """One frame's height field, ``(rows, cols)`` float32 in the slot the app draws next — ``(E,
+    rows, cols)`` with ``view(views=N)``, environment e for view e —: a DLPack producer valid
+    during the writer's call only."""
 
     @property
-    def shape(self) -> tuple[int, int]: ...
+    def shape(self) -> tuple[int, ...]:
+        """``(rows, cols)``, or ``(E, rows, cols)`` with ``view(views=…)``."""
     @property
     def stream(self) -> int | None:
         """The CUDA stream the app orders the slot on (enqueue the writes there); None: host."""
@@ -311,6 +370,8 @@ def view(
     size: tuple[int, int] | None = None,
     frames: int | None = None,
     slots: int | None = None,
+    views: int | None = None,
+    envs: int | None = None,
     headless: bool = False,
     capture: str | os.PathLike[str] | None = None,
     trace: str | os.PathLike[str] | None = None,
@@ -319,5 +380,7 @@ def view(
 ) -> ViewResult:
     """The app's viewer (a window, or headless with the PNG and the frame report) with the height
     field written by ``write(frame, time_s, heights)`` every frame: NumPy on the host path, torch
-    or CuPy on ``stream`` on the CUDA path. ``args`` takes any other ``vkhip`` flag; ``device=``
+    or CuPy on ``stream`` on the CUDA path. ``views=N``: N cameras (the window tiles them) and N
+    environments, so ``heights`` is ``(N, rows, cols)`` (``envs=1``: one field all views see,
+    ``(1, rows, cols)``). ``args`` takes any other ``vkhip`` flag; ``device=``
     (:data:`DeviceLike`) the GPU (``stream`` must be one of that GPU's)."""
