@@ -14,8 +14,8 @@ python3 -m venv "$tmp/venv"
 . "$tmp/venv/bin/activate"
 pip install -q --disable-pip-version-check "maturin>=1.9,<2" "pytest>=7" "numpy>=1.22" "ruff>=0.6" "mypy>=1.10"
 step "tools: $(maturin --version), $(ruff --version), $(mypy --version | cut -d' ' -f1-2), numpy $(python -c 'import numpy; print(numpy.__version__)')"
-ruff format --check vkhip tests gpu_check.py bench.py
-ruff check vkhip tests gpu_check.py bench.py
+ruff format --check vkhip tests gpu_check.py bench.py multi_gpu_bench.py examples
+ruff check vkhip tests gpu_check.py bench.py multi_gpu_bench.py examples
 step "ruff: formatted and clean"
 maturin build --locked --profile dev --out "$tmp/wheel" 2>&1 | grep -E "Built wheel|error|warning: unused" || true
 pip install -q --force-reinstall --no-deps "$tmp"/wheel/vkhip-*.whl

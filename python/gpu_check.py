@@ -625,7 +625,9 @@ def device_choice_checks() -> None:
     if gpus >= 2:
         with vkhip.Device(device=0) as d:
             buf = d.buffer(16)
-            other = torch.cuda.current_stream(1)
+            # A stream of its own (torch's default stream is the legacy one, which names the
+            # current context, whichever device that is).
+            other = torch.cuda.Stream(device=1)
             try:
                 buf.__dlpack__(stream=other.cuda_stream)
                 row(
@@ -640,7 +642,6 @@ def device_choice_checks() -> None:
                     "a stream of cuda:1 for a buffer of cuda:0 is refused",
                     str(e),
                 )
-            buf.release(torch.cuda.current_stream(0))
 
 
 def every_gpu_checks(frames: int, elements: int, script: str) -> None:

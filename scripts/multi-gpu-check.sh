@@ -6,11 +6,12 @@
 #      process (a Device and a thread per GPU) and from one process per GPU;
 #   2. python/multi_gpu_bench.py: frames into torch per second per GPU alone and with every GPU
 #      busy at once (one process per GPU), and the DDP example (python/examples/ddp_frames.py)
-#      under torchrun at 1, 2, 4, 8 GPUs; the tables for BENCHMARKS.md.
+#      under torchrun at 1, 2, 4, 8 GPUs; the tables for BENCHMARKS.md;
+#   3. the DDP example once under the Khronos validation layer (0 messages expected).
 # On one GPU it runs the one-GPU rows (and says the multi-GPU ones need more).
 #
 #   scripts/multi-gpu-check.sh CARRY [multi_gpu_bench.py options]   (CARRY holds vkhip-*.whl)
-# Exit status: the failed rows of step 1 plus 1 if step 2 failed.
+# Exit status: the failed rows of step 1, plus 1 for each of steps 2 and 3 that failed.
 set -euo pipefail
 carry=${1:?usage: multi-gpu-check.sh CARRY_DIR [multi_gpu_bench.py options]}
 shift
@@ -26,4 +27,19 @@ PYTHONUNBUFFERED=1 python3 -P "$here/python/gpu_check.py" --frameworks torch --f
     --broken-runs 1 --out "$(mktemp -d /tmp/vkhip-out.XXXXXX)" || rc=$?
 echo "== 2. frames per GPU alone and all at once; the DDP example at 1..G GPUs"
 PYTHONUNBUFFERED=1 python3 -P "$here/python/multi_gpu_bench.py" "$@" || rc=$((rc + 1))
+# 3. The example people copy, once more under the Khronos validation layer (one rank, 40 steps:
+# this run counts the layer's messages; learning is checked in step 2, so --max-ratio 10).
+echo "== 3. the DDP example under the Khronos validation layer (1 GPU, 40 steps)"
+. "$here/scripts/validation-layer.sh"
+base=$(mktemp -d /tmp/vkhip-vl.XXXXXX)/ddp
+vl_env "$base"
+env "${VL_ENV[@]}" CUDA_VISIBLE_DEVICES=0 PYTHONUNBUFFERED=1 python3 -m torch.distributed.run \
+    --standalone --nproc-per-node=1 "$here/python/examples/ddp_frames.py" --steps 40 \
+    --max-ratio 10 >"$base.log" 2>&1 || { echo "FAIL  the example under the layer: exit $?"; tail -5 "$base.log"; rc=$((rc + 1)); }
+if VL_FOREIGN=1 vl_check "$base"; then
+    echo "PASS  the DDP example under the Khronos validation layer: $VL_SUMMARY"
+else
+    echo "FAIL  the DDP example under the Khronos validation layer: $VL_SUMMARY"
+    rc=$((rc + 1))
+fi
 exit "$rc"

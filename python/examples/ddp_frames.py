@@ -189,8 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     torch.cuda.synchronize()
     dist.barrier(device_ids=[local_rank])
     elapsed = time.perf_counter() - t0
+    del track
     capture = prof.finish()
-    del preds, track
+    del preds
     dev.close()
 
     dist.all_reduce(losses)

@@ -223,3 +223,31 @@ fn submitter_fills_without_waiting_and_finishes_on_drop() {
     drop(submitter); // waits for the fill before the pool goes
     assert_eq!(&device.read_buffer(&buffers[1], None, None).expect("read")[..4], &7u32.to_ne_bytes());
 }
+
+/// `Device::open_matching` opens the Vulkan device with the compute device's UUID and no other:
+/// lavapipe's own UUID opens it; a UUID no Vulkan device has is an environment error naming the
+/// compute device asked for and the Vulkan devices there are (Vulkan's indices).
+#[test]
+fn open_matching_takes_the_device_with_the_uuid_or_none() {
+    use vkhip_interop::device_match::ComputeDevice;
+    let any = Device::open(&[], Importer::Hip).expect("a Vulkan device that exports memory (lavapipe)");
+    let uuid = any.uuid();
+    let name = any.capabilities().name.clone();
+    drop(any);
+    let same = Device::open_matching(&ComputeDevice::new(0, "the same GPU", uuid), Importer::Hip)
+        .expect("the device with that UUID");
+    assert_eq!(same.uuid(), uuid);
+    drop(same);
+    let e = match Device::open_matching(&ComputeDevice::new(3, "elsewhere", [0x5a; 16]), Importer::Hip) {
+        Ok(_) => panic!("a device without that UUID was opened"),
+        Err(e) => e,
+    };
+    assert_eq!(e.kind(), ErrorKind::Unavailable);
+    assert!(e.is_environment());
+    let text = e.to_string();
+    let asked = "vulkan: HIP device 3 (elsewhere, UUID 5a5a5a5a-5a5a-5a5a-5a5a-5a5a5a5a5a5a) is not one of the Vulkan devices: [";
+    assert!(text.starts_with(asked), "{text}");
+    // The device that was opened above is among those listed, with its UUID.
+    let listed = format!("] {name} (UUID {})", vkhip_interop::vulkan::uuid_string(&uuid));
+    assert!(text.contains(&listed), "{text}\nlacks: {listed}");
+}

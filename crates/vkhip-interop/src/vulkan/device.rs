@@ -331,7 +331,9 @@ impl Device {
             .map_err(|r| Error::vulkan("vkEnumeratePhysicalDevices", r))?;
         let mut candidates = Vec::new();
         let mut refusals = Vec::new();
-        for &p in &physicals {
+        // Vulkan's index of each candidate, for errors that list them.
+        let mut candidate_index = Vec::new();
+        for (index, &p) in physicals.iter().enumerate() {
             // SAFETY: `p` belongs to the live instance.
             let caps = unsafe { Capabilities::probe(instance, p) }?;
             // SAFETY: as above.
@@ -342,7 +344,10 @@ impl Device {
             match (caps.refusal(importer), family) {
                 (Some(why), _) => refusals.push(why),
                 (None, None) => refusals.push(format!("{} has no compute queue", caps.name)),
-                (None, Some(family)) => candidates.push((p, caps, family, props.device_type)),
+                (None, Some(family)) => {
+                    candidates.push((p, caps, family, props.device_type));
+                    candidate_index.push(index);
+                }
             }
         }
         let rank = |t: vk::PhysicalDeviceType| match t {
@@ -356,8 +361,8 @@ impl Device {
             Pick::Exactly(compute) => {
                 let listed: Vec<VulkanDevice> = candidates
                     .iter()
-                    .enumerate()
-                    .map(|(i, c)| VulkanDevice::new(i, &c.1.name, c.1.uuid))
+                    .zip(&candidate_index)
+                    .map(|(c, &i)| VulkanDevice::new(i, &c.1.name, c.1.uuid))
                     .collect();
                 let at = device_match::vulkan_position(importer.name(), compute, &listed).map_err(|e| {
                     let mut e = e.to_string();
