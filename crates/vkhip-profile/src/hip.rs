@@ -20,6 +20,7 @@ use crate::profiler::{
     StreamOps,
 };
 use crate::ring::Ring;
+use crate::streams::StreamHandle;
 use std::sync::Arc;
 use vkhip_interop::hip::{Hip, HipEvent};
 
@@ -224,7 +225,10 @@ impl Profiler {
         let Some(s) = &self.shared else { return Ok(HipStream { shared: None, track: TrackId(0), hip }) };
         let events = EventTrack::new(hip, s.options.events_per_stream.max(2))?;
         let info = events.clock_info();
-        let track = s.lock().add_track(
+        // `hip`'s one stream, named by the handle's address while a track borrows it: several
+        // tracks on one handle are that stream's order (crate::streams).
+        let stream = StreamHandle::Hip(hip as *const Hip as usize as u64);
+        let track = s.lock().add_stream_track(
             Track {
                 name: name.into(),
                 api: Api::Hip,
@@ -233,8 +237,15 @@ impl Profiler {
                 clock_domain: None,
             },
             Kind::Gpu(Box::new(events)),
-        );
+            stream,
+        )?;
         Ok(HipStream { shared: Some(s.clone()), track, hip })
+    }
+}
+
+impl Drop for HipStream<'_> {
+    fn drop(&mut self) {
+        self.ops().dropped();
     }
 }
 

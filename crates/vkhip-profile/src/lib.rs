@@ -76,6 +76,11 @@
 //! thread that records GPU work orders it after what the thread did before (`submit:` edges);
 //! a thread that waited for a fence, a queue or a stream ([`VulkanQueue::waited`],
 //! [`VulkanQueue::idle`], [`CudaStream::synchronized`]) is ordered after that work (`join:`).
+//! Each belongs to one track or edge, whatever the tracks are named. What CUDA orders between
+//! streams by itself is added too ([`streams`]): several tracks on one stream are in its order
+//! (`stream:`), and the legacy default stream is ordered with the per-thread default stream
+//! (`legacy:`); a track on the legacy stream beside one on any other stream is refused, since
+//! whether that stream synchronises with it cannot be seen.
 //!
 //! # The checker
 //!

@@ -22,6 +22,9 @@
 //!   stream, its other tracks' work included; it is not taken to cover a blocking stream's work
 //!   enqueued after the legacy stream's last operation.
 //!
+//! HIP stream tracks take part as one stream per `Hip` handle (several tracks on one handle are
+//! its order); HIP's own null stream is never lent to the profiler, so nothing else applies.
+//!
 //! A track on `CU_STREAM_PER_THREAD` records the per-thread stream of the thread that made it:
 //! enqueue its work from that thread.
 
@@ -37,6 +40,10 @@ pub(crate) enum StreamHandle {
     PerThread(ThreadId),
     /// Any other `CUstream`: the crate's own (not blocking) or one the engine lent (either).
     Other(u64),
+    /// A HIP track's stream: its `Hip` handle's one stream, named by the handle's address (a
+    /// track borrows the handle, so the address names it while a track on it lives).
+    #[cfg_attr(not(feature = "hip"), allow(dead_code))]
+    Hip(u64),
 }
 
 impl StreamHandle {
@@ -54,6 +61,7 @@ impl StreamHandle {
             StreamHandle::Legacy => "CUDA's legacy default stream".into(),
             StreamHandle::PerThread(_) => "CUDA's per-thread default stream".into(),
             StreamHandle::Other(h) => format!("stream {h:#x}"),
+            StreamHandle::Hip(h) => format!("the HIP stream of handle {h:#x}"),
         }
     }
 }
@@ -103,7 +111,7 @@ pub(crate) fn order(a: &Place, b: &Place) -> Option<Order> {
 /// names and places); refused when the legacy default stream would meet a stream whose
 /// blocking flag the profiler cannot see (the module note).
 pub(crate) fn admit(existing: &[(&str, Place)], name: &str, handle: StreamHandle) -> Result<Place> {
-    use StreamHandle::{Legacy, Other};
+    use StreamHandle::{Hip, Legacy, Other};
     for (other_name, p) in existing {
         if matches!((handle, p.handle), (Legacy, Other(_)) | (Other(_), Legacy)) {
             return Err(Error::Invalid(format!(
@@ -118,7 +126,7 @@ pub(crate) fn admit(existing: &[(&str, Place)], name: &str, handle: StreamHandle
         }
     }
     let same = existing.iter().map(|(_, p)| p).find(|p| match (handle, p.handle) {
-        (Other(h), Other(g)) => h == g && p.alive,
+        (Other(h), Other(g)) | (Hip(h), Hip(g)) => h == g && p.alive,
         (a, b) => a == b,
     });
     let stream = match same {
@@ -145,6 +153,13 @@ mod tests {
         let dead = Place { alive: false, ..a };
         let c = place(&[("a", dead)], StreamHandle::Other(0x1000));
         assert_eq!(order(&dead, &c), None);
+        // A HIP handle's tracks likewise, and never beside CUDA's streams' rules.
+        let h = place(&[], StreamHandle::Hip(0x1000));
+        assert_eq!(order(&h, &place(&[("h", h)], StreamHandle::Hip(0x1000))), Some(Order::SameStream));
+        assert_eq!(order(&a, &place(&[("a", a)], StreamHandle::Hip(0x1000))), None);
+        assert!(
+            admit(&[("legacy", place(&[], StreamHandle::Legacy))], "hip", StreamHandle::Hip(0x1000)).is_ok()
+        );
         // The default streams outlive every track.
         let legacy = Place { alive: false, ..place(&[], StreamHandle::Legacy) };
         let again = place(&[("legacy", legacy)], StreamHandle::Legacy);
