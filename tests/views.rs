@@ -208,7 +208,10 @@ fn limits_and_bad_combinations_are_refused_before_the_driver() {
     // A window shows one view: the run's own check says so (before any window opens).
     let cli = vkhip::cli::Cli::try_parse_from(["vkhip", "--views", "3"]).unwrap();
     let e = vkhip::cli::check_run(&cli.run, false).unwrap_err();
-    assert_eq!(e.to_string(), "--views 3: a window shows one view; add --headless (--capture writes the views tiled)");
+    assert_eq!(
+        e.to_string(),
+        "--views 3: a window shows one view; add --headless (--capture writes the views tiled)"
+    );
     assert!(vkhip::cli::check_run(&cli.run, true).is_ok());
 }
 
@@ -231,7 +234,10 @@ fn the_apps_capture_tiles_the_views_of_its_frame() {
 #[test]
 fn gpu_times_give_the_draw_and_the_copy() {
     let args = ["--grid", "16x16", "--size", "32x32", "--backend", "vulkan"];
-    let mut frames = Frames::new(&FramesOptions::new(args, 2, Importer::Host).with_views(4)).unwrap();
+    let untimed = Frames::new(&FramesOptions::new(args, 2, Importer::Host).with_views(4));
+    assert_eq!(untimed.unwrap().gpu_times().unwrap(), None, "timed only when asked");
+    let timed = FramesOptions::new(args, 2, Importer::Host).with_views(4).with_gpu_times();
+    let mut frames = Frames::new(&timed).unwrap();
     for f in 0..12 {
         frames.render().unwrap();
         frames.wait_ready_host(f).unwrap();
