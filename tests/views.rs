@@ -303,3 +303,40 @@ fn a_trace_of_views_passes_the_checker() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Views under the Khronos layer (synchronization validation on): 0 errors and 0 warnings in
+/// the sync modes, shapes and submission shapes lavapipe runs, with environments and the overlay.
+#[test]
+fn views_are_validation_clean_in_every_mode() {
+    if !require("views_are_validation_clean_in_every_mode", Component::ValidationLayer) {
+        return;
+    }
+    let runs: &[&[&str]] = &[
+        &["--backend", "vulkan"],
+        &["--backend", "vulkan", "--sync", "blocking"],
+        &["--backend", "vulkan", "--sync", "binary", "--slots", "1"],
+        &["--backend", "vulkan", "--envs", "4", "--submit", "split"],
+        &["--backend", "cpu", "--slots", "4", "--run-ahead", "2", "--batch", "2"],
+        &["--backend", "cpu", "--envs", "4", "--overlay"],
+    ];
+    for args in runs {
+        let o = run(vkhip()
+            .args([
+                "--headless",
+                "--validation",
+                "--views",
+                "4",
+                "--frames",
+                "8",
+                "--size",
+                "48x40",
+                "--grid",
+                "24x24",
+            ])
+            .args(*args));
+        assert_ok(&o, &format!("{args:?}"));
+        let line =
+            stdout(&o).lines().rfind(|l| l.starts_with("validation: ")).unwrap_or_default().to_string();
+        assert!(line.starts_with("validation: 0 errors, 0 warnings"), "{args:?}: {line}\n{}", stderr(&o));
+    }
+}
