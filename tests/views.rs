@@ -4,6 +4,8 @@
 //! views; the layer is validation-clean.
 
 mod common;
+#[path = "common/x11.rs"]
+mod x11;
 use common::*;
 
 use ash::vk;
@@ -338,5 +340,71 @@ fn views_are_validation_clean_in_every_mode() {
         let line =
             stdout(&o).lines().rfind(|l| l.starts_with("validation: ")).unwrap_or_default().to_string();
         assert!(line.starts_with("validation: 0 errors, 0 warnings"), "{args:?}: {line}\n{}", stderr(&o));
+    }
+}
+
+/// A window shows the views tiled: with `--views 4` each quarter of a screenshot taken from
+/// outside shows a surface (not only the background), and the four quarters differ.
+#[test]
+fn a_window_shows_the_views_tiled() {
+    let test = "a_window_shows_the_views_tiled";
+    if !x11::tools_present(test) {
+        return;
+    }
+    let mut x = x11::Xvfb::start();
+    let mut app = vkhip()
+        .env("DISPLAY", &x.display)
+        .args([
+            "--views",
+            "4",
+            "--max-fps",
+            "30",
+            "--size",
+            "320x200",
+            "--grid",
+            "32x32",
+            "--backend",
+            "vulkan",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start vkhip");
+    x.wait_for_vkhip_window(&mut app);
+    let quarter = |img: &Rgba, q: u32| -> Vec<[u8; 4]> {
+        let (x0, y0) = ((q % 2) * 160, (q / 2) * 100);
+        (y0..y0 + 100)
+            .flat_map(|y| (x0..x0 + 160).map(move |x| (x, y)))
+            .map(|(x, y)| {
+                let i = ((y * img.width + x) * 4) as usize;
+                [img.pixels[i], img.pixels[i + 1], img.pixels[i + 2], img.pixels[i + 3]]
+            })
+            .collect()
+    };
+    let t0 = std::time::Instant::now();
+    let result = loop {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(app.try_wait().unwrap().is_none(), "vkhip exited early");
+        let img = x11::crop(&x.screenshot(), 320, 200);
+        let background = quarter(&img, 0)[0];
+        let quarters: Vec<Vec<[u8; 4]>> = (0..4).map(|q| quarter(&img, q)).collect();
+        let drawn = quarters.iter().all(|q| q.iter().filter(|p| **p != background).count() > 1000);
+        let distinct = (0..4).all(|a| (a + 1..4).all(|b| quarters[a] != quarters[b]));
+        // Tiles, not one view over the window: the lines between the tiles are background.
+        let at = |x: u32, y: u32| img.pixels[((y * 320 + x) * 4) as usize..][..4] == background;
+        let middle = (0..320).map(|x| at(x, 100)).chain((0..200).map(|y| at(160, y)));
+        let tiled = middle.filter(|&b| b).count() >= 480;
+        let drawn = drawn && tiled;
+        if (drawn && distinct) || t0.elapsed() > std::time::Duration::from_secs(20) {
+            break (drawn, distinct, img);
+        }
+    };
+    let _ = app.kill();
+    let _ = app.wait();
+    let (drawn, distinct, img) = result;
+    if !(drawn && distinct) {
+        let png = temp_dir("views-window").join("window.png");
+        img.write_png(&png).unwrap();
+        panic!("views not tiled (drawn {drawn}, distinct {distinct}): {}", png.display());
     }
 }

@@ -364,10 +364,9 @@ pub fn frame_report(
         };
         let _ = writeln!(
             out,
-            "  views        {} per frame ({:.0} views/s): one draw submission into {} layers, one copy, the hand-offs of one frame; {envs}",
+            "  views        {} per frame ({:.0} views/s): one draw submission, the hand-offs of one frame; {envs}",
             session.views,
             s.fps * session.views as f64,
-            session.views
         );
     }
     if !st.draw_cmd.is_empty() {
