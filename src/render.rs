@@ -105,6 +105,8 @@ pub struct Renderer {
 struct ViewDraws {
     pipeline: SurfacePipeline,
     pushes: Vec<ViewPush>,
+    /// A window's tiles, one per view (layer 0 each); empty: one layer per view.
+    tiles: Vec<vk::Rect2D>,
     /// Bumped whenever `pushes` change: the recorded draws' key.
     generation: u64,
 }
@@ -203,6 +205,27 @@ pub fn view_pushes(poses: &[Pose], grid: Grid, extent: vk::Extent2D, envs: u32) 
         .collect()
 }
 
+/// The tiles of `n` views in an image of `extent`: ⌈√n⌉ columns, row by row (as
+/// [`crate::image::Rgba::tiled`]), each at least 1×1.
+///
+/// ```
+/// use ash::vk;
+/// let tiles = vkhip::render::view_tiles(5, vk::Extent2D { width: 90, height: 40 });
+/// assert_eq!(tiles.len(), 5);
+/// assert_eq!((tiles[4].offset.x, tiles[4].offset.y, tiles[4].extent.width, tiles[4].extent.height), (30, 20, 30, 20));
+/// ```
+pub fn view_tiles(n: u32, extent: vk::Extent2D) -> Vec<vk::Rect2D> {
+    let cols = (n as f64).sqrt().ceil().max(1.0) as u32;
+    let rows = n.div_ceil(cols).max(1);
+    let (w, h) = ((extent.width / cols).max(1), (extent.height / rows).max(1));
+    (0..n)
+        .map(|i| vk::Rect2D {
+            offset: vk::Offset2D { x: ((i % cols) * w) as i32, y: ((i / cols) * h) as i32 },
+            extent: vk::Extent2D { width: w, height: h },
+        })
+        .collect()
+}
+
 impl Renderer {
     pub fn new(
         ctx: &Arc<Context>,
@@ -294,14 +317,26 @@ impl Renderer {
     /// pipeline is made on the first call, for `slots`). Called again with new pushes (new
     /// poses), the draws recorded so far are recorded again on their next use.
     pub fn set_views(&mut self, slots: &[Slot], pushes: Vec<ViewPush>) -> Result<(), VkError> {
+        self.set_tiled_views(slots, pushes, Vec::new())
+    }
+
+    /// [`Self::set_views`] into one image: view i in `tiles[i]` (its viewport and scissor), every
+    /// push's layer 0 (a window shows the views tiled).
+    pub fn set_tiled_views(
+        &mut self,
+        slots: &[Slot],
+        pushes: Vec<ViewPush>,
+        tiles: Vec<vk::Rect2D>,
+    ) -> Result<(), VkError> {
         match self.views.as_mut() {
             Some(v) => {
                 v.pushes = pushes;
+                v.tiles = tiles;
                 v.generation += 1;
             }
             None => {
                 let pipeline = SurfacePipeline::layered(&self.ctx, &self.render_pass, slots)?;
-                self.views = Some(ViewDraws { pipeline, pushes, generation: 1 });
+                self.views = Some(ViewDraws { pipeline, pushes, tiles, generation: 1 });
             }
         }
         Ok(())
@@ -578,7 +613,16 @@ impl Renderer {
             d.cmd_set_scissor(cmd, 0, &[area]);
         }
         match &self.views {
-            Some(v) => v.pipeline.record_views(cmd, slot, &v.pushes),
+            Some(v) => {
+                v.pipeline.record_views(cmd, slot, &v.pushes, &v.tiles);
+                if !v.tiles.is_empty() {
+                    // SAFETY: inside the render pass; the overlay draws over the whole image.
+                    unsafe {
+                        d.cmd_set_viewport(cmd, 0, &[viewport]);
+                        d.cmd_set_scissor(cmd, 0, &[area]);
+                    }
+                }
+            }
             None => self.pipeline.record_draw(cmd, slot, push),
         }
         if let (Some(history), Some(pipeline)) = (overlay, self.overlay.as_mut()) {

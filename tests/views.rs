@@ -4,6 +4,8 @@
 //! views; the layer is validation-clean.
 
 mod common;
+#[path = "common/x11.rs"]
+mod x11;
 use common::*;
 
 use ash::vk;
@@ -205,6 +207,9 @@ fn limits_and_bad_combinations_are_refused_before_the_driver() {
     assert!(stderr(&o).contains("--views 2 with --post"), "{}", stderr(&o));
     let o = run(vkhip().args(["--headless", "--frames", "2", "--views", "100000"]));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // A window takes views (tiled) as a headless run does.
+    let cli = vkhip::cli::Cli::try_parse_from(["vkhip", "--views", "3"]).unwrap();
+    assert!(vkhip::cli::check_run(&cli.run, false).is_ok());
 }
 
 #[test]
@@ -226,7 +231,10 @@ fn the_apps_capture_tiles_the_views_of_its_frame() {
 #[test]
 fn gpu_times_give_the_draw_and_the_copy() {
     let args = ["--grid", "16x16", "--size", "32x32", "--backend", "vulkan"];
-    let mut frames = Frames::new(&FramesOptions::new(args, 2, Importer::Host).with_views(4)).unwrap();
+    let untimed = Frames::new(&FramesOptions::new(args, 2, Importer::Host).with_views(4));
+    assert_eq!(untimed.unwrap().gpu_times().unwrap(), None, "timed only when asked");
+    let timed = FramesOptions::new(args, 2, Importer::Host).with_views(4).with_gpu_times();
+    let mut frames = Frames::new(&timed).unwrap();
     for f in 0..12 {
         frames.render().unwrap();
         frames.wait_ready_host(f).unwrap();
@@ -271,4 +279,127 @@ fn a_writer_gets_every_environment_and_draws_what_the_backend_draws() {
     assert_ok(&o, "the cpu backend's run");
     assert_eq!(Rgba::read_png(&png).unwrap().pixels, Rgba::read_png(&cpu_png).unwrap().pixels);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The profiler with views: one draw scope a frame, the protocol's hand-offs as without views,
+/// and the checker finds every access ordered.
+#[test]
+fn a_trace_of_views_passes_the_checker() {
+    let dir = temp_dir("views-trace");
+    let trace = dir.join("views.json");
+    for backend in ["vulkan", "cpu"] {
+        let o = run(vkhip()
+            .args(["--headless", "--frames", "12", "--views", "6", "--size", "40x30", "--grid", "24x20"])
+            .args(["--backend", backend, "--trace"])
+            .arg(&trace));
+        assert_ok(&o, backend);
+        assert!(stdout(&o).contains("  views        6 per frame"), "{}", stdout(&o));
+        let c = run(vkhip().arg("trace").arg("check").arg(&trace));
+        assert_ok(&c, "trace check");
+        assert!(stdout(&c).contains("12 frames") && stdout(&c).contains(" 0 violation(s)"), "{}", stdout(&c));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Views under the Khronos layer (synchronization validation on): 0 errors and 0 warnings in
+/// the sync modes, shapes and submission shapes lavapipe runs, with environments and the overlay.
+#[test]
+fn views_are_validation_clean_in_every_mode() {
+    if !require("views_are_validation_clean_in_every_mode", Component::ValidationLayer) {
+        return;
+    }
+    let runs: &[&[&str]] = &[
+        &["--backend", "vulkan"],
+        &["--backend", "vulkan", "--sync", "blocking"],
+        &["--backend", "vulkan", "--sync", "binary", "--slots", "1"],
+        &["--backend", "vulkan", "--envs", "4", "--submit", "split"],
+        &["--backend", "cpu", "--slots", "4", "--run-ahead", "2", "--batch", "2"],
+        &["--backend", "cpu", "--envs", "4", "--overlay"],
+    ];
+    for args in runs {
+        let o = run(vkhip()
+            .args([
+                "--headless",
+                "--validation",
+                "--views",
+                "4",
+                "--frames",
+                "8",
+                "--size",
+                "48x40",
+                "--grid",
+                "24x24",
+            ])
+            .args(*args));
+        assert_ok(&o, &format!("{args:?}"));
+        let line =
+            stdout(&o).lines().rfind(|l| l.starts_with("validation: ")).unwrap_or_default().to_string();
+        assert!(line.starts_with("validation: 0 errors, 0 warnings"), "{args:?}: {line}\n{}", stderr(&o));
+    }
+}
+
+/// A window shows the views tiled: with `--views 4` each quarter of a screenshot taken from
+/// outside shows a surface (not only the background), and the four quarters differ.
+#[test]
+fn a_window_shows_the_views_tiled() {
+    let test = "a_window_shows_the_views_tiled";
+    if !x11::tools_present(test) {
+        return;
+    }
+    let mut x = x11::Xvfb::start();
+    let mut app = vkhip()
+        .env("DISPLAY", &x.display)
+        .args([
+            "--views",
+            "4",
+            "--max-fps",
+            "30",
+            "--size",
+            "320x200",
+            "--grid",
+            "32x32",
+            "--backend",
+            "vulkan",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start vkhip");
+    x.wait_for_vkhip_window(&mut app);
+    let quarter = |img: &Rgba, q: u32| -> Vec<[u8; 4]> {
+        let (x0, y0) = ((q % 2) * 160, (q / 2) * 100);
+        (y0..y0 + 100)
+            .flat_map(|y| (x0..x0 + 160).map(move |x| (x, y)))
+            .map(|(x, y)| {
+                let i = ((y * img.width + x) * 4) as usize;
+                [img.pixels[i], img.pixels[i + 1], img.pixels[i + 2], img.pixels[i + 3]]
+            })
+            .collect()
+    };
+    let t0 = std::time::Instant::now();
+    let result = loop {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(app.try_wait().unwrap().is_none(), "vkhip exited early");
+        let img = x11::crop(&x.screenshot(), 320, 200);
+        let background = quarter(&img, 0)[0];
+        let quarters: Vec<Vec<[u8; 4]>> = (0..4).map(|q| quarter(&img, q)).collect();
+        let drawn = quarters.iter().all(|q| q.iter().filter(|p| **p != background).count() > 1000);
+        let distinct = (0..4).all(|a| (a + 1..4).all(|b| quarters[a] != quarters[b]));
+        // Tiles, not one view over the window: the lines between the tiles are background.
+        let at = |x: u32, y: u32| img.pixels[((y * 320 + x) * 4) as usize..][..4] == background;
+        let middle = (0..320).map(|x| at(x, 100)).chain((0..200).map(|y| at(160, y)));
+        let tiled = middle.filter(|&b| b).count() >= 480;
+        let drawn = drawn && tiled;
+        if (drawn && distinct) || t0.elapsed() > std::time::Duration::from_secs(20) {
+            break (drawn, distinct, img);
+        }
+    };
+    let _ = app.kill();
+    let _ = app.wait();
+    let (drawn, distinct, img) = result;
+    if !(drawn && distinct) {
+        let png = temp_dir("views-window").join("window.png");
+        img.write_png(&png).unwrap();
+        panic!("views not tiled (drawn {drawn}, distinct {distinct}): {}", png.display());
+    }
 }

@@ -8,13 +8,13 @@ use super::frame::{compute_and_draw, interrupted, throttle, Clock, DrawTarget, P
 use super::profiling::{create_trace_file, FrameProfile};
 use super::report::frame_report;
 use super::session::{MakeBackend, Session, SessionError};
-use crate::camera::OrbitCamera;
+use crate::camera::{OrbitCamera, Pose};
 use crate::cli::{PresentMode, RunArgs, TimeMode};
 use crate::overlay::OverlayFeed;
 use crate::pending::PendingFile;
 use crate::profile::clock::host_now_ns;
 use crate::profile::{Phase, RenderMarks};
-use crate::render::{surface_push, Renderer};
+use crate::render::{surface_push, view_pushes, view_tiles, Renderer};
 use crate::vk::external::Semaphore;
 use crate::vk::instance::Instance;
 use crate::vk::pipeline::RenderPass;
@@ -49,6 +49,9 @@ struct Running {
     /// window is destroyed from outside.
     size: PhysicalSize<u32>,
     camera: OrbitCamera,
+    /// `--views`: the camera and the extent the tiled views were set up for (set again when
+    /// either changes).
+    tiled: Option<(OrbitCamera, vk::Extent2D)>,
     clock: Clock,
     frame: u64,
     profile: FrameProfile,
@@ -249,6 +252,7 @@ impl App<'_, '_> {
             size: window.inner_size(),
             window,
             camera: OrbitCamera::default(),
+            tiled: None,
             clock: Clock::new(args.time.unwrap_or(TimeMode::Wall), args.dt),
             frame: 0,
             profile,
@@ -356,6 +360,21 @@ impl App<'_, '_> {
         marks.lap(Phase::Acquire);
         let (framebuffer, present) = sc.image(image);
         let extent = sc.extent;
+        if r.session.views > 1 && r.tiled != Some((r.camera, extent)) {
+            // The views tiled in the window, around the orbit camera (a drag turns them all).
+            let n = r.session.views;
+            let tiles = view_tiles(n, extent);
+            let poses: Vec<Pose> = (0..n)
+                .map(|i| {
+                    let yaw = r.camera.yaw + std::f32::consts::TAU * i as f32 / n as f32;
+                    Pose::from_orbit(&OrbitCamera { yaw, ..r.camera })
+                })
+                .collect();
+            let mut pushes = view_pushes(&poses, r.session.grid, tiles[0].extent, r.session.envs);
+            pushes.iter_mut().for_each(|p| p.layer = 0);
+            r.renderer.set_tiled_views(&r.session.slots, pushes, tiles)?;
+            r.tiled = Some((r.camera, extent));
+        }
         let target = DrawTarget {
             framebuffer,
             extent,

@@ -66,11 +66,22 @@ pub struct FramesOptions {
     /// K, the shared buffers (1..=8); frame f uses buffer f mod K.
     pub slots: usize,
     pub importer: Importer,
+    /// Time each frame's draw and copy on the GPU for [`Frames::gpu_times`] (the raster
+    /// limit): two timestamps, a query reset and a barrier more in each copy, so measure it in
+    /// a run of its own, as `vkhip bench`'s GPU limit row is (default off: the copy is exactly
+    /// the one-view path's).
+    pub gpu_times: bool,
 }
 
 impl FramesOptions {
     pub fn new(args: impl IntoIterator<Item = impl Into<String>>, slots: usize, importer: Importer) -> Self {
-        FramesOptions { args: args.into_iter().map(Into::into).collect(), slots, importer }
+        FramesOptions { args: args.into_iter().map(Into::into).collect(), slots, importer, gpu_times: false }
+    }
+
+    /// Time the draws and the copies ([`FramesOptions::gpu_times`], [`Frames::gpu_times`]).
+    pub fn with_gpu_times(mut self) -> Self {
+        self.gpu_times = true;
+        self
     }
 
     /// Render on `device` (`--device`: a Vulkan index, or the GPU of a CUDA ordinal); the
@@ -357,11 +368,13 @@ impl Frames {
         crate::vk::instance::set_foreign_signals(export);
         let ready = Semaphore::timeline(&ctx, 0, export).map_err(vulkan)?;
         let released = Semaphore::timeline(&ctx, 0, export).map_err(vulkan)?;
-        let copy_timer = CopyTimer::new(&ctx, k).map_err(vulkan)?;
+        let copy_timer = if options.gpu_times { CopyTimer::new(&ctx, k).map_err(vulkan)? } else { None };
         let copies = CopyCommands::new(&ctx, &offscreen.target, &buffers, export, copy_timer.as_ref())
             .map_err(vulkan)?;
         let mut profile = FrameProfile::new(&offscreen.session, None);
-        profile.keep_draw_times();
+        if options.gpu_times {
+            profile.keep_draw_times();
+        }
         let target = offscreen.draw_target();
         let poses = Pose::default_spread(offscreen.views);
         // (The renderer draws the default spread already: `Offscreen` set it up.)
@@ -429,7 +442,8 @@ impl Frames {
 
     /// The Vulkan GPU time of the frames' draws and copies measured so far: the raster limit
     /// beside which the views a second are read. Waits for nothing (what has not finished is
-    /// not counted yet). None where the device has no timestamps or with `--gpu-timing off`.
+    /// not counted yet). None unless made [`FramesOptions::with_gpu_times`], where the device
+    /// has no timestamps, or with `--gpu-timing off`.
     pub fn gpu_times(&mut self) -> Result<Option<GpuTimes>, EmbedError> {
         let ctx = self.offscreen.session.ctx.clone();
         let ready = ctx.timeline_value(self.ready.handle).map_err(|e| EmbedError::from_run(&e.into()))?;

@@ -49,7 +49,7 @@
 //!     pub fn poses(&self) -> &[Pose];
 //!     pub fn gpu_times(&mut self) -> Result<Option<GpuTimes>, EmbedError>;  // the raster limit
 //! }
-//! FramesOptions::new(args, slots, Importer::Host | Importer::Cuda).with_views(n).with_envs(e)
+//! FramesOptions::new(args, slots, Importer::Host | Importer::Cuda).with_views(n).with_envs(e).with_gpu_times()
 //! pub struct FrameInfo { pub frame: u64, pub slot: usize, pub ready_value: u64, pub width: u32, pub height: u32, pub views: u32 }
 //! pub struct Pose { pub eye: [f32; 3], pub target: [f32; 3], pub up: [f32; 3], pub fov_y_deg: f32 }
 //! pub enum EmbedError { Help(String), Usage { line, text }, Unsupported(String), Environment(String), Writer(String), Failed(String),

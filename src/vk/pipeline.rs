@@ -406,8 +406,15 @@ impl SurfacePipeline {
 
     /// Record the draws of every view of `views` from `slot`, one `vkCmdDraw` each after its
     /// push constants (inside a layered render pass, viewport/scissor set; a pipeline made by
-    /// [`Self::layered`]).
-    pub fn record_views(&self, cmd: vk::CommandBuffer, slot: usize, views: &[ViewPush]) {
+    /// [`Self::layered`]). With `tiles` (one rectangle per view: a window's tiled views), each
+    /// view's viewport and scissor are its tile first.
+    pub fn record_views(
+        &self,
+        cmd: vk::CommandBuffer,
+        slot: usize,
+        views: &[ViewPush],
+        tiles: &[vk::Rect2D],
+    ) {
         let d = &self.pipeline.ctx.device;
         let Some(first) = views.first() else { return };
         // SAFETY: as in `record_draw`; each view reads its environment's width × height floats
@@ -425,6 +432,18 @@ impl SurfacePipeline {
             for (i, view) in views.iter().enumerate() {
                 if i > 0 {
                     d.cmd_push_constants(cmd, self.pipeline.layout, SURFACE_PUSH_STAGES, 0, view.as_bytes());
+                }
+                if let Some(tile) = tiles.get(i) {
+                    let viewport = vk::Viewport {
+                        x: tile.offset.x as f32,
+                        y: tile.offset.y as f32,
+                        width: tile.extent.width as f32,
+                        height: tile.extent.height as f32,
+                        min_depth: 0.0,
+                        max_depth: 1.0,
+                    };
+                    d.cmd_set_viewport(cmd, 0, &[viewport]);
+                    d.cmd_set_scissor(cmd, 0, &[*tile]);
                 }
                 d.cmd_draw(cmd, vertices, instances, 0, 0);
             }
