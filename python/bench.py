@@ -326,7 +326,8 @@ def largest_round(size: int, opts: dict[str, Any]) -> dict[str, Any]:
     except vkhip.LimitError as e:
         m = re.search(r"past this device's (\w+) \((\d+)\)", str(e))
         out["limit"] = str(e)
-        n = int(m.group(2)) if m else 2048
+        # The limit's value when it counts layers; a byte limit (the heap) says nothing of N.
+        n = min(int(m.group(2)), 65536) if m and "Layers" in m.group(1) else 2048
     while n >= 1:
         try:
             cell = views_cell((size, size), n, "light", None, dict(one, slots=opts["slots"]))
