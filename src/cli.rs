@@ -205,9 +205,9 @@ pub struct CommonArgs {
     pub grid: Grid,
     /// Cameras per frame, N: every view drawn in ONE submission into an N-layer target (view i
     /// in layer i, its camera at its own azimuth around the surface), copied out as one
-    /// (N, H, W, 4) array; still one hand-off each way per frame. Headless: --capture writes
-    /// the views tiled. Up to the device's maxImageArrayLayers (see docs/ARCHITECTURE.md,
-    /// "Views"); not with --post.
+    /// (N, H, W, 4) array; still one hand-off each way per frame. Headless only (--capture
+    /// writes the views tiled). Up to the device's maxImageArrayLayers (see
+    /// docs/ARCHITECTURE.md, "Views"); not with --post.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub views: u32,
     /// Height fields per frame, E: 1 (every view sees the same surface) or N = --views (view i
@@ -417,6 +417,10 @@ pub enum BenchPreset {
     Gpu,
     /// The post stage (`--post outline`) on a GPU machine: vulkan, cuda-in-vulkan and cuda.
     Post,
+    /// Views (`--views N`, N = 1 … 1024) on a GPU machine: vulkan and cuda, 64² to 256².
+    Views,
+    /// A few views rows that lavapipe runs in seconds (CI).
+    QuickViews,
 }
 
 /// One `--grids` entry: the grid and the offscreen image size.
@@ -601,6 +605,12 @@ pub fn check_run(args: &RunArgs, headless: bool) -> Result<(), UsageError> {
     check_dt(args.dt)?;
     check_max_fps(args.max_fps)?;
     check_views(&args.common)?;
+    if !headless && args.common.views > 1 {
+        return Err(UsageError(format!(
+            "--views {}: a window shows one view; add --headless (--capture writes the views tiled)",
+            args.common.views
+        )));
+    }
     if args.trace.is_some() && args.common.gpu_timing == OnOff::Off {
         return Err(UsageError(
             "--trace needs the GPU side of the timeline: drop --gpu-timing off (or --trace)".into(),

@@ -313,6 +313,7 @@ fn post_test_offscreen(
         ctx: ctx.clone(),
         grid,
         envs: 1,
+        views: 1,
         device_reason: String::new(),
         backend_reason: String::new(),
     };

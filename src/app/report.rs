@@ -357,6 +357,19 @@ pub fn frame_report(
         "  frame time   mean {:.3} ms   p50 {:.3} ms   p99 {:.3} ms   ({:.1} fps)",
         s.mean_ms, s.p50_ms, s.p99_ms, s.fps
     );
+    if session.views > 1 {
+        let envs = match session.envs {
+            1 => "every view over the one height field".to_string(),
+            e => format!("view i over environment i of {e}"),
+        };
+        let _ = writeln!(
+            out,
+            "  views        {} per frame ({:.0} views/s): one draw submission into {} layers, one copy, the hand-offs of one frame; {envs}",
+            session.views,
+            s.fps * session.views as f64,
+            session.views
+        );
+    }
     if !st.draw_cmd.is_empty() {
         let g = st.draw_cmd.summary();
         let _ = writeln!(

@@ -235,6 +235,8 @@ pub struct Session {
     pub grid: Grid,
     /// `--envs`: height fields in each slot, `(envs, rows, cols)`.
     pub envs: u32,
+    /// `--views`: cameras per frame (the renderer's layers).
+    pub views: u32,
     pub device_reason: String,
     pub backend_reason: String,
 }
@@ -450,6 +452,7 @@ impl Session {
             ctx,
             grid: args.grid,
             envs: args.envs,
+            views: args.views,
             device_reason,
             backend_reason: choice.reason,
         })

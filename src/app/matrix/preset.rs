@@ -56,6 +56,9 @@ pub struct Config {
     pub timed: bool,
     /// `--post-batch` (None: the default, K for cuda/hip with `--post`).
     pub post_batch: Option<u32>,
+    /// `--views` (None: left out, one view). The row's frame time is N views' (the report's
+    /// `views` line gives views/s).
+    pub views: Option<u32>,
 }
 
 /// The configuration the other rows are compared with first.
@@ -109,7 +112,13 @@ const fn row(
         post: None,
         timed: false,
         post_batch: None,
+        views: None,
     }
+}
+
+/// `c` with `--views n`.
+const fn viewed(c: Config, n: u32, label: &'static str) -> Config {
+    Config { label, views: Some(n), ..c }
 }
 
 /// `c` with `--post outline`.
@@ -201,6 +210,38 @@ const POST_ROWS: &[Config] = &[
 
 const POST_SIZES: &[CellSize] = &[size(256, 256, 320, 180), size(1024, 1024, 1280, 720)];
 
+const VK_VIEWS: Config = row("", "vulkan", Some("external"), N, N, N, None);
+const CUDA_VIEWS: Config = row("", "cuda", None, N, N, N, None);
+
+/// The views preset (issue 43): N cameras a frame at N = 1, 4, 16, 64, 256, 1024, on the native
+/// Vulkan path and on CUDA's default sync (two hand-offs a frame whatever N); the table's frame
+/// time is N views', each row's report has views/s (the GPU limit row is one view's).
+#[rustfmt::skip]
+const VIEWS_ROWS: &[Config] = &[
+    GPU_ROWS[0],
+    viewed(VK_VIEWS, 4, "vulkan N=4"),
+    viewed(VK_VIEWS, 16, "vulkan N=16"),
+    viewed(VK_VIEWS, 64, "vulkan N=64"),
+    viewed(VK_VIEWS, 256, "vulkan N=256"),
+    viewed(VK_VIEWS, 1024, "vulkan N=1024"),
+    viewed(CUDA_VIEWS, 1, "cuda N=1"),
+    viewed(CUDA_VIEWS, 4, "cuda N=4"),
+    viewed(CUDA_VIEWS, 16, "cuda N=16"),
+    viewed(CUDA_VIEWS, 64, "cuda N=64"),
+    viewed(CUDA_VIEWS, 256, "cuda N=256"),
+    viewed(CUDA_VIEWS, 1024, "cuda N=1024"),
+];
+
+const VIEWS_SIZES: &[CellSize] =
+    &[size(32, 32, 128, 128), size(64, 64, 64, 64), size(64, 64, 128, 128), size(64, 64, 256, 256)];
+
+#[rustfmt::skip]
+const QUICK_VIEWS_ROWS: &[Config] = &[
+    viewed(VK_VIEWS, 1, "vulkan N=1"),
+    viewed(VK_VIEWS, 4, "vulkan N=4"),
+    viewed(row("", "cpu", Some("bridged"), N, N, N, None), 4, "cpu bridged N=4"),
+];
+
 /// A preset: rows, sizes, and how long each run is.
 #[derive(Clone, Copy, Debug)]
 pub struct Preset {
@@ -219,6 +260,12 @@ pub fn preset(p: BenchPreset) -> Preset {
         }
         BenchPreset::Post => {
             Preset { rows: POST_ROWS, sizes: POST_SIZES, frames: 1000, warmup: 100, reps: 3 }
+        }
+        BenchPreset::Views => {
+            Preset { rows: VIEWS_ROWS, sizes: VIEWS_SIZES, frames: 300, warmup: 50, reps: 3 }
+        }
+        BenchPreset::QuickViews => {
+            Preset { rows: QUICK_VIEWS_ROWS, sizes: QUICK_SIZES, frames: 30, warmup: 5, reps: 2 }
         }
     }
 }
@@ -294,7 +341,13 @@ mod tests {
         // `--post` comes with the post stage's frame loop (branch post-frame); until that is
         // merged, the post rows are parsed without it.
         let knows_post = Cli::command().get_arguments().any(|a| a.get_long() == Some("post"));
-        for p in [BenchPreset::Gpu, BenchPreset::Quick, BenchPreset::Post] {
+        for p in [
+            BenchPreset::Gpu,
+            BenchPreset::Quick,
+            BenchPreset::Post,
+            BenchPreset::Views,
+            BenchPreset::QuickViews,
+        ] {
             let pr = preset(p);
             for c in pr.rows {
                 for at in pr.sizes {
@@ -316,6 +369,7 @@ mod tests {
                     assert!(cli.command.is_none());
                     assert_eq!(cli.run.common.grid, at.grid);
                     assert_eq!(cli.run.size, at.size);
+                    assert_eq!(cli.run.common.views, c.views.unwrap_or(1), "{}", c.label);
                 }
             }
             let labels: Vec<_> = pr.rows.iter().map(|c| c.label).collect();

@@ -117,6 +117,7 @@ pub fn child_args(
     opt("--compute-wait", c.compute_wait.map(str::to_string));
     opt("--post", c.post.map(str::to_string));
     opt("--post-batch", c.post_batch.map(|v| v.to_string()));
+    opt("--views", c.views.map(|v| v.to_string()));
     opt("--device", device.map(|v| v.to_string()));
     // The limit row and the timed rows need the GPU's timestamps whatever the matrix's setting.
     if gpu_timing == crate::cli::OnOff::Off && !c.limit && !c.timed {
