@@ -186,6 +186,8 @@ def test_bad_view_options() -> None:
 
     with pytest.raises(vkhip.InvalidError, match="views=0: at least 1"):
         vkhip.view(write, api="host", headless=True, views=0)
+    with pytest.raises(vkhip.InvalidError, match="views=2: a window shows one view; pass headless"):
+        vkhip.view(write, api="host", views=2)
     with pytest.raises(vkhip.InvalidError, match="envs= without views="):
         vkhip.view(write, api="host", headless=True, envs=2)
     with pytest.raises(vkhip.LimitError, match=r"past this device's max\w+ \(\d+\)"):

@@ -334,6 +334,7 @@ def view(
 ) -> ViewResult:
     """The app's viewer (a window, or headless with the PNG and the frame report) with the height
     field written by ``write(frame, time_s, heights)`` every frame: NumPy on the host path, torch
-    or CuPy on ``stream`` on the CUDA path. ``views=N``: N cameras (the window tiles them) and N
-    environments, so ``heights`` is ``(N, rows, cols)`` (``envs=1``: one field all views see,
-    ``(1, rows, cols)``). ``args`` takes any other ``vkhip`` flag."""
+    or CuPy on ``stream`` on the CUDA path. ``views=N``: N cameras and N environments, so
+    ``heights`` is ``(N, rows, cols)`` (``envs=1``: one field all views see, ``(1, rows,
+    cols)``); headless only for N > 1 (a window shows one view; ``capture=`` writes the views
+    tiled). ``args`` takes any other ``vkhip`` flag."""
