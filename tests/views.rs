@@ -205,6 +205,11 @@ fn limits_and_bad_combinations_are_refused_before_the_driver() {
     assert!(stderr(&o).contains("--views 2 with --post"), "{}", stderr(&o));
     let o = run(vkhip().args(["--headless", "--frames", "2", "--views", "100000"]));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // A window shows one view: the run's own check says so (before any window opens).
+    let cli = vkhip::cli::Cli::try_parse_from(["vkhip", "--views", "3"]).unwrap();
+    let e = vkhip::cli::check_run(&cli.run, false).unwrap_err();
+    assert_eq!(e.to_string(), "--views 3: a window shows one view; add --headless (--capture writes the views tiled)");
+    assert!(vkhip::cli::check_run(&cli.run, true).is_ok());
 }
 
 #[test]
@@ -270,5 +275,25 @@ fn a_writer_gets_every_environment_and_draws_what_the_backend_draws() {
     let o = run(vkhip().args(args).args(["--backend", "cpu", "--capture"]).arg(&cpu_png));
     assert_ok(&o, "the cpu backend's run");
     assert_eq!(Rgba::read_png(&png).unwrap().pixels, Rgba::read_png(&cpu_png).unwrap().pixels);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The profiler with views: one draw scope a frame, the protocol's hand-offs as without views,
+/// and the checker finds every access ordered.
+#[test]
+fn a_trace_of_views_passes_the_checker() {
+    let dir = temp_dir("views-trace");
+    let trace = dir.join("views.json");
+    for backend in ["vulkan", "cpu"] {
+        let o = run(vkhip()
+            .args(["--headless", "--frames", "12", "--views", "6", "--size", "40x30", "--grid", "24x20"])
+            .args(["--backend", backend, "--trace"])
+            .arg(&trace));
+        assert_ok(&o, backend);
+        assert!(stdout(&o).contains("  views        6 per frame"), "{}", stdout(&o));
+        let c = run(vkhip().arg("trace").arg("check").arg(&trace));
+        assert_ok(&c, "trace check");
+        assert!(stdout(&c).contains("12 frames") && stdout(&c).contains(" 0 violation(s)"), "{}", stdout(&c));
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
