@@ -326,7 +326,8 @@ def largest_round(size: int, opts: dict[str, Any]) -> dict[str, Any]:
     except vkhip.LimitError as e:
         m = re.search(r"past this device's (\w+) \((\d+)\)", str(e))
         out["limit"] = str(e)
-        n = int(m.group(2)) if m else 2048
+        # The limit's value when it counts layers; a byte limit (the heap) says nothing of N.
+        n = min(int(m.group(2)), 65536) if m and "Layers" in m.group(1) else 2048
     while n >= 1:
         try:
             cell = views_cell((size, size), n, "light", None, dict(one, slots=opts["slots"]))
@@ -409,7 +410,15 @@ def median_cell(cells: list[dict[str, Any]]) -> dict[str, Any]:
 
 def views_benchmarks(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     """``--only views`` (module note)."""
+    global DEADLINE
     t_start = time.perf_counter()
+    DEADLINE = t_start + args.stop_after
+
+    def save() -> None:
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+
     counts = [int(c) for c in args.counts.split(",")]
     sizes = [int(c) for c in args.sizes.split(",")]
     opts = {
@@ -421,7 +430,7 @@ def views_benchmarks(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
     }
     spec_opts = json.dumps(opts)
     # (label, scene, size, grid): the matrix, then the 32x32 grid's row at 128².
-    row_keys = [(sc, sc, z, "-") for sc in args.scenes.split(",") for z in sizes]
+    row_keys = [(sc, sc, z, "-") for sc in args.scenes.split(",") for z in sizes if args.matrix]
     if args.grid32:
         row_keys.append(("light 32x32", "light", 128, "32x32"))
     ccsv = ",".join(map(str, counts))
@@ -487,6 +496,7 @@ def views_benchmarks(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
         if passes:
             print(f"first N at >= 0.5x the raster limit ({label} {z}x{z}): {passes[0]}")
 
+    save()
     if args.handoffs:
         got = in_process_json(["handoffs", "128", ccsv, str(args.handoff_frames)])
         print("\nhand-offs per frame (vkhip.view, torch writes (N, 64, 64) heights, 128x128):")
@@ -505,6 +515,7 @@ def views_benchmarks(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
                 for line in c["lines"]:
                     print(f"      {line}")
 
+    save()
     if args.hd:
         zc, host = interleaved(
             "views 1920x1080 (views/s: N = 4 zero copy; frames/s: one view, host round trip)",
@@ -517,6 +528,7 @@ def views_benchmarks(args: argparse.Namespace, rows: list[dict[str, Any]]) -> No
         rows.append(row)
         print(f"ROW {json.dumps(row)}", flush=True)
 
+    save()
     if args.largest:
         for z in sizes:
             out = in_process_json(["largest", str(z), spec_opts])
@@ -557,9 +569,16 @@ def views_round(spec: list[str]) -> Any:
     return largest_round(int(z), json.loads(spec_opts))
 
 
+# Past this time.perf_counter() value no views round starts (``--stop-after``).
+DEADLINE = float("inf")
+
+
 def in_process_json(spec: list[str]) -> Any:
     """One views round in a fresh process: its last line is the JSON of what it measured; a
-    process that fails is ``{"error": …}`` (its last lines printed), not the end of the run."""
+    process that fails is ``{"error": …}`` (its last lines printed), not the end of the run; past
+    ``--stop-after`` none starts (``{"error": "skipped: …"}``)."""
+    if time.perf_counter() > DEADLINE:
+        return {"error": "skipped: past --stop-after"}
     done = subprocess.run(
         [sys.executable, "-P", __file__, "--round", *spec], capture_output=True, text=True
     )
@@ -592,7 +611,14 @@ def main() -> int:
     views.add_argument("--warmup", type=int, default=3, help="frames before a cell's clock")
     views.add_argument("--consume", choices=["sum", "mean", "none"], default="sum")
     views.add_argument("--handoff-frames", type=int, default=120)
+    views.add_argument(
+        "--stop-after",
+        type=float,
+        default=540.0,
+        help="seconds after which no round starts (the device's calls end at 600 s)",
+    )
     for name, what in [
+        ("matrix", "the rows of every scene and size (views/s against N)"),
         ("grid32", "the 32x32 grid's row at 128²"),
         ("handoffs", "hand-offs per frame against N"),
         ("hd", "1920x1080, N = 4, against the host round trip"),

@@ -359,8 +359,10 @@ def views_checks(vkhip_bin: str | None, out: str, n: int) -> None:
     size, grid = (160, 96), (64, 64)
     poses = torch.tensor(vkhip.Frames.default_poses(n), device="cuda")
     poses[:, 9] = 40.0 + torch.arange(n, device="cuda")  # each view its own field of view
-    gpu = vkhip.Frames(size=size, grid=grid, views=n, envs=n, slots=3, api="cuda")
-    host = vkhip.Frames(size=size, grid=grid, views=n, envs=n, slots=3, api="host")
+    # N environments, written by Vulkan's compute shader (CUDA's kernel writes one field).
+    common = {"size": size, "grid": grid, "views": n, "envs": n, "slots": 3}
+    gpu = vkhip.Frames(api="cuda", args=["--backend", "vulkan"], **common)  # type: ignore[arg-type]
+    host = vkhip.Frames(api="host", args=["--backend", "vulkan"], **common)  # type: ignore[arg-type]
     gpu.set_poses(poses)
     host.set_poses(poses.cpu().numpy())
     frames, equal, shapes, on_gpu = 8, 0, set(), True

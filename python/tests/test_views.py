@@ -60,6 +60,16 @@ def test_without_views_a_frame_is_todays_picture() -> None:
     assert np.array_equal(px, first_frame(vkhip.Frames(views=3, **ARGS))[0])  # type: ignore[arg-type]
 
 
+def test_envs_give_each_view_its_own_height_field() -> None:
+    shared = first_frame(vkhip.Frames(views=3, **ARGS))  # type: ignore[arg-type]
+    own = vkhip.Frames(views=3, envs=3, **ARGS)  # type: ignore[arg-type]
+    assert own.envs == 3
+    px = first_frame(own)
+    assert np.array_equal(px[0], shared[0]), "environment 0 is the one field of envs=1"
+    for v in (1, 2):
+        assert not np.array_equal(px[v], shared[v]), f"view {v} draws environment {v}"
+
+
 def test_poses_from_numpy_and_lists_move_the_cameras() -> None:
     poses = np.array(vkhip.Frames.default_poses(3), dtype=np.float64)
     poses[1, 0:3] *= 0.7  # view 1's eye closer to the surface
@@ -176,7 +186,9 @@ def test_bad_view_options() -> None:
 
     with pytest.raises(vkhip.InvalidError, match="views=0: at least 1"):
         vkhip.view(write, api="host", headless=True, views=0)
+    with pytest.raises(vkhip.InvalidError, match="views=2: a window shows one view; pass headless"):
+        vkhip.view(write, api="host", views=2)
     with pytest.raises(vkhip.InvalidError, match="envs= without views="):
         vkhip.view(write, api="host", headless=True, envs=2)
     with pytest.raises(vkhip.LimitError, match=r"past this device's max\w+ \(\d+\)"):
-        vkhip.view(write, api="host", headless=True, views=60_000, args=["--frames", "1"])
+        vkhip.view(write, api="host", headless=True, views=60_000, envs=1, args=["--frames", "1"])
