@@ -349,7 +349,7 @@ impl Hip {
     /// (a framework's current stream on ROCm: torch's `cuda_stream`, CuPy's `ptr`), has
     /// finished: the hand-off of the caller's work to Vulkan while no semaphore can be imported
     /// (see the module notes). `stream` 0 or 1 is the null stream, 2 the per-thread default
-    /// stream (`hipStreamPerThread`), as in DLPack's `__dlpack__(stream=…)` ([`stream_handle`]).
+    /// stream (`hipStreamPerThread`), as in DLPack's `__dlpack__(stream=…)`.
     /// Work on the crate's own stream is [`Hip::synchronize`]'s.
     ///
     /// # Safety
