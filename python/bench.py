@@ -16,9 +16,12 @@ heights: the app's viewer, headless, with the height field written by torch ever
   hand-off, once the GPU has one draw left). The torch writer's kernels are loaded before the
   run (``--no-prewarm``: in frame 0, as issue 45 measured), as ``vkhip`` loads its own; the
   writer is the lean one (``--writer plain``: issue 45's, 8 launches and temporaries a frame).
-  ``--breakdown``: one instrumented run of each side per size after its rounds: the reports'
-  lines, each torch writer call's host time (``torch.from_dlpack``, the torch ops, the door
-  between two calls, a whole hand-off) and its GPU span (CUDA events around its torch work).
+  ``--torch-flags FLAGS`` (repeatable): a variant of the torch side with these vkhip flags too
+  (e.g. ``--compute-wait gpu``: the writer's calls no longer wait for the GPU to drain to one
+  draw; ``--slots 8 --batch 8``), in the same rounds against the same Rust runs.
+  ``--breakdown``: one instrumented run of each side (and variant) per size after its rounds: the
+  reports' lines, each torch writer call's host time (``torch.from_dlpack``, the torch ops, the
+  door between two calls, a whole hand-off) and its GPU span (CUDA events around its torch work).
 views (``--only views``; issue 43): N cameras a frame (``Frames(views=N)``), one hand-off.
   - views into torch per second against N (1, 4, …, 1024) at 64², 128², 256², light and default
     scenes, beside the GPU's raster limit for the same N: N / (Vulkan's GPU time of the draw and
@@ -41,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -160,6 +164,7 @@ def heights_round(
     prewarm: bool = True,
     stats: dict[str, list[Any]] | None = None,
     lean: bool = True,
+    extra: list[str] | None = None,
 ) -> str:
     """The frame report of one headless run. The torch side runs its writer's torch work once
     on a scratch tensor first (``prewarm``): CUDA loads torch's kernels at their first launch,
@@ -183,6 +188,7 @@ def heights_round(
             size=size,
             frames=n,
             headless=True,
+            args=list(extra or []),
         )
         return result.report
     return subprocess.run(
@@ -224,7 +230,7 @@ def q(xs: list[float], f: float) -> float:
 def breakdown_round(spec: list[str]) -> dict[str, Any]:
     """``--breakdown``: one instrumented run (``--round breakdown BIN GW GH W H N PY``): the
     report's lines, and on the torch side where each writer call's time goes."""
-    vkhip_bin, gw, gh, w, h, n, python, warm, writer = spec
+    vkhip_bin, gw, gh, w, h, n, python, warm, writer, flags = spec
     grid, size = (int(gw), int(gh)), (int(w), int(h))
     stats: dict[str, list[Any]] = {"calls": [], "events": []}
     py = python == "1"
@@ -237,6 +243,7 @@ def breakdown_round(spec: list[str]) -> dict[str, Any]:
         prewarm=warm != "0",
         stats=stats if py else None,
         lean=writer == "lean",
+        extra=unpack_flags(flags),
     )
     out: dict[str, Any] = {
         "lines": [m.group(0).strip() for m in REPORT_LINES.finditer(report)],
@@ -286,6 +293,16 @@ def breakdown_round(spec: list[str]) -> dict[str, Any]:
     return out
 
 
+def pack_flags(flags: list[str]) -> str:
+    """vkhip flags as one ``--round`` argument (one that starts with ``--`` would be an option)."""
+    return "flags=" + "\x1f".join(flags)
+
+
+def unpack_flags(packed: str) -> list[str]:
+    body = packed.removeprefix("flags=")
+    return body.split("\x1f") if body else []
+
+
 def one_round(spec: list[str]) -> float:
     """Run one round in this process: what ``--round`` names."""
     kind, *rest = spec
@@ -295,6 +312,7 @@ def one_round(spec: list[str]) -> float:
     vkhip_bin, gw, gh, w, h, n, python, *opts = rest
     warm = opts[0] if opts else "1"
     writer = opts[1] if len(opts) > 1 else "lean"
+    flags = opts[2] if len(opts) > 2 else "flags="
     report = heights_round(
         vkhip_bin,
         (int(gw), int(gh)),
@@ -303,6 +321,7 @@ def one_round(spec: list[str]) -> float:
         python == "1",
         prewarm=warm != "0",
         lean=writer == "lean",
+        extra=unpack_flags(flags),
     )
     return frame_mean_ms(report)
 
@@ -822,6 +841,14 @@ def main() -> int:
         "launches, temporaries each frame); the same values",
     )
     heights.add_argument(
+        "--torch-flags",
+        action="append",
+        default=[],
+        metavar="FLAGS",
+        help="a variant of the torch side: these vkhip flags too (e.g. '--compute-wait gpu'), "
+        "measured in the same rounds against the same Rust runs; repeatable",
+    )
+    heights.add_argument(
         "--breakdown",
         action="store_true",
         help="after each size's rounds, one instrumented run of each side: the report's lines "
@@ -863,30 +890,45 @@ def main() -> int:
     if args.only in (None, "heights"):
         w, h = 1280, 720
         warm = "1" if args.prewarm else "0"
+        # The torch side with vkhip's defaults, then each --torch-flags variant.
+        variants = [[], *[shlex.split(v) for v in args.torch_flags]]
         for g in [256, 1024]:
             spec = ["heights", args.vkhip, str(g), str(g), str(w), str(h), str(args.frames)]
-            rust, py = interleaved(
-                f"heights {g}x{g} (frame ms: rust, torch)",
-                args.rounds,
-                lambda spec=spec: in_process([*spec, "0"]),
-                lambda spec=spec: in_process([*spec, "1", warm, args.writer]),
-            )
-            keys = {
-                "grid": f"{g}x{g}",
-                "size": f"{w}x{h}",
-                "prewarm": args.prewarm,
-                "writer": args.writer,
-            }
-            row = summary("heights", keys, ("rust_ms", rust), ("torch_ms", py))
-            row["ratio"] = row["torch_ms"] / row["rust_ms"]
-            rows.append(row)
-            print(f"ROW {json.dumps(row)}", flush=True)
+            rust: list[float] = []
+            py: list[list[float]] = [[] for _ in variants]
+            for r in range(args.rounds):
+                rust.append(in_process([*spec, "0"]))
+                for i, v in enumerate(variants):
+                    py[i].append(in_process([*spec, "1", warm, args.writer, pack_flags(v)]))
+                figures = ", ".join(f"{xs[-1]:.5g}" for xs in py)
+                names = "".join(", torch " + " ".join(v) for v in variants[1:])
+                print(
+                    f"heights {g}x{g} round {r} (frame ms: rust, torch{names}): "
+                    f"{rust[-1]:.5g}, {figures}",
+                    flush=True,
+                )
+            for v, xs in zip(variants, py):
+                keys = {
+                    "grid": f"{g}x{g}",
+                    "size": f"{w}x{h}",
+                    "prewarm": args.prewarm,
+                    "writer": args.writer,
+                    "torch_flags": " ".join(v),
+                }
+                row = summary("heights", keys, ("rust_ms", rust), ("torch_ms", xs))
+                row["ratio"] = row["torch_ms"] / row["rust_ms"]
+                rows.append(row)
+                print(f"ROW {json.dumps(row)}", flush=True)
             if args.breakdown:
                 got = {}
-                for side, flag in (("rust", "0"), ("torch", "1")):
-                    got[side] = in_process_json(["breakdown", *spec[1:], flag, warm, args.writer])
-                    rows.append({"bench": "heights-breakdown", "side": side, **keys, **got[side]})
-                    print_breakdown(f"{g}x{g} {side}", got[side])
+                for side, flag, v in [("rust", "0", []), *[("torch", "1", v) for v in variants]]:
+                    label = f"{g}x{g} {side}" + (f" {' '.join(v)}" if v else "")
+                    b = in_process_json(
+                        ["breakdown", *spec[1:], flag, warm, args.writer, pack_flags(v)]
+                    )
+                    rows.append({"bench": "heights-breakdown", "side": label, **b})
+                    print_breakdown(label, b)
+                    got.setdefault(side, b)
                 r, t = got["rust"], got["torch"]
                 if "frame_mean_ms" in r and "handoff_host_us_p50" in t:
                     print(
