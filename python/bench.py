@@ -15,7 +15,8 @@ heights: the app's viewer, headless, with the height field written by torch ever
   same defaults (K = 8, batch 7: the render thread calls the writer 7 times back to back at each
   hand-off, once the GPU has one draw left). The torch writer's kernels are loaded before the
   run (``--no-prewarm``: in frame 0, as issue 45 measured), as ``vkhip`` loads its own; the
-  writer is the lean one (``--writer plain``: issue 45's, 8 launches and temporaries a frame).
+  writer is the lean one (5 launches, no temporaries; ``--writer plain``: issue 45's, 8 launches
+  and temporaries a frame).
   ``--torch-flags FLAGS`` (repeatable): a variant of the torch side with these vkhip flags too
   (e.g. ``--compute-wait gpu``: the writer's calls no longer wait for the GPU to drain to one
   draw; ``--slots 8 --batch 8``), in the same rounds against the same Rust runs.
@@ -99,8 +100,8 @@ def torch_writer(
     grid: tuple[int, int], stats: dict[str, list[Any]] | None = None, lean: bool = True
 ) -> tuple[Callable[[int, float, vkhip.Heights], None], Callable[[Any, float], None]]:
     """The writer ``vkhip.view`` calls, and its torch part (``fill(h, t)``) for the prewarm.
-    ``lean``: the same values in 6 launches instead of 8 and no temporaries (6u and 6v computed
-    once; the 0.25, a power of two and so exact, applied to the 1 x cols row, not the grid).
+    ``lean``: the same values in 5 launches instead of 8 and no temporaries (6u and 6v computed
+    once; the product and the 0.25, a power of two and so exact in any order, one ``addcmul``).
     With ``stats``, each call's host times (ns: start, after ``torch.from_dlpack``, end) and a
     pair of CUDA events around its torch work go there (``--breakdown``)."""
     import torch
@@ -109,15 +110,15 @@ def torch_writer(
     x = torch.linspace(-1.0, 1.0, cols, device="cuda").view(1, cols)
     y = torch.linspace(-1.0, 1.0, rows, device="cuda").view(rows, 1)
     x6, y6 = x * 6.0, y * 6.0
-    sx, cy = torch.empty_like(x), torch.empty_like(y)
+    sx, cy, zero = torch.empty_like(x), torch.empty_like(y), torch.zeros(1, 1, device="cuda")
 
     def fill(h: Any, t: float) -> None:
         # The sine wave's shape (src/sim.rs): 0.25 sin(6u + p) cos(6v + p).
         p = (1.5 * t) % 6.283185307179586
         if lean:
-            torch.add(x6, p, out=sx).sin_().mul_(0.25)
+            torch.add(x6, p, out=sx).sin_()
             torch.add(y6, p, out=cy).cos_()
-            torch.mul(sx, cy, out=h)
+            torch.addcmul(zero, sx, cy, value=0.25, out=h)
             return
         torch.mul(torch.sin(x * 6.0 + p), torch.cos(y * 6.0 + p), out=h)
         h.mul_(0.25)
@@ -837,7 +838,7 @@ def main() -> int:
         "--writer",
         choices=["lean", "plain"],
         default="lean",
-        help="the torch writer: lean (6 launches, no temporaries) or plain (issue 45's: 8 "
+        help="the torch writer: lean (5 launches, no temporaries) or plain (issue 45's: 8 "
         "launches, temporaries each frame); the same values",
     )
     heights.add_argument(
