@@ -13,10 +13,10 @@ frames: Vulkan frame → torch tensor, K = 3 in flight, a mean per frame on the 
 heights: the app's viewer, headless, with the height field written by torch every frame
   (``vkhip.view``), against ``vkhip --backend cuda`` (the Rust sine kernel), same grid and image,
   same defaults (K = 8, batch 7: the render thread calls the writer 7 times back to back at each
-  hand-off, once the GPU has one draw left). The torch writer's kernels are loaded before the
-  run (``--no-prewarm``: in frame 0, as issue 45 measured), as ``vkhip`` loads its own; the
-  writer is the lean one (5 launches, no temporaries; ``--writer plain``: issue 45's, 8 launches
-  and temporaries a frame).
+  hand-off, once the GPU has at most one draw left). The torch writer's kernels are loaded
+  before the run (``--no-prewarm``: in frame 0, as issue 45 measured), as ``vkhip`` loads its
+  own; the writer is the lean one (5 launches, no temporaries; ``--writer plain``: issue 45's,
+  8 launches and temporaries a frame).
   ``--torch-flags FLAGS`` (repeatable): a variant of the torch side with these vkhip flags too
   (e.g. ``--compute-wait gpu``: the writer's calls no longer wait for the GPU to drain to one
   draw; ``--slots 8 --batch 8``), in the same rounds against the same Rust runs.
@@ -938,7 +938,7 @@ def main() -> int:
                         "hand-off's host time per frame "
                         f"{t['handoff_host_us_p50'] / t['batch']:.1f}"
                         " µs (the render thread runs the B calls of a hand-off back to back once "
-                        "the GPU has one draw left: what they take past that draw, the GPU idles)",
+                        "the GPU has at most one draw left: what they take past it, the GPU idles)",
                         flush=True,
                     )
 
