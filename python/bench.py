@@ -18,8 +18,9 @@ heights: the app's viewer, headless, with the height field written by torch ever
   own; the writer is the lean one (5 launches, no temporaries; ``--writer plain``: issue 45's,
   8 launches and temporaries a frame).
   ``--torch-flags FLAGS`` (repeatable): a variant of the torch side with these vkhip flags too
-  (e.g. ``--compute-wait gpu``: the writer's calls no longer wait for the GPU to drain to one
-  draw; ``--slots 8 --batch 8``), in the same rounds against the same Rust runs.
+  (e.g. ``--compute-wait gpu``: the CUDA stream waits for the slot's last draw, the render
+  thread no longer settles that wait on the host first; ``--slots 8 --batch 8``), in the same
+  rounds against the same Rust runs.
   ``--breakdown``: one instrumented run of each side (and variant) per size after its rounds: the
   reports' lines, each torch writer call's host time (``torch.from_dlpack``, the torch ops, the
   door between two calls, a whole hand-off) and its GPU span (CUDA events around its torch work).
