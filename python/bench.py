@@ -11,7 +11,19 @@ frames: Vulkan frame → torch tensor, K = 3 in flight, a mean per frame on the 
   hand-off every frame) and a light one (a 64² grid, heights from Vulkan's compute shader), where
   the frame's own cost is small and the hand-off's stands out.
 heights: the app's viewer, headless, with the height field written by torch every frame
-  (``vkhip.view``), against ``vkhip --backend cuda`` (the Rust sine kernel), same grid and image.
+  (``vkhip.view``), against ``vkhip --backend cuda`` (the Rust sine kernel), same grid and image,
+  same defaults (K = 8, batch 7: the render thread calls the writer 7 times back to back at each
+  hand-off, once the GPU has at most one draw left). The torch writer's kernels are loaded
+  before the run (``--no-prewarm``: in frame 0, as issue 45 measured), as ``vkhip`` loads its
+  own; the writer is the lean one (5 launches, no temporaries; ``--writer plain``: issue 45's,
+  8 launches and temporaries a frame).
+  ``--torch-flags FLAGS`` (repeatable): a variant of the torch side with these vkhip flags too
+  (e.g. ``--compute-wait gpu``: the CUDA stream waits for the slot's last draw, the render
+  thread no longer settles that wait on the host first; ``--slots 8 --batch 8``), in the same
+  rounds against the same Rust runs.
+  ``--breakdown``: one instrumented run of each side (and variant) per size after its rounds: the
+  reports' lines, each torch writer call's host time (``torch.from_dlpack``, the torch ops, the
+  door between two calls, a whole hand-off) and its GPU span (CUDA events around its torch work).
 views (``--only views``; issue 43): N cameras a frame (``Frames(views=N)``), one hand-off.
   - views into torch per second against N (1, 4, …, 1024) at 64², 128², 256², light and default
     scenes, beside the GPU's raster limit for the same N: N / (Vulkan's GPU time of the draw and
@@ -34,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -84,21 +97,53 @@ def frames_round(size: tuple[int, int], n: int, zero_copy: bool, scene: str) -> 
     return n / (time.perf_counter() - t0)
 
 
-def torch_writer(grid: tuple[int, int]) -> Callable[[int, float, vkhip.Heights], None]:
+def torch_writer(
+    grid: tuple[int, int], stats: dict[str, list[Any]] | None = None, lean: bool = True
+) -> tuple[Callable[[int, float, vkhip.Heights], None], Callable[[Any, float], None]]:
+    """The writer ``vkhip.view`` calls, and its torch part (``fill(h, t)``) for the prewarm.
+    ``lean``: the same values in 5 launches instead of 8 and no temporaries (6u and 6v computed
+    once; the product and the 0.25, a power of two and so exact in any order, one ``addcmul``).
+    With ``stats``, each call's host times (ns: start, after ``torch.from_dlpack``, end) and a
+    pair of CUDA events around its torch work go there (``--breakdown``)."""
     import torch
 
     cols, rows = grid
     x = torch.linspace(-1.0, 1.0, cols, device="cuda").view(1, cols)
     y = torch.linspace(-1.0, 1.0, rows, device="cuda").view(rows, 1)
+    x6, y6 = x * 6.0, y * 6.0
+    sx, cy, zero = torch.empty_like(x), torch.empty_like(y), torch.zeros(1, 1, device="cuda")
 
-    def write(frame: int, t: float, heights: vkhip.Heights) -> None:
-        h = torch.from_dlpack(heights)
+    def fill(h: Any, t: float) -> None:
         # The sine wave's shape (src/sim.rs): 0.25 sin(6u + p) cos(6v + p).
         p = (1.5 * t) % 6.283185307179586
+        if lean:
+            torch.add(x6, p, out=sx).sin_()
+            torch.add(y6, p, out=cy).cos_()
+            torch.addcmul(zero, sx, cy, value=0.25, out=h)
+            return
         torch.mul(torch.sin(x * 6.0 + p), torch.cos(y * 6.0 + p), out=h)
         h.mul_(0.25)
 
-    return write
+    def write(frame: int, t: float, heights: vkhip.Heights) -> None:
+        fill(torch.from_dlpack(heights), t)
+
+    if stats is None:
+        return write, fill
+    clock = time.perf_counter_ns
+
+    def timed(frame: int, t: float, heights: vkhip.Heights) -> None:
+        t0 = clock()
+        h = torch.from_dlpack(heights)
+        t1 = clock()
+        e0 = torch.cuda.Event(enable_timing=True)
+        e1 = torch.cuda.Event(enable_timing=True)
+        e0.record()
+        fill(h, t)
+        e1.record()
+        stats["calls"].append((frame, t0, t1, clock()))
+        stats["events"].append((e0, e1))
+
+    return timed, fill
 
 
 FRAME_FPS = re.compile(r"frame time[^\n]*\(([0-9.]+) fps\)")
@@ -113,33 +158,51 @@ def frame_mean_ms(report: str) -> float:
 
 
 def heights_round(
-    vkhip_bin: str, grid: tuple[int, int], size: tuple[int, int], n: int, python: bool
-) -> float:
-    """The frame mean (ms) of one headless run."""
-    g, s = f"{grid[0]}x{grid[1]}", f"{size[0]}x{size[1]}"
+    vkhip_bin: str,
+    grid: tuple[int, int],
+    size: tuple[int, int],
+    n: int,
+    python: bool,
+    prewarm: bool = True,
+    stats: dict[str, list[Any]] | None = None,
+    lean: bool = True,
+    extra: list[str] | None = None,
+) -> str:
+    """The frame report of one headless run. The torch side runs its writer's torch work once
+    on a scratch tensor first (``prewarm``): CUDA loads torch's kernels at their first launch,
+    which would otherwise land in frame 0, as the Rust side's kernel is loaded before its first
+    frame (``vkhip``'s prewarm)."""
     if python:
         import torch
 
+        write, fill = torch_writer(grid, stats, lean)
+        if prewarm:
+            t0 = time.perf_counter_ns()
+            fill(torch.empty(grid[1], grid[0], device="cuda"), 0.0)
+            torch.cuda.synchronize()
+            if stats is not None:
+                stats["prewarm_ns"] = [time.perf_counter_ns() - t0]
         result = vkhip.view(
-            torch_writer(grid),
+            write,
             api="cuda",
             stream=torch.cuda.current_stream(),
             grid=grid,
             size=size,
             frames=n,
             headless=True,
+            args=list(extra or []),
         )
-        return frame_mean_ms(result.report)
-    out = subprocess.run(
+        return result.report
+    return subprocess.run(
         [
             vkhip_bin,
             "--headless",
             "--backend",
             "cuda",
             "--grid",
-            g,
+            f"{grid[0]}x{grid[1]}",
             "--size",
-            s,
+            f"{size[0]}x{size[1]}",
             "--frames",
             str(n),
         ],
@@ -147,7 +210,99 @@ def heights_round(
         capture_output=True,
         text=True,
     ).stdout
-    return frame_mean_ms(out)
+
+
+REPORT_LINES = re.compile(
+    r"^\s+(frames|frame time|sync|gpu draw|draw|compute|GPU limit|wait\+signal|hand-off \w+"
+    r"|overlap|sync overhead|render cpu|cpu phases|checker)\b.*$",
+    re.M,
+)
+FRAME_P50 = re.compile(r"frame time\s+mean ([0-9.]+) ms\s+p50 ([0-9.]+) ms")
+BATCH = re.compile(r"^\s+sync\s.*batch (\d+)", re.M)
+
+
+def q(xs: list[float], f: float) -> float:
+    """The f-quantile of xs (nearest rank); nan when empty."""
+    if not xs:
+        return float("nan")
+    ys = sorted(xs)
+    return ys[min(len(ys) - 1, int(f * len(ys)))]
+
+
+def breakdown_round(spec: list[str]) -> dict[str, Any]:
+    """``--breakdown``: one instrumented run (``--round breakdown BIN GW GH W H N PY``): the
+    report's lines, and on the torch side where each writer call's time goes."""
+    vkhip_bin, gw, gh, w, h, n, python, warm, writer, flags = spec
+    grid, size = (int(gw), int(gh)), (int(w), int(h))
+    stats: dict[str, list[Any]] = {"calls": [], "events": []}
+    py = python == "1"
+    report = heights_round(
+        vkhip_bin,
+        grid,
+        size,
+        int(n),
+        py,
+        prewarm=warm != "0",
+        stats=stats if py else None,
+        lean=writer == "lean",
+        extra=unpack_flags(flags),
+    )
+    out: dict[str, Any] = {
+        "lines": [m.group(0).strip() for m in REPORT_LINES.finditer(report)],
+        "frame_mean_ms": frame_mean_ms(report),
+    }
+    m = FRAME_P50.search(report)
+    if m:
+        out["frame_p50_ms"] = float(m.group(2))
+    if not py:
+        return out
+    import torch
+
+    torch.cuda.synchronize()
+    b = BATCH.search(report)
+    batch = int(b.group(1)) if b else 1
+    calls = stats["calls"]
+    us = 1e-3
+    total = [(c[3] - c[1]) * us for c in calls[1:]]
+    dlpack = [(c[2] - c[1]) * us for c in calls[1:]]
+    ops = [(c[3] - c[2]) * us for c in calls[1:]]
+    # Between two calls of one hand-off (frames s..s+B-1): the door's own time (back in Rust,
+    # the GIL released and taken, the next Heights made) - nothing else runs there.
+    gaps = [
+        (c[1] - p[3]) * us
+        for p, c in zip(calls, calls[1:])
+        if p[0] // batch == c[0] // batch and c[0] == p[0] + 1
+    ]
+    bursts: dict[int, list[Any]] = {}
+    for c in calls[1:]:
+        bursts.setdefault(c[0] // batch, []).append(c)
+    burst = [(v[-1][3] - v[0][1]) * us for v in bursts.values() if len(v) == batch]
+    gpu = [e0.elapsed_time(e1) * 1e3 for e0, e1 in stats["events"][1:]]
+    out.update(
+        batch=batch,
+        calls=len(calls),
+        first_call_us=(calls[0][3] - calls[0][1]) * us if calls else None,
+        call_us_p50=q(total, 0.5),
+        call_us_p90=q(total, 0.9),
+        from_dlpack_us_p50=q(dlpack, 0.5),
+        torch_ops_us_p50=q(ops, 0.5),
+        door_gap_us_p50=q(gaps, 0.5),
+        handoff_host_us_p50=q(burst, 0.5),
+        writer_gpu_span_us_p50=q(gpu, 0.5),
+        writer_gpu_span_us_p90=q(gpu, 0.9),
+        prewarm_ms=stats["prewarm_ns"][0] / 1e6 if "prewarm_ns" in stats else None,
+    )
+    return out
+
+
+def pack_flags(flags: list[str]) -> str:
+    """vkhip flags as one ``--round`` argument (one that starts with ``--`` would be an option)."""
+    return "flags=" + "\x1f".join(flags)
+
+
+def unpack_flags(packed: str) -> list[str]:
+    body = packed.removeprefix("flags=")
+    return body.split("\x1f") if body else []
 
 
 def one_round(spec: list[str]) -> float:
@@ -156,8 +311,21 @@ def one_round(spec: list[str]) -> float:
     if kind == "frames":
         w, h, n, zero_copy, scene = rest
         return frames_round((int(w), int(h)), int(n), zero_copy == "1", scene)
-    vkhip_bin, gw, gh, w, h, n, python = rest
-    return heights_round(vkhip_bin, (int(gw), int(gh)), (int(w), int(h)), int(n), python == "1")
+    vkhip_bin, gw, gh, w, h, n, python, *opts = rest
+    warm = opts[0] if opts else "1"
+    writer = opts[1] if len(opts) > 1 else "lean"
+    flags = opts[2] if len(opts) > 2 else "flags="
+    report = heights_round(
+        vkhip_bin,
+        (int(gw), int(gh)),
+        (int(w), int(h)),
+        int(n),
+        python == "1",
+        prewarm=warm != "0",
+        lean=writer == "lean",
+        extra=unpack_flags(flags),
+    )
+    return frame_mean_ms(report)
 
 
 def in_process(spec: list[str]) -> float:
@@ -589,6 +757,38 @@ def in_process_json(spec: list[str]) -> Any:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def print_breakdown(label: str, b: dict[str, Any]) -> None:
+    """``--breakdown``'s lines for one side (module note of ``breakdown_round``)."""
+    if "error" in b:
+        print(f"breakdown {label}: error: {b['error']}", flush=True)
+        return
+    print(
+        f"breakdown {label}: frame mean {b['frame_mean_ms']:.4f} ms, "
+        f"p50 {b.get('frame_p50_ms', float('nan')):.4f} ms",
+        flush=True,
+    )
+    for line in b["lines"]:
+        print(f"    {line}")
+    if "call_us_p50" not in b:
+        return
+    print(
+        f"    writer (host, µs p50 over {b['calls'] - 1} calls after the first): call "
+        f"{b['call_us_p50']:.1f} (p90 {b['call_us_p90']:.1f}) = torch.from_dlpack "
+        f"{b['from_dlpack_us_p50']:.1f} + torch ops {b['torch_ops_us_p50']:.1f}; the door "
+        f"between two calls of a hand-off {b['door_gap_us_p50']:.1f}; one hand-off of "
+        f"{b['batch']} calls {b['handoff_host_us_p50']:.1f}; the first call "
+        f"{b['first_call_us'] or float('nan'):.0f}; the prewarm (before the run) "
+        f"{b['prewarm_ms'] or float('nan'):.1f} ms",
+        flush=True,
+    )
+    print(
+        f"    writer (GPU, µs): its torch work from the first op's start to the last's end "
+        f"p50 {b['writer_gpu_span_us_p50']:.1f}, p90 {b['writer_gpu_span_us_p90']:.1f} "
+        "(CUDA events; longer than the kernels when the GPU waits for the host's launches)",
+        flush=True,
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -627,12 +827,44 @@ def main() -> int:
         views.add_argument(
             f"--no-{name}", dest=name, action="store_false", help=f"leave out {what}"
         )
+    heights = ap.add_argument_group("heights")
+    heights.add_argument(
+        "--no-prewarm",
+        dest="prewarm",
+        action="store_false",
+        help="torch side: leave out the writer's warm-up on a scratch tensor before the run "
+        "(torch's kernels then load in frame 0; the Rust side's kernel loads before its first)",
+    )
+    heights.add_argument(
+        "--writer",
+        choices=["lean", "plain"],
+        default="lean",
+        help="the torch writer: lean (5 launches, no temporaries) or plain (issue 45's: 8 "
+        "launches, temporaries each frame); the same values",
+    )
+    heights.add_argument(
+        "--torch-flags",
+        action="append",
+        default=[],
+        metavar="FLAGS",
+        help="a variant of the torch side: these vkhip flags too (e.g. '--compute-wait gpu'), "
+        "measured in the same rounds against the same Rust runs; repeatable",
+    )
+    heights.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="after each size's rounds, one instrumented run of each side: the report's lines "
+        "and, for torch, each writer call's host time (torch.from_dlpack, the torch ops, the "
+        "door between calls, a hand-off) and its GPU span (CUDA events)",
+    )
     ap.add_argument("--json", default=None, help="write the rows here")
     ap.add_argument("--round", nargs="+", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.round:
         if args.round[0] in ("views", "handoffs", "hd", "largest"):
             print(json.dumps(views_round(args.round)), flush=True)
+        elif args.round[0] == "breakdown":
+            print(json.dumps(breakdown_round(args.round[1:])), flush=True)
         else:
             print(one_round(args.round), flush=True)
         return 0
@@ -659,19 +891,57 @@ def main() -> int:
 
     if args.only in (None, "heights"):
         w, h = 1280, 720
+        warm = "1" if args.prewarm else "0"
+        # The torch side with vkhip's defaults, then each --torch-flags variant.
+        variants = [[], *[shlex.split(v) for v in args.torch_flags]]
         for g in [256, 1024]:
             spec = ["heights", args.vkhip, str(g), str(g), str(w), str(h), str(args.frames)]
-            rust, py = interleaved(
-                f"heights {g}x{g} (frame ms: rust, torch)",
-                args.rounds,
-                lambda spec=spec: in_process([*spec, "0"]),
-                lambda spec=spec: in_process([*spec, "1"]),
-            )
-            keys = {"grid": f"{g}x{g}", "size": f"{w}x{h}"}
-            row = summary("heights", keys, ("rust_ms", rust), ("torch_ms", py))
-            row["ratio"] = row["torch_ms"] / row["rust_ms"]
-            rows.append(row)
-            print(f"ROW {json.dumps(row)}", flush=True)
+            rust: list[float] = []
+            py: list[list[float]] = [[] for _ in variants]
+            for r in range(args.rounds):
+                rust.append(in_process([*spec, "0"]))
+                for i, v in enumerate(variants):
+                    py[i].append(in_process([*spec, "1", warm, args.writer, pack_flags(v)]))
+                figures = ", ".join(f"{xs[-1]:.5g}" for xs in py)
+                names = "".join(", torch " + " ".join(v) for v in variants[1:])
+                print(
+                    f"heights {g}x{g} round {r} (frame ms: rust, torch{names}): "
+                    f"{rust[-1]:.5g}, {figures}",
+                    flush=True,
+                )
+            for v, xs in zip(variants, py):
+                keys = {
+                    "grid": f"{g}x{g}",
+                    "size": f"{w}x{h}",
+                    "prewarm": args.prewarm,
+                    "writer": args.writer,
+                    "torch_flags": " ".join(v),
+                }
+                row = summary("heights", keys, ("rust_ms", rust), ("torch_ms", xs))
+                row["ratio"] = row["torch_ms"] / row["rust_ms"]
+                rows.append(row)
+                print(f"ROW {json.dumps(row)}", flush=True)
+            if args.breakdown:
+                got = {}
+                for side, flag, v in [("rust", "0", []), *[("torch", "1", v) for v in variants]]:
+                    label = f"{g}x{g} {side}" + (f" {' '.join(v)}" if v else "")
+                    b = in_process_json(
+                        ["breakdown", *spec[1:], flag, warm, args.writer, pack_flags(v)]
+                    )
+                    rows.append({"bench": "heights-breakdown", "side": label, **b})
+                    print_breakdown(label, b)
+                    got.setdefault(side, b)
+                r, t = got["rust"], got["torch"]
+                if "frame_mean_ms" in r and "handoff_host_us_p50" in t:
+                    print(
+                        f"breakdown {g}x{g}: torch - rust frame mean "
+                        f"{(t['frame_mean_ms'] - r['frame_mean_ms']) * 1e3:.1f} µs; the torch "
+                        "hand-off's host time per frame "
+                        f"{t['handoff_host_us_p50'] / t['batch']:.1f}"
+                        " µs (the render thread runs the B calls of a hand-off back to back once "
+                        "the GPU has at most one draw left: what they take past it, the GPU idles)",
+                        flush=True,
+                    )
 
     if args.json:
         with open(args.json, "w") as f:

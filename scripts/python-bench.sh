@@ -2,7 +2,8 @@
 # The Python door's benchmarks on the GPU machine (issue 38; BENCHMARKS.md): install the vkhip
 # wheel from a folder (no network there) and run python/bench.py: Vulkan frames into torch (zero
 # copy against the host path) at 256², 1280x720, 1920x1080, 3840x2160, and torch-written heights
-# against `vkhip --backend cuda` at 256² and 1024², in interleaved rounds. With `--only views`
+# against `vkhip --backend cuda` at 256² and 1024², in interleaved rounds (`--only heights
+# --breakdown`, ~2 minutes: also where each torch writer call's time goes). With `--only views`
 # (issue 43): views into torch per second against N beside the GPU's raster limit, hand-offs per
 # frame, 1920x1080 with N = 4 against the host round trip, memory and the largest N (~6 minutes
 # on an H200 with the defaults; bench.py --help lists the knobs).
