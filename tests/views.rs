@@ -199,7 +199,10 @@ fn limits_and_bad_combinations_are_refused_before_the_driver() {
     let asked = 200 * 512 * 512 * 4;
     match &e {
         EmbedError::Limit { limit, device, asked: a, what } => {
-            assert_eq!((limit.as_str(), *a, what.as_str()), ("maxStorageBufferRange", asked, "--envs 200 of --grid 512x512 (bytes)"));
+            assert_eq!(
+                (limit.as_str(), *a, what.as_str()),
+                ("maxStorageBufferRange", asked, "--envs 200 of --grid 512x512 (bytes)")
+            );
             assert!(*device < asked && *device > 0, "{device}");
         }
         e => panic!("not a limit: {e:?}"),

@@ -193,5 +193,6 @@ def test_bad_view_options() -> None:
     # envs = N (the default): N height fields past maxStorageBufferRange, also a LimitError.
     with pytest.raises(vkhip.LimitError) as e:
         vkhip.view(write, api="host", headless=True, views=60_000, args=["--frames", "1"])
-    m = re.search(r"--envs 60000 of --grid \d+x\d+ \(bytes\): (\d+) is past this device's maxStorageBufferRange \((\d+)\)", str(e.value))
+    limit = r"--envs 60000 of --grid \d+x\d+ \(bytes\): (\d+) is past this device's "
+    m = re.search(limit + r"maxStorageBufferRange \((\d+)\)", str(e.value))
     assert m and int(m.group(2)) < int(m.group(1)), str(e.value)

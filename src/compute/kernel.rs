@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 pub const SINEWAVE_SOURCE: &str = include_str!("../../kernels/sinewave.hip");
 /// The kernel's entry point (`extern "C"`, so the name is not mangled).
 pub const SINEWAVE_ENTRY: &str = "sinewave";
-/// The batched entry point: up to [`MAX_BATCH`] slots in one launch (`gridDim.z` frames).
+/// The batched entry point: up to [`MAX_BATCH`] slots in one launch (`gridDim.z` = frames × envs).
 pub const SINEWAVE_BATCH_ENTRY: &str = "sinewave_batch";
 /// Most slots one `sinewave_batch` launch writes (the size of its arrays).
 pub const MAX_BATCH: usize = 8;

@@ -54,8 +54,8 @@ use crate::compute::imported::{
     self, Imported, InteropApi, InteropBackend, InteropDevice, SemaphorePair, Semaphores,
 };
 use crate::compute::kernel::{
-    CacheOutcome, KernelCache, SinewaveArgs, SinewaveLaunch, StampTarget, MAX_LAUNCH_ENVS, SINEWAVE_BATCH_ENTRY,
-    SINEWAVE_ENTRY, SINEWAVE_SOURCE,
+    CacheOutcome, KernelCache, SinewaveArgs, SinewaveLaunch, StampTarget, MAX_LAUNCH_ENVS,
+    SINEWAVE_BATCH_ENTRY, SINEWAVE_ENTRY, SINEWAVE_SOURCE,
 };
 use crate::compute::timing::{StreamTimer, TimedEvent};
 use crate::compute::{
