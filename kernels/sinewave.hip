@@ -16,15 +16,21 @@
 // row factor cos(...) is the same for every thread of a row, so a block computes it once per row
 // into a shared table (VKHIP_ROW_TABLE rows at a time, one row per thread) instead of once per
 // thread and row. The launch geometry is computed in src/compute/kernel.rs (sinewave_launch):
-// blockDim = (256, 1, 1); gridDim.x covers ceil(width / 4) column quads; gridDim.y row walkers.
+// blockDim = (256, 1, 1); gridDim.x covers ceil(width / 4) column quads; gridDim.y row walkers;
+// gridDim.z environments (`--envs`; 1 by default, the launch it always was).
 // CUDA launches one block per multiprocessor in all (src/compute/cuda/plan.rs), so each thread
 // computes its four sines once for many rows; HIP launches eight per compute unit (not measured
 // on an AMD GPU). Any geometry gives the same heights. The slot's base address is at least
 // 256-byte aligned (a Vulkan allocation imported at offset 0).
 //
+// Environments (`--envs E`, src/sim.rs). One launch writes E height fields one after the other,
+// `(E, height, width)`: environment e = blockIdx.z writes at element e * width * height, at phase
+// phase + (e % 64) * 0.09375 (`env_phase`; the product is exact in f32, so a fused multiply-add
+// gives the same sum as the CPU). With gridDim.z = 1 that is environment 0 at `phase` itself.
+//
 // Parameters of `sinewave`, in this order (the Rust side passes them in exactly this order; a test
 // reads this signature): heights, width, height, phase, amplitude, frequency, stamps, blocks_done.
-// `sinewave_batch` (at the end) writes several slots in one launch.
+// `sinewave_batch` (at the end) writes several slots in one launch, each with `envs` environments.
 //
 // GPU stamps (the profiler, src/compute/cuda/stamps.rs). With `stamps` non-null, the launch writes
 // the GPU's nanosecond timer twice into the two 64-bit words at `stamps` (page-locked host memory
@@ -101,6 +107,20 @@ __device__ __forceinline__ void vkhip_sinewave(float* __restrict__ heights, unsi
     }
 }
 
+// = sim::ENV_PHASES and sim::ENV_PHASE_STEP (src/sim.rs; a test checks they agree).
+#define VKHIP_ENV_PHASES 64u
+#define VKHIP_ENV_PHASE_STEP 0.09375f
+
+// Environment `env`'s field and phase (`env_phase` in src/sim.rs), then the body over it.
+__device__ __forceinline__ void vkhip_sinewave_env(float* __restrict__ heights, unsigned int width,
+                                                   unsigned int height, float phase, float amplitude,
+                                                   float frequency, unsigned int env, float* cy_table)
+{
+    const float env_phase = phase + (float)(env % VKHIP_ENV_PHASES) * VKHIP_ENV_PHASE_STEP;
+    float* field = heights + (unsigned long long)env * width * height;
+    vkhip_sinewave(field, width, height, env_phase, amplitude, frequency, cy_table);
+}
+
 // The GPU's nanosecond timer (0 where it cannot be read).
 __device__ __forceinline__ unsigned long long vkhip_gpu_ns()
 {
@@ -144,13 +164,14 @@ extern "C" __global__ void sinewave(float* __restrict__ heights, unsigned int wi
 {
     __shared__ float cy_table[VKHIP_ROW_TABLE];
     vkhip_stamp_start(stamps);
-    vkhip_sinewave(heights, width, height, phase, amplitude, frequency, cy_table);
+    vkhip_sinewave_env(heights, width, height, phase, amplitude, frequency, blockIdx.z, cy_table);
     vkhip_stamp_end(stamps, blocks_done);
 }
 
-// A batch: up to VKHIP_MAX_BATCH slots written by one launch (gridDim.z = frames in the batch;
-// blockIdx.z picks the frame), so a batched hand-off costs one launch instead of B. The Rust side
-// passes the struct by value with the same layout (8 pointers, then 3 × 8 floats).
+// A batch: up to 8 slots written by one launch (gridDim.z = frames in the batch × envs;
+// blockIdx.z / envs picks the frame, blockIdx.z % envs the environment), so a batched hand-off
+// costs one launch instead of B. The Rust side passes the struct by value with the same layout
+// (8 pointers, then 3 × 8 floats).
 struct vkhip_batch {
     float* heights[8];
     float phase[8];
@@ -159,12 +180,14 @@ struct vkhip_batch {
 };
 
 extern "C" __global__ void sinewave_batch(vkhip_batch batch, unsigned int width, unsigned int height,
-                                          unsigned long long* stamps, unsigned int* blocks_done)
+                                          unsigned int envs, unsigned long long* stamps,
+                                          unsigned int* blocks_done)
 {
     __shared__ float cy_table[VKHIP_ROW_TABLE];
-    const unsigned int i = blockIdx.z;
+    const unsigned int i = blockIdx.z / envs;
+    const unsigned int env = blockIdx.z % envs;
     vkhip_stamp_start(stamps);
-    vkhip_sinewave(batch.heights[i], width, height, batch.phase[i], batch.amplitude[i],
-                   batch.frequency[i], cy_table);
+    vkhip_sinewave_env(batch.heights[i], width, height, batch.phase[i], batch.amplitude[i],
+                       batch.frequency[i], env, cy_table);
     vkhip_stamp_end(stamps, blocks_done);
 }

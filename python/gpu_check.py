@@ -359,10 +359,11 @@ def views_checks(vkhip_bin: str | None, out: str, n: int) -> None:
     size, grid = (160, 96), (64, 64)
     poses = torch.tensor(vkhip.Frames.default_poses(n), device="cuda")
     poses[:, 9] = 40.0 + torch.arange(n, device="cuda")  # each view its own field of view
-    # N environments, written by Vulkan's compute shader (CUDA's kernel writes one field).
+    # N environments, written by CUDA's kernel in one launch (gridDim.z = N) on both sides (the
+    # values against the CPU reference: scripts/views-gpu-check.sh's verify rows).
     common = {"size": size, "grid": grid, "views": n, "envs": n, "slots": 3}
-    gpu = vkhip.Frames(api="cuda", args=["--backend", "vulkan"], **common)  # type: ignore[arg-type]
-    host = vkhip.Frames(api="host", args=["--backend", "vulkan"], **common)  # type: ignore[arg-type]
+    gpu = vkhip.Frames(api="cuda", args=["--backend", "cuda"], **common)  # type: ignore[arg-type]
+    host = vkhip.Frames(api="host", args=["--backend", "cuda"], **common)  # type: ignore[arg-type]
     gpu.set_poses(poses)
     host.set_poses(poses.cpu().numpy())
     frames, equal, shapes, on_gpu = 8, 0, set(), True

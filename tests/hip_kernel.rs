@@ -19,7 +19,7 @@
 use object::read::elf::{ElfFile64, FileHeader};
 use object::{Endianness, Object, ObjectSymbol, SymbolKind};
 use vkhip::compute::hip::compile_sinewave;
-use vkhip::compute::kernel::SINEWAVE_ENTRY;
+use vkhip::compute::kernel::{SINEWAVE_BATCH_ENTRY, SINEWAVE_ENTRY};
 use vkhip_interop::hip::{runtime_version, supported_offload_archs};
 
 /// `ELFOSABI_AMDGPU_HSA`.
@@ -106,6 +106,13 @@ fn assert_compiles(arch: &str) -> u32 {
     assert!(
         co.symbols.iter().any(|(n, _)| n == "sinewave.kd"),
         "{arch}: no kernel descriptor: {:?}",
+        co.symbols
+    );
+    // The batch entry (gridDim.z = slots × environments) is in the same code object.
+    assert!(
+        has(SINEWAVE_BATCH_ENTRY, SymbolKind::Text)
+            && co.symbols.iter().any(|(n, _)| *n == format!("{SINEWAVE_BATCH_ENTRY}.kd")),
+        "{arch}: no `{SINEWAVE_BATCH_ENTRY}` kernel: {:?}",
         co.symbols
     );
     assert!(

@@ -192,6 +192,23 @@ fn limits_and_bad_combinations_are_refused_before_the_driver() {
     }
     let e = open(65536, &[]).to_string();
     assert!(e.starts_with("--views 65536: 65536 is past this device's max"), "{e}");
+    // E height fields past maxStorageBufferRange (lavapipe: 128 MiB): found by the session's
+    // start (through its transparent error), still a `Limit` with the device's value.
+    let big = ["--grid", "512x512", "--size", "16x16", "--backend", "cpu", "--envs", "200"];
+    let e = Frames::new(&FramesOptions::new(big, 2, Importer::Host).with_views(200)).err().expect("refused");
+    let asked = 200 * 512 * 512 * 4;
+    match &e {
+        EmbedError::Limit { limit, device, asked: a, what } => {
+            assert_eq!(
+                (limit.as_str(), *a, what.as_str()),
+                ("maxStorageBufferRange", asked, "--envs 200 of --grid 512x512 (bytes)")
+            );
+            assert!(*device < asked && *device > 0, "{device}");
+        }
+        e => panic!("not a limit: {e:?}"),
+    }
+    assert!(e.is_environment());
+    assert!(e.to_string().contains("is past this device's maxStorageBufferRange"), "{e}");
     // The parser's own bound.
     assert!(matches!(open(65537, &[]), EmbedError::Usage { .. }));
     assert!(matches!(open(0, &[]), EmbedError::Usage { .. }));

@@ -173,13 +173,6 @@ pub fn view(
     if envs.is_some() && views.is_none() {
         return Err(invalid("envs= without views=: give views=N (envs is N, or 1 to share one field)"));
     }
-    let headless_asked = headless || args.as_ref().is_some_and(|a| a.iter().any(|f| f == "--headless"));
-    if views.is_some_and(|n| n > 1) && !headless_asked {
-        return Err(invalid(format!(
-            "views={}: a window shows one view; pass headless=True (capture= writes the views tiled)",
-            views.unwrap_or_default()
-        )));
-    }
     if let Some(n) = views {
         // Each view its own environment unless envs=1 says they share one.
         flag("--views", n.to_string());

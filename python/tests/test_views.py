@@ -186,9 +186,13 @@ def test_bad_view_options() -> None:
 
     with pytest.raises(vkhip.InvalidError, match="views=0: at least 1"):
         vkhip.view(write, api="host", headless=True, views=0)
-    with pytest.raises(vkhip.InvalidError, match="views=2: a window shows one view; pass headless"):
-        vkhip.view(write, api="host", views=2)
     with pytest.raises(vkhip.InvalidError, match="envs= without views="):
         vkhip.view(write, api="host", headless=True, envs=2)
     with pytest.raises(vkhip.LimitError, match=r"past this device's max\w+ \(\d+\)"):
         vkhip.view(write, api="host", headless=True, views=60_000, envs=1, args=["--frames", "1"])
+    # envs = N (the default): N height fields past maxStorageBufferRange, also a LimitError.
+    with pytest.raises(vkhip.LimitError) as e:
+        vkhip.view(write, api="host", headless=True, views=60_000, args=["--frames", "1"])
+    limit = r"--envs 60000 of --grid \d+x\d+ \(bytes\): (\d+) is past this device's "
+    m = re.search(limit + r"maxStorageBufferRange \((\d+)\)", str(e.value))
+    assert m and int(m.group(2)) < int(m.group(1)), str(e.value)

@@ -285,7 +285,8 @@ class Frames:
     evenly spaced azimuths). ``envs``: 1 (every view sees one height field) or N (view i sees
     field i, each at its own time). Raises :class:`vkhip.InvalidError` for a bad count or bad
     poses, :class:`vkhip.LimitError` for N past the device's limit (the message names the limit,
-    e.g. ``maxImageArrayLayers``, and the device's value)."""
+    e.g. ``maxImageArrayLayers``, or ``maxStorageBufferRange`` for N height fields, and the
+    device's value)."""
 
     def __init__(
         self,
@@ -383,4 +384,6 @@ def view(
     or CuPy on ``stream`` on the CUDA path. ``views=N``: N cameras (the window tiles them) and N
     environments, so ``heights`` is ``(N, rows, cols)`` (``envs=1``: one field all views see,
     ``(1, rows, cols)``). ``args`` takes any other ``vkhip`` flag; ``device=``
-    (:data:`DeviceLike`) the GPU (``stream`` must be one of that GPU's)."""
+    (:data:`DeviceLike`) the GPU (``stream`` must be one of that GPU's). Raises
+    :class:`vkhip.LimitError` for N past a device limit (``maxImageArrayLayers``, or
+    ``maxStorageBufferRange`` for N height fields), naming the device's value."""

@@ -333,15 +333,9 @@ impl Session {
         let slots_n = plan.slots;
         check_grid(args.grid, slots_n, &physical)?;
         if args.envs > 1 {
-            // `--envs`: (E, rows, cols) in each slot, written in one launch by the cpu and vulkan
-            // backends (or by the caller's writer, `maker`).
-            if maker.is_none() && !matches!(choice.kind, BackendKind::Cpu | BackendKind::Vulkan) {
-                return Err(VkError::Unsupported(format!(
-                    "--envs {} with --backend {}: the cpu and vulkan backends write E environments in one launch; the CUDA/HIP kernel writes one (use --envs 1)",
-                    args.envs, choice.kind
-                ))
-                .into());
-            }
+            // `--envs`: (E, rows, cols) in each slot, written in one launch by every backend
+            // (the CUDA/HIP kernel's gridDim.z, the compute shader's dispatch z) or by the
+            // caller's writer (`maker`).
             crate::vk::views::check_heights(&physical, args.envs, args.grid)?;
         }
         let staged = plan.memory == MemoryPath::Staged;

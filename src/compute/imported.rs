@@ -19,7 +19,7 @@
 //! import (CUDA: an error; HIP: a warning, since ROCm on Linux cannot import them).
 
 use crate::compute::fd::ImportFd;
-use crate::compute::kernel::{SinewaveLaunch, MAX_BATCH};
+use crate::compute::kernel::{SinewaveLaunch, MAX_BATCH, MAX_LAUNCH_ENVS};
 use crate::compute::post::{PostResources, PostSync};
 use crate::compute::post_stage::{PostApi, PostStage};
 use crate::compute::timing::{Mark, StreamTimer, TimedEvent};
@@ -29,7 +29,7 @@ use crate::compute::{
 };
 use crate::profile::clock::ClockInfo;
 use crate::profile::Span;
-use crate::sim::{Grid, WaveParams};
+use crate::sim::WaveParams;
 
 type Result<T> = std::result::Result<T, ComputeError>;
 
@@ -83,12 +83,22 @@ pub trait InteropApi {
     }
 }
 
-/// Refuse a grid that does not fit the mapped slot: the kernel would write past its end.
-pub fn check_grid_fits(backend: &'static str, grid: Grid, buffer_size: u64) -> Result<()> {
-    if grid.bytes() > buffer_size {
+/// Refuse heights that do not fit the mapped slot (`params.envs` fields of `params.grid`): the
+/// kernel would write past its end.
+pub fn check_grid_fits(backend: &'static str, params: &WaveParams, buffer_size: u64) -> Result<()> {
+    let (grid, envs) = (params.grid, params.envs.max(1));
+    let bytes = grid.bytes() * envs as u64;
+    if bytes > buffer_size {
+        let fields = if envs > 1 { format!(" × {envs} environments") } else { String::new() };
         return Err(ComputeError::Unsupported {
             backend,
-            reason: format!("grid {grid} needs {} bytes but the slot maps only {buffer_size}", grid.bytes()),
+            reason: format!("grid {grid}{fields} needs {bytes} bytes but the slot maps only {buffer_size}"),
+        });
+    }
+    if envs > MAX_LAUNCH_ENVS {
+        return Err(ComputeError::Unsupported {
+            backend,
+            reason: format!("{envs} environments in one launch: at most {MAX_LAUNCH_ENVS} (gridDim.z)"),
         });
     }
     Ok(())
@@ -220,10 +230,10 @@ impl<A: InteropApi> Imported<A> {
         })
     }
 
-    /// Slot `slot`'s buffer, checked to hold `grid`.
-    fn slot_for(&self, slot: usize, grid: Grid) -> Result<&A::Buffer> {
+    /// Slot `slot`'s buffer, checked to hold `params`' heights.
+    fn slot_for(&self, slot: usize, params: &WaveParams) -> Result<&A::Buffer> {
         let buffer = self.slot(slot)?;
-        check_grid_fits(A::NAME, grid, A::buffer_size(buffer))?;
+        check_grid_fits(A::NAME, params, A::buffer_size(buffer))?;
         Ok(buffer)
     }
 
@@ -247,7 +257,7 @@ impl<A: InteropApi> Imported<A> {
         let plan = semaphore_ops(A::NAME, sync, s.timeline.is_some(), s.binary.len())?;
         let slots = frames
             .iter()
-            .map(|&(_, slot, params)| self.slot_for(slot, params.grid).map(|b| (b, params)))
+            .map(|&(_, slot, params)| self.slot_for(slot, &params).map(|b| (b, params)))
             .collect::<Result<Vec<_>>>()?;
         let wait = plan.wait.map(|w| s.get(A::NAME, w.semaphore).map(|h| (h, w.value))).transpose()?;
         let signal = plan.signal.map(|w| s.get(A::NAME, w.semaphore).map(|h| (h, w.value))).transpose()?;
@@ -267,7 +277,7 @@ impl<A: InteropApi> Imported<A> {
     /// launch → record the host-wait event → wait for it on the host.
     pub fn write_and_wait(&mut self, frame: u64, slot: usize, params: &WaveParams) -> Result<()> {
         let i = self.timer.begin(frame);
-        let buffer = self.slot_for(slot, params.grid)?;
+        let buffer = self.slot_for(slot, params)?;
         self.timer.mark(i, Mark::BeforeKernel, &self.stream)?;
         self.api.launch(&self.stream, &[(buffer, *params)], self.timer.stamping().then_some(i))?;
         self.timer.mark(i, Mark::AfterKernel, &self.stream)?;
@@ -284,8 +294,8 @@ impl<A: InteropApi> Imported<A> {
         params: &WaveParams,
         iterations: u32,
     ) -> Result<KernelBenchmark> {
-        let buffer = self.slot_for(slot, params.grid)?;
-        let words = params.grid.len();
+        let buffer = self.slot_for(slot, params)?;
+        let words = params.values();
         let api = &self.api;
         let events = (0..iterations)
             .map(|_| Ok([api.timed_event()?, api.timed_event()?, api.timed_event()?, api.timed_event()?]))
@@ -506,6 +516,7 @@ impl<D: InteropDevice> Drop for InteropBackend<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::Grid;
     use std::cell::{Cell, RefCell};
     use std::rc::Rc;
 
@@ -575,7 +586,7 @@ mod tests {
             self.stamp_entries.borrow_mut().push(stamp_entry);
             let which: Vec<String> = slots.iter().map(|(b, _)| b.0.to_string()).collect();
             stream.0.borrow_mut().push(format!("launch {}", which.join(",")));
-            Ok(crate::compute::kernel::sinewave_launch(slots[0].1.grid, 8))
+            Ok(crate::compute::kernel::sinewave_launch(slots[0].1.grid, slots[0].1.envs, 8))
         }
         fn fill(&self, buffer: &(usize, u64), words: usize, stream: &FakeStream) -> Result<()> {
             stream.0.borrow_mut().push(format!("fill {} {words}", buffer.0));
@@ -680,6 +691,12 @@ mod tests {
         assert_eq!(e.to_string(), "backend fake: grid 32x16 needs 2048 bytes but the slot maps only 1024");
         let e = core.write_and_wait(1, 0, &big).unwrap_err();
         assert!(e.to_string().contains("needs 2048 bytes"), "{e}");
+        // `--envs`: E fields of the grid must fit the slot.
+        let e = core.enqueue(&[(1, 0, params().with_envs(2))], sync).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "backend fake: grid 16x16 × 2 environments needs 2048 bytes but the slot maps only 1024"
+        );
         assert!(core.benchmark(5, &params(), 1).is_err());
         assert!(calls(&log).is_empty(), "nothing enqueued: {:?}", calls(&log));
     }

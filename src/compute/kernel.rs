@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 pub const SINEWAVE_SOURCE: &str = include_str!("../../kernels/sinewave.hip");
 /// The kernel's entry point (`extern "C"`, so the name is not mangled).
 pub const SINEWAVE_ENTRY: &str = "sinewave";
-/// The batched entry point: up to [`MAX_BATCH`] slots in one launch (`gridDim.z` frames).
+/// The batched entry point: up to [`MAX_BATCH`] slots in one launch (`gridDim.z` = frames × envs).
 pub const SINEWAVE_BATCH_ENTRY: &str = "sinewave_batch";
 /// Most slots one `sinewave_batch` launch writes (the size of its arrays).
 pub const MAX_BATCH: usize = 8;
@@ -29,19 +29,20 @@ pub const SINEWAVE_BLOCK: u32 = 256;
 
 /// The launch geometry of `sinewave` (see the kernel's header comment): blocks of
 /// [`SINEWAVE_BLOCK`] threads, each thread owning four columns; `grid_x` blocks cover the columns,
-/// `grid_y` row walkers stride over the rows.
+/// `grid_y` row walkers stride over the rows, `grid_z` environments (`--envs`) one field each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SinewaveLaunch {
     pub grid_x: u32,
     pub grid_y: u32,
-    /// 1, or the number of frames of a `sinewave_batch` launch.
+    /// The environments (`--envs`, 1 by default), times the frames of a `sinewave_batch` launch.
     pub grid_z: u32,
     pub block_x: u32,
 }
 
-/// The launch for `grid` on a device that keeps about `resident_blocks` blocks of
-/// [`SINEWAVE_BLOCK`] threads running at once: enough row walkers to fill it, never more than
-/// there are rows (nor than gridDim.y allows).
+/// The launch for `envs` fields of `grid` on a device that keeps about `resident_blocks` blocks
+/// of [`SINEWAVE_BLOCK`] threads running at once: enough row walkers to fill it (shared by the
+/// environments, one `grid_z` slice each), never more than there are rows (nor than gridDim.y
+/// allows). `envs` = 1 is the launch of one field.
 ///
 /// # Examples
 ///
@@ -50,19 +51,26 @@ pub struct SinewaveLaunch {
 /// use vkhip::sim::Grid;
 ///
 /// // 4096 columns = 1024 quads = 4 blocks across; 528 resident blocks = 132 row walkers.
-/// let l = sinewave_launch(Grid { width: 4096, height: 4096 }, 528);
-/// assert_eq!((l.grid_x, l.grid_y, l.block_x), (4, 132, SINEWAVE_BLOCK));
+/// let l = sinewave_launch(Grid { width: 4096, height: 4096 }, 1, 528);
+/// assert_eq!((l.grid_x, l.grid_y, l.grid_z, l.block_x), (4, 132, 1, SINEWAVE_BLOCK));
+/// // 4 environments share them: 33 row walkers each, one z slice per environment.
+/// let l = sinewave_launch(Grid { width: 4096, height: 4096 }, 4, 528);
+/// assert_eq!((l.grid_x, l.grid_y, l.grid_z), (4, 33, 4));
 /// // Every column is covered, and there are never more row walkers than rows.
-/// let l = sinewave_launch(Grid { width: 1000, height: 7 }, 10_000);
+/// let l = sinewave_launch(Grid { width: 1000, height: 7 }, 1, 10_000);
 /// assert!(l.grid_x * l.block_x * 4 >= 1000);
 /// assert_eq!(l.grid_y, 7);
 /// ```
-pub fn sinewave_launch(grid: Grid, resident_blocks: u32) -> SinewaveLaunch {
+pub fn sinewave_launch(grid: Grid, envs: u32, resident_blocks: u32) -> SinewaveLaunch {
+    let envs = envs.max(1);
     let quads = grid.width.div_ceil(4);
     let grid_x = quads.div_ceil(SINEWAVE_BLOCK).max(1);
-    let grid_y = (resident_blocks.max(1) / grid_x).clamp(1, grid.height.min(65535));
-    SinewaveLaunch { grid_x, grid_y, grid_z: 1, block_x: SINEWAVE_BLOCK }
+    let grid_y = (resident_blocks.max(1) / grid_x / envs).clamp(1, grid.height.min(65535));
+    SinewaveLaunch { grid_x, grid_y, grid_z: envs, block_x: SINEWAVE_BLOCK }
 }
+
+/// Most environments one launch writes: CUDA's and HIP's largest `gridDim.z`.
+pub const MAX_LAUNCH_ENVS: u32 = 65535;
 
 /// The arguments of `sinewave` in `kernels/sinewave.hip`, in the order `cuLaunchKernel` and
 /// `hipModuleLaunchKernel` pass them (`kernelParams[i]` points at the i-th field of
@@ -279,25 +287,29 @@ fn store_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()
 mod tests {
     use super::*;
 
-    /// The kernel's index arithmetic replayed on the host: how often each height is written.
+    /// The kernel's index arithmetic replayed on the host: how often each height of the
+    /// `grid_z` environments is written (environment z at `z * width * height`).
     fn writes_per_index(grid: Grid, l: SinewaveLaunch) -> Vec<u32> {
         let (w, h) = (grid.width, grid.height);
-        let mut hits = vec![0u32; grid.len()];
-        for bx in 0..l.grid_x {
-            for tx in 0..l.block_x {
-                let x0 = (bx * l.block_x + tx) * 4;
-                if x0 >= w {
-                    continue;
-                }
-                for by in 0..l.grid_y {
-                    let mut y = by;
-                    while y < h {
-                        for k in 0..4 {
-                            if x0 + k < w {
-                                hits[(y * w + x0 + k) as usize] += 1;
+        let mut hits = vec![0u32; grid.len() * l.grid_z as usize];
+        for bz in 0..l.grid_z {
+            let field = bz as usize * grid.len();
+            for bx in 0..l.grid_x {
+                for tx in 0..l.block_x {
+                    let x0 = (bx * l.block_x + tx) * 4;
+                    if x0 >= w {
+                        continue;
+                    }
+                    for by in 0..l.grid_y {
+                        let mut y = by;
+                        while y < h {
+                            for k in 0..4 {
+                                if x0 + k < w {
+                                    hits[field + (y * w + x0 + k) as usize] += 1;
+                                }
                             }
+                            y += l.grid_y;
                         }
-                        y += l.grid_y;
                     }
                 }
             }
@@ -310,8 +322,9 @@ mod tests {
         let grids = [(2, 2), (3, 3), (5, 7), (1000, 777), (999, 777), (257, 255), (1025, 3), (4, 1000)];
         for (width, height) in grids {
             let grid = Grid { width, height };
-            for resident in [1, 7, 1056, 1 << 20] {
-                let l = sinewave_launch(grid, resident);
+            for (resident, envs) in [(1, 1), (7, 1), (1056, 1), (1 << 20, 1), (1056, 3), (7, 16)] {
+                let l = sinewave_launch(grid, envs, resident);
+                assert_eq!(l.grid_z, envs);
                 let hits = writes_per_index(grid, l);
                 assert!(
                     hits.iter().all(|&c| c == 1),
@@ -328,12 +341,30 @@ mod tests {
         // 4096 × 4096 with 1056 resident blocks of 256 (what HIP's launch counts on a device of
         // 132 compute units; CUDA's asks for 132): 4 column blocks, 264 row walkers each, of 15
         // or 16 rows.
-        let l = sinewave_launch(Grid { width: 4096, height: 4096 }, 132 * 8);
+        let l = sinewave_launch(Grid { width: 4096, height: 4096 }, 1, 132 * 8);
         assert_eq!(l, SinewaveLaunch { grid_x: 4, grid_y: 264, grid_z: 1, block_x: 256 });
         // Never more walkers than rows.
-        assert_eq!(sinewave_launch(Grid { width: 8, height: 3 }, 1056).grid_y, 3);
+        assert_eq!(sinewave_launch(Grid { width: 8, height: 3 }, 1, 1056).grid_y, 3);
         // A grid wider than the device holds still launches one walker per column block.
-        assert_eq!(sinewave_launch(Grid { width: 16384, height: 16384 }, 8).grid_y, 1);
+        assert_eq!(sinewave_launch(Grid { width: 16384, height: 16384 }, 1, 8).grid_y, 1);
+        // Environments share the walkers (z slices), at least one walker each.
+        let l = sinewave_launch(Grid { width: 4096, height: 4096 }, 16, 132 * 8);
+        assert_eq!(l, SinewaveLaunch { grid_x: 4, grid_y: 16, grid_z: 16, block_x: 256 });
+        assert_eq!(sinewave_launch(Grid { width: 4096, height: 4096 }, 2048, 132).grid_y, 1);
+    }
+
+    /// `--envs`: the kernel's environment phase rule is sim::env_phase (same constants, the
+    /// environment from blockIdx.z, its field at env * width * height).
+    #[test]
+    fn the_kernels_environment_phases_are_sims() {
+        let flat = SINEWAVE_SOURCE.split_whitespace().collect::<Vec<_>>().join(" ");
+        let has = |s: &str| assert!(flat.contains(s), "kernels/sinewave.hip lacks `{s}`");
+        has(&format!("#define VKHIP_ENV_PHASES {}u", crate::sim::ENV_PHASES));
+        has(&format!("#define VKHIP_ENV_PHASE_STEP {:?}f", crate::sim::ENV_PHASE_STEP));
+        has("const float env_phase = phase + (float)(env % VKHIP_ENV_PHASES) * VKHIP_ENV_PHASE_STEP;");
+        has("float* field = heights + (unsigned long long)env * width * height;");
+        has("vkhip_sinewave_env(heights, width, height, phase, amplitude, frequency, blockIdx.z, cy_table);");
+        has("const unsigned int i = blockIdx.z / envs; const unsigned int env = blockIdx.z % envs;");
     }
 
     #[test]

@@ -144,8 +144,17 @@ impl EmbedError {
     /// The app's error, on one line, sorted as the app sorts it (a device limit as
     /// [`EmbedError::Limit`], a usage mistake found after parsing as `Unsupported`).
     pub(crate) fn from_run(e: &anyhow::Error) -> Self {
+        use crate::app::session::SessionError;
+        use crate::vk::VkError;
         for c in e.chain() {
-            if let Some(crate::vk::VkError::Limit { limit, device, asked, what }) = c.downcast_ref() {
+            // `SessionError::Vulkan` is `#[error(transparent)]`: its `source()` skips the
+            // `VkError` it holds (e.g. the session's `--envs` check, maxStorageBufferRange), so
+            // that layer is asked directly.
+            let vk = c.downcast_ref::<VkError>().or(match c.downcast_ref::<SessionError>() {
+                Some(SessionError::Vulkan(v)) => Some(v),
+                _ => None,
+            });
+            if let Some(VkError::Limit { limit, device, asked, what }) = vk {
                 return EmbedError::Limit {
                     limit: limit.to_string(),
                     device: *device,

@@ -84,8 +84,9 @@ impl SinewaveInVulkan {
     /// slots outlive its execution.
     pub unsafe fn record(&self, cmd: vk::CommandBuffer, slot: usize, params: &WaveParams) -> Result<()> {
         let (address, size) = self.slots[slot];
-        check_grid_fits(params.grid, size)?;
-        let shape = launch_config(params.grid, self.limits);
+        check_grid_fits(params, size)?;
+        // gridDim.z = `--envs`: the environments in one launch, as on a CUDA stream.
+        let shape = launch_config(params.grid, params.envs, self.limits);
         let launch = Launch {
             grid: [shape.grid_x, shape.grid_y, shape.grid_z],
             block: [shape.block_x, 1, 1],

@@ -54,8 +54,8 @@ use crate::compute::imported::{
     self, Imported, InteropApi, InteropBackend, InteropDevice, SemaphorePair, Semaphores,
 };
 use crate::compute::kernel::{
-    CacheOutcome, KernelCache, SinewaveArgs, SinewaveLaunch, StampTarget, SINEWAVE_BATCH_ENTRY,
-    SINEWAVE_ENTRY, SINEWAVE_SOURCE,
+    CacheOutcome, KernelCache, SinewaveArgs, SinewaveLaunch, StampTarget, MAX_LAUNCH_ENVS,
+    SINEWAVE_BATCH_ENTRY, SINEWAVE_ENTRY, SINEWAVE_SOURCE,
 };
 use crate::compute::timing::{StreamTimer, TimedEvent};
 use crate::compute::{
@@ -179,16 +179,16 @@ impl Sinewave {
         params: &WaveParams,
         stamps: Option<StampTarget>,
     ) -> Result<SinewaveLaunch> {
-        plan::check_grid_fits(params.grid, dst.size)?;
+        plan::check_grid_fits(params, dst.size)?;
         crate::compute::inject_fault(crate::fault::Fault::CudaLaunch, "cuda", "cuLaunchKernel")?;
-        let cfg = plan::launch_config(params.grid, self.limits);
+        let cfg = plan::launch_config(params.grid, params.envs, self.limits);
         let mut args = SinewaveArgs::new(dst.ptr, params).with_stamps(stamps);
         let mut ptrs = args.param_pointers();
         let (grid, block) = dims(cfg);
         // SAFETY: `single` is `sinewave` from a module loaded on `cuda`, whose parameters are
         // `SinewaveArgs::SIGNATURE` (a unit test checks it against the source) and `ptrs`
-        // follows that order; the kernel writes `grid.len()` floats from `dst.ptr`, which the
-        // check above keeps inside the range (a `DeviceRange` borrows live memory of its size,
+        // follows that order; the kernel writes `envs · grid.len()` floats from `dst.ptr`
+        // (gridDim.z = envs, one field each), which the check above keeps inside the range (a `DeviceRange` borrows live memory of its size,
         // 16-byte aligned, that the stream has finished with before it is freed); the stamp
         // pointers are null or a live `GpuStamps` entry and counter (freed after the stream is
         // idle); `args` outlives the call, which copies the values.
@@ -207,7 +207,10 @@ impl Sinewave {
         params: &[WaveParams],
         stamps: Option<StampTarget>,
     ) -> Result<SinewaveLaunch> {
-        let Some(function) = self.batch.as_ref().filter(|_| dsts.len() > 1) else {
+        // gridDim.z = slots × envs must stay within CUDA's limit (else one launch per slot).
+        let fits_z = |envs: u32| (dsts.len() as u64) * u64::from(envs.max(1)) <= u64::from(MAX_LAUNCH_ENVS);
+        let envs = params.first().map_or(1, |p| p.envs.max(1));
+        let Some(function) = self.batch.as_ref().filter(|_| dsts.len() > 1 && fits_z(envs)) else {
             // One launch per slot (one slot, or an image without the batch entry): the stamps
             // are one launch's, so only a single launch is stamped.
             let mut cfg = None;
@@ -221,19 +224,20 @@ impl Sinewave {
             });
         };
         for (d, p) in dsts.iter().zip(params) {
-            plan::check_grid_fits(p.grid, d.size)?;
+            plan::check_grid_fits(p, d.size)?;
         }
         crate::compute::inject_fault(crate::fault::Fault::CudaLaunch, "cuda", "cuLaunchKernel")?;
         let ptrs: Vec<u64> = dsts.iter().map(|d| d.ptr).collect();
         let mut args = SinewaveBatchArgs::new(&ptrs, params, stamps)?;
-        let mut cfg = plan::launch_config(params[0].grid, self.limits);
-        cfg.grid_z = dsts.len() as u32;
+        let mut cfg = plan::launch_config(params[0].grid, envs, self.limits);
+        cfg.grid_z = dsts.len() as u32 * envs;
         let mut arg_ptrs = args.param_pointers();
         let (grid, block) = dims(cfg);
         // SAFETY: `function` is `sinewave_batch` from a module loaded on `cuda`, whose parameters
         // are `SinewaveBatchArgs::SIGNATURE` with the struct's layout checked against the source
-        // by a unit test; blockIdx.z < dsts.len() picks one of the pointers filled in, each the
-        // start of a live `DeviceRange` that holds the grid (checked above); the stamp pointers
+        // by a unit test; blockIdx.z / envs < dsts.len() picks one of the pointers filled in,
+        // each the start of a live `DeviceRange` that holds `envs` fields of the grid (checked
+        // above; `SinewaveBatchArgs::new` refused frames of other grids or envs); the stamp pointers
         // are null or a live `GpuStamps` entry and counter; `args` outlives the call, which
         // copies the values.
         unsafe { cuda.launch(function, grid, block, &mut arg_ptrs) }?;

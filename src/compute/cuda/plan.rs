@@ -28,9 +28,10 @@ impl DeviceLimits {
 /// and computes its four sines once for all of them; its stores need no other thread to keep the
 /// memory busy. Measured on an H200 at 4096² against the driver's fill (BENCHMARKS.md, issue 32):
 /// 1.03× with this geometry and the kernel's row table, 1.10× with eight blocks per
-/// multiprocessor and no table.
-pub fn launch_config(grid: Grid, limits: DeviceLimits) -> SinewaveLaunch {
-    sinewave_launch(grid, limits.sm_count.max(1))
+/// multiprocessor and no table. `envs` environments (`--envs`) share those blocks, one `grid_z`
+/// slice each; `envs` = 1 is that launch.
+pub fn launch_config(grid: Grid, envs: u32, limits: DeviceLimits) -> SinewaveLaunch {
+    sinewave_launch(grid, envs, limits.sm_count.max(1))
 }
 
 /// The `vkhip_batch` struct of `kernels/sinewave.hip`, passed by value to `sinewave_batch`: the
@@ -44,12 +45,14 @@ pub struct SinewaveBatch {
     pub frequency: [f32; MAX_BATCH],
 }
 
-/// The arguments of `sinewave_batch`: the batch, then width and height.
+/// The arguments of `sinewave_batch`: the batch, then width, height and the environments of
+/// each slot (`--envs`; `gridDim.z` = slots × envs).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SinewaveBatchArgs {
     pub batch: SinewaveBatch,
     pub width: u32,
     pub height: u32,
+    pub envs: u32,
     /// As [`SinewaveArgs`]'s: the stamp pair and block counter (0: no stamps).
     pub stamps: u64,
     pub blocks_done: u64,
@@ -58,26 +61,29 @@ pub struct SinewaveBatchArgs {
 impl SinewaveBatchArgs {
     /// `sinewave_batch`'s parameter list as written in the source (see [`SinewaveArgs::SIGNATURE`]).
     #[cfg(test)]
-    pub const SIGNATURE: [(&'static str, &'static str); 5] = [
+    pub const SIGNATURE: [(&'static str, &'static str); 6] = [
         ("vkhip_batch", "batch"),
         ("unsigned int", "width"),
         ("unsigned int", "height"),
+        ("unsigned int", "envs"),
         ("unsigned long long*", "stamps"),
         ("unsigned int*", "blocks_done"),
     ];
 
-    /// Frame `i` of the batch writes `heights[i]` for `params[i]`; every frame has the same grid.
+    /// Frame `i` of the batch writes `heights[i]` for `params[i]`; every frame has the same grid
+    /// and environments.
     pub fn new(
         heights: &[u64],
         params: &[WaveParams],
         stamps: Option<StampTarget>,
     ) -> Result<Self, ComputeError> {
         let n = heights.len();
-        if n == 0 || n > MAX_BATCH || params.len() != n || params.iter().any(|p| p.grid != params[0].grid) {
+        let differs = |p: &WaveParams| p.grid != params[0].grid || p.envs != params[0].envs;
+        if n == 0 || n > MAX_BATCH || params.len() != n || params.iter().any(differs) {
             return Err(ComputeError::Unsupported {
                 backend: "cuda",
                 reason: format!(
-                    "a batched launch takes 1..={MAX_BATCH} slots with one parameter set each, all on one grid                      (got {n} slots, {} parameter sets)",
+                    "a batched launch takes 1..={MAX_BATCH} slots with one parameter set each, all on one grid and environments (got {n} slots, {} parameter sets)",
                     params.len()
                 ),
             });
@@ -94,6 +100,7 @@ impl SinewaveBatchArgs {
             batch,
             width: params[0].grid.width,
             height: params[0].grid.height,
+            envs: params[0].envs.max(1),
             stamps: t.stamps,
             blocks_done: t.blocks_done,
         })
@@ -101,21 +108,22 @@ impl SinewaveBatchArgs {
 
     /// `kernelParams` for `cuLaunchKernel`, in signature order (borrowing `self`, as
     /// [`SinewaveArgs::param_pointers`]).
-    pub fn param_pointers(&mut self) -> [*mut c_void; 5] {
+    pub fn param_pointers(&mut self) -> [*mut c_void; 6] {
         [
             (&mut self.batch as *mut SinewaveBatch).cast(),
             (&mut self.width as *mut u32).cast(),
             (&mut self.height as *mut u32).cast(),
+            (&mut self.envs as *mut u32).cast(),
             (&mut self.stamps as *mut u64).cast(),
             (&mut self.blocks_done as *mut u64).cast(),
         ]
     }
 }
 
-/// Refuse a grid that does not fit the mapped slot: the kernel would write past its end (the
+/// Refuse heights that do not fit the mapped slot: the kernel would write past its end (the
 /// shared check, [`crate::compute::imported::check_grid_fits`], as CUDA).
-pub fn check_grid_fits(grid: Grid, buffer_size: u64) -> Result<(), ComputeError> {
-    crate::compute::imported::check_grid_fits("cuda", grid, buffer_size)
+pub fn check_grid_fits(params: &WaveParams, buffer_size: u64) -> Result<(), ComputeError> {
+    crate::compute::imported::check_grid_fits("cuda", params, buffer_size)
 }
 
 #[cfg(test)]
@@ -128,15 +136,18 @@ mod tests {
     #[test]
     fn launch_puts_one_block_on_each_multiprocessor() {
         // 4096 × 4096: 4 column blocks × 33 row walkers = 132 blocks, one per SM.
-        let cfg = launch_config(Grid { width: 4096, height: 4096 }, H100);
+        let cfg = launch_config(Grid { width: 4096, height: 4096 }, 1, H100);
         assert_eq!(cfg, SinewaveLaunch { grid_x: 4, grid_y: 33, grid_z: 1, block_x: 256 });
         // 256 × 256: one column block, 132 row walkers of about two rows each.
-        let cfg = launch_config(Grid { width: 256, height: 256 }, H100);
+        let cfg = launch_config(Grid { width: 256, height: 256 }, 1, H100);
         assert_eq!(cfg, SinewaveLaunch { grid_x: 1, grid_y: 132, grid_z: 1, block_x: 256 });
+        // 16 environments of 256 × 256: one z slice each, 8 row walkers each (128 blocks).
+        let cfg = launch_config(Grid { width: 256, height: 256 }, 16, H100);
+        assert_eq!(cfg, SinewaveLaunch { grid_x: 1, grid_y: 8, grid_z: 16, block_x: 256 });
         // Bogus (zero) attributes still give a valid launch.
         let zero = DeviceLimits { sm_count: 0 };
         assert_eq!(
-            launch_config(Grid { width: 2, height: 2 }, zero),
+            launch_config(Grid { width: 2, height: 2 }, 1, zero),
             SinewaveLaunch { grid_x: 1, grid_y: 1, grid_z: 1, block_x: 256 }
         );
     }
@@ -199,15 +210,19 @@ mod tests {
         assert!(SinewaveBatchArgs::new(&[1, 2], &[p], None).is_err());
         let q = WaveParams::at_time(Grid { width: 9, height: 8 }, 0.0);
         assert!(SinewaveBatchArgs::new(&[1, 2], &[p, q], None).is_err());
+        assert!(SinewaveBatchArgs::new(&[1, 2], &[p, p.with_envs(2)], None).is_err());
         let a = SinewaveBatchArgs::new(&[10, 20], &[p, WaveParams::at_time(p.grid, 1.0)], None).unwrap();
-        assert_eq!((a.batch.heights[..2].to_vec(), a.width, a.height), (vec![10, 20], 8, 8));
+        assert_eq!((a.batch.heights[..2].to_vec(), a.width, a.height, a.envs), (vec![10, 20], 8, 8, 1));
+        let e = SinewaveBatchArgs::new(&[10, 20], &[p.with_envs(3), p.with_envs(3)], None).unwrap();
+        assert_eq!(e.envs, 3);
         assert_eq!((a.stamps, a.blocks_done), (0, 0), "no stamps: null pointers");
         let target = StampTarget { stamps: 0x40, blocks_done: 0x80 };
         let mut b = SinewaveBatchArgs::new(&[10], &[p], Some(target)).unwrap();
         let ptrs = b.param_pointers();
-        // SAFETY: pointers 3 and 4 point at the u64 fields `stamps` and `blocks_done` of `b`.
-        let read = unsafe { (*(ptrs[3] as *const u64), *(ptrs[4] as *const u64)) };
-        assert_eq!(read, (0x40, 0x80));
+        // SAFETY: pointer 3 points at the u32 `envs`, 4 and 5 at the u64 fields `stamps` and
+        // `blocks_done` of `b`.
+        let read = unsafe { (*(ptrs[3] as *const u32), *(ptrs[4] as *const u64), *(ptrs[5] as *const u64)) };
+        assert_eq!(read, (1, 0x40, 0x80));
         assert_ne!(a.batch.phase[0], a.batch.phase[1]);
     }
 
@@ -242,9 +257,16 @@ mod tests {
     #[test]
     fn grid_must_fit_the_mapped_slot() {
         let grid = Grid { width: 1000, height: 777 };
-        assert!(check_grid_fits(grid, grid.bytes()).is_ok());
-        let err = check_grid_fits(grid, grid.bytes() - 4).unwrap_err();
+        let p = WaveParams::at_time(grid, 0.0);
+        assert!(check_grid_fits(&p, grid.bytes()).is_ok());
+        let err = check_grid_fits(&p, grid.bytes() - 4).unwrap_err();
         assert!(matches!(err, ComputeError::Unsupported { backend: "cuda", .. }));
         assert!(err.to_string().contains("1000x777 needs 3108000 bytes"), "{err}");
+        // `--envs 3`: three fields, one launch.
+        assert!(check_grid_fits(&p.with_envs(3), 3 * grid.bytes()).is_ok());
+        let err = check_grid_fits(&p.with_envs(3), 3 * grid.bytes() - 4).unwrap_err();
+        assert!(err.to_string().contains("1000x777 × 3 environments needs 9324000 bytes"), "{err}");
+        let err = check_grid_fits(&p.with_envs(70_000), u64::MAX).unwrap_err();
+        assert!(err.to_string().contains("at most 65535"), "{err}");
     }
 }

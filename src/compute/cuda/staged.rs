@@ -164,9 +164,9 @@ impl ComputeBackend for CudaStagedBackend {
 
     fn write_slot_and_wait(&mut self, frame: u64, slot: usize, params: &WaveParams) -> Result<()> {
         let target = self.slot(slot)?;
-        let bytes = params.grid.bytes();
+        let bytes = params.values() as u64 * 4;
         // Refuse before enqueueing anything; the launch and the copy check their own buffers.
-        plan::check_grid_fits(params.grid, target.size)?;
+        plan::check_grid_fits(params, target.size)?;
         self.compute_to_host(frame, params, bytes)?;
         let src = self.host.bytes();
         let len = bytes as usize; // ≤ target.size, which fits a usize (`host_slots`)
@@ -265,8 +265,9 @@ mod tests {
     #[test]
     fn a_grid_larger_than_the_slot_is_refused() {
         let grid = Grid { width: 64, height: 64 };
-        assert!(plan::check_grid_fits(grid, 64 * 64 * 4).is_ok());
-        assert!(plan::check_grid_fits(grid, 64 * 64 * 4 - 4).is_err());
+        let p = crate::sim::WaveParams::at_time(grid, 0.0);
+        assert!(plan::check_grid_fits(&p, 64 * 64 * 4).is_ok());
+        assert!(plan::check_grid_fits(&p, 64 * 64 * 4 - 4).is_err());
     }
 
     #[test]

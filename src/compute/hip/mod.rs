@@ -171,16 +171,17 @@ impl InteropApi for HipApi {
     ) -> Result<SinewaveLaunch> {
         let mut last = None;
         for (buffer, params) in slots {
-            imported::check_grid_fits("hip", params.grid, buffer.size())?;
-            let launch = sinewave_launch(params.grid, self.max_blocks);
+            imported::check_grid_fits("hip", params, buffer.size())?;
+            // gridDim.z = `--envs`: every environment of the slot in this one launch.
+            let launch = sinewave_launch(params.grid, params.envs, self.max_blocks);
             let mut args = SinewaveArgs::new(buffer.device_ptr(), params);
             let mut ptrs = args.param_pointers();
-            let (grid, block) = ([launch.grid_x, launch.grid_y, 1], [launch.block_x, 1, 1]);
+            let (grid, block) = ([launch.grid_x, launch.grid_y, launch.grid_z], [launch.block_x, 1, 1]);
             // SAFETY: `kernel` is `sinewave` from a module loaded on `stream`'s device, whose
             // parameters are `SinewaveArgs::SIGNATURE` (checked against the source by a unit
             // test; the device pointer is 8 bytes, as on every HIP target) and `ptrs` follows that
             // order; `args` outlives the call (the runtime copies the values at launch); the
-            // kernel writes `width·height` floats, which the check above keeps inside the mapping,
+            // kernel writes `envs·width·height` floats, which the check above keeps inside the mapping,
             // and the buffer outlives the stream's work (the skeleton synchronises before drop).
             unsafe { stream.launch(&self.kernel, grid, block, &mut ptrs) }?;
             last = Some(launch);
