@@ -90,7 +90,7 @@ pub struct Frames {
 #[pymethods]
 impl Frames {
     #[new]
-    #[pyo3(signature = (*, size = (1280, 720), views = None, poses = None, envs = None, slots = 3, api = "auto", grid = None, args = None, device = None))]
+    #[pyo3(signature = (*, size = (1280, 720), views = None, poses = None, envs = None, slots = 3, api = "auto", grid = None, args = None, device = None, gpu_times = false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -103,6 +103,7 @@ impl Frames {
         grid: Option<(u32, u32)>,
         args: Option<Vec<String>>,
         device: Option<&Bound<'_, PyAny>>,
+        gpu_times: bool,
     ) -> PyResult<Self> {
         let views = views.map(|n| count("views", n)).transpose()?;
         let envs = envs.map(|n| count("envs", n)).transpose()?;
@@ -125,6 +126,9 @@ impl Frames {
         }
         if let Some(e) = envs {
             options = options.with_envs(e);
+        }
+        if gpu_times {
+            options = options.with_gpu_times();
         }
         let core = py.detach(|| -> PyResult<FramesCore> {
             let mut frames = vkhip::embed::Frames::new(&options).map_err(embed_error)?;

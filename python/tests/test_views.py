@@ -196,3 +196,17 @@ def test_bad_view_options() -> None:
     limit = r"--envs 60000 of --grid \d+x\d+ \(bytes\): (\d+) is past this device's "
     m = re.search(limit + r"maxStorageBufferRange \((\d+)\)", str(e.value))
     assert m and int(m.group(2)) < int(m.group(1)), str(e.value)
+
+
+def test_gpu_times_only_when_asked() -> None:
+    # The raster limit of the benchmark: Vulkan's timestamps around each frame's draw and copy.
+    untimed = vkhip.Frames(views=3, **ARGS)  # type: ignore[arg-type]
+    first_frame(untimed)
+    assert untimed.gpu_times() is None, "no timestamps unless gpu_times=True"
+    frames = vkhip.Frames(views=3, gpu_times=True, **ARGS)  # type: ignore[arg-type]
+    for _ in range(4):
+        first_frame(frames)
+    g = frames.gpu_times()
+    assert g is not None and g.frames >= 1
+    assert g.draw_ns_p50 > 0 and g.copy_ns_p50 > 0
+    assert g.raster_ns_p50 >= max(g.draw_ns_p50, g.copy_ns_p50)

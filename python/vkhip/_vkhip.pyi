@@ -300,9 +300,12 @@ class Frames:
         grid: tuple[int, int] | None = None,
         args: list[str] | None = None,
         device: DeviceLike = None,
+        gpu_times: bool = False,
     ) -> None:
         """``device=`` (:data:`DeviceLike`): the GPU that renders and whose CUDA memory holds the
-        frames (``dlpack_device`` is ``(2, n)``)."""
+        frames (``dlpack_device`` is ``(2, n)``). ``gpu_times=True``: time every frame's draw and
+        copy on the GPU (Vulkan timestamps around each; a little GPU work a frame) for
+        :meth:`gpu_times`."""
     @property
     def size(self) -> tuple[int, int]:
         """(width, height) in pixels."""
