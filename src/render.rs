@@ -821,6 +821,10 @@ fn submit(
     extra_waits: &[(vk::Semaphore, vk::PipelineStageFlags)],
     extra_signals: &[vk::Semaphore],
 ) -> Result<(), VkError> {
+    if extra_waits.is_empty() && extra_signals.is_empty() {
+        // Headless: the frame's own waits and signals as they are (no copy per frame).
+        return ctx.submit_with(cmd, &sync.waits, &sync.signals, vk::Fence::null());
+    }
     let waits: Vec<_> =
         sync.waits.iter().copied().chain(extra_waits.iter().map(|&(s, stage)| (s, 0, stage))).collect();
     let signals: Vec<_> = sync.signals.iter().copied().chain(extra_signals.iter().map(|&s| (s, 0))).collect();

@@ -124,6 +124,16 @@ impl RenderMarks {
         self.spans.push(HostSpan { track: Track::Render, phase, start_ns: self.last_ns, end_ns: now });
         self.last_ns = now;
     }
+
+    /// Close `phase` on the host clock only, without reading the thread's CPU clock (a system
+    /// call, where the host clock is not): the CPU time spent in it goes to the next phase
+    /// closed with [`Self::lap`] (or the rest). For a phase whose CPU time is negligible: the
+    /// throttle when it did not wait (checking a counter it already holds).
+    pub fn lap_host(&mut self, phase: Phase) {
+        let now = host_now_ns();
+        self.spans.push(HostSpan { track: Track::Render, phase, start_ns: self.last_ns, end_ns: now });
+        self.last_ns = now;
+    }
 }
 
 /// The per-frame figures the report and the overlay use, once a frame is closed. Times in ns.
@@ -563,6 +573,27 @@ mod tests {
         assert!((2.0..3.9).contains(&ms(s.other_ns)), "{s:?}");
         assert_eq!(s.wait_ns + s.handoff_ns + s.submit_ns + s.other_ns, f.cpu_ns);
         assert_eq!(f.cpu_work_ns, f.cpu_ns - s.wait_ns);
+    }
+
+    #[test]
+    fn a_host_only_lap_charges_its_cpu_time_to_the_next_phase() {
+        let mut p = Profiler::new();
+        let mut marks = RenderMarks::start(0);
+        burn(1_000_000);
+        marks.lap_host(Phase::Throttle);
+        burn(2_000_000);
+        marks.lap(Phase::Handoff);
+        // The throttle's span is still there, on the host clock, and the hand-off follows it.
+        let phases: Vec<_> = marks.spans().iter().map(|s| s.phase).collect();
+        assert_eq!(phases, [Phase::Throttle, Phase::Handoff]);
+        assert_eq!(marks.spans()[0].end_ns, marks.spans()[1].start_ns);
+        p.end_frame(marks);
+        p.finish(host_now_ns());
+        let f = p.drain_closed().next().expect("frame 0 closed");
+        let s = f.cpu_split;
+        assert_eq!(s.wait_ns, 0, "{s:?}");
+        assert!(s.handoff_ns >= 3_000_000, "{s:?}");
+        assert_eq!(s.wait_ns + s.handoff_ns + s.submit_ns + s.other_ns, f.cpu_ns);
     }
 
     fn host(frame: u64, track: Track, phase: Phase, a: u64, b: u64) -> Span {

@@ -431,20 +431,23 @@ impl FrameSemaphores {
     }
 }
 
+/// Waits or signals of one submission: a few, kept inline (one per frame, no allocation).
+pub type Few<T> = smallvec::SmallVec<[T; 4]>;
+
 /// What the draw of one frame waits on and signals.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DrawSync {
     /// (semaphore, value — 0 for binary, stage).
-    pub waits: Vec<(vk::Semaphore, u64, vk::PipelineStageFlags)>,
+    pub waits: Few<(vk::Semaphore, u64, vk::PipelineStageFlags)>,
     /// (semaphore, value — 0 for binary).
-    pub signals: Vec<(vk::Semaphore, u64)>,
+    pub signals: Few<(vk::Semaphore, u64)>,
     /// The frame's compute is recorded into the draw's own command buffer, before the draw
     /// ([`FrameSync::record_joined`]), ordered by barriers instead of semaphores.
     pub joined: bool,
     /// The same waits and signals as the profiler names them ([`crate::profile::program`]),
     /// recorded where the submission is made.
-    pub profile_waits: Vec<(Sem, u64)>,
-    pub profile_signals: Vec<(Sem, u64)>,
+    pub profile_waits: Few<(Sem, u64)>,
+    pub profile_signals: Few<(Sem, u64)>,
 }
 
 impl DrawSync {

@@ -641,7 +641,35 @@ impl Context {
         signals: &[(vk::Semaphore, u64)],
         fence: vk::Fence,
     ) -> Result<(), VkError> {
-        self.submit_each(&[QueueBatch { cmd, waits, signals }], fence)
+        // The frame loop submits every frame: a few waits and signals go through arrays on the
+        // stack (no allocation per submission); more, through `submit_each`.
+        const MAX: usize = 8;
+        if waits.len() > MAX || signals.len() > MAX {
+            return self.submit_each(&[QueueBatch { cmd, waits, signals }], fence);
+        }
+        let mut wait_sems = [vk::Semaphore::null(); MAX];
+        let mut wait_values = [0u64; MAX];
+        let mut stages = [vk::PipelineStageFlags::empty(); MAX];
+        for (i, &(sem, value, stage)) in waits.iter().enumerate() {
+            (wait_sems[i], wait_values[i], stages[i]) = (sem, value, stage);
+        }
+        let mut signal_sems = [vk::Semaphore::null(); MAX];
+        let mut signal_values = [0u64; MAX];
+        for (i, &(sem, value)) in signals.iter().enumerate() {
+            (signal_sems[i], signal_values[i]) = (sem, value);
+        }
+        let (w, s) = (waits.len(), signals.len());
+        let cmds = [cmd];
+        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
+            .wait_semaphore_values(&wait_values[..w])
+            .signal_semaphore_values(&signal_values[..s]);
+        let submit = vk::SubmitInfo::default()
+            .wait_semaphores(&wait_sems[..w])
+            .wait_dst_stage_mask(&stages[..w])
+            .command_buffers(&cmds)
+            .signal_semaphores(&signal_sems[..s])
+            .push_next(&mut timeline);
+        self.submit(std::slice::from_ref(&submit), fence)
     }
 
     /// One vkQueueSubmit of several batches, each one command buffer with its own waits and

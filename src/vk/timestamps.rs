@@ -220,7 +220,10 @@ impl DrawTimer {
         // SAFETY: the set was written by a submitted command buffer; results are copied out.
         match unsafe { self.ctx.device.get_query_pool_results(self.pool, self.first(index), ticks, flags) } {
             Ok(()) => {
-                let t: Vec<u64> = ticks.iter().map(|t| t & self.mask).collect();
+                let mut t = [0u64; 4 + POST_STAMPS as usize];
+                for (m, &tick) in t.iter_mut().zip(ticks.iter()) {
+                    *m = tick & self.mask;
+                }
                 let span = |track, phase, a, b| Span {
                     frame,
                     track,
