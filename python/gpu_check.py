@@ -755,6 +755,7 @@ def main() -> int:
     ap.add_argument("--gpu-worker", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--views", type=int, default=7, help="N for the views' rows")
     args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)  # the captures' folder, made as a user would expect
     if args.gpu_worker is not None:
         return gpu_worker(args.gpu_worker, args.frames, args.elements)
 

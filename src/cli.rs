@@ -214,7 +214,7 @@ pub struct CommonArgs {
     pub views: u32,
     /// Height fields per frame, E: 1 (every view sees the same surface) or N = --views (view i
     /// sees environment i, each at its own time: t + (i mod 64) × 0.0625 s), written in one
-    /// launch by every backend (CUDA/HIP: gridDim.z = E; Vulkan: dispatch z = E).
+    /// launch a frame by every backend (CUDA/HIP: gridDim.z = E; Vulkan: dispatch z = E).
     #[arg(long, value_name = "E", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub envs: u32,
     /// The GPU: a Vulkan device index N, or cuda:N for the GPU of CUDA device N (the two

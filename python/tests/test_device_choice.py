@@ -6,6 +6,7 @@ every GPU of a machine) are in python/gpu_check.py."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -106,6 +107,8 @@ def test_the_host_path_takes_none_and_cpu(value: object) -> None:
     try:
         d = vkhip.Device("host", device=value)
     except vkhip.UnavailableError as e:
+        if os.environ.get("CI"):
+            raise  # CI installs lavapipe: a missing device is a failure there
         pytest.skip(f"needs a Vulkan device the host can map: {e}")
     with d:
         assert d.api == "host"
@@ -131,6 +134,8 @@ def test_the_default_without_cuda_is_the_host() -> None:
     try:
         d = vkhip.Device()
     except vkhip.UnavailableError as e:
+        if os.environ.get("CI"):
+            raise  # CI installs lavapipe: a missing device is a failure there
         pytest.skip(f"needs a Vulkan device the host can map: {e}")
     with d:
         assert (d.api, d.dlpack_device) == ("host", (1, 0))

@@ -211,6 +211,11 @@ impl App<'_, '_> {
             post_extent,
             self.maker.as_deref_mut(),
         )?;
+        // The window tiles the views in its swapchain image (no layered target): of the views'
+        // limits, the layered shader's feature and the heights' range apply here, refused before
+        // any pipeline is made, as headless runs refuse them.
+        crate::vk::views::check_layered_shader(&session.ctx.physical, session.views)?;
+        crate::vk::views::check_heights(&session.ctx.physical, session.envs, session.grid)?;
         let format = surface.choose_format(&session.ctx)?;
         let post = session.post.is_some();
         let (draw_format, draw_layout) = if post {

@@ -79,12 +79,7 @@ pub fn check(device: &PhysicalDeviceInfo, request: &ViewsRequest) -> Result<(), 
             Ok(())
         }
     };
-    if r.views > 1 && !device.shader_output_layer {
-        return Err(VkError::Unsupported(format!(
-            "{views}: {} has no shaderOutputLayer (Vulkan 1.2), which draws each view into its layer",
-            device.name
-        )));
-    }
+    check_layered_shader(device, r.views)?;
     limit("maxImageArrayLayers", device.max_image_array_layers.into(), r.views.into(), &views)?;
     limit("maxFramebufferLayers", device.max_framebuffer_layers.into(), r.views.into(), &views)?;
     let side = r.extent.width.max(r.extent.height);
@@ -105,6 +100,18 @@ pub fn check(device: &PhysicalDeviceInfo, request: &ViewsRequest) -> Result<(), 
             r.slots, r.shared_buffers
         );
         limit("device-local heap size", device.device_local_bytes, total, &what)?;
+    }
+    Ok(())
+}
+
+/// N > 1 views need the layered surface shader, which writes `gl_Layer`: the device's
+/// `shaderOutputLayer` (Vulkan 1.2). The window's tiles use that shader too.
+pub fn check_layered_shader(device: &PhysicalDeviceInfo, views: u32) -> Result<(), VkError> {
+    if views > 1 && !device.shader_output_layer {
+        return Err(VkError::Unsupported(format!(
+            "--views {views}: {} has no shaderOutputLayer (Vulkan 1.2), which draws each view into its layer",
+            device.name
+        )));
     }
     Ok(())
 }
