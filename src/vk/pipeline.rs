@@ -370,35 +370,44 @@ pub struct SurfacePipeline {
 
 impl SurfacePipeline {
     pub fn new(ctx: &Arc<Context>, render_pass: &RenderPass, slots: &[Slot]) -> Result<Self, VkError> {
-        let descriptors = BufferDescriptors::for_slots(ctx, slots, vk::ShaderStageFlags::VERTEX)?;
-        let mut pipeline = Pipeline::layout(
+        Self::with_vertex_shader(
             ctx,
-            descriptors.layout,
-            SURFACE_PUSH_STAGES,
-            std::mem::size_of::<SurfacePush>(),
-        )?;
-        pipeline.handle = graphics_pipeline(
-            ctx,
-            &pipeline,
             render_pass,
-            (crate::shaders::SURFACE_VERT, crate::shaders::SURFACE_FRAG),
-            GraphicsState { depth: true, blend: None },
-        )?;
-        Ok(SurfacePipeline { pipeline, descriptors })
+            slots,
+            crate::shaders::SURFACE_VERT,
+            std::mem::size_of::<SurfacePush>(),
+        )
     }
 
     /// The pipeline of `--views N` > 1: the layered vertex shader
     /// ([`crate::shaders::SURFACE_LAYERED_VERT`]: view i → layer i) with [`ViewPush`] (the device
     /// must have `shaderOutputLayer` enabled; [`super::views::check`] says so first).
     pub fn layered(ctx: &Arc<Context>, render_pass: &RenderPass, slots: &[Slot]) -> Result<Self, VkError> {
+        Self::with_vertex_shader(
+            ctx,
+            render_pass,
+            slots,
+            crate::shaders::SURFACE_LAYERED_VERT,
+            std::mem::size_of::<ViewPush>(),
+        )
+    }
+
+    /// The surface pipeline with `vert` (its push constants `push_bytes` long) and the one
+    /// fragment shader: what the one-view and the layered pipelines differ in.
+    fn with_vertex_shader(
+        ctx: &Arc<Context>,
+        render_pass: &RenderPass,
+        slots: &[Slot],
+        vert: &[u32],
+        push_bytes: usize,
+    ) -> Result<Self, VkError> {
         let descriptors = BufferDescriptors::for_slots(ctx, slots, vk::ShaderStageFlags::VERTEX)?;
-        let mut pipeline =
-            Pipeline::layout(ctx, descriptors.layout, SURFACE_PUSH_STAGES, std::mem::size_of::<ViewPush>())?;
+        let mut pipeline = Pipeline::layout(ctx, descriptors.layout, SURFACE_PUSH_STAGES, push_bytes)?;
         pipeline.handle = graphics_pipeline(
             ctx,
             &pipeline,
             render_pass,
-            (crate::shaders::SURFACE_LAYERED_VERT, crate::shaders::SURFACE_FRAG),
+            (vert, crate::shaders::SURFACE_FRAG),
             GraphicsState { depth: true, blend: None },
         )?;
         Ok(SurfacePipeline { pipeline, descriptors })
