@@ -209,13 +209,14 @@ pub struct CommonArgs {
     /// in layer i, its camera at its own azimuth around the surface), copied out as one
     /// (N, H, W, 4) array; still one hand-off each way per frame. A window shows the views
     /// tiled (a drag turns them all), as --capture writes them. Up to the device's
-    /// maxImageArrayLayers (see docs/ARCHITECTURE.md, "Views"); not with --post.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    /// maxImageArrayLayers (see docs/ARCHITECTURE.md, "Views"; more is refused naming that
+    /// limit and the device's value); not with --post.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub views: u32,
     /// Height fields per frame, E: 1 (every view sees the same surface) or N = --views (view i
     /// sees environment i, each at its own time: t + (i mod 64) × 0.0625 s), written in one
     /// launch a frame by every backend (CUDA/HIP: gridDim.z = E; Vulkan: dispatch z = E).
-    #[arg(long, value_name = "E", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    #[arg(long, value_name = "E", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub envs: u32,
     /// The GPU: a Vulkan device index N, or cuda:N for the GPU of CUDA device N (the two
     /// numberings need not agree; `vkhip info` lists both). Default: the device matching the

@@ -72,16 +72,18 @@ pub const CLEAR_COLOR: [f32; 4] = [0.055, 0.063, 0.086, 1.0];
 /// again while its target and push constants stay the same (a headless run records F × K command
 /// buffers in all; a window re-records when the camera moves or the swapchain changes). What
 /// changes every frame, the waits and signals, is given at submit time. With the overlay on, the
-/// draw is recorded afresh each frame (its vertex data does change), and so is a one-submission
-/// frame (its compute's parameters change) and a post stage on Vulkan's queue (the filter it
-/// records). With a post stage off the queue the draw into scene `slot` and its hand-off of the
+/// draw is recorded afresh each frame (its vertex data does change), and so is a post stage on
+/// Vulkan's queue (the filter it records). A one-submission frame's write (its parameters change
+/// every frame) is recorded afresh into a small command buffer of its own, submitted in the same
+/// batch just before the reused draw (on the render thread's clock the draw's recording was most
+/// of a joined frame's record+submit). With a post stage off the queue the draw into scene `slot` and its hand-off of the
 /// scene are the same every time, and are reused as well; so is each copy command buffer while
 /// its pair, source and destination stay the same ([`Self::copy`]).
 pub struct Renderer {
     timer: Option<DrawTimer>,
     pool: vk::CommandPool,
-    /// Recorded afresh every frame (overlay on, or one-submission frames), one per
-    /// frame-in-flight index.
+    /// Recorded afresh every frame (overlay on, a post stage on the queue, or a one-submission
+    /// frame's write), one per frame-in-flight index.
     cmds: Vec<vk::CommandBuffer>,
     /// The slots' buffers, for the barrier between a recorded write and the draw.
     slot_buffers: Vec<vk::Buffer>,
@@ -126,6 +128,17 @@ struct PostStage {
     copy_timer: Option<DrawTimer>,
 }
 
+/// How [`Renderer::record`] begins a draw's command buffer, before the render pass.
+enum Start<'a> {
+    /// A one-submission frame in one command buffer: its write (steps 1–3), timed.
+    Compute(RecordCompute<'a>),
+    /// A split frame: the timer's first two timestamps (when timing).
+    Timed,
+    /// A one-submission frame's draw, reused: its write is a command buffer of its own just
+    /// before it in the batch ([`Renderer::record_write`]), which wrote the first timestamps.
+    AfterWrite,
+}
+
 /// What a reusable draw was recorded for: if any of it changes, the draw is recorded again.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct DrawKey {
@@ -136,6 +149,8 @@ struct DrawKey {
     post_pair: Option<usize>,
     /// The views' pushes ([`ViewDraws::generation`]; 0 without views).
     views: u64,
+    /// Recorded to follow a one-submission frame's write ([`Start::AfterWrite`]).
+    joined: bool,
 }
 
 /// What a copy command buffer was recorded for ([`Renderer::copy`]).
@@ -489,10 +504,15 @@ impl Renderer {
             (false, _) => None,
         };
         let post_on_queue = post.as_ref().is_some_and(|p| p.on_queue);
-        let cmd = if overlay.is_some() || joined.is_some() || post_on_queue {
-            let cmd = self.cmds[index];
-            self.record(cmd, index, slot, framebuffer, extent, push, overlay, joined, post)?;
-            cmd
+        let mut cmds = [vk::CommandBuffer::null(); 2];
+        let used = if overlay.is_some() || post_on_queue {
+            cmds[0] = self.cmds[index];
+            let start = match joined {
+                Some(c) => Start::Compute(c),
+                None => Start::Timed,
+            };
+            self.record(cmds[0], index, slot, framebuffer, extent, push, overlay, start, post)?;
+            &cmds[..1]
         } else {
             // Off Vulkan's queue the post stage adds only the scene's hand-off, which depends on
             // the pair alone (the filter and the copy are not in this command buffer).
@@ -502,19 +522,34 @@ impl Renderer {
                 push: *push,
                 post_pair: post.as_ref().map(|p| p.pair),
                 views: self.views.as_ref().map_or(0, |v| v.generation),
+                joined: joined.is_some(),
             });
             let i = index * self.slots + slot;
-            let cmd = self.reused[i].cmd;
+            let draw = self.reused[i].cmd;
             if self.reused[i].key != key {
                 self.reused[i].key = None;
-                self.record(cmd, index, slot, framebuffer, extent, push, None, None, post)?;
+                let start = if joined.is_some() { Start::AfterWrite } else { Start::Timed };
+                self.record(draw, index, slot, framebuffer, extent, push, None, start, post)?;
                 self.reused[i].key = key;
             }
-            cmd
+            match joined {
+                // A one-submission frame: only its write (whose parameters change every frame)
+                // is recorded afresh, into a command buffer of its own ahead of the reused draw
+                // in the same batch; the write's barriers order the two as within one buffer.
+                Some(compute) => {
+                    cmds = [self.cmds[index], draw];
+                    self.record_write(cmds[0], index, slot, compute)?;
+                    &cmds[..]
+                }
+                None => {
+                    cmds[0] = draw;
+                    &cmds[..1]
+                }
+            }
         };
 
         record_draw(frame, sync, shape, self.timer.is_some());
-        submit(&self.ctx, cmd, sync, extra_waits, extra_signals)?;
+        submit(&self.ctx, used, sync, extra_waits, extra_signals)?;
         if let Some(t) = self.timer.as_mut() {
             t.submitted(index);
         }
@@ -530,11 +565,14 @@ impl Renderer {
         }
     }
 
-    /// Record into `cmd` (not pending): with `compute` (a one-submission frame), the write of
-    /// `slot` between its two barriers; then clear, the surface from `slot`, the overlay when
-    /// given; and the timestamps of set `index` when timing (see [`crate::vk::timestamps`]).
+    /// Record into `cmd` (not pending): as `start` says (with [`Start::Compute`], a
+    /// one-submission frame, the write of `slot` between its two barriers); then clear, the
+    /// surface from `slot`, the overlay when given; and the timestamps of set `index` when timing
+    /// (see [`crate::vk::timestamps`]).
     ///
-    /// A one-submission frame records, in one command buffer:
+    /// A one-submission frame records, in one command buffer (or steps 1–3 in one and 4 in the
+    /// next of the same batch: a barrier's scopes are the queue's submission order, not one
+    /// command buffer):
     /// 1. a barrier from every earlier command of the queue (`ALL_COMMANDS`, `SHADER_WRITE`) to
     ///    the compute stage's writes: the slot's previous draw (frame f − K, submitted earlier)
     ///    has finished, as the split shape's wait for `rendered ≥ f+1−K` promised, and the
@@ -557,7 +595,7 @@ impl Renderer {
         extent: vk::Extent2D,
         push: &SurfacePush,
         overlay: Option<&OverlayHistory>,
-        compute: Option<RecordCompute<'_>>,
+        start: Start<'_>,
         post: Option<PostFrame<'_>>,
     ) -> Result<(), DrawError> {
         let d = &self.ctx.device;
@@ -580,12 +618,12 @@ impl Renderer {
             let begin = vk::CommandBufferBeginInfo::default();
             d.begin_command_buffer(cmd, &begin).call("vkBeginCommandBuffer")?;
         }
-        if let Some(compute) = compute {
+        match (start, self.timer.as_ref()) {
             // On failure the buffer stays in the recording state; its next use resets it.
-            self.record_compute(cmd, index, slot, compute)?;
-        } else if let Some(t) = self.timer.as_ref() {
+            (Start::Compute(compute), _) => self.record_compute(cmd, index, slot, compute)?,
             // SAFETY: `cmd` is recording, outside a render pass; see `draw` for the set.
-            unsafe { t.record_begin(cmd, index, HEIGHTS_READ_STAGE) };
+            (Start::Timed, Some(t)) => unsafe { t.record_begin(cmd, index, HEIGHTS_READ_STAGE) },
+            (Start::Timed | Start::AfterWrite, _) => {}
         }
         // SAFETY: `cmd` is recording, outside a render pass.
         unsafe {
@@ -640,6 +678,31 @@ impl Renderer {
         if let Some(p) = post {
             self.record_post(cmd, index, p)?;
         }
+        // SAFETY: `cmd` is recording.
+        unsafe { d.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
+        Ok(())
+    }
+
+    /// A one-submission frame's write alone (steps 1–3 of [`Self::record`], with their
+    /// timestamps), into `cmd`, submitted just before the draw recorded with
+    /// [`Start::AfterWrite`].
+    fn record_write(
+        &self,
+        cmd: vk::CommandBuffer,
+        index: usize,
+        slot: usize,
+        compute: RecordCompute<'_>,
+    ) -> Result<(), DrawError> {
+        let d = &self.ctx.device;
+        // SAFETY: `cmd` is not pending (the throttle: see `draw`); its pool allows resets.
+        unsafe {
+            d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()).call("vkResetCommandBuffer")?;
+            let begin =
+                vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+            d.begin_command_buffer(cmd, &begin).call("vkBeginCommandBuffer")?;
+        }
+        // On failure the buffer stays in the recording state; its next use resets it.
+        self.record_compute(cmd, index, slot, compute)?;
         // SAFETY: `cmd` is recording.
         unsafe { d.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
         Ok(())
@@ -816,19 +879,19 @@ fn record_draw(frame: u64, sync: &DrawSync, shape: (bool, Option<(bool, bool)>),
 
 fn submit(
     ctx: &Context,
-    cmd: vk::CommandBuffer,
+    cmds: &[vk::CommandBuffer],
     sync: &DrawSync,
     extra_waits: &[(vk::Semaphore, vk::PipelineStageFlags)],
     extra_signals: &[vk::Semaphore],
 ) -> Result<(), VkError> {
     if extra_waits.is_empty() && extra_signals.is_empty() {
         // Headless: the frame's own waits and signals as they are (no copy per frame).
-        return ctx.submit_with(cmd, &sync.waits, &sync.signals, vk::Fence::null());
+        return ctx.submit_cmds_with(cmds, &sync.waits, &sync.signals, vk::Fence::null());
     }
     let waits: Vec<_> =
         sync.waits.iter().copied().chain(extra_waits.iter().map(|&(s, stage)| (s, 0, stage))).collect();
     let signals: Vec<_> = sync.signals.iter().copied().chain(extra_signals.iter().map(|&s| (s, 0))).collect();
-    ctx.submit_with(cmd, &waits, &signals, vk::Fence::null())
+    ctx.submit_cmds_with(cmds, &waits, &signals, vk::Fence::null())
 }
 
 impl Drop for Renderer {

@@ -209,8 +209,17 @@ fn limits_and_bad_combinations_are_refused_before_the_driver() {
     }
     assert!(e.is_environment());
     assert!(e.to_string().contains("is past this device's maxStorageBufferRange"), "{e}");
-    // The parser's own bound.
-    assert!(matches!(open(65537, &[]), EmbedError::Usage { .. }));
+    // No bound of the parser's own above 1: any count past the device's is that limit, up to
+    // u32's last.
+    for n in [65537, u32::MAX] {
+        match open(n, &[]) {
+            EmbedError::Limit { limit, asked, .. } => {
+                assert!(limit == "maxImageArrayLayers" || limit == "maxFramebufferLayers", "{limit}");
+                assert_eq!(asked, u64::from(n));
+            }
+            e => panic!("--views {n}: not a limit: {e:?}"),
+        }
+    }
     assert!(matches!(open(0, &[]), EmbedError::Usage { .. }));
     let e = open(8, &["--envs", "3"]);
     assert_eq!(
@@ -224,6 +233,7 @@ fn limits_and_bad_combinations_are_refused_before_the_driver() {
     assert!(stderr(&o).contains("--views 2 with --post"), "{}", stderr(&o));
     let o = run(vkhip().args(["--headless", "--frames", "2", "--views", "100000"]));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--views 100000: 100000 is past this device's max"), "{}", stderr(&o));
     // A window takes views (tiled) as a headless run does.
     let cli = vkhip::cli::Cli::try_parse_from(["vkhip", "--views", "3"]).unwrap();
     assert!(vkhip::cli::check_run(&cli.run, false).is_ok());
@@ -276,7 +286,7 @@ fn a_writer_gets_every_environment_and_draws_what_the_backend_draws() {
     struct Envs;
     impl HeightWriter for Envs {
         fn write(&mut self, _frame: u64, time_s: f64, target: HeightTarget<'_>) -> Result<(), WriterError> {
-            let HeightTarget::Host { heights, cols, rows, envs } = target else {
+            let HeightTarget::Host { heights, cols, rows, envs, .. } = target else {
                 return Err(WriterError("a host writer".into()));
             };
             if envs != 3 || heights.len() != (3 * cols * rows) as usize {

@@ -63,7 +63,8 @@ pub trait PostApi {
     fn stamp_target(&self, _entry: usize) -> Option<StampTarget> {
         None
     }
-    /// The stamps of entry `entry`, once its witness event completed.
+    /// The stamps of entry `entry` as they are now (None until its launch wrote both; see
+    /// [`crate::compute::timing::StampReader`]).
     fn read_stamps(&self, _entry: usize) -> Option<(u64, u64)> {
         None
     }

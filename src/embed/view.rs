@@ -21,15 +21,18 @@ use vkhip_interop::FrameStream;
 
 /// Where the writer puts frame f's heights: `(envs, rows, cols)` f32, C order (environment e
 /// from element `e × rows × cols` on, row-major inside); `envs` is `--envs` (1 without it;
-/// with `--views N --envs N` view i draws environment i). Match with `..`: fields may be added.
+/// with `--views N --envs N` view i draws environment i). Match with `..`: fields may be added
+/// (each variant is `#[non_exhaustive]`).
 pub enum HeightTarget<'a> {
     /// The host path: the slot's heights through its persistent mapping (`envs × rows × cols`
     /// values).
+    #[non_exhaustive]
     Host { heights: &'a mut [f32], cols: u32, rows: u32, envs: u32 },
     /// The CUDA path: the slot's device pointer (`envs × rows × cols` f32), and the stream the
     /// writer must enqueue on (the lent stream if the caller gave one, else the backend's). The
     /// wait for the slot's previous reader is already enqueued there, and the signal follows the
     /// writer's work.
+    #[non_exhaustive]
     Cuda { ptr: u64, stream: u64, cols: u32, rows: u32, envs: u32 },
 }
 

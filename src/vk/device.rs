@@ -641,11 +641,33 @@ impl Context {
         signals: &[(vk::Semaphore, u64)],
         fence: vk::Fence,
     ) -> Result<(), VkError> {
+        self.submit_cmds_with(std::slice::from_ref(&cmd), waits, signals, fence)
+    }
+
+    /// [`Self::submit_with`] for command buffers run in order in one batch (the waits before the
+    /// first, the signals after the last): a frame whose compute is recorded afresh ahead of a
+    /// draw recorded once ([`crate::render::Renderer::draw`]).
+    pub fn submit_cmds_with(
+        &self,
+        cmds: &[vk::CommandBuffer],
+        waits: &[(vk::Semaphore, u64, vk::PipelineStageFlags)],
+        signals: &[(vk::Semaphore, u64)],
+        fence: vk::Fence,
+    ) -> Result<(), VkError> {
         // The frame loop submits every frame: a few waits and signals go through arrays on the
         // stack (no allocation per submission); more, through `submit_each`.
         const MAX: usize = 8;
         if waits.len() > MAX || signals.len() > MAX {
-            return self.submit_each(&[QueueBatch { cmd, waits, signals }], fence);
+            let batches: Vec<_> = cmds
+                .iter()
+                .enumerate()
+                .map(|(i, &cmd)| QueueBatch {
+                    cmd,
+                    waits: if i == 0 { waits } else { &[] },
+                    signals: if i + 1 == cmds.len() { signals } else { &[] },
+                })
+                .collect();
+            return self.submit_each(&batches, fence);
         }
         let mut wait_sems = [vk::Semaphore::null(); MAX];
         let mut wait_values = [0u64; MAX];
@@ -659,14 +681,13 @@ impl Context {
             (signal_sems[i], signal_values[i]) = (sem, value);
         }
         let (w, s) = (waits.len(), signals.len());
-        let cmds = [cmd];
         let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
             .wait_semaphore_values(&wait_values[..w])
             .signal_semaphore_values(&signal_values[..s]);
         let submit = vk::SubmitInfo::default()
             .wait_semaphores(&wait_sems[..w])
             .wait_dst_stage_mask(&stages[..w])
-            .command_buffers(&cmds)
+            .command_buffers(cmds)
             .signal_semaphores(&signal_sems[..s])
             .push_next(&mut timeline);
         self.submit(std::slice::from_ref(&submit), fence)

@@ -12,13 +12,14 @@
 //! - fault injection (`VKHIP_FAULT=cuda-compile`, `cuda-launch`, …) and the start-up prewarm
 //!   (`prewarm`);
 //! - the profiler's timing of the kernel: GPU stamps (`stamps`: `sinewave` writes the GPU timer
-//!   at its start and end into mapped host memory, on the Vulkan device clock, no anchor), read
-//!   once one [`CudaEvent`] per frame says the kernel completed ([`StreamTimer::gpu_stamped`]);
+//!   at its start and end into mapped host memory, on the Vulkan device clock, no anchor), taken
+//!   once the entry holds both (it is zeroed before its launch; no event is recorded for it,
+//!   [`StreamTimer::gpu_stamped`]);
 //! - `staged`: [`CudaStagedBackend`], `--memory staged`, the same kernel into CUDA-owned memory,
 //!   copied through page-locked host memory into host-mapped slots (the no-interop baseline).
 //!
-//! One stream. Everything of a backend — waits, launches, signals, fills, the profiler's
-//! completion events (and the staged backend's clock anchors), the staged copies — runs on the crate's one stream of the
+//! One stream. Everything of a backend — waits, launches, signals, fills (and the staged
+//! backend's timing events and clock anchors), the staged copies — runs on the crate's one stream of the
 //! [`Cuda`] the backend opened (shared as an `Arc<Cuda>`; there is no second stream).
 //!
 //! Frame sync ([`crate::sync`] decides which entry point runs when):
@@ -426,7 +427,7 @@ impl CudaBackend {
         // GPU timing on: the kernels stamp the GPU clock (no anchor); off: no stamp memory, and
         // the timer records and maps nothing.
         let stamps = crate::profile::gpu_timing().then(|| GpuStamps::new(&cuda)).transpose()?;
-        // The timer's events only witness completion (queried, never timed): no timing.
+        // Stamped: the timer records no event (its event ring stays unused).
         let timer = StreamTimer::gpu_stamped("cuda", cuda.clone(), || Ok(cuda.event(false)?))?;
         let slots = memory
             .into_iter()

@@ -10,8 +10,9 @@
 //! the kernel's own, not a later launch's.
 //!
 //! Layout ([`entry_offset`]): [`DEPTH`] entries of two `u64` (start, end) in page-locked host
-//! memory mapped for the device, one per timer ring entry, so the host reads an entry (after the
-//! frame's completion event, never before: the timer's rule) without any copy; and one `u32`
+//! memory mapped for the device, one per timer ring entry, so the host reads an entry without any
+//! copy (zeroed by [`GpuStamps::target`] before its launch; a valid pair is final: the end is
+//! written last, by the launch's last block, after every block's start-side work); and one `u32`
 //! block counter in device memory (atomics stay on the device), zeroed once and reset by the
 //! last block of every launch. Launches on the backend's one stream never overlap, so one
 //! counter serves them all.
@@ -68,28 +69,48 @@ impl GpuStamps {
         Ok(GpuStamps { host, blocks_done })
     }
 
-    /// Where the launch of ring entry `entry` writes.
+    /// Where the launch of ring entry `entry` writes, the entry zeroed first (call it just
+    /// before enqueuing that launch: until the launch writes both stamps, [`Self::read`] gives
+    /// None).
     pub fn target(&self, entry: usize) -> StampTarget {
+        let at = self.word_at(entry);
+        for i in 0..2 {
+            // SAFETY: 8 bytes inside the live page-locked allocation (`word_at`), 8-byte aligned;
+            // the launch that used this entry last, DEPTH entries ago, has ended (the frames in
+            // flight are far fewer than DEPTH), so the device does not write it now; volatile,
+            // since the device reads and writes it outside Rust's view.
+            unsafe { at.add(i).write_volatile(0) };
+        }
         StampTarget {
             stamps: self.host.device_ptr() + entry_offset(entry),
             blocks_done: self.blocks_done.device_ptr(),
         }
     }
 
-    /// The stamps of ring entry `entry`. Call only once the launch that wrote them completed
-    /// (its completion event queried done): the values are then final.
+    /// The stamps of ring entry `entry` as they are now: Some once its launch wrote both (the
+    /// values are then final), None before (the entry was zeroed by [`Self::target`]).
     pub fn read(&self, entry: usize) -> Option<(u64, u64)> {
-        let memory = self.host.bytes();
+        let at = self.word_at(entry);
+        // The end first: the launch writes it last, so a start read after a written end is that
+        // launch's start too.
+        // SAFETY: 8 bytes inside the live page-locked allocation (`word_at`), 8-byte aligned;
+        // the device may be writing the entry: a u64 store is one aligned write, so either value
+        // is whole; volatile, because the device writes them outside Rust's view.
+        let end = unsafe { at.add(1).read_volatile() };
+        // SAFETY: as above.
+        let start = unsafe { at.read_volatile() };
+        valid_pair(start, end)
+    }
+
+    /// The entry's first word (its two words: start, end).
+    fn word_at(&self, entry: usize) -> *mut u64 {
         let at = entry_offset(entry) as usize;
-        assert!(at + ENTRY_BYTES as usize <= memory.len(), "stamp entry {entry} outside the memory");
-        let base = memory.as_ptr();
-        let word = |i: usize| -> u64 {
-            // SAFETY: 8 bytes inside the live page-locked allocation (asserted above), 8-byte
-            // aligned (the allocation is page aligned, entries 16 bytes); the launch that wrote
-            // them completed, so nothing writes them now (later launches write other entries);
-            // volatile, because the device wrote them outside Rust's view.
-            unsafe { base.add(at + 8 * i).cast::<u64>().read_volatile() }
-        };
-        valid_pair(word(0), word(1))
+        assert!(
+            at + ENTRY_BYTES as usize <= self.host.size() as usize,
+            "stamp entry {entry} outside the memory"
+        );
+        // SAFETY: `at` is inside the allocation (asserted above), which is page aligned, so the
+        // pointer is 8-byte aligned (entries are 16 bytes).
+        unsafe { self.host.as_mut_ptr().add(at).cast::<u64>() }
     }
 }
