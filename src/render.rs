@@ -135,7 +135,7 @@ enum Start<'a> {
     /// A split frame: the timer's first two timestamps (when timing).
     Timed,
     /// A one-submission frame's draw, reused: its write is a command buffer of its own just
-    /// before it in the batch ([`Renderer::record_write`]), which wrote the first timestamps.
+    /// before it in the batch (steps 1–3 of [`Renderer::record`]), which wrote the first timestamps.
     AfterWrite,
 }
 
@@ -538,7 +538,11 @@ impl Renderer {
                 // in the same batch; the write's barriers order the two as within one buffer.
                 Some(compute) => {
                     cmds = [self.cmds[index], draw];
-                    self.record_write(cmds[0], index, slot, compute)?;
+                    self.begin(cmds[0], vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT)?;
+                    // On failure the buffer stays in the recording state; its next use resets it.
+                    self.record_compute(cmds[0], index, slot, compute)?;
+                    // SAFETY: `cmds[0]` is recording.
+                    unsafe { self.ctx.device.end_command_buffer(cmds[0]) }.call("vkEndCommandBuffer")?;
                     &cmds[..]
                 }
                 None => {
@@ -612,12 +616,7 @@ impl Renderer {
             min_depth: 0.0,
             max_depth: 1.0,
         };
-        // SAFETY: `cmd` is not pending (the throttle: see `draw`); its pool allows resets.
-        unsafe {
-            d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()).call("vkResetCommandBuffer")?;
-            let begin = vk::CommandBufferBeginInfo::default();
-            d.begin_command_buffer(cmd, &begin).call("vkBeginCommandBuffer")?;
-        }
+        self.begin(cmd, vk::CommandBufferUsageFlags::empty())?;
         match (start, self.timer.as_ref()) {
             // On failure the buffer stays in the recording state; its next use resets it.
             (Start::Compute(compute), _) => self.record_compute(cmd, index, slot, compute)?,
@@ -683,29 +682,15 @@ impl Renderer {
         Ok(())
     }
 
-    /// A one-submission frame's write alone (steps 1–3 of [`Self::record`], with their
-    /// timestamps), into `cmd`, submitted just before the draw recorded with
-    /// [`Start::AfterWrite`].
-    fn record_write(
-        &self,
-        cmd: vk::CommandBuffer,
-        index: usize,
-        slot: usize,
-        compute: RecordCompute<'_>,
-    ) -> Result<(), DrawError> {
+    /// Reset `cmd` and begin recording it with `flags`.
+    fn begin(&self, cmd: vk::CommandBuffer, flags: vk::CommandBufferUsageFlags) -> Result<(), VkError> {
         let d = &self.ctx.device;
         // SAFETY: `cmd` is not pending (the throttle: see `draw`); its pool allows resets.
         unsafe {
             d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()).call("vkResetCommandBuffer")?;
-            let begin =
-                vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-            d.begin_command_buffer(cmd, &begin).call("vkBeginCommandBuffer")?;
+            d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default().flags(flags))
+                .call("vkBeginCommandBuffer")
         }
-        // On failure the buffer stays in the recording state; its next use resets it.
-        self.record_compute(cmd, index, slot, compute)?;
-        // SAFETY: `cmd` is recording.
-        unsafe { d.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
-        Ok(())
     }
 
     /// After the draw into scene `post.pair`: hand it to the filter; on Vulkan's queue, then the

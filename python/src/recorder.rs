@@ -6,8 +6,9 @@
 //!
 //! Lifetimes: the crate's track and scope guards borrow what they record on (`CudaStream<'c>`
 //! borrows its `Cuda`; a scope borrows its track). Python objects cannot hold borrows, so each
-//! track owns what it borrows, boxed (a stable address), and declares its fields so that the
-//! borrowers drop first; the `'static` in the field types is that promise, made in one place
+//! track owns what it borrows behind an `Arc` (a stable address that moving the owner does not
+//! claim exclusively, as moving a `Box` would), and declares its fields so that the borrowers drop
+//! first; the `'static` in the field types is that promise, made in one place
 //! ([`StreamTrack::new`]).
 
 use crate::errors::IntoPy;
@@ -28,17 +29,19 @@ pub struct StreamTrack {
     pub scopes: Mutex<HashMap<u64, CudaScope<'static>>>,
     /// Borrows `*cuda` (see the module note).
     pub stream: CudaStream<'static>,
-    /// The handle enqueueing on the framework's stream; boxed so its address outlives moves.
-    cuda: Box<Cuda>,
+    /// The handle enqueueing on the framework's stream; shared (never cloned out) so that its
+    /// address outlives moves of the track without a move claiming it.
+    cuda: Arc<Cuda>,
 }
 
 impl StreamTrack {
     pub fn new(profiler: &vkhip_profile::Profiler, name: &str, cuda: Cuda) -> PyResult<Arc<StreamTrack>> {
-        let cuda = Box::new(cuda);
-        // SAFETY: `stream` borrows the boxed `Cuda`, whose heap address stays put while the box
-        // lives; the box is the struct's last field, so it drops after `stream` and after every
-        // scope (which borrow `stream`, itself inside the `Arc` and never moved out of it).
-        let cuda_ref: &'static Cuda = unsafe { &*(cuda.as_ref() as *const Cuda) };
+        let cuda = Arc::new(cuda);
+        // SAFETY: `stream` borrows the `Cuda` behind the `Arc`, whose heap address stays put
+        // while the `Arc` lives (the only one: it is never cloned); it is the struct's last
+        // field, so it drops after `stream` and after every scope (which borrow `stream`, itself
+        // inside the outer `Arc` and never moved out of it).
+        let cuda_ref: &'static Cuda = unsafe { &*Arc::as_ptr(&cuda) };
         let stream = profiler.cuda_stream(name, cuda_ref).py()?;
         Ok(Arc::new(StreamTrack { scopes: Mutex::new(HashMap::new()), stream, cuda }))
     }
