@@ -15,21 +15,11 @@
 set -u
 set -o pipefail
 
-BEFORE=${1:-}
-AFTER=${2:-}
-OUTDIR=${3:-}
-if [ -z "$BEFORE" ] || [ -z "$AFTER" ] || [ -z "$OUTDIR" ] || [ $# -ne 3 ]; then
-  echo "usage: scripts/bench-before-after.sh BEFORE_BIN AFTER_BIN OUTDIR" >&2
-  exit 2
-fi
-for b in "$BEFORE" "$AFTER"; do
-  [ -x "$b" ] || { echo "bench-before-after: $b is not an executable" >&2; exit 2; }
-done
-command -v python3 >/dev/null || { echo "bench-before-after: needs python3" >&2; exit 2; }
+. "$(dirname "$0")/lib/before-after.sh"
+before_after_args bench-before-after "$@"
 ROUNDS=${BB_ROUNDS:-5}
 GRID=${BB_GRID:-64x64@160x90}
 FLAG=${BB_FLAG:-1.05}
-mkdir -p "$OUTDIR"
 failed=0
 t0=$(date +%s)
 for round in $(seq 1 "$ROUNDS"); do

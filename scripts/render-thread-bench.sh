@@ -15,21 +15,11 @@
 set -u
 set -o pipefail
 
-BEFORE=${1:-}
-AFTER=${2:-}
-OUTDIR=${3:-}
-if [ -z "$BEFORE" ] || [ -z "$AFTER" ] || [ -z "$OUTDIR" ] || [ $# -ne 3 ]; then
-  echo "usage: scripts/render-thread-bench.sh BEFORE_BIN AFTER_BIN OUTDIR" >&2
-  exit 2
-fi
-for b in "$BEFORE" "$AFTER"; do
-  [ -x "$b" ] || { echo "render-thread-bench: $b is not an executable" >&2; exit 2; }
-done
-command -v python3 >/dev/null || { echo "render-thread-bench: needs python3" >&2; exit 2; }
+. "$(dirname "$0")/lib/before-after.sh"
+before_after_args render-thread-bench "$@"
 ROUNDS=${RT_ROUNDS:-3}
 FRAMES=${RT_FRAMES:-3000}
 CONFIGS=${RT_CONFIGS:-vulkan cuda-in-vulkan cuda cuda-outline}
-mkdir -p "$OUTDIR"
 
 args_of() {
   case "$1" in

@@ -119,11 +119,17 @@ impl Pose {
     /// (yaw 0.65 + 2π·i/n; same pitch, distance and field of view), so view 0 is the app's one
     /// camera.
     pub fn default_spread(n: u32) -> Vec<Pose> {
-        let base = OrbitCamera::default();
+        Pose::spread_around(&OrbitCamera::default(), n)
+    }
+
+    /// `n` views of `camera` at `n` evenly spaced azimuths (yaw + 2π·i/n), view 0 `camera`
+    /// itself: the default spread around the default camera, the window's views around the one
+    /// the user drags.
+    pub fn spread_around(camera: &OrbitCamera, n: u32) -> Vec<Pose> {
         (0..n)
             .map(|i| {
-                let yaw = base.yaw + std::f32::consts::TAU * i as f32 / n.max(1) as f32;
-                Pose::from_orbit(&OrbitCamera { yaw, ..base })
+                let yaw = camera.yaw + std::f32::consts::TAU * i as f32 / n.max(1) as f32;
+                Pose::from_orbit(&OrbitCamera { yaw, ..*camera })
             })
             .collect()
     }

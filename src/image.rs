@@ -69,6 +69,21 @@ impl PendingPng {
     }
 }
 
+/// The grid N views are tiled in, (columns, rows): ⌈√N⌉ columns, as many rows as they fill (at
+/// least 1 of each): the captures' tiles ([`Rgba::tiled`]) and the window's
+/// ([`crate::render::view_tiles`]).
+///
+/// ```
+/// use vkhip::image::tile_grid;
+///
+/// assert_eq!([1, 2, 3, 4, 5, 16, 17].map(tile_grid), [(1, 1), (2, 1), (2, 2), (2, 2), (3, 2), (4, 4), (5, 4)]);
+/// assert_eq!(tile_grid(0), (1, 1));
+/// ```
+pub fn tile_grid(n: u32) -> (u32, u32) {
+    let cols = (n as f64).sqrt().ceil().max(1.0) as u32;
+    (cols, n.div_ceil(cols).max(1))
+}
+
 impl Rgba {
     /// `views` images of `width` × `height` (contiguous RGBA8, one after the other: an
     /// `(N, H, W, 4)` array) tiled into one picture, ⌈√N⌉ columns, row by row; tiles past the
@@ -85,8 +100,7 @@ impl Rgba {
     /// assert_eq!(t.pixels[24..], [0; 8]);
     /// ```
     pub fn tiled(views: &[u8], width: u32, height: u32, n: u32) -> Rgba {
-        let cols = (n as f64).sqrt().ceil().max(1.0) as u32;
-        let rows = n.div_ceil(cols);
+        let (cols, rows) = tile_grid(n);
         let (w, h) = (width as usize, height as usize);
         let out_w = w * cols as usize;
         let mut pixels = vec![0u8; out_w * h * rows as usize * 4];

@@ -230,8 +230,7 @@ pub fn view_pushes(poses: &[Pose], grid: Grid, extent: vk::Extent2D, envs: u32) 
 /// assert_eq!((tiles[4].offset.x, tiles[4].offset.y, tiles[4].extent.width, tiles[4].extent.height), (30, 20, 30, 20));
 /// ```
 pub fn view_tiles(n: u32, extent: vk::Extent2D) -> Vec<vk::Rect2D> {
-    let cols = (n as f64).sqrt().ceil().max(1.0) as u32;
-    let rows = n.div_ceil(cols).max(1);
+    let (cols, rows) = crate::image::tile_grid(n);
     let (w, h) = ((extent.width / cols).max(1), (extent.height / rows).max(1));
     (0..n)
         .map(|i| vk::Rect2D {

@@ -369,12 +369,7 @@ impl App<'_, '_> {
             // The views tiled in the window, around the orbit camera (a drag turns them all).
             let n = r.session.views;
             let tiles = view_tiles(n, extent);
-            let poses: Vec<Pose> = (0..n)
-                .map(|i| {
-                    let yaw = r.camera.yaw + std::f32::consts::TAU * i as f32 / n as f32;
-                    Pose::from_orbit(&OrbitCamera { yaw, ..r.camera })
-                })
-                .collect();
+            let poses = Pose::spread_around(&r.camera, n);
             let mut pushes = view_pushes(&poses, r.session.grid, tiles[0].extent, r.session.envs);
             pushes.iter_mut().for_each(|p| p.layer = 0);
             r.renderer.set_tiled_views(&r.session.slots, pushes, tiles)?;
