@@ -36,7 +36,8 @@
 //! ## One submission per frame (`--submit joined`, the default)
 //! When both sides are on Vulkan's queue (`vulkan`, `cuda-in-vulkan`) and frame f's compute is
 //! due with its draw (`external`, R = 0, B = 1, any K: [`SyncPlan::joined`]), steps 2 and 3 are one
-//! command buffer and one `vkQueueSubmit`, recorded by the renderer ([`crate::render`]):
+//! batch of one `vkQueueSubmit`, recorded by the renderer ([`crate::render`]; steps 1–3 in a small
+//! command buffer recorded each frame, the draw in one recorded once and reused after it):
 //! 1. a barrier from every earlier command of the queue to the compute stage's writes — in place
 //!    of the compute side's wait for `rendered ≥ f+1−K`: the slot's previous reader, draw f−K,
 //!    was submitted earlier on the same queue, so this barrier orders the write after it (and
