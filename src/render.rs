@@ -76,9 +76,10 @@ pub const CLEAR_COLOR: [f32; 4] = [0.055, 0.063, 0.086, 1.0];
 /// Vulkan's queue (the filter it records). A one-submission frame's write (its parameters change
 /// every frame) is recorded afresh into a small command buffer of its own, submitted in the same
 /// batch just before the reused draw (on the render thread's clock the draw's recording was most
-/// of a joined frame's record+submit). With a post stage off the queue the draw into scene `slot` and its hand-off of the
-/// scene are the same every time, and are reused as well; so is each copy command buffer while
-/// its pair, source and destination stay the same ([`Self::copy`]).
+/// of a joined frame's record+submit). With a post stage off the queue the draw into scene
+/// `slot` and its hand-off of the scene are the same every time, and are reused as well; so is
+/// each copy command buffer while its pair, source and destination stay the same
+/// ([`Self::copy`]).
 pub struct Renderer {
     timer: Option<DrawTimer>,
     pool: vk::CommandPool,

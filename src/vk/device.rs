@@ -644,9 +644,32 @@ impl Context {
         self.submit_cmds_with(std::slice::from_ref(&cmd), waits, signals, fence)
     }
 
-    /// [`Self::submit_with`] for command buffers run in order in one batch (the waits before the
-    /// first, the signals after the last): a frame whose compute is recorded afresh ahead of a
+    /// [`Self::submit_with`] for command buffers run in order in one batch (the waits before all
+    /// of them, the signals after the last): a frame whose compute is recorded afresh ahead of a
     /// draw recorded once ([`crate::render::Renderer::draw`]).
+    ///
+    /// On any Vulkan 1.2 device (lavapipe will do): nine waits and nine signals, more than the
+    /// stack holds, still one batch.
+    ///
+    /// ```
+    /// use ash::vk;
+    /// use std::sync::Arc;
+    /// use vkhip::vk::device::{enumerate, Context};
+    /// use vkhip::vk::external::Semaphore;
+    /// use vkhip::vk::instance::Instance;
+    ///
+    /// let instance = Arc::new(Instance::new(false, &[]).unwrap());
+    /// let devices = enumerate(&instance).unwrap();
+    /// let pd = devices.into_iter().find(|d| d.usable()).expect("a Vulkan 1.2 device (lavapipe will do)");
+    /// let ctx = Context::new(instance, pd, false).unwrap();
+    /// let sems: Vec<Semaphore> = (0..9).map(|_| Semaphore::timeline(&ctx, 1, false).unwrap()).collect();
+    /// let waits: Vec<_> = sems.iter().map(|s| (s.handle, 1, vk::PipelineStageFlags::ALL_COMMANDS)).collect();
+    /// let signals: Vec<_> = sems.iter().zip(2..).map(|(s, v)| (s.handle, v)).collect();
+    /// ctx.submit_cmds_with(&[], &waits, &signals, vk::Fence::null()).unwrap();
+    /// ctx.queue_wait_idle().unwrap();
+    /// let values: Vec<u64> = sems.iter().map(|s| ctx.timeline_value(s.handle).unwrap()).collect();
+    /// assert_eq!(values, (2..11).collect::<Vec<u64>>());
+    /// ```
     pub fn submit_cmds_with(
         &self,
         cmds: &[vk::CommandBuffer],
@@ -655,19 +678,24 @@ impl Context {
         fence: vk::Fence,
     ) -> Result<(), VkError> {
         // The frame loop submits every frame: a few waits and signals go through arrays on the
-        // stack (no allocation per submission); more, through `submit_each`.
+        // stack (no allocation per submission); more, through vectors. Either way one batch, so
+        // the waits cover every command buffer of it.
         const MAX: usize = 8;
-        if waits.len() > MAX || signals.len() > MAX {
-            let batches: Vec<_> = cmds
-                .iter()
-                .enumerate()
-                .map(|(i, &cmd)| QueueBatch {
-                    cmd,
-                    waits: if i == 0 { waits } else { &[] },
-                    signals: if i + 1 == cmds.len() { signals } else { &[] },
-                })
-                .collect();
-            return self.submit_each(&batches, fence);
+        let (w, s) = (waits.len(), signals.len());
+        if w > MAX || s > MAX {
+            return self.submit_batch(
+                cmds,
+                (
+                    &waits.iter().map(|w| w.0).collect::<Vec<_>>(),
+                    &waits.iter().map(|w| w.1).collect::<Vec<_>>(),
+                    &waits.iter().map(|w| w.2).collect::<Vec<_>>(),
+                ),
+                (
+                    &signals.iter().map(|s| s.0).collect::<Vec<_>>(),
+                    &signals.iter().map(|s| s.1).collect::<Vec<_>>(),
+                ),
+                fence,
+            );
         }
         let mut wait_sems = [vk::Semaphore::null(); MAX];
         let mut wait_values = [0u64; MAX];
@@ -680,15 +708,31 @@ impl Context {
         for (i, &(sem, value)) in signals.iter().enumerate() {
             (signal_sems[i], signal_values[i]) = (sem, value);
         }
-        let (w, s) = (waits.len(), signals.len());
+        self.submit_batch(
+            cmds,
+            (&wait_sems[..w], &wait_values[..w], &stages[..w]),
+            (&signal_sems[..s], &signal_values[..s]),
+            fence,
+        )
+    }
+
+    /// One vkQueueSubmit of one batch: `cmds` in order after the waits (semaphores, values,
+    /// stages), then the signals (semaphores, values), then `fence`.
+    fn submit_batch(
+        &self,
+        cmds: &[vk::CommandBuffer],
+        (wait_sems, wait_values, stages): (&[vk::Semaphore], &[u64], &[vk::PipelineStageFlags]),
+        (signal_sems, signal_values): (&[vk::Semaphore], &[u64]),
+        fence: vk::Fence,
+    ) -> Result<(), VkError> {
         let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
-            .wait_semaphore_values(&wait_values[..w])
-            .signal_semaphore_values(&signal_values[..s]);
+            .wait_semaphore_values(wait_values)
+            .signal_semaphore_values(signal_values);
         let submit = vk::SubmitInfo::default()
-            .wait_semaphores(&wait_sems[..w])
-            .wait_dst_stage_mask(&stages[..w])
+            .wait_semaphores(wait_sems)
+            .wait_dst_stage_mask(stages)
             .command_buffers(cmds)
-            .signal_semaphores(&signal_sems[..s])
+            .signal_semaphores(signal_sems)
             .push_next(&mut timeline);
         self.submit(std::slice::from_ref(&submit), fence)
     }
