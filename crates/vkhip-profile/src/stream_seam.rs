@@ -184,32 +184,28 @@ mod tests {
 
     #[test]
     fn two_tracks_on_one_stream_are_in_stream_order() {
-        // Two handles lending one stream of the engine's: what one track writes, the other
-        // reads later on the same stream, with no semaphore; the host synchronises one track
-        // and reads what the other wrote.
-        let p = profiler();
-        let host = p.host_thread("main");
-        let r = p.resource("buffer");
-        let (a, b) = (SeamStream::new(&p, "a", 0x7000).unwrap(), SeamStream::new(&p, "b", 0x7000).unwrap());
-        a.scope("write", &[], &[&r]);
-        b.scope("read", &[&r], &[]);
-        b.scope("write again", &[], &[&r]);
-        a.synchronized();
-        drop(host.scope("check").reads(&r));
-        let report = finish(p);
+        // Two handles lending engine streams (`b_handle`: the second's): what one track writes,
+        // the other reads later, with no semaphore; the host synchronises the first track and
+        // reads what the other wrote.
+        let run = |b_handle| {
+            let p = profiler();
+            let host = p.host_thread("main");
+            let r = p.resource("buffer");
+            let (a, b) =
+                (SeamStream::new(&p, "a", 0x7000).unwrap(), SeamStream::new(&p, "b", b_handle).unwrap());
+            a.scope("write", &[], &[&r]);
+            b.scope("read", &[&r], &[]);
+            b.scope("write again", &[], &[&r]);
+            a.synchronized();
+            drop(host.scope("check").reads(&r));
+            finish(p)
+        };
+        // One stream: stream order orders all three pairs, and the host's wait covers both.
+        let report = run(0x7000);
         assert!(report.is_clean() && report.pairs_checked == 3, "{report:#?}");
         // Two streams (another handle): the host's wait covers `a` only, and nothing orders `b`
         // after `a`: the three pairs are unordered.
-        let p = profiler();
-        let host = p.host_thread("main");
-        let r = p.resource("buffer");
-        let (a, b) = (SeamStream::new(&p, "a", 0x7000).unwrap(), SeamStream::new(&p, "b", 0x8000).unwrap());
-        a.scope("write", &[], &[&r]);
-        b.scope("read", &[&r], &[]);
-        b.scope("write again", &[], &[&r]);
-        a.synchronized();
-        drop(host.scope("check").reads(&r));
-        let report = finish(p);
+        let report = run(0x8000);
         assert_eq!(report.by_rule.unordered, 3, "{report:#?}");
     }
 
