@@ -24,7 +24,7 @@
 use crate::compute::post::PostKind;
 use crate::compute::BackendKind;
 use crate::sim::Grid;
-use crate::sync::plan::{ComputeWait, MemoryPath, Submit, SyncRequest};
+use crate::sync::plan::{ComputeWait, Enqueue, MemoryPath, Submit, SyncRequest};
 use crate::sync::SyncMode;
 use crate::vk::device::DeviceArg;
 
@@ -186,6 +186,13 @@ pub struct CommonArgs {
     /// comparison). Every other configuration uses the semaphores whatever this says.
     #[arg(long, value_enum, default_value_t = SubmitArg::Joined)]
     pub submit: SubmitArg,
+    /// Diagnostic: which thread makes the compute API's calls (wait, launch, signal) with cuda or
+    /// hip and --sync external. `thread`: a submission thread, so the render thread only queues
+    /// each hand-off (about 10 µs of CUDA calls a frame off it); `render`: the render thread
+    /// itself (the older shape, kept for comparison). Every other configuration makes its calls
+    /// where it always did, whatever this says.
+    #[arg(long, value_enum, default_value_t = EnqueueArg::Thread)]
+    pub enqueue: EnqueueArg,
     /// How the compute API reaches the slots: zero-copy (imported Vulkan memory) or staged (the
     /// kernel writes the API's own buffer, copied through host memory into a host-visible slot
     /// each frame: the baseline without interop memory; cuda only).
@@ -507,6 +514,24 @@ impl From<SubmitArg> for Submit {
     }
 }
 
+/// `--enqueue`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
+pub enum EnqueueArg {
+    /// A submission thread makes the compute API's calls.
+    Thread,
+    /// The render thread makes them.
+    Render,
+}
+
+impl From<EnqueueArg> for Enqueue {
+    fn from(a: EnqueueArg) -> Self {
+        match a {
+            EnqueueArg::Thread => Enqueue::Thread,
+            EnqueueArg::Render => Enqueue::Render,
+        }
+    }
+}
+
 /// `--compute-wait`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
 pub enum ComputeWaitArg {
@@ -556,6 +581,7 @@ impl From<&CommonArgs> for SyncRequest {
             compute_wait: a.compute_wait.into(),
             frames_in_flight: a.frames_in_flight,
             submit: a.submit.into(),
+            enqueue: a.enqueue.into(),
             post: a.post,
             post_batch: a.post_batch,
             window: false,

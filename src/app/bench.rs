@@ -93,7 +93,7 @@ pub fn cycles(args: &CycleArgs) -> anyhow::Result<ExitCode> {
                     })?;
                 } else {
                     // Signalled by the compute API: wait with its own primitive, never on the value.
-                    session.sync.with_idle_backend(|_| Ok(()))?;
+                    session.sync.finish_compute()?;
                 }
                 session.ctx.signal_timeline(session.sync.sems.rendered.handle, v)?;
             }

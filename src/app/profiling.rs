@@ -35,7 +35,6 @@ use crate::profile::span::HostSpan;
 use crate::profile::{Phase, Profiler, RenderMarks, Span, Track};
 use crate::render::Renderer;
 use crate::sync::plan::MemoryPath;
-use crate::sync::SyncMode;
 use crate::vk::clock::GpuClock;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -320,7 +319,8 @@ fn clock_notes(session: &Session, bridge: Option<ClockInfo>) -> Vec<String> {
 }
 
 /// The model of this run: its tracks (with each one's clock), slots and post stage. The
-/// render thread and the graphics queue always; the bridge thread in `bridged` and `none`; the
+/// render thread and the graphics queue always; the bridge thread in `bridged` and `none`, the
+/// submission thread in `external` with cuda or hip (one track, [`Track::Bridge`]); the
 /// compute track unless the host writes (`cpu`). Vulkan timestamps and CUDA's GPU stamps share
 /// one clock domain; HIP's (and staged CUDA's) events and the host clock are apart.
 fn layout(session: &Session, bridge: Option<ClockInfo>) -> Layout {
@@ -335,8 +335,10 @@ fn layout(session: &Session, bridge: Option<ClockInfo>) -> Layout {
         clock_domain: None,
     };
     let mut tracks = vec![(Track::Render, host("render"))];
-    if matches!(sync.mode(), SyncMode::Bridged | SyncMode::Unsynchronized) {
-        tracks.push((Track::Bridge, host("bridge")));
+    if sync.plan().compute_thread() {
+        // The same track either way: the host thread that owns the backend.
+        let name = if sync.plan().submission_thread() { "submission" } else { "bridge" };
+        tracks.push((Track::Bridge, host(name)));
     }
     let vulkan = |name: &str| ModelTrack {
         name: name.into(),

@@ -88,7 +88,12 @@ fn mib(bytes: u64) -> f64 {
 
 /// Whether the compute side's write is timed on the GPU (a kernel or dispatch), not on the host.
 fn compute_on_gpu(session: &Session, st: &Stats) -> bool {
-    !st.wait_signal.is_empty() || session.sync.compute_clock().is_some() || session.sync.plan().joined()
+    // GPU-side modes write on the GPU, whichever thread made the calls.
+    let plan = session.sync.plan();
+    !st.wait_signal.is_empty()
+        || session.sync.compute_clock().is_some()
+        || plan.joined()
+        || plan.mode.gpu_side()
 }
 
 /// The report's label of a hand-off edge: `hand-off in` (`rendered`, or `rendered[s]`, to
@@ -491,11 +496,12 @@ pub fn frame_report(
         p.frames_closed(),
         wait_cost(st)
     );
-    if plan.elide_waits() && sync.waits_planned > 0 {
+    if plan.elide_waits() && sync.waits_planned() > 0 {
         let _ = writeln!(
             out,
             "  compute wait {} of {} skipped: the host had already seen the draw finish",
-            sync.waits_elided, sync.waits_planned
+            sync.waits_elided(),
+            sync.waits_planned()
         );
     }
     if plan.lead_frames() > 0 {

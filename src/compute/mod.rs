@@ -359,7 +359,8 @@ pub struct InteropSemaphores {
 }
 
 /// The compute side of the renderer. Every call comes from one thread at a time (the render thread,
-/// or the bridge thread in `bridged` mode); [`crate::sync`] decides which call and when.
+/// the bridge thread in `bridged` mode, or the submission thread in `external` off Vulkan's
+/// queue); [`crate::sync`] decides which call and when.
 pub trait ComputeBackend: Send {
     /// `cpu`, `vulkan`, `cuda`, `hip`.
     fn kind(&self) -> BackendKind;

@@ -61,6 +61,31 @@
 //! every frame (write end ≤ draw readable; previous draw end ≤ write start), as it does from the
 //! timestamps around two submissions.
 //!
+//! ## The submission thread (`external` with cuda or hip; `--enqueue thread`, the default)
+//! Off Vulkan's queue, a hand-off is three or four calls into the compute API (wait, launch,
+//! signal; the post stage's two waits, filter, signal), and each costs the calling thread
+//! 1–4 µs of driver work (≈ 10 µs per CUDA hand-off on the H200, BENCHMARKS.md): more than
+//! the rest of a K = 1 frame. So a thread of their own makes them ([`bridge`], role `Submit`):
+//! the render thread queues each hand-off ([`FrameSync::compute`], [`FrameSync::post`]) and goes
+//! on to the draw. Nothing else changes: the hand-off carries the same waits and signals, and
+//! the thread enqueues them on the stream ([`enqueue`]) in the order the render thread sent
+//! them, so every wait is still on work submitted before the hand-off was *sent*, and the
+//! thread itself never waits for the GPU (it cannot deadlock, and the bounded queue never
+//! fills while the GPU moves). A draw (or a copy) may now reach Vulkan before the CUDA signal
+//! it waits for was enqueued: legal for timeline semaphores (wait-before-signal), as in
+//! `bridged`, whose host signals always come after the draw. Binary semaphores are not
+//! (a wait must follow its signal), so `binary` keeps its calls on the render thread, as do
+//! `host-wait` (whose render thread waits for the value right after the call) and the backends
+//! on Vulkan's queue (one queue, one submitting thread).
+//!
+//! The skipped compute wait (`--compute-wait auto`) is decided by the thread: it reads the
+//! `rendered` counter before it enqueues, and that read, recorded on its own track, is what
+//! orders the write after the draw in the profiler's model (a value only the render thread saw
+//! would order nothing the thread enqueues). The thread's records and its backend's GPU spans
+//! reach the profiler as the bridge thread's do ([`FrameSync::take_records`]);
+//! [`FrameSync::finish_compute`] waits for the stream through it. `--enqueue render` keeps the
+//! calls on the render thread, for comparison.
+//!
 //! ## Run-ahead and batches (`--run-ahead R`, `--batch B`; R + B ≤ K)
 //! Each switch between the graphics and the compute API costs the GPU a context switch (≈ 0.16 ms
 //! on the H100, BENCHMARKS.md), paid twice per hand-off. Two ways to pay it less:
@@ -82,9 +107,9 @@
 //!
 //! ## Modes (`--sync`)
 //! - `external` — the compute side waits and signals on the GPU. CUDA imports both timelines
-//!   (OPAQUE_FD) and calls wait → kernel(s) → signal on its stream; the `vulkan` backend submits
-//!   its dispatches to the queue with the same waits and signals. The host never waits on
-//!   `computed`.
+//!   (OPAQUE_FD) and calls wait → kernel(s) → signal on its stream, from the submission thread
+//!   (above); the `vulkan` backend submits its dispatches to the queue with the same waits and
+//!   signals. The host never waits on `computed`.
 //! - `binary` — the reference samples' scheme: one pair of binary semaphores per slot, every signal
 //!   matched by exactly one wait. Draw f waits `computed[s]`, signals `rendered[s]`; compute f waits
 //!   `rendered[s]` (from frame f−K; skipped while f < K), signals `computed[s]`. The timeline
@@ -144,7 +169,7 @@
 //!      frame: (heights) → draw → filter → copy. The submission signals `posted` and
 //!      `presented` as well, so both keep their meaning.
 //!    - `cuda` (`external`): `enqueue_post_gpu_synced` on its stream, with both waits and the
-//!      signal on the GPU (the timelines are exported).
+//!      signal on the GPU (the timelines are exported), from the submission thread.
 //!    - `bridged` (`cpu`, `cuda`, `hip`): the bridge thread, after the draw was submitted,
 //!      host-waits `rendered` and `presented` (Vulkan-signalled values only), runs
 //!      `post_and_wait`, and host-signals `posted`. Height jobs and post jobs share its queue, in
@@ -204,12 +229,14 @@
 //! its order ([`crate::profile::program`]): the compute side's enqueues with their waits and
 //! signals (below, in [`FrameSync::compute`] and [`FrameSync::post`]), host waits and signals,
 //! submissions and host waits for a queue or a stream; a draw's and a copy's waits and signals
-//! travel in [`DrawSync`] to the renderer, which records them where it submits. The bridge thread
-//! sends its spans and operations over one bounded channel ([`FrameSync::take_records`]);
-//! [`FrameSync::take_spans`] gathers the rest for the render thread's profiler.
+//! travel in [`DrawSync`] to the renderer, which records them where it submits. The bridge or
+//! submission thread hands its spans and operations over in one bounded buffer
+//! ([`FrameSync::take_records`]); [`FrameSync::take_spans`] gathers the rest for the render
+//! thread's profiler.
 //!
 //! ## Teardown
-//! [`FrameSync::shutdown`] stops the bridge thread (joining it), waits for the compute side
+//! [`FrameSync::shutdown`] stops the bridge or submission thread (joining it once it served
+//! every job queued), waits for the compute side
 //! (stream synchronise), releases any draw still waiting on a `computed` value that will never
 //! come (after an error or Ctrl-C), and waits for the queue. The idle backend is dropped with the
 //! `FrameSync`, before the Vulkan memory and semaphores it imported.
@@ -249,11 +276,12 @@
 //! ```
 
 mod bridge;
+mod enqueue;
 pub mod plan;
 
 pub use plan::{default_frames_in_flight, Export, SyncPlan, SyncRequest, MAX_FRAMES_IN_FLIGHT, MAX_SLOTS};
 
-use crate::compute::post::{PostKind, PostSync};
+use crate::compute::post::PostKind;
 pub use crate::compute::SemaphoreHandles;
 use crate::compute::{BackendKind, ComputeBackend, ComputeError, GpuSync};
 use crate::profile::clock::{host_now_ns, ClockInfo};
@@ -265,8 +293,7 @@ use crate::vk::device::Context;
 use crate::vk::external::Semaphore;
 use crate::vk::VkError;
 use ash::vk;
-use bridge::{Bridge, HeightsJob, Job, PostJob, PostTimelineHandles};
-use std::sync::mpsc;
+use bridge::{Bridge, HeightsJob, Job, PostJob, PostTimelineHandles, Role, Timelines};
 use std::sync::Arc;
 
 /// The stage at which a draw first reads the heights, and so waits for `computed`.
@@ -508,13 +535,15 @@ pub struct FrameSync {
     /// Highest `rendered` value the host has seen reached (throttle waits and counter reads).
     rendered_seen: std::cell::Cell<u64>,
     /// Compute-side waits handed over, and how many of them were skipped as already satisfied.
-    pub waits_planned: u64,
-    pub waits_elided: u64,
+    waits_planned: u64,
+    waits_elided: u64,
+    /// The submission thread's skipped waits, kept when it stopped.
+    thread_elided: u64,
     /// Frames whose throttle host-waited.
     throttle_waits: std::cell::Cell<u64>,
     /// The bridge thread's spans and operations, in its order (bounded channel; `bridged` and
     /// `none`).
-    bridge_spans: Option<mpsc::Receiver<Rec>>,
+    bridge_spans: Option<bridge::Records>,
     /// Spans the render thread timed itself (`blocking`, `host-wait`), until taken.
     local_spans: Vec<Span>,
     /// One-submission frames: the frame handed over by [`Self::compute`], until its draw records
@@ -547,13 +576,21 @@ impl FrameSync {
             || plan.mode == SyncMode::External
             || (crate::profile::gpu_timing() && backend.post_and_wait_timed());
         let mut bridge_spans = None;
-        let driver = if matches!(plan.mode, SyncMode::Bridged | SyncMode::Unsynchronized) {
+        let driver = if plan.compute_thread() {
             let capacity = plan.slots + plan.frames_in_flight as usize;
-            let (computed, rendered) = (sems.computed.handle, sems.rendered.handle);
-            let post = sems.post_handles();
+            let timelines = Timelines {
+                computed: sems.computed.handle,
+                rendered: sems.rendered.handle,
+                post: sems.post_handles(),
+            };
             // Each frame may queue a post job beside its heights job.
-            let capacity = if post.is_some() { 2 * capacity } else { capacity };
-            let (bridge, spans) = Bridge::start(ctx.clone(), computed, rendered, post, capacity, backend)?;
+            let capacity = if timelines.post.is_some() { 2 * capacity } else { capacity };
+            let role = if plan.submission_thread() {
+                Role::Submit { elide: plan.elide_waits() }
+            } else {
+                Role::Bridge
+            };
+            let (bridge, spans) = Bridge::start(ctx.clone(), timelines, role, capacity, backend)?;
             bridge_spans = Some(spans);
             Driver::Bridged(bridge)
         } else {
@@ -571,6 +608,7 @@ impl FrameSync {
             rendered_seen: std::cell::Cell::new(0),
             waits_planned: 0,
             waits_elided: 0,
+            thread_elided: 0,
             throttle_waits: std::cell::Cell::new(0),
             bridge_spans,
             local_spans: Vec::new(),
@@ -642,6 +680,22 @@ impl FrameSync {
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// Compute-side waits for `rendered` handed over so far (cuda and hip in `external` and
+    /// `host-wait`; see [`SyncPlan::elide_waits`]).
+    pub fn waits_planned(&self) -> u64 {
+        self.waits_planned
+    }
+
+    /// How many of them were skipped because the host had seen the value reached: by the
+    /// render thread, or by the submission thread once it took the hand-off.
+    pub fn waits_elided(&self) -> u64 {
+        let by_thread = match &self.driver {
+            Driver::Bridged(b) => b.waits_elided(),
+            _ => self.thread_elided,
+        };
+        self.waits_elided + by_thread
     }
 
     /// How many frames' throttles host-waited so far.
@@ -731,29 +785,16 @@ impl FrameSync {
             let wait_presented =
                 if synced && frame == first { self.plan.post_wait_presented(&batch) } else { None };
             let signal_posted = (frame == last).then_some(end);
+            let job = PostJob { frame, pair, wait_rendered, wait_presented, signal_posted };
             match (&mut self.driver, self.plan.mode) {
                 (Driver::Inline(b), SyncMode::External) => {
-                    let sync = PostSync { wait_rendered, wait_presented, signal_posted };
-                    program::submit(Track::Compute, frame);
-                    if let Some(v) = wait_rendered {
-                        program::wait(Track::Compute, Sem::Scene, v, frame);
-                    }
-                    if let Some(v) = wait_presented {
-                        program::wait(Track::Compute, Sem::Presented, v, frame);
-                    }
-                    program::scope(Track::Compute, Phase::PostFilter, frame..frame + 1);
-                    if let Some(v) = signal_posted {
-                        program::signal(Track::Compute, Sem::Posted, v, frame);
-                        program::signal(Track::Compute, Sem::SceneFree, v, frame);
-                    }
-                    b.enqueue_post_gpu_synced(frame, pair, sync)?;
+                    enqueue::post(b.as_mut(), frame, pair, job.sync())?
                 }
                 // The reference samples' height schemes have no post protocol of their own: the
                 // render thread runs the post hand-off host-synchronously, as `blocking` does the
                 // heights (host-wait the Vulkan-signalled values, filter and wait, host-signal),
                 // as the bridge thread runs it.
                 (Driver::Inline(b), SyncMode::Binary | SyncMode::Blocking | SyncMode::HostWait) => {
-                    let job = PostJob { frame, pair, wait_rendered, wait_presented, signal_posted };
                     let spans = &mut self.local_spans;
                     let mut span = |s| {
                         if spans.len() < SPAN_BUFFER {
@@ -763,13 +804,8 @@ impl FrameSync {
                     let (rendered, post) = (self.sems.rendered.handle, self.sems.post_handles());
                     bridge::run_post(&self.ctx, rendered, post, &job, b.as_mut(), &mut span, None)?;
                 }
-                (Driver::Bridged(bridge), _) => bridge.send(Job::Post(PostJob {
-                    frame,
-                    pair,
-                    wait_rendered,
-                    wait_presented,
-                    signal_posted,
-                }))?,
+                (Driver::Bridged(bridge), SyncMode::External) => bridge.send(Job::EnqueuePost(job))?,
+                (Driver::Bridged(bridge), _) => bridge.send(Job::Post(job))?,
                 (_, m) => return Err(SyncError::Bridge(format!("internal: --sync {m} has no post path"))),
             }
         }
@@ -834,19 +870,17 @@ impl FrameSync {
     /// The compute-side wait for `rendered ≥ value`, unless the host has already seen it reached
     /// (the draw finished before the hand-off, so there is nothing left to order: the compute API
     /// then never waits on a signal from Vulkan, whose wake-up costs it ≈ 0.17 ms on the H100).
-    fn compute_wait(&mut self, value: Option<u64>) -> Result<Option<u64>, SyncError> {
+    fn compute_wait(&mut self, frame: u64, value: Option<u64>) -> Result<Option<u64>, SyncError> {
         let Some(v) = value else { return Ok(None) };
         self.waits_planned += 1;
-        if self.plan.elide_waits() {
-            if self.rendered_seen.get() < v {
-                let now = self.ctx.timeline_value(self.sems.rendered.handle)?;
-                if now > self.rendered_seen.get() {
-                    // The host saw it: what it hands over next is ordered after that draw.
-                    program::host_wait(Sem::Rendered, now, now - 1, host_now_ns());
-                }
-                self.rendered_seen.set(self.rendered_seen.get().max(now));
-            }
-            if self.rendered_seen.get() >= v {
+        // The submission thread decides for itself, from what it reads (see `Job::Enqueue`):
+        // a value the render thread saw would order nothing the thread enqueues, in the
+        // profiler's model.
+        if self.plan.elide_waits() && !self.plan.submission_thread() {
+            let mut seen = self.rendered_seen.get();
+            let saw = enqueue::host_saw_rendered(&self.ctx, self.sems.rendered.handle, &mut seen, v, frame)?;
+            self.rendered_seen.set(seen);
+            if saw {
                 self.waits_elided += 1;
                 return Ok(None);
             }
@@ -899,7 +933,7 @@ impl FrameSync {
         // waits for the whole queue, `none` waits for nothing (all below).
         let wait = match self.plan.mode {
             SyncMode::External | SyncMode::HostWait | SyncMode::Bridged => {
-                self.compute_wait(self.plan.compute_wait_value(start))?
+                self.compute_wait(start, self.plan.compute_wait_value(start))?
             }
             _ => None,
         };
@@ -912,14 +946,7 @@ impl FrameSync {
             .collect();
         match (&mut self.driver, plan.mode) {
             (Driver::Inline(b), SyncMode::External | SyncMode::HostWait) => {
-                let sync = GpuSync::Timeline { wait_rendered: wait, signal_computed: Some(end) };
-                program::submit(Track::Compute, start);
-                if let Some(w) = wait {
-                    program::wait(Track::Compute, Sem::Rendered, w, start);
-                }
-                program::scope(Track::Compute, Phase::Write, start..end);
-                program::signal(Track::Compute, Sem::Computed, end, end - 1);
-                b.enqueue_batch_gpu_synced(&frames, sync)?;
+                enqueue::heights(b.as_mut(), &frames, wait, end)?;
                 if plan.mode == SyncMode::HostWait {
                     // simpleVulkan's shipped scheme: the host waits for the value the compute API
                     // signalled before the draw is submitted. It reads the counter (the interop
@@ -974,12 +1001,9 @@ impl FrameSync {
                     push_span(&mut self.local_spans, f, Phase::Signal, t2, t3);
                 }
             }
-            (Driver::Bridged(bridge), _) => {
-                bridge.send(Job::Heights(HeightsJob {
-                    frames,
-                    wait_rendered: wait,
-                    signal_computed: end,
-                }))?;
+            (Driver::Bridged(bridge), m) => {
+                let job = HeightsJob { frames, wait_rendered: wait, signal_computed: end };
+                bridge.send(if m == SyncMode::External { Job::Enqueue(job) } else { Job::Heights(job) })?;
             }
             (Driver::Done | Driver::Stopped(_), _) => {
                 return Err(SyncError::Bridge("compute() after shutdown".into()))
@@ -1065,10 +1089,11 @@ impl FrameSync {
     pub fn shutdown(&mut self) -> Result<(), SyncError> {
         self.driver = match std::mem::replace(&mut self.driver, Driver::Done) {
             Driver::Inline(b) | Driver::Stopped(b) => Driver::Stopped(b),
-            Driver::Bridged(mut bridge) => match bridge.stop() {
-                Some(b) => Driver::Stopped(b),
-                None => Driver::Done,
-            },
+            Driver::Bridged(mut bridge) => {
+                let backend = bridge.stop();
+                self.thread_elided = bridge.waits_elided();
+                backend.map_or(Driver::Done, Driver::Stopped)
+            }
             Driver::Done => Driver::Done,
         };
         let mut first: Option<SyncError> = None;
@@ -1131,8 +1156,8 @@ impl FrameSync {
     /// its operations, its host spans and its backend's GPU spans ([`crate::profile::program`]).
     /// Never blocks.
     pub fn take_records(&mut self, out: &mut Vec<Rec>) {
-        if let Some(rx) = &self.bridge_spans {
-            out.extend(rx.try_iter());
+        if let Some(records) = &self.bridge_spans {
+            records.take(out);
         }
     }
 
@@ -1142,6 +1167,16 @@ impl FrameSync {
         match &self.driver {
             Driver::Inline(b) | Driver::Stopped(b) => b.clock_info(),
             _ => None,
+        }
+    }
+
+    /// Wait until the compute API finished everything handed over so far (its own wait: stream
+    /// synchronise), on whichever thread owns the backend. Never waits on a Vulkan semaphore.
+    pub fn finish_compute(&mut self) -> Result<(), SyncError> {
+        match &mut self.driver {
+            Driver::Inline(b) | Driver::Stopped(b) => Ok(b.finish()?),
+            Driver::Bridged(bridge) => bridge.finish(),
+            Driver::Done => Ok(()),
         }
     }
 
@@ -1157,7 +1192,9 @@ impl FrameSync {
                 self.ctx.queue_wait_idle()?;
                 Ok(f(b.as_mut())?)
             }
-            _ => Err(SyncError::Bridge("the backend is owned by the bridge thread in bridged mode".into())),
+            _ => Err(SyncError::Bridge(
+                "the backend is owned by the bridge or submission thread until shutdown".into(),
+            )),
         }
     }
 }

@@ -88,6 +88,27 @@ pub enum ComputeWait {
     Gpu,
 }
 
+/// Which thread makes the interop compute API's calls in `external` (`--enqueue`; see "The
+/// submission thread" in [`super`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Enqueue {
+    /// A submission thread: the render thread queues each hand-off, the thread makes the CUDA
+    /// or HIP calls (wait, launch, signal). Where the plan allows it ([`SyncPlan::submission_thread`]).
+    Thread,
+    /// The render thread makes them itself (the shape before the submission thread; kept to
+    /// compare them).
+    Render,
+}
+
+impl Enqueue {
+    pub fn name(self) -> &'static str {
+        match self {
+            Enqueue::Thread => "thread",
+            Enqueue::Render => "render",
+        }
+    }
+}
+
 /// How the compute side reaches the slot (`--memory`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MemoryPath {
@@ -140,6 +161,8 @@ pub struct SyncRequest {
     pub frames_in_flight: Option<u32>,
     /// `--submit`.
     pub submit: Submit,
+    /// `--enqueue`.
+    pub enqueue: Enqueue,
     /// `--post`: a post-process stage after each draw ([`crate::sync`], "The post stage").
     pub post: PostKind,
     /// `--post-batch P`; None: [`SyncPlan::post_batch`]'s default.
@@ -160,6 +183,7 @@ impl SyncRequest {
             compute_wait: ComputeWait::Auto,
             frames_in_flight: None,
             submit: Submit::Joined,
+            enqueue: Enqueue::Thread,
             post: PostKind::None,
             post_batch: None,
             window: false,
@@ -239,6 +263,9 @@ pub struct SyncPlan {
     /// `Joined` only where a frame's dispatch and draw go in one submission ([`Self::joined`]);
     /// `Split` everywhere else.
     pub submit: Submit,
+    /// `Thread` only where a submission thread makes the compute API's calls
+    /// ([`Self::submission_thread`]); `Render` everywhere else.
+    pub enqueue: Enqueue,
     /// `--post`: the post stage after each draw (`none`: none).
     pub post: PostKind,
     /// P: frames filtered per post hand-off (cuda/hip with `--post`; 1 everywhere else). Frames
@@ -330,6 +357,13 @@ impl SyncPlan {
         let joinable =
             backend.on_vulkan_queue() && mode == SyncMode::External && run_ahead == 0 && batch == 1;
         let submit = if req.submit == Submit::Joined && joinable { Submit::Joined } else { Submit::Split };
+        // The submission thread: an interop API waiting and signalling the timelines on its own
+        // stream. Not on Vulkan's queue (one queue, one submitting thread), not in `binary` (a
+        // binary wait must be submitted after its signal, which the thread could make later), not
+        // in `host-wait` (the render thread waits for the compute API right after the call).
+        let threadable = mode == SyncMode::External && export == Export::Timelines;
+        let enqueue =
+            if req.enqueue == Enqueue::Thread && threadable { Enqueue::Thread } else { Enqueue::Render };
         let mut plan = SyncPlan {
             backend,
             mode,
@@ -342,6 +376,7 @@ impl SyncPlan {
             export,
             fallback,
             submit,
+            enqueue,
             post: req.post,
             post_batch,
         };
@@ -375,6 +410,18 @@ impl SyncPlan {
         self.submit == Submit::Joined
     }
 
+    /// Whether a submission thread makes the compute API's calls (`external` with an interop
+    /// backend on its own stream, `--enqueue thread`; see "The submission thread" in [`super`]).
+    pub fn submission_thread(&self) -> bool {
+        self.enqueue == Enqueue::Thread && self.mode == SyncMode::External
+    }
+
+    /// Whether a second host thread owns the backend while the run lasts: the bridge thread
+    /// (`bridged`, `none`) or the submission thread.
+    pub fn compute_thread(&self) -> bool {
+        matches!(self.mode, SyncMode::Bridged | SyncMode::Unsynchronized) || self.submission_thread()
+    }
+
     /// Apply the fallback once the backend said what it imported. Errors when the mode needs
     /// semaphores the backend does not have and there is no fallback.
     pub fn after_import(mut self, support: GpuSyncSupport) -> Result<SyncPlan, SyncError> {
@@ -393,6 +440,7 @@ impl SyncPlan {
                 );
                 self.mode = fallback;
                 self.fallback = None;
+                self.enqueue = Enqueue::Render;
                 Ok(self)
             }
             (Some(false), None) => Err(SyncError::Unsupported {
@@ -455,6 +503,9 @@ impl SyncPlan {
         }
         if self.waits_across_apis() && self.compute_wait == ComputeWait::Gpu {
             s.push_str(", compute always waits on the GPU");
+        }
+        if self.mode == SyncMode::External && self.export == Export::Timelines && !self.submission_thread() {
+            s.push_str(", compute calls on the render thread");
         }
         if self.post != PostKind::None {
             s.push_str(&format!(", post {}", self.post));
@@ -732,6 +783,48 @@ mod tests {
     }
 
     #[test]
+    fn the_submission_thread_serves_exactly_the_interop_timeline_hand_offs() {
+        let gpu = device(true, true);
+        let thread = |r: SyncRequest, b| {
+            let p = plan(r, b, &gpu).unwrap();
+            (p.submission_thread(), p.compute_thread())
+        };
+        let m = SyncRequest::mode;
+        // cuda and hip waiting and signalling the timelines on their stream: the thread.
+        assert_eq!(thread(m(SyncMode::External), BackendKind::Cuda), (true, true));
+        assert_eq!(thread(m(SyncMode::Auto), BackendKind::Cuda), (true, true));
+        assert_eq!(thread(m(SyncMode::External), BackendKind::Hip), (true, true));
+        let post = SyncRequest { post: PostKind::Outline, ..m(SyncMode::External) };
+        assert_eq!(thread(post, BackendKind::Cuda), (true, true));
+        // Binary waits must follow their signals; host-wait waits right after the call; the
+        // queue's own backends submit where they record; the bridge thread is the other role.
+        assert_eq!(thread(m(SyncMode::Binary), BackendKind::Cuda), (false, false));
+        assert_eq!(thread(m(SyncMode::HostWait), BackendKind::Cuda), (false, false));
+        assert_eq!(thread(m(SyncMode::Blocking), BackendKind::Cuda), (false, false));
+        assert_eq!(thread(m(SyncMode::External), BackendKind::Vulkan), (false, false));
+        assert_eq!(thread(m(SyncMode::External), BackendKind::CudaInVulkan), (false, false));
+        assert_eq!(thread(m(SyncMode::Bridged), BackendKind::Cuda), (false, true));
+        assert_eq!(thread(m(SyncMode::Unsynchronized), BackendKind::Cuda), (false, true));
+        // A device that exports no timelines has no GPU-side external for cuda at all.
+        let e = plan(m(SyncMode::External), BackendKind::Cuda, &device(false, true)).unwrap_err();
+        assert!(e.contains("cannot export timeline"), "{e}");
+        // `--enqueue render` keeps the calls on the render thread, and says so.
+        let render = SyncRequest { enqueue: Enqueue::Render, ..m(SyncMode::External) };
+        let p = plan(render, BackendKind::Cuda, &gpu).unwrap();
+        assert_eq!((p.submission_thread(), p.compute_thread()), (false, false));
+        assert!(p.describe().ends_with(", compute calls on the render thread"), "{}", p.describe());
+        let p = plan(m(SyncMode::External), BackendKind::Cuda, &gpu).unwrap();
+        assert!(!p.describe().contains("render thread"), "{}", p.describe());
+        // HIP on Linux imports no semaphores: bridged, the bridge thread's role.
+        let hip = plan(m(SyncMode::External), BackendKind::Hip, &gpu).unwrap();
+        let after = hip.after_import(GpuSyncSupport { timeline: false, binary: false }).unwrap();
+        assert_eq!(
+            (after.mode, after.submission_thread(), after.compute_thread()),
+            (SyncMode::Bridged, false, true)
+        );
+    }
+
+    #[test]
     fn hip_falls_back_to_bridged_when_nothing_was_imported() {
         let p = plan(SyncRequest::mode(SyncMode::External), BackendKind::Hip, &device(true, true)).unwrap();
         let none = GpuSyncSupport { timeline: false, binary: false };
@@ -814,6 +907,7 @@ mod tests {
                         export: Export::Timelines,
                         fallback: None,
                         submit: Submit::Split,
+                        enqueue: Enqueue::Thread,
                         post: PostKind::None,
                         post_batch: 1,
                     };
