@@ -10,7 +10,7 @@ use crate::profile::program;
 use crate::profile::{Phase, Span, Track};
 use crate::shaders::{SurfacePush, ViewPush};
 use crate::sim::Grid;
-use crate::sync::{DrawSync, SyncError, HEIGHTS_READ_STAGE};
+use crate::sync::{DrawSync, Few, SyncError, HEIGHTS_READ_STAGE};
 use crate::vk::device::{Context, QueueBatch};
 use crate::vk::external::Slot;
 use crate::vk::overlay::OverlayPipeline;
@@ -52,6 +52,21 @@ pub struct CopyJob<'a> {
     pub sync: DrawSync,
     pub waits: &'a [(vk::Semaphore, vk::PipelineStageFlags)],
     pub signals: &'a [vk::Semaphore],
+}
+
+/// A copy of [`Renderer::record_copies`], ready to submit as one batch.
+struct RecordedCopy {
+    /// Its index in the ring of copy command buffers.
+    index: usize,
+    cmd: [vk::CommandBuffer; 1],
+    waits: Few<(vk::Semaphore, u64, vk::PipelineStageFlags)>,
+    signals: Few<(vk::Semaphore, u64)>,
+}
+
+impl RecordedCopy {
+    fn batch(&self) -> QueueBatch<'_> {
+        QueueBatch { cmds: &self.cmd, waits: &self.waits, signals: &self.signals }
+    }
 }
 
 /// A draw that failed: a Vulkan call of the renderer, or the compute it recorded.
@@ -373,6 +388,17 @@ impl Renderer {
     /// again only when its pair, source or destination changed: a copy depends on nothing else
     /// (its timestamps on the ring index alone), and the waits and signals are given at submit.
     pub fn copy(&mut self, jobs: &[CopyJob<'_>]) -> Result<(), DrawError> {
+        let copies = self.record_copies(jobs)?;
+        let batches: Vec<_> = copies.iter().map(RecordedCopy::batch).collect();
+        self.ctx.submit_each(&batches, vk::Fence::null())?;
+        self.copies_submitted(&copies);
+        Ok(())
+    }
+
+    /// The copies of `jobs`, ready to submit in order after whatever the caller submits before
+    /// them (see [`Self::copy`]): their command buffers recorded where needed, the profiler's
+    /// record of each made (its waits, the copy, its signals).
+    fn record_copies(&mut self, jobs: &[CopyJob<'_>]) -> Result<Vec<RecordedCopy>, DrawError> {
         let stage = self
             .post
             .as_mut()
@@ -428,28 +454,19 @@ impl Renderer {
                 }
                 stage.copy_keys[index] = key;
             }
-            let waits: Vec<_> = job
-                .sync
-                .waits
-                .iter()
-                .copied()
-                .chain(job.waits.iter().map(|&(s, stage)| (s, 0, stage)))
-                .collect();
-            let signals: Vec<_> =
-                job.sync.signals.iter().copied().chain(job.signals.iter().map(|&s| (s, 0))).collect();
-            recorded.push((index, cmd, waits, signals));
+            let (waits, signals) = with_target(&job.sync, job.waits, job.signals);
+            recorded.push(RecordedCopy { index, cmd: [cmd], waits, signals });
         }
-        let batches: Vec<_> = recorded
-            .iter()
-            .map(|(_, cmd, waits, signals)| QueueBatch { cmd: *cmd, waits, signals })
-            .collect();
-        self.ctx.submit_each(&batches, vk::Fence::null())?;
-        if let Some(t) = stage.copy_timer.as_mut() {
-            for (index, ..) in &recorded {
-                t.submitted(*index);
+        Ok(recorded)
+    }
+
+    /// After the copies of [`Self::record_copies`] were submitted: their timestamps are pending.
+    fn copies_submitted(&mut self, copies: &[RecordedCopy]) {
+        if let Some(t) = self.post.as_mut().and_then(|s| s.copy_timer.as_mut()) {
+            for c in copies {
+                t.submitted(c.index);
             }
         }
-        Ok(())
     }
 
     /// Draw `slot` into `framebuffer` as frame `frame` and submit it with `sync` plus the
@@ -472,6 +489,7 @@ impl Renderer {
         overlay: Option<&OverlayHistory>,
         compute: Option<RecordCompute<'_>>,
         post: Option<PostFrame<'_>>,
+        copies: &[CopyJob<'_>],
     ) -> Result<(), DrawError> {
         // The post stage renders into scene `pair` at the images' size.
         let (framebuffer, extent) = match (&post, &self.post) {
@@ -553,7 +571,19 @@ impl Renderer {
         };
 
         record_draw(frame, sync, shape, self.timer.is_some());
-        submit(&self.ctx, used, sync, extra_waits, extra_signals)?;
+        if copies.is_empty() {
+            submit(&self.ctx, used, sync, extra_waits, extra_signals)?;
+        } else {
+            // The copies due with this draw go in its vkQueueSubmit, a batch each after the
+            // draw's (one call into the driver instead of two; see `crate::sync`, "The post stage").
+            let copies = self.record_copies(copies)?;
+            let (waits, signals) = with_target(sync, extra_waits, extra_signals);
+            let draw = QueueBatch { cmds: used, waits: &waits, signals: &signals };
+            let batches: Few<_> =
+                std::iter::once(draw).chain(copies.iter().map(RecordedCopy::batch)).collect();
+            self.ctx.submit_each(&batches, vk::Fence::null())?;
+            self.copies_submitted(&copies);
+        }
         if let Some(t) = self.timer.as_mut() {
             t.submitted(index);
         }
@@ -873,10 +903,22 @@ fn submit(
         // Headless: the frame's own waits and signals as they are (no copy per frame).
         return ctx.submit_cmds_with(cmds, &sync.waits, &sync.signals, vk::Fence::null());
     }
-    let waits: Vec<_> =
-        sync.waits.iter().copied().chain(extra_waits.iter().map(|&(s, stage)| (s, 0, stage))).collect();
-    let signals: Vec<_> = sync.signals.iter().copied().chain(extra_signals.iter().map(|&s| (s, 0))).collect();
+    let (waits, signals) = with_target(sync, extra_waits, extra_signals);
     ctx.submit_cmds_with(cmds, &waits, &signals, vk::Fence::null())
+}
+
+/// A submission's waits and signals: the protocol's (`sync`), then the target's own (a swapchain
+/// image's acquire and present semaphores, binary: value 0).
+#[allow(clippy::type_complexity)]
+fn with_target(
+    sync: &DrawSync,
+    extra_waits: &[(vk::Semaphore, vk::PipelineStageFlags)],
+    extra_signals: &[vk::Semaphore],
+) -> (Few<(vk::Semaphore, u64, vk::PipelineStageFlags)>, Few<(vk::Semaphore, u64)>) {
+    let waits =
+        sync.waits.iter().copied().chain(extra_waits.iter().map(|&(s, stage)| (s, 0, stage))).collect();
+    let signals = sync.signals.iter().copied().chain(extra_signals.iter().map(|&s| (s, 0))).collect();
+    (waits, signals)
 }
 
 impl Drop for Renderer {

@@ -172,15 +172,6 @@ pub fn compute_and_draw(
     let slot = session.sync.slot_of(frame);
     let on_queue = session.sync.plan().post_on_queue();
     let Session { sync: fs, post: images, .. } = session;
-    let fs = std::cell::RefCell::new(fs);
-    // One-submission frames: the draw's command buffer records the compute handed over above.
-    // SAFETY: the renderer calls this while recording its command buffer, outside a render
-    // pass, and submits it while the session (and so the backend) lives.
-    let mut record = |cmd| unsafe { fs.borrow_mut().record_joined(cmd, frame) };
-    let compute: Option<crate::render::RecordCompute<'_>> = sync.joined.then_some(&mut record);
-    // The post stage on Vulkan's queue: the same command buffer records the filter.
-    // SAFETY: as above; the renderer records it after the barrier that puts the pair in reach.
-    let mut filter = |cmd| unsafe { fs.borrow_mut().record_post(cmd, frame) };
     let post = match (images.as_ref(), target.post) {
         (Some(images), Some(t)) => Some((images, t)),
         (None, None) => None,
@@ -194,6 +185,20 @@ pub fn compute_and_draw(
         w.iter().map(|&(s, st)| (s, if stage.is_empty() { st } else { stage })).collect()
     };
     let waits = acquire_stage(target.extra_waits);
+    // The copies due with this draw (the post batch it ends), submitted with it, just before the
+    // batch's hand-off below. A window's frames are never batched (P = 1): the swapchain's
+    // semaphores go with frame `frame`'s own copy.
+    let due = fs.copies_due(frame);
+    let copies = copy_jobs(fs, renderer, post, due.clone(), frame, &waits, target.extra_signals)?;
+    let fs = std::cell::RefCell::new(fs);
+    // One-submission frames: the draw's command buffer records the compute handed over above.
+    // SAFETY: the renderer calls this while recording its command buffer, outside a render
+    // pass, and submits it while the session (and so the backend) lives.
+    let mut record = |cmd| unsafe { fs.borrow_mut().record_joined(cmd, frame) };
+    let compute: Option<crate::render::RecordCompute<'_>> = sync.joined.then_some(&mut record);
+    // The post stage on Vulkan's queue: the same command buffer records the filter.
+    // SAFETY: as above; the renderer records it after the barrier that puts the pair in reach.
+    let mut filter = |cmd| unsafe { fs.borrow_mut().record_post(cmd, frame) };
     let (draw_waits, draw_signals): (&[_], &[_]) =
         if target_sems_on_draw { (&waits, target.extra_signals) } else { (&[], &[]) };
     renderer.draw(
@@ -208,15 +213,18 @@ pub fn compute_and_draw(
         target.overlay,
         compute,
         post_frame(post, slot, on_queue, on_queue.then_some(&mut filter)),
+        &copies,
     )?;
     let fs = fs.into_inner();
     let mut copied = frame..frame;
     if post.is_some() {
         copied = fs.post(frame)?;
-        // A window's frames are never batched (P = 1): the swapchain's semaphores go with
-        // frame `frame`'s own copy.
-        let (waits, signals): (&[_], &[_]) = (&waits, target.extra_signals);
-        submit_copies(fs, renderer, post, copied.clone(), frame, waits, signals)?;
+        if copied != due && !on_queue {
+            return Err(SyncError::Bridge(format!(
+                "internal: frame {frame} submitted the copies of {due:?} but handed over the filters of {copied:?}"
+            ))
+            .into());
+        }
     }
     marks.lap(Phase::Submit);
     Ok(copied)
@@ -238,25 +246,33 @@ pub fn flush_post(
         _ => return Ok(frames..frames),
     };
     let copied = fs.flush_post(frames)?;
-    submit_copies(fs, renderer, Some(post), copied.clone(), u64::MAX, &[], &[])?;
+    let jobs = copy_jobs(fs, renderer, Some(post), copied.clone(), u64::MAX, &[], &[])?;
+    if !jobs.is_empty() {
+        // One submission: the last batch's copies, in frame order, after its hand-off.
+        renderer.copy(&jobs)?;
+    }
     Ok(copied)
 }
 
-/// Submit the copies of `frames` (output → target), each after the post hand-off that filtered
-/// it; the copy of frame `own` also takes the target's swapchain waits and signals.
-fn submit_copies(
+/// The copies of `frames` (output → target), in order, for one submission; the copy of frame
+/// `own` also takes the target's swapchain waits and signals. None without a post stage off
+/// Vulkan's queue.
+fn copy_jobs<'a>(
     fs: &crate::sync::FrameSync,
-    renderer: &mut Renderer,
-    post: Option<(&crate::vk::post::PostImages, PostTarget)>,
+    renderer: &Renderer,
+    post: Option<(&'a crate::vk::post::PostImages, PostTarget)>,
     frames: std::ops::Range<u64>,
     own: u64,
-    waits: &[(vk::Semaphore, vk::PipelineStageFlags)],
-    signals: &[vk::Semaphore],
-) -> Result<(), FrameError> {
+    waits: &'a [(vk::Semaphore, vk::PipelineStageFlags)],
+    signals: &'a [vk::Semaphore],
+) -> Result<Vec<crate::render::CopyJob<'a>>, FrameError> {
+    if frames.is_empty() || post.is_none() || fs.plan().post_on_queue() {
+        return Ok(Vec::new());
+    }
     // The copy command buffers are a ring: the last copy recorded here reuses the buffer of the
     // copy `ring` frames before it, submitted in an earlier batch; it must have finished.
     let ring = renderer.copy_buffers() as u64;
-    if !frames.is_empty() && frames.end > ring {
+    if frames.end > ring {
         fs.wait_presented(frames.end - ring)?;
     }
     let mut jobs = Vec::with_capacity(frames.clone().count());
@@ -267,11 +283,7 @@ fn submit_copies(
         let (w, s): (&[_], &[_]) = if g == own { (waits, signals) } else { (&[], &[]) };
         jobs.push(crate::render::CopyJob { frame: g, post: p, sync: copy, waits: w, signals: s });
     }
-    if jobs.is_empty() {
-        return Ok(());
-    }
-    // One submission: the batch's copies, in frame order.
-    Ok(renderer.copy(&jobs)?)
+    Ok(jobs)
 }
 
 /// Frame `pair`'s post stage for the renderer, if the run has one.

@@ -65,10 +65,10 @@
 //! Off Vulkan's queue, a hand-off is three or four calls into the compute API (wait, launch,
 //! signal; the post stage's two waits, filter, signal), and each costs the calling thread
 //! 1–4 µs of driver work (≈ 10 µs per CUDA hand-off on the H200, BENCHMARKS.md): more than
-//! the rest of a K = 1 frame. So a thread of their own makes them ([`bridge`], role `Submit`):
+//! the rest of a K = 1 frame. So a thread of their own makes them (`bridge.rs`, role `Submit`):
 //! the render thread queues each hand-off ([`FrameSync::compute`], [`FrameSync::post`]) and goes
 //! on to the draw. Nothing else changes: the hand-off carries the same waits and signals, and
-//! the thread enqueues them on the stream ([`enqueue`]) in the order the render thread sent
+//! the thread enqueues them on the stream (`enqueue.rs`) in the order the render thread sent
 //! them, so every wait is still on work submitted before the hand-off was *sent*, and the
 //! thread itself never waits for the GPU (it cannot deadlock, and the bounded queue never
 //! fills while the GPU moves). A draw (or a copy) may now reach Vulkan before the CUDA signal
@@ -183,11 +183,17 @@
 //!      `rendered` and `presented`, runs `post_and_wait`, and host-signals `posted`, as
 //!      `blocking` does the heights. On Vulkan's queue the draw's command buffer filters, as
 //!      in every mode. `--memory staged` runs are refused ([`plan::post_refusal`]).
-//! 3. **copy f** (off the queue, its own submission, [`FrameSync::copy_sync`]) waits `posted ≥
-//!    f+1` at the transfer stage, copies (or, to a swapchain image of another format or size,
-//!    blits) output p to the target, and signals `presented = f+1`; in a window it also waits
-//!    for the swapchain image and signals the present semaphore. `cpu`: it first copies output
-//!    buffer p into output image p.
+//! 3. **copy f** (off the queue, a batch of its own in draw f's `vkQueueSubmit`, after the
+//!    draw's, [`FrameSync::copies_due`], [`FrameSync::copy_sync`]) waits `posted ≥ f+1` at the
+//!    transfer stage, copies (or, to a swapchain image of another format or size, blits) output
+//!    p to the target, and signals `presented = f+1`; in a window it also waits for the
+//!    swapchain image and signals the present semaphore. `cpu`: it first copies output buffer p
+//!    into output image p. It reaches the queue just *before* the hand-off of step 2 is made
+//!    (the render thread submits draw and copy, then hands the filter over): one call into the
+//!    driver instead of two, ≈ 5 µs of the render thread's frame on the H200 (BENCHMARKS.md).
+//!    Timelines allow the wait before its signal is enqueued, and it cannot deadlock: the
+//!    filter waits only for the draw submitted before the copy (and for copies of earlier
+//!    frames), and nothing submitted before the copy waits for it.
 //!
 //! ### Post batches (`--post-batch P`, cuda and hip)
 //! Every hand-off between Vulkan and CUDA/HIP switches the GPU between the APIs (≈ 0.16–0.3 ms on
@@ -198,16 +204,19 @@
 //! was submitted, ONE hand-off ([`FrameSync::post`]) filters the P pairs: its first filter waits
 //! `rendered ≥ s+P` and `presented ≥ s+P−K` (the previous copy of the batch's last output; the
 //! others were copied earlier), its last signals `posted = s+P`, the others wait and signal
-//! nothing. Then the P copies are submitted, after that hand-off, in one `vkQueueSubmit` (one
-//! batch per copy, in frame order), each waiting `posted ≥ s+P` and signalling `presented = f+1`. Draw f keeps its wait `posted ≥ f+1−K`, now met by the signal of
-//! the batch holding frame f−K. With P ≤ K every wait is on work submitted before it: the batch
-//! holding f−K was handed over after draw f−K+P−1 < f, and copy s+P−1−K belongs to an earlier
-//! batch, so nothing waits on a hand-off or a submission still to come (on one queue that would
-//! deadlock). The throttle leaves `presented` alone (the copies of the batch being drawn are not
-//! submitted yet; the GPU waits order the pairs); the renderer's ring of F+P copy command buffers
-//! is checked where a batch's copies are recorded (`presented` ≥ end − F − P, a copy of an earlier
-//! batch). A frame reaches the target up to P−1 frames later. When the frame loop stops, the last partial
-//! batch is flushed ([`FrameSync::flush_post`]) before anything waits for the last copy.
+//! nothing. The P copies go in draw s+P−1's `vkQueueSubmit`, just before that hand-off (one
+//! batch per copy after the draw's, in frame order), each waiting `posted ≥ s+P` and signalling
+//! `presented = f+1`. Draw f keeps its wait `posted ≥ f+1−K`, now met by the signal of
+//! the batch holding frame f−K. With P ≤ K every other wait is on work submitted before it: the
+//! batch holding f−K was handed over after draw f−K+P−1 < f, and copy s+P−1−K belongs to an
+//! earlier batch; the copies wait for the hand-off made right after them, which itself waits
+//! only for work submitted before them, so nothing can deadlock. The throttle leaves `presented`
+//! alone (the copies of the batch being drawn are not submitted yet; the GPU waits order the
+//! pairs); the renderer's ring of F+P copy command buffers is checked where a batch's copies are
+//! recorded (`presented` ≥ end − F − P, a copy of an earlier batch). A frame reaches the target
+//! up to P−1 frames later. When the frame loop stops, the last partial batch is flushed
+//! ([`FrameSync::flush_post`]: its hand-off, then its copies) before anything waits for the
+//! last copy.
 //!
 //! The throttle also host-waits `presented` with `rendered` (the copy is the frame's last
 //! submission, and its command buffer is reused F frames later). Images shared with CUDA/HIP
@@ -551,6 +560,9 @@ pub struct FrameSync {
     joined: Option<(u64, usize, WaveParams)>,
     /// Highest `posted` value handed to the compute side so far (post stage, off Vulkan's queue).
     posted_requested: u64,
+    /// Highest `posted` value a copy was given to wait for ([`Self::copies_due`]): copies due
+    /// with a draw are submitted with it, just before their post hand-off is made.
+    posted_promised: u64,
     /// Highest `presented` value the host has seen reached (post stage).
     presented_seen: std::cell::Cell<u64>,
     /// [`Self::filter_on_gpu`], decided once from the backend.
@@ -614,6 +626,7 @@ impl FrameSync {
             local_spans: Vec::new(),
             joined: None,
             posted_requested: 0,
+            posted_promised: 0,
             presented_seen: std::cell::Cell::new(0),
             filter_on_gpu,
         })
@@ -769,6 +782,21 @@ impl FrameSync {
         self.post_batch(due)
     }
 
+    /// Post stage, off Vulkan's queue, before frame `frame`'s draw is submitted: the frames
+    /// whose copies are due with it, the post batch its hand-off ([`Self::post`], right after the
+    /// draw) will filter; empty while the batch is still being drawn, on Vulkan's queue and
+    /// without a post stage. Their copies ([`Self::copy_sync`]) go in the draw's own
+    /// vkQueueSubmit, waiting for the `posted` value that hand-off will signal: a promise kept
+    /// from here on, so teardown releases them should the hand-off never be made.
+    pub fn copies_due(&mut self, frame: u64) -> std::ops::Range<u64> {
+        if self.plan.post == PostKind::None || self.plan.post_on_queue() {
+            return frame..frame;
+        }
+        let due = self.plan.post_due(frame, self.posted_requested);
+        self.posted_promised = self.posted_promised.max(due.end);
+        due
+    }
+
     /// One post hand-off: filter the pairs of `batch` after one wait (`rendered ≥ end`: every
     /// scene of the batch is drawn; `presented ≥ end − K`: the previous copy of every output is
     /// done), signal `posted = end` once after the last filter.
@@ -827,12 +855,12 @@ impl FrameSync {
         }
     }
 
-    /// Post stage, off Vulkan's queue: the waits and signals of frame `frame`'s copy
-    /// submission (output → target), made right after the post hand-off that filtered it
-    /// ([`Self::post`], [`Self::flush_post`]): wait `posted` ≥ that hand-off's signal (the end of
-    /// its batch, ≥ f+1) at the transfer stage (nothing with `--sync none`), signal `presented =
-    /// f+1`. None without a post stage, and on Vulkan's queue, where the draw's own command
-    /// buffer copies.
+    /// Post stage, off Vulkan's queue: the waits and signals of frame `frame`'s copy (output →
+    /// target), submitted with the draw that ends its post batch, just before that batch's
+    /// hand-off ([`Self::copies_due`], [`Self::post`]), or right after the last, partial batch's
+    /// ([`Self::flush_post`]): wait `posted` ≥ that hand-off's signal (the end of its batch, ≥
+    /// f+1) at the transfer stage (nothing with `--sync none`), signal `presented = f+1`. None
+    /// without a post stage, and on Vulkan's queue, where the draw's own command buffer copies.
     pub fn copy_sync(&self, frame: u64) -> Option<DrawSync> {
         let t = self.sems.post.as_ref()?;
         if self.plan.post_on_queue() {
@@ -840,7 +868,8 @@ impl FrameSync {
         }
         let mut s = DrawSync::default();
         if self.plan.mode != SyncMode::Unsynchronized {
-            let posted = self.posted_requested.max(frame + 1);
+            // The end of the frame's post batch: handed over, or promised with its draw.
+            let posted = self.posted_requested.max(self.posted_promised).max(frame + 1);
             s.wait(&t.posted, posted, vk::PipelineStageFlags::TRANSFER, Sem::Posted);
         }
         s.signal(&t.presented, frame + 1, Sem::Presented);
@@ -1135,9 +1164,10 @@ impl FrameSync {
     fn release_waiting_copies(&self) -> Result<(), SyncError> {
         let Some(t) = &self.sems.post else { return Ok(()) };
         let current = self.ctx.timeline_value(t.posted.handle)?;
-        if current < self.posted_requested {
-            log::warn!("releasing copies waiting on 'posted' {} (reached {current})", self.posted_requested);
-            self.ctx.signal_timeline(t.posted.handle, self.posted_requested)?;
+        let promised = self.posted_requested.max(self.posted_promised);
+        if current < promised {
+            log::warn!("releasing copies waiting on 'posted' {promised} (reached {current})");
+            self.ctx.signal_timeline(t.posted.handle, promised)?;
         }
         Ok(())
     }

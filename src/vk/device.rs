@@ -737,18 +737,20 @@ impl Context {
         self.submit(std::slice::from_ref(&submit), fence)
     }
 
-    /// One vkQueueSubmit of several batches, each one command buffer with its own waits and
+    /// One vkQueueSubmit of several batches, each with its own command buffers, waits and
     /// signals (as [`Self::submit_with`]), then `fence`.
     pub fn submit_each(&self, batches: &[QueueBatch<'_>], fence: vk::Fence) -> Result<(), VkError> {
+        // A frame submits its draw and its copies this way: a few batches of a few waits and
+        // signals stay on the stack (no allocation per submission).
+        type Few<T> = smallvec::SmallVec<[T; 4]>;
         struct Parts {
-            wait_sems: Vec<vk::Semaphore>,
-            wait_values: Vec<u64>,
-            stages: Vec<vk::PipelineStageFlags>,
-            signal_sems: Vec<vk::Semaphore>,
-            signal_values: Vec<u64>,
-            cmds: [vk::CommandBuffer; 1],
+            wait_sems: Few<vk::Semaphore>,
+            wait_values: Few<u64>,
+            stages: Few<vk::PipelineStageFlags>,
+            signal_sems: Few<vk::Semaphore>,
+            signal_values: Few<u64>,
         }
-        let parts: Vec<Parts> = batches
+        let parts: Few<Parts> = batches
             .iter()
             .map(|b| Parts {
                 wait_sems: b.waits.iter().map(|w| w.0).collect(),
@@ -756,10 +758,9 @@ impl Context {
                 stages: b.waits.iter().map(|w| w.2).collect(),
                 signal_sems: b.signals.iter().map(|s| s.0).collect(),
                 signal_values: b.signals.iter().map(|s| s.1).collect(),
-                cmds: [b.cmd],
             })
             .collect();
-        let mut timelines: Vec<_> = parts
+        let mut timelines: Few<_> = parts
             .iter()
             .map(|p| {
                 vk::TimelineSemaphoreSubmitInfo::default()
@@ -767,14 +768,15 @@ impl Context {
                     .signal_semaphore_values(&p.signal_values)
             })
             .collect();
-        let submits: Vec<_> = parts
+        let submits: Few<_> = parts
             .iter()
+            .zip(batches)
             .zip(timelines.iter_mut())
-            .map(|(p, timeline)| {
+            .map(|((p, b), timeline)| {
                 vk::SubmitInfo::default()
                     .wait_semaphores(&p.wait_sems)
                     .wait_dst_stage_mask(&p.stages)
-                    .command_buffers(&p.cmds)
+                    .command_buffers(b.cmds)
                     .signal_semaphores(&p.signal_sems)
                     .push_next(timeline)
             })
@@ -1051,11 +1053,11 @@ mod tests {
     }
 }
 
-/// One batch of a [`Context::submit_each`]: a command buffer, its waits (semaphore, value —
-/// ignored for binary ones, stage) and its signals (semaphore, value).
+/// One batch of a [`Context::submit_each`]: its command buffers, in order, their waits
+/// (semaphore, value — ignored for binary ones, stage) and their signals (semaphore, value).
 #[derive(Clone, Copy, Debug)]
 pub struct QueueBatch<'a> {
-    pub cmd: vk::CommandBuffer,
+    pub cmds: &'a [vk::CommandBuffer],
     pub waits: &'a [(vk::Semaphore, u64, vk::PipelineStageFlags)],
     pub signals: &'a [(vk::Semaphore, u64)],
 }
