@@ -187,10 +187,11 @@ pub struct CommonArgs {
     #[arg(long, value_enum, default_value_t = SubmitArg::Joined)]
     pub submit: SubmitArg,
     /// Diagnostic: which thread makes the compute API's calls (wait, launch, signal) with cuda or
-    /// hip and --sync external. `thread`: a submission thread, so the render thread only queues
-    /// each hand-off (about 10 µs of CUDA calls a frame off it); `render`: the render thread
-    /// itself (the older shape, kept for comparison). Every other configuration makes its calls
-    /// where it always did, whatever this says.
+    /// hip and --sync external, headless. `thread`: a submission thread, so the render thread
+    /// only queues each hand-off (about 10 µs of CUDA calls a frame off it); `render`: the render
+    /// thread itself (the older shape, kept for comparison). A window always uses the render
+    /// thread (a present must come after every signal it depends on was submitted), as does every
+    /// other configuration, whatever this says.
     #[arg(long, value_enum, default_value_t = EnqueueArg::Thread)]
     pub enqueue: EnqueueArg,
     /// How the compute API reaches the slots: zero-copy (imported Vulkan memory) or staged (the

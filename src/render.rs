@@ -381,8 +381,9 @@ impl Renderer {
     /// Post stage, off Vulkan's queue: submit the copies of `jobs` (each frame's output, or its
     /// scene, to its destination) in ONE vkQueueSubmit, one batch per copy in order, each with its
     /// sync (wait `posted`, signal `presented`; [`crate::sync::FrameSync::copy_sync`]) plus the
-    /// target's own waits and signals (swapchain acquire / present). A post batch's P copies go
-    /// together this way. The caller made sure each index's copy command buffer is free: its last
+    /// target's own waits and signals (swapchain acquire / present): the last, partial post
+    /// batch's copies, after its hand-off (a frame's due copies go in its draw's submission
+    /// instead, [`Self::draw`]'s `copies`). The caller made sure each index's copy command buffer is free: its last
     /// user, the copy of frame f − [`Self::copy_buffers`], finished (`presented` reached it); the
     /// jobs are fewer than the ring, so no two share a buffer. A command buffer is recorded
     /// again only when its pair, source or destination changed: a copy depends on nothing else
@@ -474,7 +475,9 @@ impl Renderer {
     /// `overlay` on top when given. With `sync.joined`, `compute` records the frame's write of
     /// the slot first, in the same command buffer, between two barriers (see [`crate::sync`], "One
     /// submission per frame"). The caller has throttled, so every command buffer of `frame`'s
-    /// index is free: the last submission of each was frame − F or earlier.
+    /// index is free: the last submission of each was frame − F or earlier. `copies` (the post
+    /// stage off Vulkan's queue: the copies due with this draw, as for [`Self::copy`]) go in the
+    /// same vkQueueSubmit, a batch each after the draw's.
     #[allow(clippy::too_many_arguments)]
     pub fn draw(
         &mut self,

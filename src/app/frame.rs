@@ -155,8 +155,8 @@ pub fn throttle(session: &Session, frame: u64, marks: &mut RenderMarks) -> Resul
 
 /// Compute + draw of frame `frame` (after [`throttle`]): hand over the frames due now, with
 /// `params` for each (see [`Clock::due_params`]), then draw frame `frame`. With a post stage off
-/// Vulkan's queue, when frame `frame` ends a post batch: hand its filters over and submit their
-/// copies. Returns the frames whose copies were submitted (empty without them; see
+/// Vulkan's queue, when frame `frame` ends a post batch: submit the batch's copies with the draw,
+/// then hand its filters over. Returns the frames whose copies were submitted (empty without them; see
 /// [`flush_post`] for the last, partial batch).
 pub fn compute_and_draw(
     session: &mut Session,

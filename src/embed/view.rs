@@ -135,6 +135,9 @@ pub fn view(options: &ViewOptions, writer: Box<dyn HeightWriter>) -> Result<View
             BackendKind::Cuda
         }
     };
+    // The caller's writer runs on the calling thread, whose current device and stream (torch's,
+    // CuPy's) are the caller's: its hand-offs stay there, not on a submission thread.
+    run.common.enqueue = crate::cli::EnqueueArg::Render;
     let failure = Arc::new(Mutex::new(None));
     let mut maker = WriterMaker { writer: Some(writer), stream: options.stream, failure: failure.clone() };
     let ran = crate::app::run_frames(run, Some(&mut maker));

@@ -61,7 +61,7 @@
 //! every frame (write end ≤ draw readable; previous draw end ≤ write start), as it does from the
 //! timestamps around two submissions.
 //!
-//! ## The submission thread (`external` with cuda or hip; `--enqueue thread`, the default)
+//! ## The submission thread (`external` with cuda or hip, headless; `--enqueue thread`, the default)
 //! Off Vulkan's queue, a hand-off is three or four calls into the compute API (wait, launch,
 //! signal; the post stage's two waits, filter, signal), and each costs the calling thread
 //! 1–4 µs of driver work (≈ 10 µs per CUDA hand-off on the H200, BENCHMARKS.md): more than
@@ -70,13 +70,17 @@
 //! on to the draw. Nothing else changes: the hand-off carries the same waits and signals, and
 //! the thread enqueues them on the stream (`enqueue.rs`) in the order the render thread sent
 //! them, so every wait is still on work submitted before the hand-off was *sent*, and the
-//! thread itself never waits for the GPU (it cannot deadlock, and the bounded queue never
-//! fills while the GPU moves). A draw (or a copy) may now reach Vulkan before the CUDA signal
+//! thread itself never waits for the GPU, except to synchronise its stream when asked
+//! ([`FrameSync::finish_compute`]) or after a failure (it cannot deadlock, and the bounded queue
+//! never fills while the GPU moves). A draw (or a copy) may now reach Vulkan before the CUDA signal
 //! it waits for was enqueued: legal for timeline semaphores (wait-before-signal), as in
 //! `bridged`, whose host signals always come after the draw. Binary semaphores are not
 //! (a wait must follow its signal), so `binary` keeps its calls on the render thread, as do
-//! `host-wait` (whose render thread waits for the value right after the call) and the backends
-//! on Vulkan's queue (one queue, one submitting thread).
+//! `host-wait` (whose render thread waits for the value right after the call), the backends
+//! on Vulkan's queue (one queue, one submitting thread), a window (`vkQueuePresentKHR` needs
+//! every signal its wait depends on submitted: VUID-vkQueuePresentKHR-pWaitSemaphores-03268;
+//! `bridged` in a window breaks that rule, see docs/ARCHITECTURE.md) and an embedded writer
+//! (`vkhip::embed::view`: the caller's current device and stream belong to its own thread).
 //!
 //! The skipped compute wait (`--compute-wait auto`) is decided by the thread: it reads the
 //! `rendered` counter before it enqueues, and that read, recorded on its own track, is what
@@ -190,7 +194,7 @@
 //!    swapchain image and signals the present semaphore. `cpu`: it first copies output buffer p
 //!    into output image p. It reaches the queue just *before* the hand-off of step 2 is made
 //!    (the render thread submits draw and copy, then hands the filter over): one call into the
-//!    driver instead of two, ≈ 5 µs of the render thread's frame on the H200 (BENCHMARKS.md).
+//!    driver instead of two, 4.6 µs off the render thread's p50 on the H200 (BENCHMARKS.md).
 //!    Timelines allow the wait before its signal is enqueued, and it cannot deadlock: the
 //!    filter waits only for the draw submitted before the copy (and for copies of earlier
 //!    frames), and nothing submitted before the copy waits for it.
@@ -519,7 +523,8 @@ pub fn throttle_wait(frame: u64, frames_in_flight: u64, seen: u64, handoff: Opti
 }
 
 enum Driver {
-    /// The render thread calls the backend itself (external, binary, blocking, host-wait).
+    /// The render thread calls the backend itself (external on Vulkan's queue, in a window, with
+    /// `--enqueue render` or for an embedded writer; binary, blocking, host-wait).
     Inline(Box<dyn ComputeBackend>),
     Bridged(Bridge),
     /// After shutdown: idle, kept until the `FrameSync` drops (before the semaphores it imported).
@@ -550,8 +555,7 @@ pub struct FrameSync {
     thread_elided: u64,
     /// Frames whose throttle host-waited.
     throttle_waits: std::cell::Cell<u64>,
-    /// The bridge thread's spans and operations, in its order (bounded channel; `bridged` and
-    /// `none`).
+    /// The bridge or submission thread's spans and operations, in its order (a bounded buffer).
     bridge_spans: Option<bridge::Records>,
     /// Spans the render thread timed itself (`blocking`, `host-wait`), until taken.
     local_spans: Vec<Span>,
@@ -1182,7 +1186,7 @@ impl FrameSync {
         }
     }
 
-    /// Move what the bridge thread reported so far (`bridged`, `none`) into `out`, in its order:
+    /// Move what the bridge or submission thread reported so far into `out`, in its order:
     /// its operations, its host spans and its backend's GPU spans ([`crate::profile::program`]).
     /// Never blocks.
     pub fn take_records(&mut self, out: &mut Vec<Rec>) {
@@ -1192,7 +1196,7 @@ impl FrameSync {
     }
 
     /// How the backend's GPU times were put on the host clock (None: it has none, or the bridge
-    /// thread still owns it).
+    /// or submission thread still owns it and reports it in its records).
     pub fn compute_clock(&self) -> Option<ClockInfo> {
         match &self.driver {
             Driver::Inline(b) | Driver::Stopped(b) => b.clock_info(),
@@ -1211,7 +1215,8 @@ impl FrameSync {
     }
 
     /// Run `f` with the backend while nothing else runs on it: either after [`Self::shutdown`], or
-    /// in a mode where the render thread owns it (not `bridged` before shutdown).
+    /// in a mode where the render thread owns it (not with a bridge or submission thread before
+    /// shutdown; [`Self::finish_compute`] works in every mode).
     pub fn with_idle_backend<T>(
         &mut self,
         f: impl FnOnce(&mut dyn ComputeBackend) -> Result<T, ComputeError>,

@@ -360,8 +360,10 @@ impl SyncPlan {
         // The submission thread: an interop API waiting and signalling the timelines on its own
         // stream. Not on Vulkan's queue (one queue, one submitting thread), not in `binary` (a
         // binary wait must be submitted after its signal, which the thread could make later), not
-        // in `host-wait` (the render thread waits for the compute API right after the call).
-        let threadable = mode == SyncMode::External && export == Export::Timelines;
+        // in `host-wait` (the render thread waits for the compute API right after the call), not
+        // in a window (a present's wait, and every signal it depends on, must be submitted before
+        // vkQueuePresentKHR: VUID-vkQueuePresentKHR-pWaitSemaphores-03268).
+        let threadable = mode == SyncMode::External && export == Export::Timelines && !req.window;
         let enqueue =
             if req.enqueue == Enqueue::Thread && threadable { Enqueue::Thread } else { Enqueue::Render };
         let mut plan = SyncPlan {
@@ -411,7 +413,8 @@ impl SyncPlan {
     }
 
     /// Whether a submission thread makes the compute API's calls (`external` with an interop
-    /// backend on its own stream, `--enqueue thread`; see "The submission thread" in [`super`]).
+    /// backend on its own stream, headless, `--enqueue thread`; see "The submission thread" in
+    /// [`super`]).
     pub fn submission_thread(&self) -> bool {
         self.enqueue == Enqueue::Thread && self.mode == SyncMode::External
     }
@@ -805,6 +808,9 @@ mod tests {
         assert_eq!(thread(m(SyncMode::External), BackendKind::CudaInVulkan), (false, false));
         assert_eq!(thread(m(SyncMode::Bridged), BackendKind::Cuda), (false, true));
         assert_eq!(thread(m(SyncMode::Unsynchronized), BackendKind::Cuda), (false, true));
+        // A window presents right after the draw: the compute side's signals must be submitted.
+        let window = SyncRequest { window: true, ..m(SyncMode::External) };
+        assert_eq!(thread(window, BackendKind::Cuda), (false, false));
         // A device that exports no timelines has no GPU-side external for cuda at all.
         let e = plan(m(SyncMode::External), BackendKind::Cuda, &device(false, true)).unwrap_err();
         assert!(e.contains("cannot export timeline"), "{e}");
