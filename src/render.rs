@@ -390,7 +390,7 @@ impl Renderer {
     /// (its timestamps on the ring index alone), and the waits and signals are given at submit.
     pub fn copy(&mut self, jobs: &[CopyJob<'_>]) -> Result<(), DrawError> {
         let copies = self.record_copies(jobs)?;
-        let batches: Vec<_> = copies.iter().map(RecordedCopy::batch).collect();
+        let batches: Few<_> = copies.iter().map(RecordedCopy::batch).collect();
         self.ctx.submit_each(&batches, vk::Fence::null())?;
         self.copies_submitted(&copies);
         Ok(())
@@ -574,19 +574,14 @@ impl Renderer {
         };
 
         record_draw(frame, sync, shape, self.timer.is_some());
-        if copies.is_empty() {
-            submit(&self.ctx, used, sync, extra_waits, extra_signals)?;
-        } else {
-            // The copies due with this draw go in its vkQueueSubmit, a batch each after the
-            // draw's (one call into the driver instead of two; see `crate::sync`, "The post stage").
-            let copies = self.record_copies(copies)?;
-            let (waits, signals) = with_target(sync, extra_waits, extra_signals);
-            let draw = QueueBatch { cmds: used, waits: &waits, signals: &signals };
-            let batches: Few<_> =
-                std::iter::once(draw).chain(copies.iter().map(RecordedCopy::batch)).collect();
-            self.ctx.submit_each(&batches, vk::Fence::null())?;
-            self.copies_submitted(&copies);
-        }
+        // The copies due with this draw go in its vkQueueSubmit, a batch each after the draw's
+        // (one call into the driver instead of two; see `crate::sync`, "The post stage").
+        let copies = if copies.is_empty() { Vec::new() } else { self.record_copies(copies)? };
+        let (waits, signals) = with_target(sync, extra_waits, extra_signals);
+        let draw = QueueBatch { cmds: used, waits: &waits, signals: &signals };
+        let batches: Few<_> = std::iter::once(draw).chain(copies.iter().map(RecordedCopy::batch)).collect();
+        self.ctx.submit_each(&batches, vk::Fence::null())?;
+        self.copies_submitted(&copies);
         if let Some(t) = self.timer.as_mut() {
             t.submitted(index);
         }
@@ -893,21 +888,6 @@ fn record_draw(frame: u64, sync: &DrawSync, shape: (bool, Option<(bool, bool)>),
     for &(sem, v) in &sync.profile_signals {
         program::signal(Track::Queue, sem, v, frame);
     }
-}
-
-fn submit(
-    ctx: &Context,
-    cmds: &[vk::CommandBuffer],
-    sync: &DrawSync,
-    extra_waits: &[(vk::Semaphore, vk::PipelineStageFlags)],
-    extra_signals: &[vk::Semaphore],
-) -> Result<(), VkError> {
-    if extra_waits.is_empty() && extra_signals.is_empty() {
-        // Headless: the frame's own waits and signals as they are (no copy per frame).
-        return ctx.submit_cmds_with(cmds, &sync.waits, &sync.signals, vk::Fence::null());
-    }
-    let (waits, signals) = with_target(sync, extra_waits, extra_signals);
-    ctx.submit_cmds_with(cmds, &waits, &signals, vk::Fence::null())
 }
 
 /// A submission's waits and signals: the protocol's (`sync`), then the target's own (a swapchain

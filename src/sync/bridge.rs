@@ -46,6 +46,15 @@ impl Job {
         matches!(self, Job::Enqueue(_) | Job::EnqueuePost(_))
     }
 
+    /// What it is about, for a failure's message: "frame f" (heights, its first frame) or "post
+    /// of frame f".
+    fn about(&self) -> String {
+        match self {
+            Job::Post(p) | Job::EnqueuePost(p) => format!("post of frame {}", p.frame),
+            _ => format!("frame {}", self.promises().0),
+        }
+    }
+
     /// The first frame it is about, and the (computed, posted) values it promised (0: none).
     fn promises(&self) -> (u64, (u64, u64)) {
         match self {
@@ -218,10 +227,8 @@ impl Records {
     /// Append `recs` (emptied) as far as the bound allows.
     fn put(&self, recs: &mut Vec<Rec>) {
         let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let room = SPAN_BUFFER.saturating_sub(kept.len());
-        recs.truncate(room);
+        recs.truncate(SPAN_BUFFER.saturating_sub(kept.len()));
         kept.append(recs);
-        recs.clear();
     }
 
     /// Move everything recorded so far into `out`, in order.
@@ -301,10 +308,10 @@ impl Bridge {
                         "handing over its timings",
                     );
                     let Err(e) = ran.and(handed) else { continue };
-                    let (frame, promised) = job.promises();
+                    let about = job.about();
                     // Returned to the render thread on its next hand-off: logged at debug only.
-                    log::debug!("{name}, job of frame {frame}: {e}");
-                    *fail.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("frame {frame}: {e}"));
+                    log::debug!("{name}, {about}: {e}");
+                    *fail.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("{about}: {e}"));
                     if job.enqueued() {
                         // What the stream took before the failure signals first: a host signal
                         // must not pass a GPU signal still pending.
@@ -317,7 +324,7 @@ impl Bridge {
                     // render thread stops sending (it sees the failure on its next hand-off, or
                     // stops the thread), every job still sent is released the same way without
                     // running; `FrameSync::shutdown` releases any later promise.
-                    release(&worker.ctx, worker.t, promised, &rx);
+                    release(&worker.ctx, worker.t, job.promises().1, &rx);
                     for late in rx.iter() {
                         release(&worker.ctx, worker.t, late.promises().1, &rx);
                     }

@@ -641,12 +641,13 @@ impl Context {
         signals: &[(vk::Semaphore, u64)],
         fence: vk::Fence,
     ) -> Result<(), VkError> {
-        self.submit_cmds_with(std::slice::from_ref(&cmd), waits, signals, fence)
+        self.submit_each(&[QueueBatch { cmds: std::slice::from_ref(&cmd), waits, signals }], fence)
     }
 
-    /// [`Self::submit_with`] for command buffers run in order in one batch (the waits before all
-    /// of them, the signals after the last): a frame whose compute is recorded afresh ahead of a
-    /// draw recorded once ([`crate::render::Renderer::draw`]).
+    /// One vkQueueSubmit of several batches, each with its own command buffers (run in order, the
+    /// waits before all of them, the signals after the last), waits and signals (as
+    /// [`Self::submit_with`]), then `fence`: a frame whose compute is recorded afresh ahead of a
+    /// draw recorded once, and the copies due with it ([`crate::render::Renderer::draw`]).
     ///
     /// On any Vulkan 1.2 device (lavapipe will do): nine waits and nine signals, more than the
     /// stack holds, still one batch.
@@ -654,7 +655,7 @@ impl Context {
     /// ```
     /// use ash::vk;
     /// use std::sync::Arc;
-    /// use vkhip::vk::device::{enumerate, Context};
+    /// use vkhip::vk::device::{enumerate, Context, QueueBatch};
     /// use vkhip::vk::external::Semaphore;
     /// use vkhip::vk::instance::Instance;
     ///
@@ -665,90 +666,24 @@ impl Context {
     /// let sems: Vec<Semaphore> = (0..9).map(|_| Semaphore::timeline(&ctx, 1, false).unwrap()).collect();
     /// let waits: Vec<_> = sems.iter().map(|s| (s.handle, 1, vk::PipelineStageFlags::ALL_COMMANDS)).collect();
     /// let signals: Vec<_> = sems.iter().zip(2..).map(|(s, v)| (s.handle, v)).collect();
-    /// ctx.submit_cmds_with(&[], &waits, &signals, vk::Fence::null()).unwrap();
+    /// let batch = QueueBatch { cmds: &[], waits: &waits, signals: &signals };
+    /// ctx.submit_each(&[batch], vk::Fence::null()).unwrap();
     /// ctx.queue_wait_idle().unwrap();
     /// let values: Vec<u64> = sems.iter().map(|s| ctx.timeline_value(s.handle).unwrap()).collect();
     /// assert_eq!(values, (2..11).collect::<Vec<u64>>());
     /// ```
-    pub fn submit_cmds_with(
-        &self,
-        cmds: &[vk::CommandBuffer],
-        waits: &[(vk::Semaphore, u64, vk::PipelineStageFlags)],
-        signals: &[(vk::Semaphore, u64)],
-        fence: vk::Fence,
-    ) -> Result<(), VkError> {
-        // The frame loop submits every frame: a few waits and signals go through arrays on the
-        // stack (no allocation per submission); more, through vectors. Either way one batch, so
-        // the waits cover every command buffer of it.
-        const MAX: usize = 8;
-        let (w, s) = (waits.len(), signals.len());
-        if w > MAX || s > MAX {
-            return self.submit_batch(
-                cmds,
-                (
-                    &waits.iter().map(|w| w.0).collect::<Vec<_>>(),
-                    &waits.iter().map(|w| w.1).collect::<Vec<_>>(),
-                    &waits.iter().map(|w| w.2).collect::<Vec<_>>(),
-                ),
-                (
-                    &signals.iter().map(|s| s.0).collect::<Vec<_>>(),
-                    &signals.iter().map(|s| s.1).collect::<Vec<_>>(),
-                ),
-                fence,
-            );
-        }
-        let mut wait_sems = [vk::Semaphore::null(); MAX];
-        let mut wait_values = [0u64; MAX];
-        let mut stages = [vk::PipelineStageFlags::empty(); MAX];
-        for (i, &(sem, value, stage)) in waits.iter().enumerate() {
-            (wait_sems[i], wait_values[i], stages[i]) = (sem, value, stage);
-        }
-        let mut signal_sems = [vk::Semaphore::null(); MAX];
-        let mut signal_values = [0u64; MAX];
-        for (i, &(sem, value)) in signals.iter().enumerate() {
-            (signal_sems[i], signal_values[i]) = (sem, value);
-        }
-        self.submit_batch(
-            cmds,
-            (&wait_sems[..w], &wait_values[..w], &stages[..w]),
-            (&signal_sems[..s], &signal_values[..s]),
-            fence,
-        )
-    }
-
-    /// One vkQueueSubmit of one batch: `cmds` in order after the waits (semaphores, values,
-    /// stages), then the signals (semaphores, values), then `fence`.
-    fn submit_batch(
-        &self,
-        cmds: &[vk::CommandBuffer],
-        (wait_sems, wait_values, stages): (&[vk::Semaphore], &[u64], &[vk::PipelineStageFlags]),
-        (signal_sems, signal_values): (&[vk::Semaphore], &[u64]),
-        fence: vk::Fence,
-    ) -> Result<(), VkError> {
-        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
-            .wait_semaphore_values(wait_values)
-            .signal_semaphore_values(signal_values);
-        let submit = vk::SubmitInfo::default()
-            .wait_semaphores(wait_sems)
-            .wait_dst_stage_mask(stages)
-            .command_buffers(cmds)
-            .signal_semaphores(signal_sems)
-            .push_next(&mut timeline);
-        self.submit(std::slice::from_ref(&submit), fence)
-    }
-
-    /// One vkQueueSubmit of several batches, each with its own command buffers, waits and
-    /// signals (as [`Self::submit_with`]), then `fence`.
     pub fn submit_each(&self, batches: &[QueueBatch<'_>], fence: vk::Fence) -> Result<(), VkError> {
-        // A frame submits its draw and its copies this way: a few batches of a few waits and
-        // signals stay on the stack (no allocation per submission).
+        // The frame loop submits this way every frame (its draw, and the copies due with it): a
+        // few batches of up to eight waits and signals each stay on the stack (no allocation per
+        // submission); more spill to the heap, still in the same batches.
         type Few<T> = smallvec::SmallVec<[T; 4]>;
+        type Eight<T> = smallvec::SmallVec<[T; 8]>;
         struct Parts {
-            wait_sems: Few<vk::Semaphore>,
-            wait_values: Few<u64>,
-            stages: Few<vk::PipelineStageFlags>,
-            signal_sems: Few<vk::Semaphore>,
-            signal_values: Few<u64>,
+            wait_sems: Eight<vk::Semaphore>,
+            wait_values: Eight<u64>,
+            stages: Eight<vk::PipelineStageFlags>,
+            signal_sems: Eight<vk::Semaphore>,
+            signal_values: Eight<u64>,
         }
         let parts: Few<Parts> = batches
             .iter()
